@@ -1,0 +1,31 @@
+# `make run` and `make test` create the virtual environment when it is missing
+# (or when requirements.lock or setup.py changed), then do their job.
+PYTHON ?= python3
+VENV ?= .venv
+STAMP := $(VENV)/.installed
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test venv clean
+
+run: $(STAMP)
+	$(VENV)/bin/python local_runner.py $(ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+venv: $(STAMP)
+
+# --no-deps: requirements.lock pins the whole environment, so pip resolves
+# nothing (unpinned, it backtracks for ages over Google Cloud clients).
+# --ignore-requires-python: TFX 1.16 declares Requires-Python <3.11 but runs
+# on 3.11; the TFX releases that allow 3.11 need glibc 2.39 wheels.
+$(STAMP): requirements.lock setup.py
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] in ((3, 9), (3, 10), (3, 11)), "Python 3.9-3.11 needed, found " + sys.version'
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --no-deps --ignore-requires-python -r requirements.lock
+	$(VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) outputs *.egg-info

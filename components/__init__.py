@@ -1,0 +1,1 @@
+"""Custom TFX components of this pipeline."""

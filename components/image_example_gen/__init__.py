@@ -1,0 +1,1 @@
+"""Image ExampleGen: IDX files or labelled image folders to tf.train.Examples."""

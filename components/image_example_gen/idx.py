@@ -1,0 +1,168 @@
+"""Reading IDX files, the format of MNIST, Fashion-MNIST and their kin.
+
+An IDX file is a 4-byte magic number (two zero bytes, a type code, the number
+of dimensions), one big-endian uint32 per dimension, then the values in
+row-major order. Files may be gzipped; we look at the bytes, not the name.
+
+Everything here works on any filesystem TensorFlow knows (local, gs://, s3://)
+and raises `InputDataError` naming the file and the problem.
+"""
+
+import dataclasses
+import gzip
+import struct
+import zlib
+from typing import BinaryIO, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from components.image_example_gen.errors import InputDataError
+
+_GZIP_MAGIC = b'\x1f\x8b'
+# Type codes of the IDX format and the numpy dtype they store (big-endian).
+_DTYPES = {
+    0x08: np.dtype('u1'),
+    0x09: np.dtype('i1'),
+    0x0B: np.dtype('>i2'),
+    0x0C: np.dtype('>i4'),
+    0x0D: np.dtype('>f4'),
+    0x0E: np.dtype('>f8'),
+}
+_READ_BLOCK = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class IdxHeader:
+  path: str
+  dtype: np.dtype
+  shape: Tuple[int, ...]  # (count, *item_shape)
+  gzipped: bool
+
+  @property
+  def header_size(self) -> int:
+    return 4 + 4 * len(self.shape)
+
+  @property
+  def count(self) -> int:
+    return self.shape[0]
+
+  @property
+  def item_shape(self) -> Tuple[int, ...]:
+    return self.shape[1:]
+
+  @property
+  def item_size(self) -> int:
+    return int(np.prod(self.item_shape, dtype=np.int64)) * self.dtype.itemsize
+
+  @property
+  def data_size(self) -> int:
+    return self.count * self.item_size
+
+
+def _open(path: str) -> Tuple[BinaryIO, bool]:
+  """Opens `path` for reading, transparently un-gzipping it."""
+  try:
+    raw = tf.io.gfile.GFile(path, 'rb')
+    magic = raw.read(2)
+    raw.seek(0)
+  except tf.errors.OpError as e:
+    raise InputDataError(path, f'cannot read file: {e.message}') from e
+  if magic == _GZIP_MAGIC:
+    return gzip.GzipFile(fileobj=raw, mode='rb'), True
+  return raw, False
+
+
+def _read_exactly(stream: BinaryIO, n: int, path: str, what: str) -> bytes:
+  try:
+    data = stream.read(n)
+  except (EOFError, OSError, zlib.error) as e:
+    raise InputDataError(path, f'corrupt or truncated gzip data: {e}') from e
+  if len(data) != n:
+    raise InputDataError(
+        path, f'file ends after {len(data)} of the {n} bytes of {what}')
+  return data
+
+
+def _parse_header(stream: BinaryIO, path: str, gzipped: bool) -> IdxHeader:
+  magic = _read_exactly(stream, 4, path, 'the IDX magic number')
+  zero, type_code, ndim = struct.unpack('>HBB', magic)
+  if zero != 0 or type_code not in _DTYPES or ndim == 0:
+    raise InputDataError(
+        path, f'not an IDX file: bad magic number 0x{magic.hex()} '
+        '(expected 0x0000 + a type code + the number of dimensions, '
+        'e.g. 0x00000803 for images, 0x00000801 for labels)')
+  dims = struct.unpack(f'>{ndim}I',
+                       _read_exactly(stream, 4 * ndim, path, 'the IDX dimensions'))
+  return IdxHeader(path=path, dtype=_DTYPES[type_code], shape=tuple(dims),
+                   gzipped=gzipped)
+
+
+def read_header(path: str) -> IdxHeader:
+  stream, gzipped = _open(path)
+  with stream:
+    return _parse_header(stream, path, gzipped)
+
+
+def validate(path: str) -> IdxHeader:
+  """Reads the whole file once: the header, then that the data is all there.
+
+  A truncated download, a damaged gzip stream or trailing garbage are found
+  here, before any worker starts, so the error is about one file and clear.
+  """
+  stream, gzipped = _open(path)
+  with stream:
+    header = _parse_header(stream, path, gzipped)
+    remaining = header.data_size
+    try:
+      while remaining:
+        block = stream.read(min(remaining, _READ_BLOCK))
+        if not block:
+          raise InputDataError(
+              path, f'file ends {remaining} bytes early: the header declares '
+              f'shape {header.shape} ({header.data_size} bytes of data)')
+        remaining -= len(block)
+      extra = stream.read(1)
+    except (EOFError, OSError, zlib.error) as e:
+      raise InputDataError(path, f'corrupt or truncated gzip data: {e}') from e
+    if extra:
+      raise InputDataError(
+          path, f'file has data beyond the {header.data_size} bytes its header '
+          f'declares for shape {header.shape}')
+  return header
+
+
+def read_items(header: IdxHeader, start: int, stop: int) -> np.ndarray:
+  """Returns items [start, stop) of a validated file as an array."""
+  stream, _ = _open(header.path)
+  with stream:
+    offset = header.header_size + start * header.item_size
+    # On a gzipped file this decompresses up to `offset`: milliseconds for
+    # MNIST-sized files, and it keeps workers independent of each other.
+    stream.seek(offset)
+    n = stop - start
+    data = _read_exactly(stream, n * header.item_size, header.path,
+                         f'items {start}..{stop}')
+  return np.frombuffer(data, dtype=header.dtype).reshape((n,) + header.item_shape)
+
+
+def read_all(header: IdxHeader) -> np.ndarray:
+  return read_items(header, 0, header.count)
+
+
+def write(path: str, array: np.ndarray, compress: bool = True) -> None:
+  """Writes `array` as an IDX file (used by tests and the benchmarks)."""
+  codes = {dtype: code for code, dtype in _DTYPES.items()}
+  dtype = array.dtype.newbyteorder('>') if array.dtype.itemsize > 1 else array.dtype
+  code = codes[np.dtype(dtype)]
+  payload = (struct.pack('>HBB', 0, code, array.ndim) +
+             struct.pack(f'>{array.ndim}I', *array.shape) +
+             np.ascontiguousarray(array, dtype=dtype).tobytes())
+  if compress:
+    payload = gzip.compress(payload, compresslevel=6)
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    f.write(payload)
+
+
+__all__ = ['IdxHeader', 'read_header', 'validate', 'read_items', 'read_all',
+           'write', 'InputDataError']

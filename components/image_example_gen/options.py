@@ -1,0 +1,88 @@
+"""The ImageExampleGen's own settings, carried in ExampleGen's `custom_config`.
+
+They travel as a `google.protobuf.Struct` packed into TFX's `CustomConfig`, so
+they show up as readable JSON in the execution's properties in ML Metadata and
+in a compiled Kubeflow spec.
+"""
+
+import dataclasses
+import json
+from typing import Any, Dict, Optional, Sequence
+
+from google.protobuf import json_format
+from google.protobuf import struct_pb2
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_component_specs
+
+from pipeline import features
+
+INPUT_FORMATS = ('idx', 'images')
+DEFAULT_NUM_SHARDS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageExampleGenOptions:
+  """What to read and how to write it.
+
+  input_format: 'idx' (MNIST-style files) or 'images' (class folders).
+  class_names: names of the labels 0..n-1. Default: 'idx' uses the label
+    values ('0'..'9' for MNIST), 'images' the sorted class folder names.
+  geometry: size and channels images are converted to ('images' only: IDX
+    files carry their own geometry).
+  num_shards: output files per split. Beam's DirectRunner writes one file per
+    worker (two on a laptop), too few for the Trainer to interleave reads.
+  """
+  input_format: str = 'idx'
+  class_names: Optional[Sequence[str]] = None
+  geometry: features.ImageGeometry = features.MNIST_GEOMETRY
+  num_shards: int = DEFAULT_NUM_SHARDS
+
+  def __post_init__(self):
+    if self.input_format not in INPUT_FORMATS:
+      raise ValueError(f'input_format must be one of {INPUT_FORMATS}, '
+                       f'got {self.input_format!r}')
+    if self.num_shards < 1:
+      raise ValueError(f'num_shards must be at least 1, got {self.num_shards}')
+    if self.class_names is not None:
+      names = list(self.class_names)
+      if not names or len(set(names)) != len(names):
+        raise ValueError(f'class_names must be unique and non-empty: {names}')
+
+  def to_dict(self) -> Dict[str, Any]:
+    return {
+        'input_format': self.input_format,
+        'class_names': list(self.class_names) if self.class_names else None,
+        'image_height': self.geometry.height,
+        'image_width': self.geometry.width,
+        'image_channels': self.geometry.channels,
+        'num_shards': self.num_shards,
+    }
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> 'ImageExampleGenOptions':
+    return cls(
+        input_format=d['input_format'],
+        class_names=d.get('class_names') or None,
+        geometry=features.ImageGeometry(
+            int(d['image_height']), int(d['image_width']),
+            int(d['image_channels'])),
+        num_shards=int(d['num_shards']))
+
+  def to_custom_config(self) -> example_gen_pb2.CustomConfig:
+    struct = struct_pb2.Struct()
+    struct.update(self.to_dict())
+    config = example_gen_pb2.CustomConfig()
+    config.custom_config.Pack(struct)
+    return config
+
+  @classmethod
+  def from_exec_properties(
+      cls, exec_properties: Dict[str, Any]) -> 'ImageExampleGenOptions':
+    raw = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
+    if not raw:
+      return cls()
+    config = example_gen_pb2.CustomConfig()
+    json_format.Parse(raw if isinstance(raw, str) else json.dumps(raw), config)
+    struct = struct_pb2.Struct()
+    config.custom_config.Unpack(struct)
+    return cls.from_dict(json_format.MessageToDict(struct))

@@ -1,0 +1,209 @@
+"""Runs the whole pipeline on this machine: LocalDagRunner + ML Metadata in SQLite.
+
+  python local_runner.py                       # MNIST, downloaded if missing
+  python local_runner.py --data-dir DIR --input-format images
+  python local_runner.py --beam-args="--direct_num_workers=4"
+
+Everything a run writes goes under --output-dir: the artifacts in
+OUT/pipeline, ML Metadata in OUT/metadata.db, pushed models in
+OUT/serving_model, the full log in OUT/logs.
+"""
+
+import argparse
+import datetime
+import logging
+import os
+import shlex
+import sys
+from typing import List, Optional, Sequence
+
+# TensorFlow's C++ start-up chatter is noise here; the Beam workers this
+# process starts inherit the setting.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from pipeline import configs  # pylint: disable=g-import-not-at-top
+from pipeline import features  # pylint: disable=g-import-not-at-top
+
+
+def _class_names(value: Optional[str]) -> Optional[List[str]]:
+  if not value:
+    return None
+  if value in configs.CLASS_NAME_PRESETS:
+    return list(configs.CLASS_NAME_PRESETS[value])
+  if value.startswith('@'):
+    with open(value[1:]) as f:
+      return [line.strip() for line in f if line.strip()]
+  return [name.strip() for name in value.split(',')]
+
+
+def _image_size(value: str):
+  try:
+    height, width = (int(v) for v in value.lower().split('x'))
+    return height, width
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
+
+
+def make_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  data = parser.add_argument_group('input data')
+  data.add_argument(
+      '--data-dir', default=configs.MNIST_DIR,
+      help='Dataset directory (input_base of ExampleGen). idx: train-* and '
+      't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
+      'eval/<class>/<image>, PNG or JPEG. Default: %(default)s, where MNIST '
+      'is downloaded (checksums verified) when missing.')
+  data.add_argument(
+      '--input-format', choices=('idx', 'images'), default=configs.INPUT_FORMAT,
+      help='Layout of --data-dir (default: %(default)s).')
+  data.add_argument(
+      '--class-names', default=None,
+      help='Names of labels 0..n-1: a preset (%s), a comma-separated list or '
+      '@FILE with one name per line. Default: idx uses the label values, '
+      'images the sorted class folder names.' %
+      ', '.join(configs.CLASS_NAME_PRESETS))
+  data.add_argument(
+      '--image-size', type=_image_size,
+      default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
+      metavar='HxW', help='images only: size images are resized to '
+      '(default: %dx%d).' % (configs.IMAGE_GEOMETRY.height,
+                             configs.IMAGE_GEOMETRY.width))
+  data.add_argument(
+      '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
+      default=configs.IMAGE_GEOMETRY.channels,
+      help='images only: 1 (grey) or 3 (RGB) (default: %(default)s).')
+  data.add_argument(
+      '--num-shards', type=int, default=configs.NUM_SHARDS,
+      help='TFRecord files written per split (default: %(default)s).')
+  data.add_argument(
+      '--schema', default=None, metavar='SCHEMA_PBTXT',
+      help='Use this schema instead of inferring one, e.g. the curated '
+      'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA))
+
+  run = parser.add_argument_group('run')
+  run.add_argument(
+      '--output-dir', default=configs.OUTPUT_DIR,
+      help='Where artifacts (OUT/pipeline), ML Metadata (OUT/metadata.db), '
+      'pushed models (OUT/serving_model) and logs (OUT/logs) go '
+      '(default: %(default)s).')
+  run.add_argument('--pipeline-name', default=configs.PIPELINE_NAME,
+                   help='Pipeline name in ML Metadata (default: %(default)s).')
+  run.add_argument(
+      '--beam-args', default='',
+      help='Extra Beam pipeline args for every Beam-based component, as one '
+      'string; they override the defaults (%s). E.g. "--runner=FlinkRunner '
+      '--flink_master=host:8081 --environment_type=LOOPBACK".' %
+      ' '.join(configs.BEAM_PIPELINE_ARGS))
+  run.add_argument('--no-cache', action='store_true',
+                   help='Run every component even if its inputs are unchanged.')
+  run.add_argument('--verbose', action='store_true',
+                   help='Also print the full TFX/Beam log on stderr.')
+  return parser
+
+
+def _check_data_dir(args) -> None:
+  if args.data_dir == configs.MNIST_DIR and args.input_format == 'idx':
+    from data import mnist  # pylint: disable=g-import-not-at-top
+    if mnist.missing_files(args.data_dir):
+      print(f'MNIST is missing from {args.data_dir}; downloading it.')
+      mnist.download(args.data_dir)
+  if '://' not in args.data_dir and not os.path.isdir(args.data_dir):
+    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+
+
+def _setup_logging(output_dir: str, verbose: bool) -> str:
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  log_dir = os.path.join(output_dir, 'logs')
+  os.makedirs(log_dir, exist_ok=True)
+  path = os.path.join(
+      log_dir, datetime.datetime.now().strftime('run-%Y%m%d-%H%M%S.log'))
+  root = logging.getLogger()
+  root.setLevel(logging.INFO)
+  absl_logging.set_verbosity(absl_logging.INFO)
+  if not verbose:
+    # Importing TFX leaves a stderr handler on the root logger (a
+    # logging.basicConfig() call): without --verbose the log goes to the
+    # file only, and the console shows progress and errors.
+    for handler in list(root.handlers):
+      root.removeHandler(handler)
+  file_handler = logging.FileHandler(path)
+  file_handler.setFormatter(
+      logging.Formatter('%(asctime)s %(levelname)s %(name)s: %(message)s'))
+  root.addHandler(file_handler)
+  return path
+
+
+def _root_cause(error: BaseException) -> str:
+  """The message a user needs from an error, even when Beam wrapped it."""
+  from components.image_example_gen.errors import InputDataError  # pylint: disable=g-import-not-at-top
+  from components.validation_gate import DataValidationError  # pylint: disable=g-import-not-at-top
+  ours = (InputDataError.__name__, DataValidationError.__name__)
+  seen = error
+  while seen is not None:
+    if isinstance(seen, (InputDataError, DataValidationError)):
+      return str(seen)
+    seen = seen.__cause__ or seen.__context__
+  # Beam re-raises worker errors as text: find our error's line in it.
+  lines = str(error).splitlines()
+  for i, line in enumerate(lines):
+    for name in ours:
+      if line.lstrip().startswith(name + ':') or f'.{name}: ' in line:
+        return line.split(name + ':', 1)[1].strip()
+  return f'{type(error).__name__}: {lines[0] if lines else error}'
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args = make_parser().parse_args(argv)
+  _check_data_dir(args)
+
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  from pipeline import run_report  # pylint: disable=g-import-not-at-top
+
+  output_dir = os.path.abspath(args.output_dir)
+  log_path = _setup_logging(output_dir, args.verbose)
+  pipeline_root = os.path.join(output_dir, configs.PIPELINE_ROOT_NAME)
+  metadata_path = os.path.join(output_dir, configs.METADATA_DB_NAME)
+  connection_config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
+      metadata_path)
+  beam_args = list(configs.BEAM_PIPELINE_ARGS) + shlex.split(args.beam_args)
+
+  dag = pipeline.create_pipeline(
+      pipeline_name=args.pipeline_name,
+      pipeline_root=pipeline_root,
+      data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
+      else args.data_dir,
+      input_format=args.input_format,
+      class_names=_class_names(args.class_names),
+      image_geometry=features.ImageGeometry(*args.image_size, args.channels),
+      num_shards=args.num_shards,
+      schema_path=os.path.abspath(args.schema) if args.schema else None,
+      beam_pipeline_args=beam_args,
+      metadata_connection_config=connection_config,
+      enable_cache=not args.no_cache)
+
+  progress = run_report.ComponentProgress(connection_config, args.pipeline_name)
+  logging.getLogger('absl').addHandler(progress)
+  print(f'Running pipeline {args.pipeline_name!r} on {args.data_dir} '
+        f'({args.input_format}); log: {log_path}')
+  try:
+    tfx.orchestration.LocalDagRunner().run(dag)
+  except Exception as e:  # pylint: disable=broad-except
+    node = progress.mark_failed()
+    logging.exception('Pipeline run failed')
+    where = f' in {node.node_id}' if node else ''
+    print(f'\nerror{where}: {_root_cause(e)}\nFull log: {log_path}',
+          file=sys.stderr)
+    return 1
+  finally:
+    logging.getLogger('absl').removeHandler(progress)
+
+  run_report.print_summary(connection_config, args.pipeline_name,
+                           progress.nodes, metadata_path, log_path)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,1 @@
+"""The TFX pipeline: its DAG, its configuration and its record format."""

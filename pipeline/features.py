@@ -1,0 +1,100 @@
+"""The one place that defines the Examples format and image geometry.
+
+ExampleGen writes these features, StatisticsGen/SchemaGen describe them, the
+Transform and Trainer modules read them and the tests build them: everyone
+imports the keys from here so that nobody spells a feature name twice.
+
+Format of every record (a `tf.train.Example`):
+  image     bytes  raw uint8 pixels, row-major height x width x channels
+  height    int64  image height in pixels
+  width     int64  image width in pixels
+  channels  int64  1 (grey) or 3 (RGB)
+  label     int64  class index into the class names of the Examples artifact
+"""
+
+import dataclasses
+import json
+from typing import List, Sequence
+
+IMAGE_KEY = 'image'
+HEIGHT_KEY = 'height'
+WIDTH_KEY = 'width'
+CHANNELS_KEY = 'channels'
+LABEL_KEY = 'label'
+FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY)
+
+# Class names travel with the data twice: as a custom property of the Examples
+# artifact (visible in ML Metadata) and as a vocabulary file next to the
+# splits (readable by any component that only sees the artifact's URI).
+CLASS_NAMES_PROPERTY = 'class_names'
+CLASS_NAMES_FILE = 'class_names.txt'
+
+SUPPORTED_CHANNELS = (1, 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageGeometry:
+  """Height, width and channel count of every image in a dataset."""
+  height: int
+  width: int
+  channels: int
+
+  def __post_init__(self):
+    if self.height <= 0 or self.width <= 0:
+      raise ValueError(f'image size must be positive, got {self.height}x{self.width}')
+    if self.channels not in SUPPORTED_CHANNELS:
+      raise ValueError(
+          f'channels must be one of {SUPPORTED_CHANNELS}, got {self.channels}')
+
+  @property
+  def num_bytes(self) -> int:
+    return self.height * self.width * self.channels
+
+  @property
+  def shape(self):
+    return (self.height, self.width, self.channels)
+
+  def __str__(self):
+    return f'{self.height}x{self.width}x{self.channels}'
+
+
+MNIST_GEOMETRY = ImageGeometry(height=28, width=28, channels=1)
+
+
+def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
+  """Returns one serialized `tf.train.Example` in the format above."""
+  # Imported here so that modules which only need the keys stay light.
+  from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
+  if len(image) != geometry.num_bytes:
+    raise ValueError(
+        f'image has {len(image)} bytes, geometry {geometry} needs {geometry.num_bytes}')
+  example = example_pb2.Example()
+  feature = example.features.feature
+  feature[IMAGE_KEY].bytes_list.value.append(image)
+  feature[HEIGHT_KEY].int64_list.value.append(geometry.height)
+  feature[WIDTH_KEY].int64_list.value.append(geometry.width)
+  feature[CHANNELS_KEY].int64_list.value.append(geometry.channels)
+  feature[LABEL_KEY].int64_list.value.append(int(label))
+  return example.SerializeToString()
+
+
+def raw_feature_spec(label_required: bool = True):
+  """`tf.io.parse_example` spec for the raw Examples."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  spec = {
+      IMAGE_KEY: tf.io.FixedLenFeature([], tf.string),
+      HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
+      WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64),
+      CHANNELS_KEY: tf.io.FixedLenFeature([], tf.int64),
+  }
+  spec[LABEL_KEY] = (tf.io.FixedLenFeature([], tf.int64) if label_required
+                     else tf.io.FixedLenFeature([], tf.int64, default_value=-1))
+  return spec
+
+
+def encode_class_names(names: Sequence[str]) -> str:
+  return json.dumps(list(names))
+
+
+def decode_class_names(value: str) -> List[str]:
+  return list(json.loads(value))

@@ -1,0 +1,150 @@
+"""What a local run tells its user: each component as it runs, then a summary.
+
+LocalDagRunner has no callback API, but it logs 'Component %s is running.'
+and 'Component %s is finished.' around every node; `ComponentProgress`
+listens for exactly those records and asks ML Metadata whether the execution
+ran or was reused from the cache.
+"""
+
+import dataclasses
+import logging
+import sys
+import time
+from typing import Dict, List, Optional, TextIO
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+_RUNNING = 'Component %s is running.'
+_FINISHED = 'Component %s is finished.'
+_STATE = metadata_store_pb2.Execution.State
+
+
+@dataclasses.dataclass
+class NodeRun:
+  node_id: str
+  started: float
+  seconds: Optional[float] = None
+  state: str = 'RUNNING'  # COMPLETE, CACHED or FAILED once known.
+  execution: Optional[metadata_store_pb2.Execution] = None
+
+
+def latest_execution(store: metadata_store.MetadataStore, pipeline_name: str,
+                     node_id: str) -> Optional[metadata_store_pb2.Execution]:
+  context = store.get_context_by_type_and_name('node',
+                                               f'{pipeline_name}.{node_id}')
+  if context is None:
+    return None
+  executions = store.get_executions_by_context(context.id)
+  return max(executions, key=lambda e: e.id) if executions else None
+
+
+class ComponentProgress(logging.Handler):
+  """Prints one line as each component starts and one as it ends."""
+
+  def __init__(self, connection_config: metadata_store_pb2.ConnectionConfig,
+               pipeline_name: str, out: TextIO = sys.stdout):
+    super().__init__(level=logging.INFO)
+    self._connection_config = connection_config
+    self._pipeline_name = pipeline_name
+    self._out = out
+    self.nodes: Dict[str, NodeRun] = {}
+
+  def emit(self, record: logging.LogRecord) -> None:
+    if record.msg == _RUNNING:
+      node_id = record.args[0]
+      self.nodes[node_id] = NodeRun(node_id, time.monotonic())
+      self._print(f'▶ {node_id} ...')
+    elif record.msg == _FINISHED:
+      node = self.nodes[record.args[0]]
+      node.seconds = time.monotonic() - node.started
+      node.execution = latest_execution(
+          metadata_store.MetadataStore(self._connection_config),
+          self._pipeline_name, node.node_id)
+      node.state = (_STATE.Name(node.execution.last_known_state)
+                    if node.execution else 'UNKNOWN')
+      cached = ' (cached)' if node.state == 'CACHED' else ''
+      self._print(f'✔ {node.node_id}: {node.seconds:.1f}s{cached}')
+
+  def mark_failed(self) -> Optional[NodeRun]:
+    """Marks the component that was running when the run broke off."""
+    for node in self.nodes.values():
+      if node.seconds is None:
+        node.seconds = time.monotonic() - node.started
+        node.state = 'FAILED'
+        self._print(f'✘ {node.node_id}: failed after {node.seconds:.1f}s')
+        return node
+    return None
+
+  def _print(self, line: str) -> None:
+    print(line, file=self._out, flush=True)
+
+
+def output_artifacts(store: metadata_store.MetadataStore,
+                     execution: metadata_store_pb2.Execution
+                     ) -> List[metadata_store_pb2.Artifact]:
+  events = store.get_events_by_execution_ids([execution.id])
+  ids = [e.artifact_id for e in events
+         if e.type == metadata_store_pb2.Event.OUTPUT]
+  return store.get_artifacts_by_id(ids) if ids else []
+
+
+def _describe(artifact, type_name: str, splits_stats: Dict[str, int]) -> str:
+  """A few words on what an artifact holds."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  props = artifact.custom_properties
+  if type_name == 'Examples':
+    parts = []
+    for split, count in splits_stats.items():
+      shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
+      parts.append(f'{split}: {count:,} records in {shards} shards')
+    return '; '.join(parts)
+  if type_name == 'ExampleAnomalies' and 'blessed' in props:
+    blessed = props['blessed'].struct_value
+    bad = [k for k, v in blessed.fields.items() if not v.number_value]
+    return f'anomalies in {", ".join(bad)}' if bad else 'no anomalies'
+  return ''
+
+
+def _split_counts(store, statistics) -> Dict[str, int]:
+  from tfx.components.statistics_gen import stats_artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  stats = standard_artifacts.ExampleStatistics()
+  stats.set_mlmd_artifact(statistics)
+  del store
+  return {split: stats_artifact_utils.load_statistics(
+              stats, split).proto().datasets[0].num_examples
+          for split in artifact_utils.decode_split_names(stats.split_names)}
+
+
+def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
+                  pipeline_name: str, nodes: Dict[str, NodeRun],
+                  metadata_path: str, log_path: str,
+                  out: TextIO = sys.stdout) -> None:
+  """Where everything went and how to look at it."""
+  store = metadata_store.MetadataStore(connection_config)
+  total = sum(n.seconds or 0 for n in nodes.values())
+  cached = sum(n.state == 'CACHED' for n in nodes.values())
+  print(f'\nPipeline {pipeline_name!r} finished in {total:.1f}s: '
+        f'{len(nodes) - cached} components ran, {cached} reused from cache.',
+        file=out)
+  types = {t.id: t.name for t in store.get_artifact_types()}
+  rows = []
+  counts: Dict[str, int] = {}
+  for node in nodes.values():
+    if node.execution is None:
+      continue
+    for artifact in output_artifacts(store, node.execution):
+      type_name = types[artifact.type_id]
+      if type_name == 'ExampleStatistics':
+        counts = _split_counts(store, artifact)
+      rows.append((node.node_id, type_name, artifact))
+  print('\nArtifacts:', file=out)
+  for node_id, type_name, artifact in rows:
+    detail = _describe(artifact, type_name, counts)
+    print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
+    if detail:
+      print(f'  {"":<18} {"":<18} {detail}', file=out)
+  print(f'\nML Metadata (SQLite): {metadata_path}', file=out)
+  print(f'Full log: {log_path}', file=out)

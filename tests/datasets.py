@@ -1,0 +1,60 @@
+"""Tiny datasets the tests write themselves, in the real on-disk formats."""
+
+import os
+from typing import Dict, Sequence
+
+import numpy as np
+from PIL import Image
+
+from components.image_example_gen import idx
+from pipeline import features
+
+
+def images_and_labels(count: int, geometry=features.MNIST_GEOMETRY,
+                      num_classes: int = 10, seed: int = 0):
+  """Random images whose mean brightness encodes the label (learnable)."""
+  rng = np.random.default_rng(seed)
+  labels = (np.arange(count) % num_classes).astype(np.uint8)
+  shape = (count, geometry.height, geometry.width)
+  if geometry.channels != 1:
+    shape += (geometry.channels,)
+  noise = rng.integers(0, 40, size=shape)
+  level = (labels.astype(np.int64) * 20).reshape((count,) + (1,) * (len(shape) - 1))
+  return (noise + level).clip(0, 255).astype(np.uint8), labels
+
+
+def write_idx_dataset(directory: str, counts: Dict[str, int] = None,
+                      geometry=features.MNIST_GEOMETRY, compress: bool = True,
+                      num_classes: int = 10) -> Dict[str, np.ndarray]:
+  """Writes MNIST-layout files (train-*, t10k-*) and returns the images."""
+  counts = counts or {'train': 40, 't10k': 20}
+  os.makedirs(directory, exist_ok=True)
+  suffix = '.gz' if compress else ''
+  ndim = 3 if geometry.channels == 1 else 4
+  written = {}
+  for seed, (prefix, count) in enumerate(counts.items()):
+    images, labels = images_and_labels(count, geometry, num_classes, seed)
+    idx.write(os.path.join(directory, f'{prefix}-images-idx{ndim}-ubyte{suffix}'),
+              images, compress)
+    idx.write(os.path.join(directory, f'{prefix}-labels-idx1-ubyte{suffix}'),
+              labels, compress)
+    written[prefix] = (images, labels)
+  return written
+
+
+def write_image_folder(directory: str,
+                       classes: Sequence[str] = ('cat', 'dog', 'fish'),
+                       per_class: Dict[str, int] = None,
+                       size=(32, 24), mode: str = 'RGB') -> None:
+  """<directory>/<split>/<class>/<n>.png|.jpg, alternating PNG and JPEG."""
+  per_class = per_class or {'train': 4, 'eval': 2}
+  rng = np.random.default_rng(1)
+  for split, count in per_class.items():
+    for c, name in enumerate(classes):
+      class_dir = os.path.join(directory, split, name)
+      os.makedirs(class_dir, exist_ok=True)
+      for i in range(count):
+        shape = (size[1], size[0]) + ((3,) if mode == 'RGB' else ())
+        pixels = (rng.integers(0, 30, size=shape) + 60 * c).astype(np.uint8)
+        ext = 'png' if i % 2 == 0 else 'jpg'
+        Image.fromarray(pixels, mode).save(os.path.join(class_dir, f'{i}.{ext}'))

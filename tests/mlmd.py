@@ -1,0 +1,36 @@
+"""Questions the tests ask a real ML Metadata store."""
+
+from typing import Dict, List
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+from pipeline import configs
+
+_STATE = metadata_store_pb2.Execution.State
+
+
+def open_store(output_dir: str) -> metadata_store.MetadataStore:
+  config = metadata_store_pb2.ConnectionConfig()
+  config.sqlite.filename_uri = f'{output_dir}/{configs.METADATA_DB_NAME}'
+  config.sqlite.connection_mode = 1  # READONLY
+  return metadata_store.MetadataStore(config)
+
+
+def execution_states(store, pipeline_name=configs.PIPELINE_NAME
+                     ) -> Dict[str, List[str]]:
+  """Node id -> states of its executions, oldest first."""
+  states = {}
+  for context in store.get_contexts_by_type('node'):
+    node_id = context.name.split('.', 1)[1]
+    if not context.name.startswith(pipeline_name + '.'):
+      continue
+    executions = sorted(store.get_executions_by_context(context.id),
+                        key=lambda e: e.id)
+    states[node_id] = [_STATE.Name(e.last_known_state) for e in executions]
+  return states
+
+
+def live_artifacts(store, type_name: str) -> List[metadata_store_pb2.Artifact]:
+  return [a for a in store.get_artifacts_by_type(type_name)
+          if a.state == metadata_store_pb2.Artifact.LIVE]

@@ -1,0 +1,164 @@
+"""The data half of the DAG through local_runner.py: real LocalDagRunner,
+real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pipeline import configs
+from pipeline import features
+from tests import datasets
+from tests import examples_io
+from tests import mlmd
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
+             'ExampleValidator', 'ValidationGate']
+# Single-process Beam for the tests that are about something else.
+ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
+
+
+def run(*args):
+  result = subprocess.run(
+      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'), *args],
+      capture_output=True, text=True, cwd=PROJECT_DIR, timeout=600)
+  print(result.stdout, result.stderr)
+  return result
+
+
+def test_idx_run_then_cached_rerun(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'), {'train': 60, 't10k': 20})
+  args = ['--data-dir', str(tmp_path / 'mnist'), '--output-dir',
+          str(tmp_path / 'out'), '--num-shards', '8']
+
+  first = run(*args)  # Default Beam args: multi-processing, a worker a core.
+  assert first.returncode == 0
+  for node in DATA_HALF:
+    assert f'▶ {node}' in first.stdout
+    assert f'✔ {node}: ' in first.stdout
+  assert 'train: 60 records in 8 shards; eval: 20 records in 8 shards' in first.stdout
+
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  assert mlmd.execution_states(store) == {n: ['COMPLETE'] for n in DATA_HALF}
+  [examples] = mlmd.live_artifacts(store, 'Examples')
+  assert examples.uri.startswith(str(tmp_path / 'out' / configs.PIPELINE_ROOT_NAME))
+  assert len(examples_io.split_files(examples.uri, 'train')) == 8
+  assert len(examples_io.read_split(examples.uri, 'eval')) == 20
+  assert features.decode_class_names(
+      examples.custom_properties['class_names'].string_value) == list('0123456789')
+
+  second = run(*args)
+  assert second.returncode == 0
+  assert all(f'✔ {node}: ' in second.stdout and
+             f'{node}: 0.' in second.stdout for node in DATA_HALF)
+  assert second.stdout.count('(cached)') == len(DATA_HALF)
+  assert mlmd.execution_states(mlmd.open_store(str(tmp_path / 'out'))) == {
+      n: ['COMPLETE', 'CACHED'] for n in DATA_HALF}
+
+
+def test_image_folder_with_png_and_jpeg(tmp_path):
+  datasets.write_image_folder(str(tmp_path / 'pets'))
+  result = run('--data-dir', str(tmp_path / 'pets'), '--input-format', 'images',
+               '--image-size', '16x16', '--channels', '3',
+               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS)
+  assert result.returncode == 0
+  [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
+                                   'Examples')
+  train = examples_io.read_split(examples.uri, 'train')
+  assert len(train) == 12
+  assert train[0]['image'].shape == (16, 16, 3)
+  assert features.decode_class_names(
+      examples.custom_properties['class_names'].string_value) == ['cat', 'dog', 'fish']
+
+
+def test_curated_schema_accepts_mnist_format_data(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), '--schema',
+               configs.MNIST_SCHEMA, '--output-dir', str(tmp_path / 'out'),
+               ONE_PROCESS)
+  assert result.returncode == 0
+  assert 'no anomalies' in result.stdout
+  states = mlmd.execution_states(mlmd.open_store(str(tmp_path / 'out')))
+  assert 'ImportSchemaGen' in states and 'SchemaGen' not in states
+
+
+def test_anomalies_stop_the_run_and_say_why(tmp_path):
+  # 32x32 images checked against the MNIST schema (28x28).
+  datasets.write_image_folder(str(tmp_path / 'pets'),
+                              classes=[str(i) for i in range(3)])
+  result = run('--data-dir', str(tmp_path / 'pets'), '--input-format', 'images',
+               '--image-size', '32x32', '--schema', configs.MNIST_SCHEMA,
+               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS)
+  assert result.returncode == 1
+  assert '✘ ValidationGate' in result.stdout
+  assert 'ExampleValidator found anomalies' in result.stderr
+  assert "train: feature 'height'" in result.stderr
+  assert "eval: feature 'width'" in result.stderr
+
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  states = mlmd.execution_states(store)
+  assert states['ExampleValidator'] == ['COMPLETE']
+  assert states['ValidationGate'] == ['FAILED']
+  # The anomalies stay published for whoever inspects the run.
+  [anomalies] = mlmd.live_artifacts(store, 'ExampleAnomalies')
+  assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
+
+
+@pytest.mark.parametrize('layout, damage, message', [
+    ('idx', 'truncate', 'train-images-idx3-ubyte.gz: corrupt or truncated gzip data'),
+    ('idx', 'magic', 'train-labels-idx1-ubyte.gz: not an IDX file: bad magic number'),
+    ('idx', 'count', 't10k-images-idx3-ubyte.gz: holds 20 images but'),
+    ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
+    ('images', 'empty', 'eval/cat/1.jpg: empty file (0 bytes)'),
+])
+def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
+  data = tmp_path / 'data'
+  if layout == 'idx':
+    datasets.write_idx_dataset(str(data))
+  else:
+    datasets.write_image_folder(str(data))
+  if damage == 'truncate':
+    path = data / 'train-images-idx3-ubyte.gz'
+    path.write_bytes(path.read_bytes()[:-300])
+  elif damage == 'magic':
+    (data / 'train-labels-idx1-ubyte.gz').write_bytes(b'\x00\x00\x00\x00' * 20)
+  elif damage == 'count':
+    datasets.write_idx_dataset(str(tmp_path / 'other'), {'t10k': 19})
+    os.replace(tmp_path / 'other' / 't10k-labels-idx1-ubyte.gz',
+               data / 't10k-labels-idx1-ubyte.gz')
+  elif damage == 'corrupt':
+    path = data / 'train' / 'dog' / '2.png'
+    path.write_bytes(path.read_bytes()[:50])
+  elif damage == 'empty':
+    (data / 'eval' / 'cat' / '1.jpg').write_bytes(b'')
+
+  result = run('--data-dir', str(data), '--input-format', layout,
+               '--output-dir', str(tmp_path / 'out'),
+               *([ONE_PROCESS] if layout == 'idx' else []))
+  assert result.returncode == 1
+  assert '✘ ImageExampleGen' in result.stdout
+  assert f'error in ImageExampleGen: {data}/{message}' in result.stderr
+
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  assert mlmd.execution_states(store) == {'ImageExampleGen': ['FAILED']}
+  assert mlmd.live_artifacts(store, 'Examples') == []
+  examples_dir = tmp_path / 'out' / 'pipeline' / 'ImageExampleGen' / 'examples'
+  assert not examples_dir.exists() or not any(examples_dir.iterdir())
+
+
+def test_missing_data_dir(tmp_path):
+  result = run('--data-dir', str(tmp_path / 'nowhere'), '--output-dir',
+               str(tmp_path / 'out'))
+  assert result.returncode != 0
+  assert f'{tmp_path}/nowhere: no such directory' in result.stderr
+
+
+def test_help_explains_every_flag():
+  result = run('--help')
+  assert result.returncode == 0
+  for flag in ('--data-dir', '--input-format', '--output-dir', '--beam-args',
+               '--schema', '--class-names', '--image-size', '--channels',
+               '--num-shards', '--no-cache', '--verbose'):
+    assert flag in result.stdout
