@@ -28,8 +28,6 @@ from pipeline import features  # pylint: disable=g-import-not-at-top
 def _class_names(value: Optional[str]) -> Optional[List[str]]:
   if not value:
     return None
-  if value in configs.CLASS_NAME_PRESETS:
-    return list(configs.CLASS_NAME_PRESETS[value])
   if value.startswith('@'):
     with open(value[1:]) as f:
       return [line.strip() for line in f if line.strip()]
@@ -59,11 +57,14 @@ def make_parser() -> argparse.ArgumentParser:
       '--input-format', choices=('idx', 'images'), default=configs.INPUT_FORMAT,
       help='Layout of --data-dir (default: %(default)s).')
   data.add_argument(
+      '--dataset', choices=sorted(configs.DATASETS), default=None,
+      help='A known dataset: sets its class names and accuracy threshold '
+      '(explicit flags still win).')
+  data.add_argument(
       '--class-names', default=None,
-      help='Names of labels 0..n-1: a preset (%s), a comma-separated list or '
-      '@FILE with one name per line. Default: idx uses the label values, '
-      'images the sorted class folder names.' %
-      ', '.join(configs.CLASS_NAME_PRESETS))
+      help='Names of labels 0..n-1: a comma-separated list or @FILE with one '
+      'name per line. Default: the --dataset\'s; else idx uses the label '
+      'values, images the sorted class folder names.')
   data.add_argument(
       '--image-size', type=_image_size,
       default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
@@ -73,7 +74,8 @@ def make_parser() -> argparse.ArgumentParser:
   data.add_argument(
       '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
       default=configs.IMAGE_GEOMETRY.channels,
-      help='images only: 1 (grey) or 3 (RGB) (default: %(default)s).')
+      help='Channels of the data and the model: 1 (grey) or 3 (RGB); image '
+      'folders are converted (default: %(default)s).')
   data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
@@ -81,6 +83,27 @@ def make_parser() -> argparse.ArgumentParser:
       '--schema', default=None, metavar='SCHEMA_PBTXT',
       help='Use this schema instead of inferring one, e.g. the curated '
       'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA))
+
+  train = parser.add_argument_group('training and evaluation')
+  train.add_argument('--epochs', type=int, default=configs.EPOCHS,
+                     help='Passes over the training split (default: %(default)s).')
+  train.add_argument(
+      '--train-steps', type=int, default=configs.TRAIN_STEPS,
+      help='Train this many steps (spread over --epochs) instead of whole '
+      'epochs (default: whole epochs).')
+  train.add_argument('--eval-steps', type=int, default=configs.EVAL_STEPS,
+                     help='Validation batches per epoch (default: all).')
+  train.add_argument('--batch-size', type=int, default=configs.BATCH_SIZE,
+                     help='Batch size per GPU, or on CPU (default: %(default)s).')
+  train.add_argument('--learning-rate', type=float,
+                     default=configs.LEARNING_RATE,
+                     help='Adam learning rate of the first epoch; it decays '
+                     'by %s per epoch (default: %%(default)s).' %
+                     configs.LEARNING_RATE_DECAY)
+  train.add_argument(
+      '--accuracy-threshold', type=float, default=None,
+      help='Eval-split accuracy a model needs to be blessed and pushed '
+      '(default: the --dataset\'s, else %s).' % configs.ACCURACY_THRESHOLD)
 
   run = parser.add_argument_group('run')
   run.add_argument(
@@ -96,6 +119,10 @@ def make_parser() -> argparse.ArgumentParser:
       'string; they override the defaults (%s). E.g. "--runner=FlinkRunner '
       '--flink_master=host:8081 --environment_type=LOOPBACK".' %
       ' '.join(configs.BEAM_PIPELINE_ARGS))
+  run.add_argument(
+      '--to-node', default=None, metavar='COMPONENT',
+      help='Run the DAG only up to this component (and what it needs), e.g. '
+      'ValidationGate to check new data without training.')
   run.add_argument('--no-cache', action='store_true',
                    help='Run every component even if its inputs are unchanged.')
   run.add_argument('--verbose', action='store_true',
@@ -128,6 +155,11 @@ def _setup_logging(output_dir: str, verbose: bool) -> str:
     # file only, and the console shows progress and errors.
     for handler in list(root.handlers):
       root.removeHandler(handler)
+    # TensorFlow's logger prints through a handler of its own.
+    tf_logger = logging.getLogger('tensorflow')
+    for handler in list(tf_logger.handlers):
+      tf_logger.removeHandler(handler)
+    tf_logger.propagate = True
   file_handler = logging.FileHandler(path)
   file_handler.setFormatter(
       logging.Formatter('%(asctime)s %(levelname)s %(name)s: %(message)s'))
@@ -156,6 +188,11 @@ def _root_cause(error: BaseException) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
+  preset = configs.DATASETS.get(args.dataset, {})
+  class_names = (_class_names(args.class_names) or preset.get('class_names'))
+  if args.accuracy_threshold is None:
+    args.accuracy_threshold = preset.get('accuracy_threshold',
+                                         configs.ACCURACY_THRESHOLD)
   _check_data_dir(args)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
@@ -176,10 +213,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
       else args.data_dir,
       input_format=args.input_format,
-      class_names=_class_names(args.class_names),
+      class_names=class_names,
       image_geometry=features.ImageGeometry(*args.image_size, args.channels),
       num_shards=args.num_shards,
       schema_path=os.path.abspath(args.schema) if args.schema else None,
+      serving_model_dir=os.path.join(output_dir,
+                                     configs.SERVING_MODEL_DIR_NAME),
+      training=configs.training_config(
+          epochs=args.epochs, batch_size=args.batch_size,
+          learning_rate=args.learning_rate),
+      train_steps=args.train_steps,
+      eval_steps=args.eval_steps,
+      accuracy_threshold=args.accuracy_threshold,
       beam_pipeline_args=beam_args,
       metadata_connection_config=connection_config,
       enable_cache=not args.no_cache)
@@ -188,8 +233,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   logging.getLogger('absl').addHandler(progress)
   print(f'Running pipeline {args.pipeline_name!r} on {args.data_dir} '
         f'({args.input_format}); log: {log_path}')
+  run_options = None
+  if args.to_node:
+    from tfx.orchestration import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+    node_ids = [c.id for c in dag.components]
+    if args.to_node not in node_ids:
+      raise SystemExit(f'error: --to-node {args.to_node}: not a component of '
+                       f'the pipeline ({", ".join(node_ids)})')
+    run_options = pipeline_lib.RunOptions(to_nodes=[args.to_node])
   try:
-    tfx.orchestration.LocalDagRunner().run(dag)
+    tfx.orchestration.LocalDagRunner().run(dag, run_options=run_options)
   except Exception as e:  # pylint: disable=broad-except
     node = progress.mark_failed()
     logging.exception('Pipeline run failed')

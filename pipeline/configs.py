@@ -27,11 +27,16 @@ IMAGE_GEOMETRY = features.MNIST_GEOMETRY
 # Output files per split: enough for the Trainer to interleave reads.
 NUM_SHARDS = 16
 
-# Class names by dataset; `--class-names` takes one of these keys.
-CLASS_NAME_PRESETS = {
-    'mnist': [str(digit) for digit in range(10)],
-    'fashion-mnist': ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
-                      'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
+# Known datasets (`--dataset NAME`): their class names and the accuracy a
+# model must reach on them to be pushed.
+DATASETS = {
+    'mnist': dict(
+        class_names=[str(digit) for digit in range(10)],
+        accuracy_threshold=0.99),
+    'fashion-mnist': dict(
+        class_names=['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
+                     'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
+        accuracy_threshold=0.91),
 }
 
 # A hand-curated schema for MNIST-format data (28x28 grey images, labels
@@ -46,3 +51,44 @@ BEAM_PIPELINE_ARGS = (
     '--direct_running_mode=multi_processing',
     '--direct_num_workers=0',  # 0: one per CPU core.
 )
+
+# Transform and Trainer: module paths (the package is installed, locally and
+# in the Kubeflow image, so no module files are copied around).
+PREPROCESSING_FN = 'modules.transform.preprocessing_fn'
+RUN_FN = 'modules.trainer.run_fn'
+
+# Training. EPOCHS passes over the training split; TRAIN_STEPS, when set,
+# trains that many steps instead (tests use it for tiny runs).
+EPOCHS = 8
+BATCH_SIZE = 128  # Per GPU; one batch on CPU.
+LEARNING_RATE = 1e-3
+LEARNING_RATE_DECAY = 0.75  # Per epoch.
+SHUFFLE_BUFFER = 60_000  # Records; MNIST's whole training split.
+MIXED_PRECISION = True  # float16 compute on GPUs (never on CPU).
+TRAIN_STEPS = None
+EVAL_STEPS = None
+# The classic MNIST CNN.
+CONV_FILTERS = (32, 64)
+KERNEL_SIZE = 5
+DENSE_UNITS = 1024
+DROPOUT = 0.4
+
+# Evaluator: a model is blessed (and pushed) only with at least this
+# sparse categorical accuracy on the eval split, and no worse than the last
+# blessed model. A --dataset preset brings its own.
+ACCURACY_THRESHOLD = DATASETS['mnist']['accuracy_threshold']
+
+
+def training_config(**overrides):
+  """The Trainer's settings from the values above, with `overrides`."""
+  from modules import model  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  values = dict(
+      epochs=EPOCHS, batch_size=BATCH_SIZE, learning_rate=LEARNING_RATE,
+      learning_rate_decay=LEARNING_RATE_DECAY, shuffle_buffer=SHUFFLE_BUFFER,
+      mixed_precision=MIXED_PRECISION,
+      model=model.ModelConfig(conv_filters=CONV_FILTERS,
+                              kernel_size=KERNEL_SIZE,
+                              dense_units=DENSE_UNITS, dropout=DROPOUT))
+  values.update(overrides)
+  return trainer.TrainingConfig(**values)

@@ -3,10 +3,13 @@
 from typing import Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
+import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
 from components.image_example_gen.component import ImageExampleGen
 from components.validation_gate import ValidationGate
+from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
+from pipeline import configs
 from pipeline import features
 
 
@@ -14,17 +17,23 @@ def create_pipeline(
     pipeline_name: str,
     pipeline_root: str,
     data_root: str,
-    input_format: str = 'idx',
+    serving_model_dir: str,
+    input_format: str = configs.INPUT_FORMAT,
     class_names: Optional[Sequence[str]] = None,
-    image_geometry: features.ImageGeometry = features.MNIST_GEOMETRY,
-    num_shards: int = 16,
+    image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
+    num_shards: int = configs.NUM_SHARDS,
     schema_path: Optional[str] = None,
+    training: Optional[TrainingConfig] = None,
+    train_steps: Optional[int] = configs.TRAIN_STEPS,
+    eval_steps: Optional[int] = configs.EVAL_STEPS,
+    accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
     beam_pipeline_args: Sequence[str] = (),
     metadata_connection_config: Optional[
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
 ) -> tfx.dsl.Pipeline:
-  """Raw images -> Examples -> statistics -> schema -> validated data."""
+  """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed."""
+  training = training or configs.training_config()
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
@@ -48,17 +57,77 @@ def create_pipeline(
   validation_gate = ValidationGate(
       anomalies=example_validator.outputs['anomalies'])
 
+  # Not materialised: the Trainer applies the graph per batch (see
+  # modules/transform.py for the measurement behind that).
+  transform = tfx.components.Transform(
+      examples=example_gen.outputs['examples'],
+      schema=schema_gen.outputs['schema'],
+      preprocessing_fn=configs.PREPROCESSING_FN,
+      materialize=False,
+      custom_config={'image_height': image_geometry.height,
+                     'image_width': image_geometry.width,
+                     'image_channels': image_geometry.channels})
+  transform.add_upstream_node(validation_gate)
+
+  trainer = tfx.components.Trainer(
+      run_fn=configs.RUN_FN,
+      examples=example_gen.outputs['examples'],
+      transform_graph=transform.outputs['transform_graph'],
+      schema=schema_gen.outputs['schema'],
+      train_args=tfx.proto.TrainArgs(num_steps=train_steps),
+      eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
+      custom_config={'training': training.to_dict()})
+
+  # The newest blessed model, for the Evaluator to compare against.
+  model_resolver = tfx.dsl.Resolver(
+      strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+      model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+      model_blessing=tfx.dsl.Channel(
+          type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
+              'latest_blessed_model_resolver')
+
+  evaluator = tfx.components.Evaluator(
+      examples=example_gen.outputs['examples'],
+      example_splits=['eval'],
+      model=trainer.outputs['model'],
+      baseline_model=model_resolver.outputs['model'],
+      eval_config=_eval_config(accuracy_threshold))
+
+  pusher = tfx.components.Pusher(
+      model=trainer.outputs['model'],
+      model_blessing=evaluator.outputs['blessing'],
+      push_destination=tfx.proto.PushDestination(
+          filesystem=tfx.proto.PushDestination.Filesystem(
+              base_directory=serving_model_dir)))
+
   return tfx.dsl.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
       components=[
-          example_gen,
-          statistics_gen,
-          schema_gen,
-          example_validator,
-          validation_gate,
+          example_gen, statistics_gen, schema_gen, example_validator,
+          validation_gate, transform, trainer, model_resolver, evaluator,
+          pusher,
       ],
       enable_cache=enable_cache,
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=list(beam_pipeline_args),
   )
+
+
+def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
+  """Accuracy on the eval split: above the threshold, and no regression."""
+  accuracy = tfma.MetricConfig(
+      class_name='SparseCategoricalAccuracy',
+      threshold=tfma.MetricThreshold(
+          value_threshold=tfma.GenericValueThreshold(
+              lower_bound={'value': accuracy_threshold}),
+          change_threshold=tfma.GenericChangeThreshold(
+              direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+              absolute={'value': -1e-10})))
+  return tfma.EvalConfig(
+      model_specs=[tfma.ModelSpec(signature_name=SERVING_SIGNATURE,
+                                  label_key=features.LABEL_KEY,
+                                  prediction_key=PROBABILITIES)],
+      slicing_specs=[tfma.SlicingSpec()],
+      metrics_specs=[tfma.MetricsSpec(metrics=[
+          tfma.MetricConfig(class_name='ExampleCount'), accuracy])])

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import sys
 import time
-from typing import Dict, List, Optional, TextIO
+from typing import Dict, List, Optional, TextIO, Tuple
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
@@ -39,6 +39,10 @@ def latest_execution(store: metadata_store.MetadataStore, pipeline_name: str,
   return max(executions, key=lambda e: e.id) if executions else None
 
 
+def _seconds(seconds: float) -> str:
+  return f'{seconds:.2f}s' if seconds < 1 else f'{seconds:.1f}s'
+
+
 class ComponentProgress(logging.Handler):
   """Prints one line as each component starts and one as it ends."""
 
@@ -64,7 +68,7 @@ class ComponentProgress(logging.Handler):
       node.state = (_STATE.Name(node.execution.last_known_state)
                     if node.execution else 'UNKNOWN')
       cached = ' (cached)' if node.state == 'CACHED' else ''
-      self._print(f'✔ {node.node_id}: {node.seconds:.1f}s{cached}')
+      self._print(f'✔ {node.node_id}: {_seconds(node.seconds)}{cached}')
 
   def mark_failed(self) -> Optional[NodeRun]:
     """Marks the component that was running when the run broke off."""
@@ -72,7 +76,7 @@ class ComponentProgress(logging.Handler):
       if node.seconds is None:
         node.seconds = time.monotonic() - node.started
         node.state = 'FAILED'
-        self._print(f'✘ {node.node_id}: failed after {node.seconds:.1f}s')
+        self._print(f'✘ {node.node_id}: failed after {_seconds(node.seconds)}')
         return node
     return None
 
@@ -82,17 +86,34 @@ class ComponentProgress(logging.Handler):
 
 def output_artifacts(store: metadata_store.MetadataStore,
                      execution: metadata_store_pb2.Execution
-                     ) -> List[metadata_store_pb2.Artifact]:
-  events = store.get_events_by_execution_ids([execution.id])
-  ids = [e.artifact_id for e in events
-         if e.type == metadata_store_pb2.Event.OUTPUT]
-  return store.get_artifacts_by_id(ids) if ids else []
+                     ) -> List[Tuple[str, metadata_store_pb2.Artifact]]:
+  """(output key, artifact) of each output of `execution`."""
+  events = [e for e in store.get_events_by_execution_ids([execution.id])
+            if e.type == metadata_store_pb2.Event.OUTPUT]
+  if not events:
+    return []
+  artifacts = {a.id: a for a in
+               store.get_artifacts_by_id([e.artifact_id for e in events])}
+  return [(e.path.steps[0].key, artifacts[e.artifact_id]) for e in events]
+
+
+# Transform's analysis by-products: in ML Metadata, not worth a summary line.
+_NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
+                   'post_transform_stats', 'post_transform_schema',
+                   'post_transform_anomalies', 'updated_analyzer_cache')
 
 
 def _describe(artifact, type_name: str, splits_stats: Dict[str, int]) -> str:
   """A few words on what an artifact holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   props = artifact.custom_properties
+  if type_name == 'ModelBlessing' and 'blessed' in props:
+    return 'blessed' if props['blessed'].int_value else (
+        'NOT blessed: below the accuracy threshold or worse than the last '
+        'blessed model; not pushed')
+  if type_name == 'PushedModel' and 'pushed' in props:
+    return (f"pushed to {props['pushed_destination'].string_value}"
+            if props['pushed'].int_value else 'not pushed')
   if type_name == 'Examples':
     parts = []
     for split, count in splits_stats.items():
@@ -135,9 +156,11 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
   for node in nodes.values():
     if node.execution is None:
       continue
-    for artifact in output_artifacts(store, node.execution):
+    for key, artifact in output_artifacts(store, node.execution):
       type_name = types[artifact.type_id]
-      if type_name == 'ExampleStatistics':
+      if key in _NOT_SUMMARISED:
+        continue
+      if node.node_id == 'StatisticsGen':
         counts = _split_counts(store, artifact)
       rows.append((node.node_id, type_name, artifact))
   print('\nArtifacts:', file=out)

@@ -11,8 +11,10 @@ from pipeline import features
 
 
 def images_and_labels(count: int, geometry=features.MNIST_GEOMETRY,
-                      num_classes: int = 10, seed: int = 0):
-  """Random images whose mean brightness encodes the label (learnable)."""
+                      num_classes: int = 10, seed: int = 0,
+                      learnable: bool = True):
+  """Random images whose mean brightness encodes the label (learnable);
+  with learnable=False the labels are shuffled: no model can beat chance."""
   rng = np.random.default_rng(seed)
   labels = (np.arange(count) % num_classes).astype(np.uint8)
   shape = (count, geometry.height, geometry.width)
@@ -20,12 +22,16 @@ def images_and_labels(count: int, geometry=features.MNIST_GEOMETRY,
     shape += (geometry.channels,)
   noise = rng.integers(0, 40, size=shape)
   level = (labels.astype(np.int64) * 20).reshape((count,) + (1,) * (len(shape) - 1))
-  return (noise + level).clip(0, 255).astype(np.uint8), labels
+  images = (noise + level).clip(0, 255).astype(np.uint8)
+  if not learnable:
+    labels = rng.permutation(labels)
+  return images, labels
 
 
 def write_idx_dataset(directory: str, counts: Dict[str, int] = None,
                       geometry=features.MNIST_GEOMETRY, compress: bool = True,
-                      num_classes: int = 10) -> Dict[str, np.ndarray]:
+                      num_classes: int = 10,
+                      learnable: bool = True) -> Dict[str, np.ndarray]:
   """Writes MNIST-layout files (train-*, t10k-*) and returns the images."""
   counts = counts or {'train': 40, 't10k': 20}
   os.makedirs(directory, exist_ok=True)
@@ -33,7 +39,8 @@ def write_idx_dataset(directory: str, counts: Dict[str, int] = None,
   ndim = 3 if geometry.channels == 1 else 4
   written = {}
   for seed, (prefix, count) in enumerate(counts.items()):
-    images, labels = images_and_labels(count, geometry, num_classes, seed)
+    images, labels = images_and_labels(count, geometry, num_classes, seed,
+                                       learnable)
     idx.write(os.path.join(directory, f'{prefix}-images-idx{ndim}-ubyte{suffix}'),
               images, compress)
     idx.write(os.path.join(directory, f'{prefix}-labels-idx1-ubyte{suffix}'),

@@ -5,39 +5,18 @@ import os
 
 import numpy as np
 import pytest
-from tfx.dsl.components.base import base_beam_executor
-from tfx.proto import example_gen_pb2
-from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import executor
-from components.image_example_gen.component import default_input_config
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import features
+from tests import artifacts
 from tests import datasets
 from tests import examples_io
 
-IN_MEMORY = ['--direct_running_mode=in_memory']
-
-
-def run_executor(input_base, output_uri, options, input_config=None):
-  input_config = input_config or default_input_config(options.input_format)
-  exec_properties = {
-      standard_component_specs.INPUT_BASE_KEY: str(input_base),
-      standard_component_specs.INPUT_CONFIG_KEY:
-          proto_utils.proto_to_json(input_config),
-      standard_component_specs.OUTPUT_CONFIG_KEY:
-          proto_utils.proto_to_json(example_gen_pb2.Output()),
-      standard_component_specs.CUSTOM_CONFIG_KEY:
-          proto_utils.proto_to_json(options.to_custom_config()),
-  }
-  examples = standard_artifacts.Examples()
-  examples.uri = str(output_uri)
-  context = base_beam_executor.BaseBeamExecutor.Context(beam_pipeline_args=IN_MEMORY)
-  executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
-  return examples
+run_executor = artifacts.run_example_gen
 
 
 def test_idx_to_examples(tmp_path):

@@ -2,8 +2,6 @@
 real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -11,27 +9,22 @@ from pipeline import configs
 from pipeline import features
 from tests import datasets
 from tests import examples_io
+from tests import local_run
 from tests import mlmd
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+run = local_run.run
+
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'ValidationGate']
-# Single-process Beam for the tests that are about something else.
-ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
-
-
-def run(*args):
-  result = subprocess.run(
-      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'), *args],
-      capture_output=True, text=True, cwd=PROJECT_DIR, timeout=600)
-  print(result.stdout, result.stderr)
-  return result
+MODEL_HALF = ['Transform', 'Trainer', 'Evaluator', 'Pusher']
+TO_GATE = ['--to-node', 'ValidationGate']
+ONE_PROCESS = local_run.ONE_PROCESS
 
 
 def test_idx_run_then_cached_rerun(tmp_path):
   datasets.write_idx_dataset(str(tmp_path / 'mnist'), {'train': 60, 't10k': 20})
   args = ['--data-dir', str(tmp_path / 'mnist'), '--output-dir',
-          str(tmp_path / 'out'), '--num-shards', '8']
+          str(tmp_path / 'out'), '--num-shards', '8', *TO_GATE]
 
   first = run(*args)  # Default Beam args: multi-processing, a worker a core.
   assert first.returncode == 0
@@ -62,7 +55,7 @@ def test_image_folder_with_png_and_jpeg(tmp_path):
   datasets.write_image_folder(str(tmp_path / 'pets'))
   result = run('--data-dir', str(tmp_path / 'pets'), '--input-format', 'images',
                '--image-size', '16x16', '--channels', '3',
-               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS)
+               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
   assert result.returncode == 0
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
                                    'Examples')
@@ -76,12 +69,17 @@ def test_image_folder_with_png_and_jpeg(tmp_path):
 def test_curated_schema_accepts_mnist_format_data(tmp_path):
   datasets.write_idx_dataset(str(tmp_path / 'mnist'))
   result = run('--data-dir', str(tmp_path / 'mnist'), '--schema',
-               configs.MNIST_SCHEMA, '--output-dir', str(tmp_path / 'out'),
-               ONE_PROCESS)
+               configs.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
+               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
   assert result.returncode == 0
   assert 'no anomalies' in result.stdout
-  states = mlmd.execution_states(mlmd.open_store(str(tmp_path / 'out')))
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  states = mlmd.execution_states(store)
   assert 'ImportSchemaGen' in states and 'SchemaGen' not in states
+  [examples] = mlmd.live_artifacts(store, 'Examples')
+  assert features.decode_class_names(
+      examples.custom_properties['class_names'].string_value) == (
+          configs.DATASETS['fashion-mnist']['class_names'])
 
 
 def test_anomalies_stop_the_run_and_say_why(tmp_path):
@@ -101,6 +99,9 @@ def test_anomalies_stop_the_run_and_say_why(tmp_path):
   states = mlmd.execution_states(store)
   assert states['ExampleValidator'] == ['COMPLETE']
   assert states['ValidationGate'] == ['FAILED']
+  # Nothing trained or pushed on that data.
+  assert not set(MODEL_HALF) & set(states)
+  assert mlmd.live_artifacts(store, 'Model') == []
   # The anomalies stay published for whoever inspects the run.
   [anomalies] = mlmd.live_artifacts(store, 'ExampleAnomalies')
   assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
@@ -148,6 +149,14 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
   assert not examples_dir.exists() or not any(examples_dir.iterdir())
 
 
+def test_to_node_must_name_a_component(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), '--output-dir',
+               str(tmp_path / 'out'), '--to-node', 'Nope')
+  assert result.returncode != 0
+  assert '--to-node Nope: not a component of the pipeline' in result.stderr
+
+
 def test_missing_data_dir(tmp_path):
   result = run('--data-dir', str(tmp_path / 'nowhere'), '--output-dir',
                str(tmp_path / 'out'))
@@ -158,7 +167,9 @@ def test_missing_data_dir(tmp_path):
 def test_help_explains_every_flag():
   result = run('--help')
   assert result.returncode == 0
-  for flag in ('--data-dir', '--input-format', '--output-dir', '--beam-args',
+  for flag in ('--data-dir', '--input-format', '--dataset', '--output-dir', '--beam-args',
                '--schema', '--class-names', '--image-size', '--channels',
-               '--num-shards', '--no-cache', '--verbose'):
+               '--num-shards', '--no-cache', '--verbose', '--epochs',
+               '--train-steps', '--batch-size', '--learning-rate',
+               '--accuracy-threshold', '--to-node'):
     assert flag in result.stdout

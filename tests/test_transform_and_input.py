@@ -1,0 +1,116 @@
+"""preprocessing_fn through real tf.Transform, and the Trainer's input_fn."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.image_example_gen.options import ImageExampleGenOptions
+from modules import input_pipeline
+from pipeline import features
+from tests import artifacts
+from tests import datasets
+from tests import examples_io
+
+GREY = features.MNIST_GEOMETRY
+RGB = features.ImageGeometry(12, 10, 3)
+
+
+def _examples_and_transform(tmp_path, geometry, counts, num_shards):
+  datasets.write_idx_dataset(str(tmp_path / 'in'), counts, geometry)
+  examples = artifacts.run_example_gen(
+      tmp_path / 'in', tmp_path / 'examples',
+      ImageExampleGenOptions(num_shards=num_shards))
+  train = os.path.join(examples.uri, 'Split-train', '*')
+  output = artifacts.make_transform_output(train, geometry,
+                                           str(tmp_path / 'transform'))
+  return examples, output
+
+
+@pytest.fixture(scope='module')
+def grey(tmp_path_factory):
+  return _examples_and_transform(tmp_path_factory.mktemp('grey'), GREY,
+                                 {'train': 64, 't10k': 24}, num_shards=4)
+
+
+@pytest.mark.parametrize('geometry', [GREY, RGB])
+def test_preprocessing_normalises_each_channel(tmp_path, geometry):
+  examples, output = _examples_and_transform(
+      tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=2)
+  spec = output.transformed_feature_spec()
+  assert spec[features.IMAGE_KEY].shape == list(geometry.shape)
+  assert spec[features.IMAGE_KEY].dtype == tf.float32
+
+  records = examples_io.read_split(examples.uri, 'train')
+  raw = {k: tf.constant([[r[k]] for r in records], tf.int64)
+         for k in (features.HEIGHT_KEY, features.WIDTH_KEY,
+                   features.CHANNELS_KEY, features.LABEL_KEY)}
+  raw[features.IMAGE_KEY] = tf.constant([[r['image'].tobytes()] for r in records])
+  out = output.transform_features_layer()(raw)
+  images = out[features.IMAGE_KEY].numpy()
+  # Zero mean, unit variance per channel over the analysed (train) data.
+  flat = images.reshape(-1, geometry.channels)
+  np.testing.assert_allclose(flat.mean(axis=0), 0, atol=1e-4)
+  np.testing.assert_allclose(flat.std(axis=0), 1, atol=1e-3)
+  # An affine map of the pixels: brighter stays brighter.
+  pixels = np.stack([r['image'] for r in records]).astype(np.float32)
+  corr = np.corrcoef(pixels.ravel(), images.ravel())[0, 1]
+  assert corr > 0.999
+  np.testing.assert_array_equal(out[features.LABEL_KEY].numpy(),
+                                [r['label'] for r in records])
+
+
+def test_preprocessing_rejects_other_geometry(grey):
+  _, output = grey
+  raw = {features.IMAGE_KEY: tf.constant([[bytes(32 * 32)]]),
+         features.HEIGHT_KEY: tf.constant([[32]], tf.int64),
+         features.WIDTH_KEY: tf.constant([[32]], tf.int64),
+         features.CHANNELS_KEY: tf.constant([[1]], tf.int64),
+         features.LABEL_KEY: tf.constant([[0]], tf.int64)}
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='image height differs from the configured geometry 28x28x1'):
+    output.transform_features_layer()(raw)
+
+
+def test_training_dataset_shapes_dtypes_and_coverage(grey):
+  examples, output = grey
+  dataset = input_pipeline.make_dataset(
+      os.path.join(examples.uri, 'Split-train', '*'), output, batch_size=16,
+      training=True)
+  assert dataset.element_spec[0].shape.as_list() == [None, 28, 28, 1]
+  assert dataset.element_spec[0].dtype == tf.float32
+  assert dataset.element_spec[1].dtype == tf.int64
+  for _ in range(2):  # Every record once per epoch, cached or not.
+    labels = np.concatenate([l.numpy() for _, l in dataset])
+    assert sorted(labels) == sorted(np.arange(64) % 10)
+
+
+def test_eval_dataset_is_deterministic_and_interleaves_shards(grey):
+  examples, output = grey
+  files = input_pipeline.list_files(
+      os.path.join(examples.uri, 'Split-eval', '*'))
+  assert len(files) == 4
+  first_of_each_file = []
+  for path in files:
+    record = next(iter(tf.data.TFRecordDataset(path, compression_type='GZIP')))
+    first_of_each_file.append(record.numpy())
+
+  def run():
+    dataset = input_pipeline.make_dataset(files, output, batch_size=4,
+                                          training=False, cache=False)
+    return [images.numpy() for images, _ in dataset]
+
+  batches = run()
+  # The first batch holds the first record of each of the four shards:
+  # the reads are interleaved, not one file after the other.
+  parse = input_pipeline.parse_and_transform(output)
+  expected, _ = parse(tf.constant(first_of_each_file))
+  np.testing.assert_allclose(batches[0], expected.numpy(), rtol=1e-6)
+  for a, b in zip(batches, run()):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_no_files_is_a_clear_error(tmp_path, grey):
+  with pytest.raises(ValueError, match='no files match'):
+    input_pipeline.make_dataset(str(tmp_path / 'nothing-*'), grey[1], 4, True)

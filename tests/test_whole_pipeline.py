@@ -1,0 +1,108 @@
+"""The whole DAG through Pusher on tiny data: real LocalDagRunner, TFT, Keras,
+TFMA and ML Metadata, then the pushed model answered through both signatures."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import datasets
+from tests import local_run
+from tests import mlmd
+from tests import serving
+
+run = local_run.run
+
+ALL_NODES = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
+             'ExampleValidator', 'ValidationGate', 'Transform', 'Trainer',
+             'latest_blessed_model_resolver', 'Evaluator', 'Pusher']
+TINY_TRAINING = ['--epochs', '2', '--train-steps', '30', '--batch-size', '32',
+                 local_run.ONE_PROCESS]
+
+
+@pytest.fixture(scope='module')
+def pushed(tmp_path_factory):
+  """One full run on tiny MNIST-format data with a low threshold."""
+  tmp = tmp_path_factory.mktemp('run')
+  written = datasets.write_idx_dataset(str(tmp / 'data'),
+                                       {'train': 300, 't10k': 100})
+  result = run('--data-dir', str(tmp / 'data'), '--output-dir',
+               str(tmp / 'out'), '--accuracy-threshold', '0.5', *TINY_TRAINING)
+  return tmp, written, result
+
+
+def test_every_component_runs_and_the_model_is_pushed(pushed):
+  tmp, _, result = pushed
+  assert result.returncode == 0
+  for node in ALL_NODES:
+    assert f'✔ {node}: ' in result.stdout
+  assert 'blessed' in result.stdout
+  store = mlmd.open_store(str(tmp / 'out'))
+  states = mlmd.execution_states(store)
+  assert all(states[n] == ['COMPLETE'] for n in ALL_NODES if 'resolver' not in n)
+  [blessing] = mlmd.live_artifacts(store, 'ModelBlessing')
+  assert blessing.custom_properties['blessed'].int_value == 1
+  [pushed_model] = mlmd.live_artifacts(store, 'PushedModel')
+  assert pushed_model.custom_properties['pushed'].int_value == 1
+  destination = pushed_model.custom_properties['pushed_destination'].string_value
+  assert destination.startswith(str(tmp / 'out' / 'serving_model') + '/')
+  # TensorBoard logs go to the ModelRun artifact.
+  [model_run] = mlmd.live_artifacts(store, 'ModelRun')
+  assert tf.io.gfile.glob(os.path.join(model_run.uri, '*', 'events.out.*'))
+
+
+def test_both_signatures_answer_and_agree(pushed):
+  tmp, written, _ = pushed
+  path = serving.latest_pushed_model(str(tmp / 'out' / 'serving_model'))
+  model = tf.saved_model.load(path)
+  assert set(model.signatures) == {'serving_default', 'serve_images'}
+  with open(os.path.join(path, 'assets.extra', 'class_names.txt')) as f:
+    assert f.read().split() == [str(i) for i in range(10)]
+
+  images, labels = written['t10k']
+  probabilities, classes = serving.classify_images(model, images)
+  assert probabilities.shape == (100, 10) and probabilities.dtype == np.float32
+  assert classes.shape == (100,) and classes.dtype == np.int64
+  np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-5)
+  np.testing.assert_array_equal(classes, probabilities.argmax(axis=1))
+  # The tiny data is learnable (brightness encodes the label).
+  assert (classes == labels).mean() > 0.5
+
+  # [N, H, W, 1] is the same request as [N, H, W].
+  _, classes_4d = serving.classify_images(model, images[..., None])
+  np.testing.assert_array_equal(classes_4d, classes)
+
+  # serving_default on Examples, with and without labels, agrees.
+  for with_labels in (labels, None):
+    out = model.signatures['serving_default'](examples=tf.constant(
+        serving.serialized_examples(images[:20], with_labels)))
+    np.testing.assert_allclose(out['probabilities'].numpy(),
+                               probabilities[:20], rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(out['classes'].numpy(), classes[:20])
+
+
+def test_serve_images_rejects_the_wrong_size(pushed):
+  tmp, _, _ = pushed
+  model = tf.saved_model.load(
+      serving.latest_pushed_model(str(tmp / 'out' / 'serving_model')))
+  with pytest.raises(tf.errors.InvalidArgumentError, match='configured geometry'):
+    model.signatures['serve_images'](images=tf.zeros([2, 32, 32], tf.uint8))
+
+
+def test_a_model_below_the_threshold_is_not_pushed(tmp_path):
+  # Shuffled labels: the model cannot beat chance (10%) on the eval split.
+  datasets.write_idx_dataset(str(tmp_path / 'data'), {'train': 100, 't10k': 100},
+                             learnable=False)
+  result = run('--data-dir', str(tmp_path / 'data'), '--output-dir',
+               str(tmp_path / 'out'), '--accuracy-threshold', '0.6',
+               *TINY_TRAINING)
+  assert result.returncode == 0
+  assert 'NOT blessed' in result.stdout
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  [blessing] = mlmd.live_artifacts(store, 'ModelBlessing')
+  assert blessing.custom_properties['blessed'].int_value == 0
+  [pushed_model] = mlmd.live_artifacts(store, 'PushedModel')
+  assert pushed_model.custom_properties['pushed'].int_value == 0
+  serving_dir = tmp_path / 'out' / 'serving_model'
+  assert not serving_dir.exists() or not any(serving_dir.iterdir())
