@@ -135,7 +135,11 @@ def _check_data_dir(args) -> None:
     from data import mnist  # pylint: disable=g-import-not-at-top
     if mnist.missing_files(args.data_dir):
       print(f'MNIST is missing from {args.data_dir}; downloading it.')
-      mnist.download(args.data_dir)
+      try:
+        mnist.download(args.data_dir)
+      except mnist.DownloadError as e:
+        raise SystemExit(f'error: {e}\nWith MNIST already on disk, pass '
+                         '--data-dir DIR.') from e
   if '://' not in args.data_dir and not os.path.isdir(args.data_dir):
     raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
 
