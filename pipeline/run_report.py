@@ -127,13 +127,12 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int]) -> str:
   return ''
 
 
-def _split_counts(store, statistics) -> Dict[str, int]:
+def _split_counts(statistics) -> Dict[str, int]:
   from tfx.components.statistics_gen import stats_artifact_utils  # pylint: disable=g-import-not-at-top
   from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   stats = standard_artifacts.ExampleStatistics()
   stats.set_mlmd_artifact(statistics)
-  del store
   return {split: stats_artifact_utils.load_statistics(
               stats, split).proto().datasets[0].num_examples
           for split in artifact_utils.decode_split_names(stats.split_names)}
@@ -161,7 +160,7 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
       if key in _NOT_SUMMARISED:
         continue
       if node.node_id == 'StatisticsGen':
-        counts = _split_counts(store, artifact)
+        counts = _split_counts(artifact)
       rows.append((node.node_id, type_name, artifact))
   print('\nArtifacts:', file=out)
   for node_id, type_name, artifact in rows:
