@@ -58,9 +58,8 @@ def class_names_for(train_files: List[str]) -> List[str]:
   """Class names of the Examples artifact that `train_files` belong to."""
   # train_files are <examples uri>/Split-train/*
   examples_uri = os.path.dirname(os.path.dirname(train_files[0]))
-  path = os.path.join(examples_uri, features.CLASS_NAMES_FILE)
-  with tf.io.gfile.GFile(path) as f:
-    return [line.rstrip('\n') for line in f if line.strip()]
+  return features.read_class_names(
+      os.path.join(examples_uri, features.CLASS_NAMES_FILE))
 
 
 def _raw_features_from_images(images: tf.Tensor,
@@ -114,9 +113,8 @@ def export_serving_model(model: keras.Model,
   })
   extra = os.path.join(export_dir, 'assets.extra')
   tf.io.gfile.makedirs(extra)
-  with tf.io.gfile.GFile(os.path.join(extra, features.CLASS_NAMES_FILE),
-                         'w') as f:
-    f.write(''.join(name + '\n' for name in class_names))
+  features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
+                             class_names)
 
 
 def run_fn(fn_args: FnArgs) -> None:

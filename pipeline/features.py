@@ -78,18 +78,17 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
   return example.SerializeToString()
 
 
-def raw_feature_spec(label_required: bool = True):
-  """`tf.io.parse_example` spec for the raw Examples."""
+def write_class_names(path: str, names: Sequence[str]) -> None:
+  """The vocabulary file: line i names class i."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  spec = {
-      IMAGE_KEY: tf.io.FixedLenFeature([], tf.string),
-      HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
-      WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64),
-      CHANNELS_KEY: tf.io.FixedLenFeature([], tf.int64),
-  }
-  spec[LABEL_KEY] = (tf.io.FixedLenFeature([], tf.int64) if label_required
-                     else tf.io.FixedLenFeature([], tf.int64, default_value=-1))
-  return spec
+  with tf.io.gfile.GFile(path, 'w') as f:
+    f.write(''.join(name + '\n' for name in names))
+
+
+def read_class_names(path: str) -> List[str]:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(path) as f:
+    return [line.rstrip('\n') for line in f if line.strip()]
 
 
 def encode_class_names(names: Sequence[str]) -> str:

@@ -241,7 +241,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
     examples.set_string_custom_property(
         features.CLASS_NAMES_PROPERTY, features.encode_class_names(class_names))
-    with tf.io.gfile.GFile(
-        os.path.join(examples.uri, features.CLASS_NAMES_FILE), 'w') as f:
-      f.write(''.join(name + '\n' for name in class_names))
+    features.write_class_names(
+        os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
     logging.info('Examples generated.')
