@@ -13,7 +13,6 @@ from typing import Any, Dict, List, Optional
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from pipeline import features
 from pipeline.inspect import files
 from pipeline.inspect import queries
 from pipeline.inspect.errors import InspectError
@@ -70,8 +69,8 @@ def statistics_of(md: queries.Metadata, examples: queries.Artifact
 # ------------------------------------------------------------- statistics --
 
 
-def _feature_summary(feature: statistics_pb2.FeatureNameStatistics,
-                     num_examples: int) -> Dict[str, Any]:
+def _feature_summary(feature: statistics_pb2.FeatureNameStatistics
+                     ) -> Dict[str, Any]:
   name = '.'.join(feature.path.step) or feature.name
   summary: Dict[str, Any] = {
       'feature': name,
@@ -93,11 +92,8 @@ def _feature_summary(feature: statistics_pb2.FeatureNameStatistics,
                    avg_bytes=stats.avg_num_bytes,
                    min_bytes=stats.min_num_bytes, max_bytes=stats.max_num_bytes)
   elif kind == 'string_stats':
-    summary.update(unique=int(stats.unique),
-                   top_values=[(v.value, v.frequency)
-                               for v in stats.top_values[:10]])
-  if feature.path.step and feature.path.step[-1] == features.LABEL_KEY:
-    summary['is_label'] = True
+    # No top values: for `image` they are raw pixels.
+    summary.update(unique=int(stats.unique), avg_bytes=stats.avg_length)
   return summary
 
 
@@ -111,8 +107,7 @@ def statistics_summary(md: queries.Metadata, run: queries.Run,
     dataset = load_statistics(artifact, name).datasets[0]
     splits[name] = {
         'records': int(dataset.num_examples),
-        'features': [_feature_summary(f, dataset.num_examples)
-                     for f in dataset.features],
+        'features': [_feature_summary(f) for f in dataset.features],
     }
   examples = [a for _, a in md.inputs(producer.id)] if producer else []
   return {

@@ -88,6 +88,5 @@ def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
                   if blessing is not None else None),
       'validation_ok': validation.validation_ok,
       'validation_failures': failures,
-      'missing_thresholds': [k.name for k in validation.missing_thresholds],
       'slices': slices,
   }

@@ -88,6 +88,14 @@ class Artifact:
     return list(json.loads(self.properties.get('split_names', '[]')))
 
 
+def artifact_from_proto(artifact: metadata_store_pb2.Artifact,
+                        type_name: str) -> Artifact:
+  return Artifact(id=artifact.id, type=type_name, uri=artifact.uri,
+                  state=_ARTIFACT_STATE.Name(artifact.state),
+                  created_ms=artifact.create_time_since_epoch,
+                  properties=_properties(artifact))
+
+
 @dataclasses.dataclass
 class Run:
   name: str  # The pipeline_run context's name: the run id.
@@ -168,10 +176,7 @@ class Metadata:
   @functools.cached_property
   def artifacts(self) -> Dict[int, Artifact]:
     types = {t.id: t.name for t in self._store.get_artifact_types()}
-    return {a.id: Artifact(id=a.id, type=types.get(a.type_id, '?'), uri=a.uri,
-                           state=_ARTIFACT_STATE.Name(a.state),
-                           created_ms=a.create_time_since_epoch,
-                           properties=_properties(a))
+    return {a.id: artifact_from_proto(a, types.get(a.type_id, '?'))
             for a in sorted(self._store.get_artifacts(), key=lambda a: a.id)}
 
   @functools.cached_property

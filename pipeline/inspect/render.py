@@ -173,7 +173,7 @@ def stats(out: Console, result: Dict[str, Any]) -> None:
       table.add_column(column, justify='left' if column in (
           'feature', 'type') else 'right')
     for f in data['features']:
-      table.add_row(f['feature'] + (' (label)' if f.get('is_label') else ''),
+      table.add_row(f['feature'],
                     f['type'], _number(f.get('missing')), _number(f.get('min')),
                     _number(f.get('max')), _number(f.get('mean')),
                     _number(f.get('std_dev')), _number(f.get('zeros')),
@@ -205,7 +205,9 @@ def metrics(out: Console, result: Dict[str, Any]) -> None:
   out.print(Text.assemble(
       f'Model {result["model"]["id"]}  ', verdict,
       f'  (evaluation {evaluation["id"]}, run {evaluation["run"]}, '
-      f'{evaluation["state"].lower()})'))
+      f'{evaluation["state"].lower()}'
+      + (f'; the newest of {result["evaluations_of_this_model"]} evaluations'
+         if result['evaluations_of_this_model'] > 1 else '') + ')'))
   out.print(f'baseline: model {baseline["id"]}  {baseline["uri"]}' if baseline
             else 'baseline: none (no model was blessed before)')
   for data in result['slices']:
