@@ -6,7 +6,7 @@ small images and a table of coloured cells; no plotting library needed.
 
 import math
 import os
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -47,8 +47,11 @@ def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
 
 
 def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
-                 title: str, path: str) -> Dict[str, int]:
-  """One row per class: 'label: name', then its images. Returns the size."""
+                 title: str, path: str) -> Dict[str, Any]:
+  """One row per class: 'label: name', then its images.
+
+  Returns the picture's size and the grid's geometry.
+  """
   font = _font()
   shapes = [i.shape for row in images.values() for i in row]
   if not shapes:
@@ -79,7 +82,11 @@ def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
       canvas.paste(_as_rgb(pixels, scale),
                    (caption_w + column * (cell_w + _PAD), top))
   _save(canvas, path)
-  return {'width': canvas.width, 'height': canvas.height}
+  # Where image (row r, column c) is: left + c * step_x, top + r * step_y,
+  # scaled `scale` times.
+  return {'width': canvas.width, 'height': canvas.height,
+          'grid': {'left': caption_w, 'top': title_h, 'step_x': cell_w + _PAD,
+                   'step_y': cell_h + _PAD, 'scale': scale}}
 
 
 def _rotated_text(text: str, font) -> Image.Image:

@@ -21,9 +21,14 @@ _STATE_STYLE = {'COMPLETE': 'green', 'CACHED': 'cyan', 'FAILED': 'bold red',
                 'RUNNING': 'yellow', 'CANCELED': 'magenta'}
 
 
+# Piped output is for grep and files: lines are never wrapped (tables are only
+# as wide as their content).
+_PIPE_WIDTH = 1000
+
+
 def console() -> Console:
-  """A console on stdout; wide when piped, so long URIs stay on one line."""
-  width = None if sys.stdout.isatty() else int(os.environ.get('COLUMNS', 200))
+  """A console on stdout: the terminal's width, or unwrapped when piped."""
+  width = None if sys.stdout.isatty() else _PIPE_WIDTH
   return Console(width=width, highlight=False, soft_wrap=False)
 
 
