@@ -7,8 +7,8 @@ from pipeline.inspect import queries
 from pipeline.inspect.errors import InspectError
 
 
-def key_properties(md: queries.Metadata, artifact: queries.Artifact,
-                   with_counts: bool = True) -> Dict[str, Any]:
+def key_properties(md: queries.Metadata, artifact: queries.Artifact
+                   ) -> Dict[str, Any]:
   """Splits and record counts of Examples, blessing of a ModelBlessing, ...
 
   Record counts come from the statistics StatisticsGen computed on the
@@ -18,7 +18,7 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact,
   out: Dict[str, Any] = {}
   if artifact.type == 'Examples':
     splits = artifact.split_names()
-    counts = _record_counts(md, artifact) if with_counts else {}
+    counts = _record_counts(md, artifact)
     out['splits'] = {s: counts.get(s) for s in splits}
     if features.CLASS_NAMES_PROPERTY in props:
       out['class_names'] = features.decode_class_names(

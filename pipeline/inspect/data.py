@@ -5,7 +5,6 @@ Both are TFDV protos, one file per split (`Split-<name>/FeatureStats.pb`,
 with tensorflow_metadata alone, TFDV itself is loaded only for `--html`.
 """
 
-import dataclasses
 import html
 import os
 from typing import Any, Dict, List, Optional

@@ -13,22 +13,21 @@ occurrences are marked `seen`, which also ends any cycle.
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Set
 
 from pipeline.inspect import files
 from pipeline.inspect import queries
 from pipeline.inspect.artifacts import key_properties
 
 
-def lineage(md: queries.Metadata, artifact: queries.Artifact,
-            with_counts: bool = True) -> Dict[str, Any]:
+def lineage(md: queries.Metadata, artifact: queries.Artifact
+            ) -> Dict[str, Any]:
   """The lineage tree of `artifact` as nested dicts (JSON-ready)."""
-  return _artifact_node(md, artifact, key=None, seen=set(),
-                        with_counts=with_counts)
+  return _artifact_node(md, artifact, key=None, seen=set())
 
 
-def _artifact_node(md, artifact, key, seen: Set[int], with_counts) -> Dict:
-  node = {'key': key, 'artifact': _artifact_json(md, artifact, with_counts)}
+def _artifact_node(md, artifact, key, seen: Set[int]) -> Dict:
+  node = {'key': key, 'artifact': _artifact_json(md, artifact)}
   if artifact.id in seen:
     node['seen'] = True
     return node
@@ -39,8 +38,7 @@ def _artifact_node(md, artifact, key, seen: Set[int], with_counts) -> Dict:
     return node
   execution = _execution_json(producer)
   inputs = md.inputs(producer.id)
-  execution['inputs'] = [_artifact_node(md, a, k, seen, with_counts)
-                         for k, a in inputs]
+  execution['inputs'] = [_artifact_node(md, a, k, seen) for k, a in inputs]
   if 'input_base' in producer.properties:
     execution['input_data'] = input_data(producer)
   later = [r for r in md.runs_using(artifact.id) if r != producer.run]
@@ -50,10 +48,10 @@ def _artifact_node(md, artifact, key, seen: Set[int], with_counts) -> Dict:
   return node
 
 
-def _artifact_json(md, artifact: queries.Artifact, with_counts) -> Dict:
+def _artifact_json(md, artifact: queries.Artifact) -> Dict:
   return {'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
           'state': artifact.state,
-          'properties': key_properties(md, artifact, with_counts)}
+          'properties': key_properties(md, artifact)}
 
 
 def _execution_json(execution: queries.Execution) -> Dict:
@@ -77,6 +75,12 @@ def _fingerprints(text: str) -> Dict[str, Dict[str, int]]:
     split = values.pop('split')
     result[split] = {k: int(v) for k, v in values.items()}
   return result
+
+
+# What each fingerprint field tells, for a user reading what changed.
+_FINGERPRINT_PARTS = {'num_files': 'number of files',
+                      'total_bytes': 'total size', 'xor': 'modification times',
+                      'sum': 'modification times'}
 
 
 def _fingerprint_now(infos: List[files.FileInfo]) -> Dict[str, int]:
@@ -109,7 +113,10 @@ def input_data(execution: queries.Execution) -> Dict[str, Any]:
              'files_now': [{'path': i.path, 'bytes': i.size, 'mtime': i.mtime}
                            for i in infos]}
     if entry['recorded']:
-      entry['unchanged'] = entry['recorded'] == _fingerprint_now(infos)
+      now = _fingerprint_now(infos)
+      entry['unchanged'] = entry['recorded'] == now
+      entry['changed'] = [_FINGERPRINT_PARTS[k] for k in _FINGERPRINT_PARTS
+                          if entry['recorded'][k] != now[k]]
     result['splits'].append(entry)
   return result
 
@@ -138,11 +145,3 @@ def resolve(md: queries.Metadata, ref: str) -> queries.Artifact:
     return md.latest_model()
   return md.artifact(ref)
 
-
-def first(tree: Dict[str, Any], node: str) -> Optional[Dict[str, Any]]:
-  """The first execution of component `node` in a lineage tree."""
-  for _, entry in walk(tree):
-    producer = entry.get('producer')
-    if producer and producer['node'] == node:
-      return producer
-  return None

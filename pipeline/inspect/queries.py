@@ -333,8 +333,9 @@ class Metadata:
     """A Model by id, by its PushedModel's id, or `latest-model`."""
     artifact = self.latest_model() if ref == LATEST_MODEL else self.artifact(ref)
     if artifact.type == 'PushedModel':
-      models = [a for key, a in self.inputs(self.producer(artifact.id).id)
-                if key == 'model']
+      pusher = self.producer(artifact.id)
+      models = [a for key, a in self.inputs(pusher.id)
+                if key == 'model'] if pusher else []
       if models:
         return models[0]
     if artifact.type != 'Model':

@@ -129,8 +129,9 @@ def _input_data(branch: Tree, data: Dict[str, Any]) -> None:
              f'{recorded["total_bytes"]:,} bytes' if recorded
              else 'no input fingerprint recorded')
     if 'unchanged' in split:
+      changed = ', '.join(dict.fromkeys(split['changed']))
       facts += ('; the files there now are the same' if split['unchanged']
-                else '; the files there now DIFFER (count, sizes or mtimes)')
+                else f'; the files there now differ in: {changed}')
     node = base.add(f'split {split["name"]}: {split["pattern"]}  ({facts})')
     for f in split['files_now']:
       node.add(f'{os.path.basename(f["path"])}  {f["bytes"]:,} bytes  '
@@ -160,6 +161,8 @@ def _number(value: Any) -> str:
   if value is None:
     return '-'
   if isinstance(value, float):
+    if value.is_integer():
+      return f'{int(value):,}'
     return f'{value:,.4g}' if abs(value) < 1e6 else f'{value:,.0f}'
   return f'{value:,}' if isinstance(value, int) else str(value)
 
