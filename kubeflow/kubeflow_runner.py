@@ -17,6 +17,9 @@ and only this:
   * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
     containers of --image (kubeflow/Dockerfile).
 
+A --schema file of the project is read from the image (it holds the
+project); any other schema must be on object storage.
+
 Output by extension: .yaml/.yml is a PipelineSpec (what Kubeflow Pipelines
 uploads), .json a PipelineJob (PipelineSpec plus runtime config, what Vertex
 AI takes). kubeflow/submit.py uploads, runs and schedules either.
@@ -25,6 +28,7 @@ AI takes). kubeflow/submit.py uploads, runs and schedules either.
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from typing import Any, Dict, List, Optional, Sequence
@@ -156,6 +160,9 @@ def check_args(args: argparse.Namespace) -> None:
   if not args.data_dir:
     raise SystemExit('error: --data-dir is required (the dataset on object '
                      'storage)')
+  if not re.fullmatch(r'[a-z0-9][a-z0-9-]{0,127}', args.pipeline_name):
+    raise SystemExit(f'error: --pipeline-name {args.pipeline_name}: '
+                     'Kubeflow allows [a-z0-9-] only, up to 128 characters')
   if args.gpu < 0:
     raise SystemExit(f'error: --gpu {args.gpu}: must be 0 or more')
   args.pipeline_root = _location('--pipeline-root', args.pipeline_root,

@@ -209,6 +209,7 @@ def test_curated_schema_is_read_from_the_image(tmp_path):
      'object storage'),
     (['--data-dir', 'http://example.com/data'], '--data-dir http://'),
     (['--serving-model-dir', 'models'], '--serving-model-dir models'),
+    (['--pipeline-name', 'image_classifier'], 'allows \\[a-z0-9-\\] only'),
     (['--gpu', '-1'], '--gpu -1: must be 0 or more'),
     (['--schema', '/etc/hostname'], 'not a file of this project'),
     (['--s3-endpoint', 'minio:9000'], r'expected http\(s\)://HOST:PORT'),
