@@ -15,7 +15,7 @@ import logging
 import os
 import shlex
 import sys
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 # TensorFlow's C++ start-up chatter is noise here; the Beam workers this
 # process starts inherit the setting.
