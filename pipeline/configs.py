@@ -92,3 +92,18 @@ def training_config(**overrides):
                               dense_units=DENSE_UNITS, dropout=DROPOUT))
   values.update(overrides)
   return trainer.TrainingConfig(**values)
+
+# Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
+# [a-z0-9-], so the DAG is compiled under this name.
+KUBEFLOW_PIPELINE_NAME = PIPELINE_NAME.replace('_', '-')
+# URI schemes the containers can read and write (TensorFlow's gfile and Beam):
+# Google Cloud Storage, and S3 or MinIO in an image built with WITH_S3=1.
+OBJECT_STORE_SCHEMES = ('gs://', 's3://')
+# Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
+IMAGE_PROJECT_DIR = '/pipeline'
+# Accelerator requested by `--gpu N`: the Kubernetes resource name on
+# Kubeflow; Vertex AI wants a machine accelerator type (NVIDIA_TESLA_T4...).
+GPU_TYPE = 'nvidia.com/gpu'
+# The compiled DAG's runtime parameter: where ExampleGen reads raw data, so a
+# scheduled run can point at a new drop without recompiling.
+DATA_ROOT_PARAMETER = 'data_root'
