@@ -14,7 +14,9 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
+from tfx.components.pusher import component as pusher_component
 from tfx.components.pusher import executor as pusher_executor
+from tfx.dsl.components.base import executor_spec
 from tfx.dsl.io import fileio
 from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils
@@ -95,3 +97,9 @@ class Executor(pusher_executor.Executor):
         model_push.set_int_custom_property(ALREADY_SERVED_KEY, 1)
         return
     super().Do(input_dict, output_dict, exec_properties)
+
+
+class Pusher(pusher_component.Pusher):
+  """TFX's Pusher component with the executor above; same inputs, outputs and
+  node id ('Pusher')."""
+  EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
