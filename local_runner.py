@@ -200,15 +200,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   _check_data_dir(args)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from pipeline import interrupted_runs  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   from pipeline import run_report  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
+  try:  # Held until this process ends, however it ends.
+    lock = interrupted_runs.lock_output_dir(output_dir)  # pylint: disable=unused-variable
+  except interrupted_runs.OutputDirBusyError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 1
   log_path = _setup_logging(output_dir, args.verbose)
   pipeline_root = os.path.join(output_dir, configs.PIPELINE_ROOT_NAME)
   metadata_path = os.path.join(output_dir, configs.METADATA_DB_NAME)
   connection_config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
       metadata_path)
+  for closed in interrupted_runs.close_interrupted(
+      connection_config, pipeline_root, args.pipeline_name):
+    print(f'{closed.node_id} (execution {closed.execution_id}) was left '
+          'running by an interrupted run: marked CANCELED'
+          + ('; its partial outputs removed' if closed.removed else ''))
   beam_args = list(configs.BEAM_PIPELINE_ARGS) + shlex.split(args.beam_args)
 
   dag = pipeline.create_pipeline(

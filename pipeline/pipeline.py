@@ -5,7 +5,9 @@ from typing import Optional, Sequence
 from ml_metadata.proto import metadata_store_pb2
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
+from tfx.dsl.components.base import executor_spec
 
+from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
@@ -93,12 +95,15 @@ def create_pipeline(
       baseline_model=model_resolver.outputs['model'],
       eval_config=_eval_config(accuracy_threshold))
 
+  # TFX's Pusher, except that the model already served is not pushed again
+  # (see components/push_once.py).
   pusher = tfx.components.Pusher(
       model=trainer.outputs['model'],
       model_blessing=evaluator.outputs['blessing'],
       push_destination=tfx.proto.PushDestination(
           filesystem=tfx.proto.PushDestination.Filesystem(
-              base_directory=serving_model_dir)))
+              base_directory=serving_model_dir)),
+      custom_executor_spec=executor_spec.ExecutorClassSpec(push_once.Executor))
 
   return tfx.dsl.Pipeline(
       pipeline_name=pipeline_name,

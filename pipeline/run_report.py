@@ -103,17 +103,43 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
                    'post_transform_anomalies', 'updated_analyzer_cache')
 
 
-def _describe(artifact, type_name: str, splits_stats: Dict[str, int]) -> str:
+def validation_failures(evaluation_uri: str) -> List[str]:
+  """Why the Evaluator did not bless a model, one line per failed check."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  result = tfma.load_validation_result(evaluation_uri)
+  reasons = []
+  for per_slice in result.metric_validations_per_slice:
+    for failure in per_slice.failures:
+      name = failure.metric_key.name
+      value = failure.metric_value.double_value.value
+      if failure.metric_key.is_diff:
+        reasons.append(f'{name} {value:+.4f} against the last blessed model '
+                       '(worse)')
+      else:
+        bound = failure.metric_threshold.value_threshold.lower_bound.value
+        reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
+  return reasons
+
+
+def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
+              evaluation_uri: Optional[str] = None) -> str:
   """A few words on what an artifact holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   props = artifact.custom_properties
   if type_name == 'ModelBlessing' and 'blessed' in props:
-    return 'blessed' if props['blessed'].int_value else (
-        'NOT blessed: below the accuracy threshold or worse than the last '
-        'blessed model; not pushed')
+    if props['blessed'].int_value:
+      return 'blessed'
+    reasons = evaluation_uri and validation_failures(evaluation_uri)
+    return 'NOT blessed, not pushed: ' + ('; '.join(reasons) if reasons else
+                                          'see the Evaluator output')
   if type_name == 'PushedModel' and 'pushed' in props:
-    return (f"pushed to {props['pushed_destination'].string_value}"
-            if props['pushed'].int_value else 'not pushed')
+    destination = props['pushed_destination'].string_value
+    if not props['pushed'].int_value:
+      return 'not pushed'
+    if ('already_served' in props
+        and props['already_served'].int_value):  # components/push_once.py
+      return f'already served from {destination}; not pushed again'
+    return f'pushed to {destination}'
   if type_name == 'Examples':
     parts = []
     for split, count in splits_stats.items():
@@ -162,9 +188,11 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
       if node.node_id == 'StatisticsGen':
         counts = _split_counts(artifact)
       rows.append((node.node_id, type_name, artifact))
+  evaluation_uri = next((a.uri for _, t, a in rows if t == 'ModelEvaluation'),
+                        None)
   print('\nArtifacts:', file=out)
   for node_id, type_name, artifact in rows:
-    detail = _describe(artifact, type_name, counts)
+    detail = _describe(artifact, type_name, counts, evaluation_uri)
     print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
     if detail:
       print(f'  {"":<18} {"":<18} {detail}', file=out)

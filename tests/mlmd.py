@@ -1,7 +1,10 @@
 """Questions the tests ask a real ML Metadata store."""
 
+import os
+import time
 from typing import Dict, List
 
+from ml_metadata import errors
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
@@ -34,3 +37,23 @@ def execution_states(store, pipeline_name=configs.PIPELINE_NAME
 def live_artifacts(store, type_name: str) -> List[metadata_store_pb2.Artifact]:
   return [a for a in store.get_artifacts_by_type(type_name)
           if a.state == metadata_store_pb2.Artifact.LIVE]
+
+
+def wait_for_execution(output_dir: str, node_id: str, state: str = 'RUNNING',
+                       timeout: float = 300, process=None) -> None:
+  """Polls the store of a run in progress until `node_id` has an execution
+  in `state`; fails early if `process` ends first."""
+  deadline = time.monotonic() + timeout
+  path = f'{output_dir}/{configs.METADATA_DB_NAME}'
+  while time.monotonic() < deadline:
+    if process is not None and process.poll() is not None:
+      raise AssertionError(f'the run ended before {node_id} was {state}:\n'
+                           + process.stdout.read())
+    if os.path.exists(path):
+      try:
+        if state in execution_states(open_store(output_dir)).get(node_id, []):
+          return
+      except errors.StatusError:  # The runner is still creating the store.
+        pass
+    time.sleep(0.3)
+  raise AssertionError(f'{node_id} not {state} after {timeout}s')

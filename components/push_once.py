@@ -1,0 +1,97 @@
+"""A Pusher executor that does not push the model already being served.
+
+TFX's Pusher copies every blessed model to a new version directory. A re-run
+with nothing changed re-evaluates the same model (its baseline is now the
+model itself, blessed by the first run) and would push it again as a second,
+identical version, which a model server then reloads for nothing. This
+executor skips the copy when the newest version at a filesystem destination
+holds exactly the files of the model, and records that version as the push,
+so ML Metadata still says where the model is served.
+"""
+
+import os
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+from tfx import types
+from tfx.components.pusher import executor as pusher_executor
+from tfx.dsl.io import fileio
+from tfx.proto import pusher_pb2
+from tfx.types import artifact_utils
+from tfx.types import standard_component_specs
+from tfx.utils import io_utils
+from tfx.utils import proto_utils
+
+# Set to 1 on a PushedModel whose model was found already served.
+ALREADY_SERVED_KEY = 'already_served'
+_CHUNK_BYTES = 1 << 20
+
+
+def _file_sizes(root: str) -> Dict[str, int]:
+  """Relative path -> size of every file under `root`."""
+  sizes = {}
+  for dirpath, _, filenames in fileio.walk(root):
+    for name in filenames:
+      path = os.path.join(dirpath, name)
+      stat = fileio.stat(path)  # TensorFlow's FileStatistics, or os.stat
+      sizes[os.path.relpath(path, root)] = getattr(stat, 'length', None) or (
+          getattr(stat, 'st_size', 0))
+  return sizes
+
+
+def _same_bytes(a: str, b: str) -> bool:
+  with fileio.open(a, 'rb') as fa, fileio.open(b, 'rb') as fb:
+    while True:
+      chunk = fa.read(_CHUNK_BYTES)
+      if chunk != fb.read(_CHUNK_BYTES):
+        return False
+      if not chunk:
+        return True
+
+
+def same_files(a: str, b: str) -> bool:
+  """Whether directories `a` and `b` hold the same files, byte for byte."""
+  sizes = _file_sizes(a)
+  if sizes != _file_sizes(b):
+    return False
+  return all(_same_bytes(os.path.join(a, p), os.path.join(b, p))
+             for p in sorted(sizes))
+
+
+def newest_version(base_directory: str) -> Optional[str]:
+  """The highest numbered version directory under `base_directory`."""
+  if not fileio.isdir(base_directory):
+    return None
+  versions = [name.rstrip('/') for name in fileio.listdir(base_directory)]
+  versions = [v for v in versions if v.isdigit()]
+  return max(versions, key=int) if versions else None
+
+
+class Executor(pusher_executor.Executor):
+  """TFX's Pusher, minus the push of a model that is already the newest."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    destination = pusher_pb2.PushDestination()
+    proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.PUSH_DESTINATION_KEY],
+        destination)
+    if (destination.WhichOneof('destination') == 'filesystem'
+        and self.CheckBlessing(input_dict)):
+      base_directory = destination.filesystem.base_directory
+      version = newest_version(base_directory)
+      model_path = self.GetModelPath(input_dict)
+      serving_path = version and os.path.join(base_directory, version)
+      if version and same_files(model_path, serving_path):
+        logging.info('The model is already served as %s; not pushed again.',
+                     serving_path)
+        model_push = artifact_utils.get_single_instance(
+            output_dict[standard_component_specs.PUSHED_MODEL_KEY])
+        # As TFX's Pusher does: the artifact keeps a copy of what is served.
+        io_utils.copy_dir(model_path, model_push.uri)
+        self._MarkPushed(model_push, pushed_destination=serving_path,
+                         pushed_version=version)
+        model_push.set_int_custom_property(ALREADY_SERVED_KEY, 1)
+        return
+    super().Do(input_dict, output_dict, exec_properties)

@@ -1,0 +1,129 @@
+"""Runs that ended without finishing: found and closed at the next start.
+
+LocalDagRunner registers an execution in ML Metadata as RUNNING before its
+executor starts and publishes it when the executor returns. A process killed
+in between (Ctrl-C, the OOM killer, a reboot) leaves the execution RUNNING for
+ever and its half-written output directories on disk, with no artifact
+pointing at them. Later runs do not trip over it (each run has a context of
+its own, and the cache only reuses finished executions), but anyone reading
+ML Metadata sees a component that is still running.
+
+local_runner.py therefore holds a lock on the output directory for as long as
+it runs. Holding it, any execution of the pipeline still NEW or RUNNING
+belongs to a process that is gone: `close_interrupted` marks it CANCELED with
+a note saying why, marks output artifacts it had registered ABANDONED, and
+removes the directories it was writing.
+"""
+
+import dataclasses
+import fcntl
+import os
+from typing import IO, List
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+from pipeline import configs
+
+_Execution = metadata_store_pb2.Execution
+_Artifact = metadata_store_pb2.Artifact
+_Event = metadata_store_pb2.Event
+LOCK_FILE_NAME = '.local_runner.lock'
+NOTE_PROPERTY = 'interrupted'
+NOTE = ('the process running it ended before it finished; closed by the next '
+        'local_runner run')
+# TFX keeps an execution's scratch space in <node dir>/.system/...
+_SYSTEM_DIR = '.system'
+_STATEFUL_DIR_INDEX = '__stateful_working_dir_index__'
+
+
+class OutputDirBusyError(RuntimeError):
+  """Another local_runner process is using the output directory."""
+
+
+def lock_output_dir(output_dir: str) -> IO:
+  """Locks `output_dir` for this process; the lock goes when the process does.
+
+  Keep the returned file open for the whole run.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  path = os.path.join(output_dir, LOCK_FILE_NAME)
+  lock = open(path, 'a+')  # pylint: disable=consider-using-with
+  try:
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except BlockingIOError:
+    lock.close()
+    raise OutputDirBusyError(
+        f'{output_dir}: another local_runner run is using this output '
+        f'directory (it holds {LOCK_FILE_NAME}); wait for it to finish or use '
+        'another --output-dir') from None
+  return lock
+
+
+@dataclasses.dataclass
+class Interrupted:
+  node_id: str
+  execution_id: int
+  removed: List[str]
+
+
+def _node_id(store, execution_id: int, pipeline_name: str) -> str:
+  for context in store.get_contexts_by_execution(execution_id):
+    if context.name.startswith(pipeline_name + '.'):
+      return context.name.split('.', 1)[1]
+  return ''
+
+
+def _partial_outputs(pipeline_root: str, node_id: str,
+                     execution: _Execution) -> List[str]:
+  """The directories TFX made for `execution` (see tfx outputs_utils)."""
+  node_dir = os.path.join(pipeline_root, node_id)
+  if not node_id or not os.path.isdir(node_dir):
+    return []
+  paths = [os.path.join(node_dir, key, str(execution.id))
+           for key in os.listdir(node_dir) if key != _SYSTEM_DIR]
+  paths.append(os.path.join(node_dir, _SYSTEM_DIR, 'executor_execution',
+                            str(execution.id)))
+  if _STATEFUL_DIR_INDEX in execution.custom_properties:
+    index = execution.custom_properties[_STATEFUL_DIR_INDEX].string_value
+    if index:
+      paths.append(os.path.join(node_dir, _SYSTEM_DIR, 'stateful_working_dir',
+                                index))
+  return [p for p in paths if os.path.exists(p)]
+
+
+def close_interrupted(
+    connection_config: metadata_store_pb2.ConnectionConfig,
+    pipeline_root: str,
+    pipeline_name: str = configs.PIPELINE_NAME) -> List[Interrupted]:
+  """Closes the executions of `pipeline_name` left unfinished; see above.
+
+  Call it only while holding `lock_output_dir`, before the run starts.
+  """
+  import shutil  # pylint: disable=g-import-not-at-top
+  store = metadata_store.MetadataStore(connection_config)
+  pipeline_context = store.get_context_by_type_and_name('pipeline',
+                                                        pipeline_name)
+  if pipeline_context is None:
+    return []
+  closed = []
+  for execution in store.get_executions_by_context(pipeline_context.id):
+    if execution.last_known_state not in (_Execution.NEW, _Execution.RUNNING):
+      continue
+    node_id = _node_id(store, execution.id, pipeline_name)
+    removed = _partial_outputs(pipeline_root, node_id, execution)
+    for path in removed:
+      shutil.rmtree(path)
+    outputs = [e.artifact_id for e in store.get_events_by_execution_ids(
+        [execution.id]) if e.type in (_Event.OUTPUT, _Event.PENDING_OUTPUT)]
+    abandoned = [a for a in store.get_artifacts_by_id(outputs)
+                 if a.state in (_Artifact.PENDING, _Artifact.UNKNOWN)]
+    for artifact in abandoned:
+      artifact.state = _Artifact.ABANDONED
+    if abandoned:
+      store.put_artifacts(abandoned)
+    execution.last_known_state = _Execution.CANCELED
+    execution.custom_properties[NOTE_PROPERTY].string_value = NOTE
+    store.put_executions([execution])
+    closed.append(Interrupted(node_id, execution.id, removed))
+  return closed

@@ -1,0 +1,86 @@
+"""A run killed half-way: the next run finishes the job and ML Metadata stays
+sound (nothing left RUNNING, nothing half-written published or left on disk).
+
+The runs are SIGKILLed with every process they started, as the OOM killer or
+a power cut would end them: nothing gets a chance to clean up.
+"""
+
+import os
+
+from tests import datasets
+from tests import local_run
+from tests import mlmd
+
+DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
+             'ExampleValidator', 'ValidationGate']
+TRAINING = ['--epochs', '2', '--train-steps', '200', '--batch-size', '32',
+            '--accuracy-threshold', '0.3', local_run.ONE_PROCESS]
+
+
+def _node_outputs(out, node_id, key):
+  path = out / 'pipeline' / node_id / key
+  return sorted(os.listdir(path)) if path.exists() else []
+
+
+def test_killed_during_training_resumes_from_the_cache(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'data'), {'train': 300, 't10k': 100})
+  out = tmp_path / 'out'
+  args = ['--data-dir', str(tmp_path / 'data'), '--output-dir', str(out),
+          *TRAINING]
+  first = local_run.start(*args)
+  mlmd.wait_for_execution(str(out), 'Trainer', process=first)
+
+  # A second run on the same output directory is refused while one runs.
+  second = local_run.run(*args)
+  assert second.returncode == 1
+  assert 'another local_runner run is using this output directory' in (
+      second.stderr)
+
+  local_run.kill(first)
+  store = mlmd.open_store(str(out))
+  assert mlmd.execution_states(store)['Trainer'] == ['RUNNING']
+  assert mlmd.live_artifacts(store, 'Model') == []
+  [killed_dir] = _node_outputs(out, 'Trainer', 'model')
+
+  result = local_run.run(*args)
+  assert result.returncode == 0, result.stderr
+  assert (f'Trainer (execution {killed_dir}) was left running by an '
+          'interrupted run: marked CANCELED') in result.stdout
+  states = mlmd.execution_states(mlmd.open_store(str(out)))
+  # ExampleGen to Transform are not recomputed.
+  for node in DATA_HALF + ['Transform']:
+    assert states[node] == ['COMPLETE', 'CACHED'], node
+  assert states['Trainer'] == ['CANCELED', 'COMPLETE']
+  assert states['Evaluator'] == ['COMPLETE']
+  assert states['Pusher'] == ['COMPLETE']
+  # The killed execution's half-written model is gone; the new one is live.
+  [model] = mlmd.live_artifacts(mlmd.open_store(str(out)), 'Model')
+  assert _node_outputs(out, 'Trainer', 'model') == [os.path.basename(model.uri)]
+  assert killed_dir not in _node_outputs(out, 'Trainer', 'model_run')
+  assert len(os.listdir(out / 'serving_model')) == 1
+
+
+def test_killed_during_example_gen_publishes_nothing(tmp_path):
+  # Big enough that ExampleGen is still writing when it is killed.
+  datasets.write_idx_dataset(str(tmp_path / 'data'),
+                             {'train': 30000, 't10k': 5000})
+  out = tmp_path / 'out'
+  args = ['--data-dir', str(tmp_path / 'data'), '--output-dir', str(out),
+          '--to-node', 'ValidationGate', local_run.ONE_PROCESS]
+  first = local_run.start(*args)
+  mlmd.wait_for_execution(str(out), 'ImageExampleGen', process=first)
+  local_run.kill(first)
+  store = mlmd.open_store(str(out))
+  assert mlmd.execution_states(store) == {'ImageExampleGen': ['RUNNING']}
+  assert mlmd.live_artifacts(store, 'Examples') == []
+
+  result = local_run.run(*args)
+  assert result.returncode == 0, result.stderr
+  states = mlmd.execution_states(mlmd.open_store(str(out)))
+  assert states['ImageExampleGen'] == ['CANCELED', 'COMPLETE']
+  assert all(states[node] == ['COMPLETE'] for node in DATA_HALF[1:])
+  # Only the finished ExampleGen's examples are on disk, all of them.
+  [examples] = mlmd.live_artifacts(mlmd.open_store(str(out)), 'Examples')
+  assert _node_outputs(out, 'ImageExampleGen', 'examples') == [
+      os.path.basename(examples.uri)]
+  assert 'train: 30,000 records in 16 shards' in result.stdout
