@@ -220,7 +220,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'{closed.node_id} (execution {closed.execution_id}) was left '
           'running by an interrupted run: marked CANCELED'
           + ('; its partial outputs removed' if closed.removed else ''))
-  beam_args = list(configs.BEAM_PIPELINE_ARGS) + shlex.split(args.beam_args)
+  user_beam_args = shlex.split(args.beam_args)
+  beam_args = list(configs.BEAM_PIPELINE_ARGS) + user_beam_args
 
   dag = pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
@@ -241,6 +242,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       eval_steps=args.eval_steps,
       accuracy_threshold=args.accuracy_threshold,
       beam_pipeline_args=beam_args,
+      # --beam-args last, so that they override ExampleGen's own too.
+      example_gen_beam_pipeline_args=(
+          list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) + user_beam_args),
       metadata_connection_config=connection_config,
       enable_cache=not args.no_cache)
 

@@ -50,7 +50,16 @@ MNIST_SCHEMA = os.path.join(PROJECT_DIR, 'pipeline', 'schema', 'mnist',
 BEAM_PIPELINE_ARGS = (
     '--direct_running_mode=multi_processing',
     '--direct_num_workers=0',  # 0: one per CPU core.
+    # Workers need the project's code: a remote runner gets this sdist, the
+    # DirectRunner ignores it. Without a dependency flag TFX builds an sdist
+    # of TFX itself in every Beam component's executor (~2.5 s each).
+    '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
+# ExampleGen runs on one process: its work on IDX files (numpy, gzip) is
+# lighter than starting worker processes that each import TensorFlow (full
+# MNIST on 2 cores: 1.1 s in memory, 11.8 s multi-processing). These come
+# after BEAM_PIPELINE_ARGS and before --beam-args.
+EXAMPLE_GEN_BEAM_PIPELINE_ARGS = ('--direct_running_mode=in_memory',)
 
 # Transform and Trainer: module paths (the package is installed, locally and
 # in the Kubeflow image, so no module files are copied around).
