@@ -13,9 +13,14 @@ Each dataset is built outside the timer; the timer covers iterating one
 epoch. "cold" is a dataset's first epoch (files read and decompressed; ours
 fills its cache); "cached" is a later epoch of ours, served from tf.data's
 in-memory cache. The goals apply to the cold epoch.
+
+CPU s: the process's CPU time per epoch (all tf.data threads): on a machine
+with few cores, a pipeline that does more work per example than the bare
+read cannot keep up with it however well it overlaps.
 """
 
 import dataclasses
+import time
 from typing import Callable, Dict, List
 
 import tensorflow as tf
@@ -48,6 +53,7 @@ class Result:
   batch_size: int
   examples: int
   rate: Dict[str, Figure]  # examples/s per variant
+  cpu_seconds: Dict[str, Figure]  # process CPU seconds per epoch
 
 
 def run(reference_files: List[str], our_pattern: str,
@@ -60,14 +66,23 @@ def run(reference_files: List[str], our_pattern: str,
           our_pattern, transform_output, batch_size, training=True),
       'bare read': lambda: bare_read(our_pattern, batch_size),
   }
-  rate = {name: Figure() for name in [*makers, 'ours, cached']}
+  names = [*makers, 'ours, cached']
+  rate = {name: Figure() for name in names}
+  cpu = {name: Figure() for name in names}
   examples = 0
+
+  def measure(name: str, dataset: tf.data.Dataset) -> None:
+    nonlocal examples
+    cpu_start = time.process_time()
+    seconds, examples = timed(lambda: epoch(dataset))
+    cpu[name].add(time.process_time() - cpu_start)
+    rate[name].add(examples / seconds)
+
   for _ in range(repetitions):  # Interleaved, so noise hits all alike.
     for name, make in makers.items():
       dataset = make()
-      seconds, examples = timed(lambda: epoch(dataset))  # pylint: disable=cell-var-from-loop
-      rate[name].add(examples / seconds)
+      measure(name, dataset)
       if name == 'ours, cold':  # The same dataset again: from its cache.
-        seconds, examples = timed(lambda: epoch(dataset))  # pylint: disable=cell-var-from-loop
-        rate['ours, cached'].add(examples / seconds)
-  return Result(batch_size=batch_size, examples=examples, rate=rate)
+        measure('ours, cached', dataset)
+  return Result(batch_size=batch_size, examples=examples, rate=rate,
+                cpu_seconds=cpu)

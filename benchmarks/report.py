@@ -135,13 +135,15 @@ def render(r: Results) -> str:
       'parsed (the ceiling). Cold: a fresh dataset\'s first epoch (the '
       'goals); cached: ours again, from its tf.data cache.',
       '',
-      '| input | examples/s | vs reference | vs bare read |',
-      '|---|---|---|---|',
+      '| input | examples/s | vs reference | vs bare read | CPU s per '
+      'epoch |',
+      '|---|---|---|---|---|',
   ]
   for name, figure in i.rate.items():
     lines.append(f'| {name} | {figure.format()} | '
                  f'{ratio(figure, i.rate["reference"]):.1f}x | '
-                 f'{ratio(figure, i.rate["bare read"]):.0%} |')
+                 f'{ratio(figure, i.rate["bare read"]):.0%} | '
+                 f'{i.cpu_seconds[name].format(".2f")} |')
   lines += [
       '',
       f'## 3. Training: the CNN, batch {t.batch_size}, {t.steps} steps '
@@ -171,6 +173,7 @@ def render(r: Results) -> str:
     for name in [*d.components, 'whole run']:
       rerun = d.rerun.get(name)
       cached = ('' if name == 'whole run' else
+                'n/a (a resolver)' if name in d.resolvers else
                 'yes' if d.rerun_cached.get(name) else '**no**')
       lines.append(f'| {name} | {d.first[name].format(".1f")} | '
                    f'{rerun.format(".1f") if rerun else "-"} | {cached} |')

@@ -27,6 +27,7 @@ class Result:
   first: Dict[str, Figure]  # component (and 'whole run') -> seconds
   rerun: Dict[str, Figure]
   rerun_cached: Dict[str, bool]  # component -> reused from the cache
+  resolvers: List[str]  # Nodes with no execution to cache.
 
 
 def _run(args: Sequence[str]) -> tuple:
@@ -74,4 +75,5 @@ def run(data_dir: str, work_dir: str, runner_args: Sequence[str], runs: int,
   shown = ['local_runner.py', '--data-dir', data_dir_shown, '--output-dir',
            'FRESH_DIR', *runner_args]
   return Result(command=shown, components=components,
+                resolvers=[n for n in components if n.endswith('resolver')],
                 first=first, rerun=rerun, rerun_cached=cached)

@@ -59,7 +59,8 @@ BEAM_PIPELINE_ARGS = (
 # lighter than starting worker processes that each import TensorFlow (full
 # MNIST on 2 cores: 1.1 s in memory, 11.8 s multi-processing). These come
 # after BEAM_PIPELINE_ARGS and before --beam-args.
-EXAMPLE_GEN_BEAM_PIPELINE_ARGS = ('--direct_running_mode=in_memory',)
+EXAMPLE_GEN_BEAM_PIPELINE_ARGS = ('--direct_running_mode=in_memory',
+                                  '--direct_num_workers=1')
 
 # Transform and Trainer: module paths (the package is installed, locally and
 # in the Kubeflow image, so no module files are copied around).
