@@ -40,7 +40,7 @@ def make_parser() -> argparse.ArgumentParser:
                                                        'BENCHMARKS.md'),
                       help='Where the report goes (default: BENCHMARKS.md '
                       'in the project).')
-  parser.add_argument('--repetitions', type=int, default=3,
+  parser.add_argument('--repetitions', type=int, default=5,
                       help='Repetitions per figure (default: %(default)s).')
   parser.add_argument('--train-steps', type=int, default=100,
                       help='Timed training steps per repetition (default: '
