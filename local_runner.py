@@ -15,95 +15,26 @@ import logging
 import os
 import shlex
 import sys
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 # TensorFlow's C++ start-up chatter is noise here; the Beam workers this
 # process starts inherit the setting.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from pipeline import configs  # pylint: disable=g-import-not-at-top
-from pipeline import features  # pylint: disable=g-import-not-at-top
-
-
-def _class_names(value: Optional[str]) -> Optional[List[str]]:
-  if not value:
-    return None
-  if value.startswith('@'):
-    with open(value[1:]) as f:
-      return [line.strip() for line in f if line.strip()]
-  return [name.strip() for name in value.split(',')]
-
-
-def _image_size(value: str):
-  try:
-    height, width = (int(v) for v in value.lower().split('x'))
-    return height, width
-  except ValueError:
-    raise argparse.ArgumentTypeError(
-        f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
+from pipeline import flags  # pylint: disable=g-import-not-at-top
 
 
 def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  data = parser.add_argument_group('input data')
-  data.add_argument(
-      '--data-dir', default=configs.MNIST_DIR,
-      help='Dataset directory (input_base of ExampleGen). idx: train-* and '
-      't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
-      'eval/<class>/<image>, PNG or JPEG. Default: %(default)s, where MNIST '
-      'is downloaded (checksums verified) when missing.')
-  data.add_argument(
-      '--input-format', choices=('idx', 'images'), default=configs.INPUT_FORMAT,
-      help='Layout of --data-dir (default: %(default)s).')
-  data.add_argument(
-      '--dataset', choices=sorted(configs.DATASETS), default=None,
-      help='A known dataset: sets its class names and accuracy threshold '
-      '(explicit flags still win).')
-  data.add_argument(
-      '--class-names', default=None,
-      help='Names of labels 0..n-1: a comma-separated list or @FILE with one '
-      'name per line. Default: the --dataset\'s; else idx uses the label '
-      'values, images the sorted class folder names.')
-  data.add_argument(
-      '--image-size', type=_image_size,
-      default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
-      metavar='HxW', help='images only: size images are resized to '
-      '(default: %dx%d).' % (configs.IMAGE_GEOMETRY.height,
-                             configs.IMAGE_GEOMETRY.width))
-  data.add_argument(
-      '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
-      default=configs.IMAGE_GEOMETRY.channels,
-      help='Channels of the data and the model: 1 (grey) or 3 (RGB); image '
-      'folders are converted (default: %(default)s).')
-  data.add_argument(
-      '--num-shards', type=int, default=configs.NUM_SHARDS,
-      help='TFRecord files written per split (default: %(default)s).')
-  data.add_argument(
-      '--schema', default=None, metavar='SCHEMA_PBTXT',
-      help='Use this schema instead of inferring one, e.g. the curated '
-      'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA))
-
-  train = parser.add_argument_group('training and evaluation')
-  train.add_argument('--epochs', type=int, default=configs.EPOCHS,
-                     help='Passes over the training split (default: %(default)s).')
-  train.add_argument(
-      '--train-steps', type=int, default=configs.TRAIN_STEPS,
-      help='Train this many steps (spread over --epochs) instead of whole '
-      'epochs (default: whole epochs).')
-  train.add_argument('--eval-steps', type=int, default=configs.EVAL_STEPS,
-                     help='Validation batches per epoch (default: all).')
-  train.add_argument('--batch-size', type=int, default=configs.BATCH_SIZE,
-                     help='Batch size per GPU, or on CPU (default: %(default)s).')
-  train.add_argument('--learning-rate', type=float,
-                     default=configs.LEARNING_RATE,
-                     help='Adam learning rate of the first epoch; it decays '
-                     'by %s per epoch (default: %%(default)s).' %
-                     configs.LEARNING_RATE_DECAY)
-  train.add_argument(
-      '--accuracy-threshold', type=float, default=None,
-      help='Eval-split accuracy a model needs to be blessed and pushed '
-      '(default: the --dataset\'s, else %s).' % configs.ACCURACY_THRESHOLD)
+  flags.add_data_flags(
+      parser, data_dir_default=configs.MNIST_DIR, data_dir_help=(
+          'Dataset directory (input_base of ExampleGen). idx: train-* and '
+          't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
+          'eval/<class>/<image>, PNG or JPEG. Default: %(default)s, where MNIST '
+          'is downloaded (checksums verified) when missing.'))
+  flags.add_training_flags(parser)
 
   run = parser.add_argument_group('run')
   run.add_argument(
@@ -190,18 +121,39 @@ def _root_cause(error: BaseException) -> str:
   return f'{type(error).__name__}: {lines[0] if lines else error}'
 
 
+def build_pipeline(args: argparse.Namespace):
+  """The DAG of `args`, with this machine's paths and SQLite ML Metadata."""
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  output_dir = os.path.abspath(args.output_dir)
+  return pipeline.create_pipeline(
+      pipeline_name=args.pipeline_name,
+      pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
+      data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
+      else args.data_dir,
+      schema_path=os.path.abspath(args.schema) if args.schema else None,
+      serving_model_dir=os.path.join(output_dir,
+                                     configs.SERVING_MODEL_DIR_NAME),
+      beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
+                          list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
+                          shlex.split(args.beam_args)),
+      # --beam-args last, so that they override ExampleGen's own too.
+      example_gen_beam_pipeline_args=(
+          list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) +
+          shlex.split(args.beam_args)),
+      metadata_connection_config=(
+          tfx.orchestration.metadata.sqlite_metadata_connection_config(
+              os.path.join(output_dir, configs.METADATA_DB_NAME))),
+      enable_cache=not args.no_cache,
+      **flags.pipeline_arguments(args))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
-  preset = configs.DATASETS.get(args.dataset, {})
-  class_names = (_class_names(args.class_names) or preset.get('class_names'))
-  if args.accuracy_threshold is None:
-    args.accuracy_threshold = preset.get('accuracy_threshold',
-                                         configs.ACCURACY_THRESHOLD)
   _check_data_dir(args)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from pipeline import interrupted_runs  # pylint: disable=g-import-not-at-top
-  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   from pipeline import run_report  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
@@ -211,42 +163,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'error: {e}', file=sys.stderr)
     return 1
   log_path = _setup_logging(output_dir, args.verbose)
-  pipeline_root = os.path.join(output_dir, configs.PIPELINE_ROOT_NAME)
   metadata_path = os.path.join(output_dir, configs.METADATA_DB_NAME)
-  connection_config = tfx.orchestration.metadata.sqlite_metadata_connection_config(
-      metadata_path)
+  dag = build_pipeline(args)
+  connection_config = dag.metadata_connection_config
   for closed in interrupted_runs.close_interrupted(
-      connection_config, pipeline_root, args.pipeline_name):
+      connection_config, dag.pipeline_info.pipeline_root, args.pipeline_name):
     print(f'{closed.node_id} (execution {closed.execution_id}) was left '
           'running by an interrupted run: marked CANCELED'
           + ('; its partial outputs removed' if closed.removed else ''))
-  user_beam_args = shlex.split(args.beam_args)
-  beam_args = list(configs.BEAM_PIPELINE_ARGS) + user_beam_args
-
-  dag = pipeline.create_pipeline(
-      pipeline_name=args.pipeline_name,
-      pipeline_root=pipeline_root,
-      data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
-      else args.data_dir,
-      input_format=args.input_format,
-      class_names=class_names,
-      image_geometry=features.ImageGeometry(*args.image_size, args.channels),
-      num_shards=args.num_shards,
-      schema_path=os.path.abspath(args.schema) if args.schema else None,
-      serving_model_dir=os.path.join(output_dir,
-                                     configs.SERVING_MODEL_DIR_NAME),
-      training=configs.training_config(
-          epochs=args.epochs, batch_size=args.batch_size,
-          learning_rate=args.learning_rate),
-      train_steps=args.train_steps,
-      eval_steps=args.eval_steps,
-      accuracy_threshold=args.accuracy_threshold,
-      beam_pipeline_args=beam_args,
-      # --beam-args last, so that they override ExampleGen's own too.
-      example_gen_beam_pipeline_args=(
-          list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) + user_beam_args),
-      metadata_connection_config=connection_config,
-      enable_cache=not args.no_cache)
 
   progress = run_report.ComponentProgress(connection_config, args.pipeline_name)
   logging.getLogger('absl').addHandler(progress)

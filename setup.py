@@ -19,6 +19,9 @@ setuptools.setup(
     package_data={'pipeline': ['schema/*/*.pbtxt']},
     py_modules=['local_runner'],
     entry_points={
-        'console_scripts': ['image-pipeline=local_runner:main'],
+        'console_scripts': [
+            'image-pipeline=local_runner:main',
+            'image-pipeline-inspect=pipeline.inspect.cli:main',
+        ],
     },
 )

@@ -22,8 +22,9 @@ from components.image_example_gen import standalone
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 
-# ExampleGen's Beam args in the pipeline (see pipeline/pipeline.py).
+# ExampleGen's Beam args in a local run (local_runner.py, pipeline.py).
 BEAM_ARGS = (list(configs.BEAM_PIPELINE_ARGS) +
+             list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
              list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS))
 
 

@@ -28,11 +28,12 @@ from tfx_bsl.public import tfxio
 import benchmarks
 from modules import input_pipeline
 from pipeline import features
-from tests import mlmd  # The same MLMD helpers the tests use.
+from pipeline.inspect import queries
+from pipeline.inspect import store as store_lib
 
 
-def _latest_uri(store, type_name: str) -> str:
-  return max(mlmd.live_artifacts(store, type_name), key=lambda a: a.id).uri
+def _latest_uri(md: queries.Metadata, type_name: str) -> str:
+  return [a for a in md.of_type(type_name) if a.state == 'LIVE'][-1].uri
 
 
 def materialise(raw_pattern: str, transform_dir: str, out_dir: str,
@@ -98,9 +99,10 @@ def main() -> int:
   parser.add_argument('--report', default=None)
   args = parser.parse_args()
 
-  store = mlmd.open_store(args.run_dir)
-  examples = _latest_uri(store, 'Examples')
-  transform_dir = _latest_uri(store, 'TransformGraph')
+  path = store_lib.sqlite_path(output_dir=args.run_dir)
+  md = queries.Metadata(store_lib.open_store(path), path)
+  examples = _latest_uri(md, 'Examples')
+  transform_dir = _latest_uri(md, 'TransformGraph')
   output = tft.TFTransformOutput(transform_dir)
   raw_pattern = os.path.join(examples, 'Split-train', '*')
   num_shards = len(tf.io.gfile.glob(raw_pattern))

@@ -50,9 +50,12 @@ MNIST_SCHEMA = os.path.join(PROJECT_DIR, 'pipeline', 'schema', 'mnist',
 BEAM_PIPELINE_ARGS = (
     '--direct_running_mode=multi_processing',
     '--direct_num_workers=0',  # 0: one per CPU core.
-    # Workers need the project's code: a remote runner gets this sdist, the
-    # DirectRunner ignores it. Without a dependency flag TFX builds an sdist
-    # of TFX itself in every Beam component's executor (~2.5 s each).
+)
+# local_runner.py adds: the workers need the project's code, and a remote
+# runner gets it from this setup.py (the DirectRunner ignores the flag).
+# Without some dependency flag TFX builds an sdist of TFX itself in every
+# Beam component's executor (~2.5 s each).
+LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
 # ExampleGen runs on one process: its work on IDX files (numpy, gzip) is
@@ -102,3 +105,18 @@ def training_config(**overrides):
                               dense_units=DENSE_UNITS, dropout=DROPOUT))
   values.update(overrides)
   return trainer.TrainingConfig(**values)
+
+# Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
+# [a-z0-9-], so the DAG is compiled under this name.
+KUBEFLOW_PIPELINE_NAME = PIPELINE_NAME.replace('_', '-')
+# URI schemes the containers can read and write (TensorFlow's gfile and Beam):
+# Google Cloud Storage, and S3 or MinIO in an image built with WITH_S3=1.
+OBJECT_STORE_SCHEMES = ('gs://', 's3://')
+# Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
+IMAGE_PROJECT_DIR = '/pipeline'
+# Accelerator requested by `--gpu N`: the Kubernetes resource name on
+# Kubeflow; Vertex AI wants a machine accelerator type (NVIDIA_TESLA_T4...).
+GPU_TYPE = 'nvidia.com/gpu'
+# The compiled DAG's runtime parameter: where ExampleGen reads raw data, so a
+# scheduled run can point at a new drop without recompiling.
+DATA_ROOT_PARAMETER = 'data_root'

@@ -154,14 +154,10 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
 
 
 def _split_counts(statistics) -> Dict[str, int]:
-  from tfx.components.statistics_gen import stats_artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  stats = standard_artifacts.ExampleStatistics()
-  stats.set_mlmd_artifact(statistics)
-  return {split: stats_artifact_utils.load_statistics(
-              stats, split).proto().datasets[0].num_examples
-          for split in artifact_utils.decode_split_names(stats.split_names)}
+  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  from pipeline.inspect import queries  # pylint: disable=g-import-not-at-top
+  return data.split_counts(
+      queries.artifact_from_proto(statistics, 'ExampleStatistics'))
 
 
 def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,

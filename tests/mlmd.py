@@ -9,15 +9,15 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import configs
+from pipeline.inspect import store as inspect_store
 
 _STATE = metadata_store_pb2.Execution.State
 
 
 def open_store(output_dir: str) -> metadata_store.MetadataStore:
-  config = metadata_store_pb2.ConnectionConfig()
-  config.sqlite.filename_uri = f'{output_dir}/{configs.METADATA_DB_NAME}'
-  config.sqlite.connection_mode = 1  # READONLY
-  return metadata_store.MetadataStore(config)
+  """The run's store, read-only (as the inspection tool opens it)."""
+  return inspect_store.open_store(
+      inspect_store.sqlite_path(output_dir=output_dir))
 
 
 def execution_states(store, pipeline_name=configs.PIPELINE_NAME

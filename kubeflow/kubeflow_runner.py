@@ -1,0 +1,274 @@
+"""Compiles the pipeline for Kubeflow Pipelines or Vertex AI Pipelines.
+
+  python kubeflow/kubeflow_runner.py --output pipeline.yaml \\
+      --image europe-docker.pkg.dev/PROJECT/REPO/image-pipeline:1 \\
+      --pipeline-root gs://BUCKET/tfx --data-dir gs://BUCKET/data/mnist
+
+The DAG is the one local_runner.py runs, built by the same
+pipeline.create_pipeline() from the same flags and defaults. What differs,
+and only this:
+  * paths: pipeline root, data and serving directory on object storage
+    (gs://, or s3:// for S3 and MinIO), where every pod can reach them;
+  * metadata: none configured, the cluster's ML Metadata is used;
+  * Beam: --beam-args, e.g. Dataflow, Flink or Spark runner flags;
+  * the Trainer may request GPUs (--gpu), an accelerator in the spec;
+  * the data location is the runtime parameter `data_root` (default
+    --data-dir), so a run or a schedule can point at new data;
+  * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
+    containers of --image (kubeflow/Dockerfile).
+
+A --schema file of the project is read from the image (it holds the
+project); any other schema must be on object storage.
+
+Output by extension: .yaml/.yml is a PipelineSpec (what Kubeflow Pipelines
+uploads), .json a PipelineJob (PipelineSpec plus runtime config, what Vertex
+AI takes). kubeflow/submit.py uploads, runs and schedules either.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+from urllib import parse
+
+# Runnable as `python kubeflow/kubeflow_runner.py` from anywhere: the
+# project's packages live one level up.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
+from pipeline import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
+
+
+def make_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  kubeflow = parser.add_argument_group('Kubeflow')
+  kubeflow.add_argument(
+      '--output', required=True, metavar='SPEC_FILE',
+      help='The compiled pipeline: .yaml/.yml (PipelineSpec, for Kubeflow '
+      'Pipelines) or .json (PipelineJob, for Vertex AI).')
+  kubeflow.add_argument(
+      '--image', required=True,
+      help='Container image every component runs in, built from '
+      'kubeflow/Dockerfile and pushed, e.g. gcr.io/PROJECT/image-pipeline:1.')
+  kubeflow.add_argument(
+      '--pipeline-root', required=True,
+      help='Where the cluster writes artifacts, e.g. gs://BUCKET/tfx or '
+      's3://BUCKET/tfx.')
+  kubeflow.add_argument(
+      '--serving-model-dir', default=None,
+      help='Where Pusher copies blessed models (default: PIPELINE_ROOT/%s).'
+      % configs.SERVING_MODEL_DIR_NAME)
+  kubeflow.add_argument(
+      '--pipeline-name', default=configs.KUBEFLOW_PIPELINE_NAME,
+      help='Pipeline name, [a-z0-9-] only (default: %(default)s).')
+  kubeflow.add_argument(
+      '--beam-args', default='',
+      help='Extra Beam pipeline args for every Beam-based component, as one '
+      'string, after the defaults (%s), which they override. E.g. '
+      '"--runner=DataflowRunner --project=P --region=R '
+      '--temp_location=gs://BUCKET/tmp", "--runner=FlinkRunner '
+      '--flink_master=HOST:8081 --environment_type=EXTERNAL '
+      '--environment_config=localhost:50000" or "--runner=SparkRunner '
+      '--spark_master_url=spark://HOST:7077".' %
+      ' '.join(configs.BEAM_PIPELINE_ARGS))
+  kubeflow.add_argument(
+      '--gpu', type=int, default=0, metavar='N',
+      help='GPUs the Trainer requests (default: none). The image needs the '
+      'CUDA libraries: build it with --build-arg WITH_GPU=1.')
+  kubeflow.add_argument(
+      '--gpu-type', default=configs.GPU_TYPE,
+      help='Accelerator type for --gpu: the Kubernetes resource on Kubeflow '
+      '(default: %(default)s), a machine accelerator type on Vertex AI, e.g. '
+      'NVIDIA_TESLA_T4.')
+  kubeflow.add_argument(
+      '--s3-endpoint', default=None, metavar='URL',
+      help='S3-compatible endpoint for s3:// paths, e.g. MinIO in the '
+      'cluster: http://minio-service.kubeflow:9000. Credentials come from the '
+      'pods\' AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.')
+  kubeflow.add_argument(
+      '--no-cache', action='store_true',
+      help='Compile with caching off: every run re-runs every component.')
+  kubeflow.add_argument(
+      '--allow-local-paths', action='store_true',
+      help='Accept local paths for --pipeline-root, --data-dir and '
+      '--serving-model-dir (tests; a cluster whose pods share a volume).')
+  flags.add_data_flags(
+      parser, data_dir_default=None, data_dir_help=(
+          'Required. Dataset location on object storage (default of the '
+          'runtime parameter %s). idx: train-* and t10k-* IDX files; images: '
+          'train/<class>/<image> and eval/<class>/<image>.' %
+          configs.DATA_ROOT_PARAMETER))
+  flags.add_training_flags(parser)
+  return parser
+
+
+def _location(flag: str, value: str, allow_local: bool) -> str:
+  """`value` if pods can reach it, else a clear error."""
+  if value.startswith(configs.OBJECT_STORE_SCHEMES):
+    return value.rstrip('/')
+  if '://' in value or not allow_local:
+    raise SystemExit(
+        f'error: {flag} {value}: pods need object storage, a URI starting '
+        f'with {" or ".join(configs.OBJECT_STORE_SCHEMES)} (or '
+        '--allow-local-paths for a shared volume)')
+  return os.path.abspath(value)
+
+
+def _schema_location(schema: str) -> str:
+  """A schema file as the containers see it."""
+  if schema.startswith(configs.OBJECT_STORE_SCHEMES):
+    return schema
+  path = os.path.abspath(schema)
+  relative = os.path.relpath(path, configs.PROJECT_DIR)
+  if relative.startswith('..') or not os.path.isfile(path):
+    raise SystemExit(
+        f'error: --schema {schema}: not a file of this project, so not in the '
+        'image; copy it to object storage and pass its URI')
+  # The image holds the project at IMAGE_PROJECT_DIR (kubeflow/Dockerfile).
+  return f'{configs.IMAGE_PROJECT_DIR}/{relative}'
+
+
+def _s3_settings(endpoint: Optional[str]):
+  """(Beam args, container env) that point S3 clients at `endpoint`."""
+  if not endpoint:
+    return [], {}
+  url = parse.urlparse(endpoint)
+  if url.scheme not in ('http', 'https') or not url.netloc:
+    raise SystemExit(f'error: --s3-endpoint {endpoint}: expected '
+                     'http(s)://HOST:PORT')
+  # Beam's S3 filesystem takes pipeline options; TensorFlow's (from
+  # tensorflow-io) reads the environment.
+  beam_args = [f'--s3_endpoint_url={endpoint}']
+  env = {'S3_ENDPOINT': url.netloc,
+         'S3_USE_HTTPS': '1' if url.scheme == 'https' else '0',
+         'S3_VERIFY_SSL': '1' if url.scheme == 'https' else '0'}
+  return beam_args, env
+
+
+def check_args(args: argparse.Namespace) -> None:
+  """Normalises locations in place; exits with a message on bad flags."""
+  if not args.output.endswith(SPEC_EXTENSIONS):
+    raise SystemExit(f'error: --output {args.output}: the file name must end '
+                     f'with {", ".join(SPEC_EXTENSIONS)}')
+  if not args.data_dir:
+    raise SystemExit('error: --data-dir is required (the dataset on object '
+                     'storage)')
+  if not re.fullmatch(r'[a-z0-9][a-z0-9-]{0,127}', args.pipeline_name):
+    raise SystemExit(f'error: --pipeline-name {args.pipeline_name}: '
+                     'Kubeflow allows [a-z0-9-] only, up to 128 characters')
+  if args.gpu < 0:
+    raise SystemExit(f'error: --gpu {args.gpu}: must be 0 or more')
+  args.pipeline_root = _location('--pipeline-root', args.pipeline_root,
+                                 args.allow_local_paths)
+  args.data_dir = _location('--data-dir', args.data_dir, args.allow_local_paths)
+  if args.serving_model_dir is None:
+    args.serving_model_dir = (f'{args.pipeline_root}/'
+                              f'{configs.SERVING_MODEL_DIR_NAME}')
+  args.serving_model_dir = _location('--serving-model-dir',
+                                     args.serving_model_dir,
+                                     args.allow_local_paths)
+  if args.schema:
+    args.schema = _schema_location(args.schema)
+
+
+def trainer_resources(gpus: int, gpu_type: str):
+  """The Trainer's container resources: `gpus` accelerators of `gpu_type`."""
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  resource_spec = (
+      pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec
+      .ResourceSpec)
+  # Both field pairs, as the KFP SDK writes them: type/count for older
+  # backends and Vertex AI, resource_type/resource_count for KFP 2.
+  return resource_spec(accelerator=resource_spec.AcceleratorConfig(
+      type=gpu_type, count=gpus, resource_type=gpu_type,
+      resource_count=str(gpus)))
+
+
+def build_pipeline(args: argparse.Namespace):
+  """The DAG of `args` with the cluster's paths (check_args first)."""
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  s3_beam_args, _ = _s3_settings(args.s3_endpoint)
+  dag = pipeline.create_pipeline(
+      pipeline_name=args.pipeline_name,
+      pipeline_root=args.pipeline_root,
+      data_root=tfx.dsl.experimental.RuntimeParameter(
+          name=configs.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
+      schema_path=args.schema,
+      serving_model_dir=args.serving_model_dir,
+      beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
+                          shlex.split(args.beam_args)),
+      metadata_connection_config=None,  # The cluster's ML Metadata.
+      enable_cache=not args.no_cache,
+      **flags.pipeline_arguments(args))
+  if args.gpu:
+    [trainer] = [c for c in dag.components if c.id == 'Trainer']
+    trainer.with_platform_config(trainer_resources(args.gpu, args.gpu_type))
+  return dag
+
+
+def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
+  """The PipelineJob (as a dict) of `dag`, run by containers of args.image."""
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
+      config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+          default_image=args.image,
+          # Schema 2.1: the parameter format of KFP 2 and Vertex AI.
+          use_pipeline_spec_2_1=True))
+  job = runner.run(dag, parameter_values={
+      configs.DATA_ROOT_PARAMETER: args.data_dir}, write_out=False)
+  spec = job['pipelineSpec']
+  # TFX puts the parameter's default only in the PipelineJob's runtime
+  # config; in the spec too, a run started from the YAML needs no value.
+  parameter = spec['root']['inputDefinitions']['parameters'][
+      configs.DATA_ROOT_PARAMETER]
+  parameter.update(defaultValue=args.data_dir, isOptional=True)
+  _, env = _s3_settings(args.s3_endpoint)
+  for executor in spec['deploymentSpec']['executors'].values():
+    if env and 'container' in executor:
+      executor['container']['env'] = [
+          {'name': k, 'value': v} for k, v in sorted(env.items())]
+  return job
+
+
+def write_spec(job: Dict[str, Any], path: str) -> None:
+  """`job` as a PipelineJob (.json) or a PipelineSpec (.yaml), checked first."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  json_format.ParseDict(job['pipelineSpec'], pipeline_spec_pb2.PipelineSpec())
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, 'w') as f:
+    if path.endswith('.json'):
+      json.dump(job, f, indent=2, sort_keys=True)
+    else:
+      yaml.safe_dump(job['pipelineSpec'], f, sort_keys=True)
+
+
+def task_summary(job: Dict[str, Any]) -> List[str]:
+  return sorted(job['pipelineSpec']['root']['dag']['tasks'])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args = make_parser().parse_args(argv)
+  check_args(args)
+  job = compile_pipeline(build_pipeline(args), args)
+  write_spec(job, args.output)
+  print(f'Wrote {args.output}: pipeline {args.pipeline_name!r}, '
+        f'{len(task_summary(job))} tasks, image {args.image}\n'
+        f'  pipeline root: {args.pipeline_root}\n'
+        f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
+        f'  pushed models: {args.serving_model_dir}'
+        + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else ''))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

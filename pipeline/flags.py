@@ -1,0 +1,114 @@
+"""The DAG's flags, shared by local_runner.py and kubeflow/kubeflow_runner.py.
+
+Both runners add these flags and turn them into create_pipeline() arguments
+with `pipeline_arguments`, so a DAG tuned locally compiles for Kubeflow with
+the same settings; each runner adds only what differs (paths, metadata, Beam
+runner).
+"""
+
+import argparse
+import os
+from typing import Any, Dict, List, Optional
+
+from pipeline import configs
+from pipeline import features
+
+
+def _class_names(value: Optional[str]) -> Optional[List[str]]:
+  if not value:
+    return None
+  if value.startswith('@'):
+    with open(value[1:]) as f:
+      return [line.strip() for line in f if line.strip()]
+  return [name.strip() for name in value.split(',')]
+
+
+def _image_size(value: str):
+  try:
+    height, width = (int(v) for v in value.lower().split('x'))
+    return height, width
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
+
+
+def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
+                   data_dir_help: str) -> None:
+  """The 'input data' group; --data-dir's default and help are the runner's."""
+  data = parser.add_argument_group('input data')
+  data.add_argument('--data-dir', default=data_dir_default, help=data_dir_help)
+  data.add_argument(
+      '--input-format', choices=('idx', 'images'), default=configs.INPUT_FORMAT,
+      help='Layout of --data-dir (default: %(default)s).')
+  data.add_argument(
+      '--dataset', choices=sorted(configs.DATASETS), default=None,
+      help='A known dataset: sets its class names and accuracy threshold '
+      '(explicit flags still win).')
+  data.add_argument(
+      '--class-names', default=None,
+      help='Names of labels 0..n-1: a comma-separated list or @FILE with one '
+      'name per line. Default: the --dataset\'s; else idx uses the label '
+      'values, images the sorted class folder names.')
+  data.add_argument(
+      '--image-size', type=_image_size,
+      default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
+      metavar='HxW', help='images only: size images are resized to '
+      '(default: %dx%d).' % (configs.IMAGE_GEOMETRY.height,
+                             configs.IMAGE_GEOMETRY.width))
+  data.add_argument(
+      '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
+      default=configs.IMAGE_GEOMETRY.channels,
+      help='Channels of the data and the model: 1 (grey) or 3 (RGB); image '
+      'folders are converted (default: %(default)s).')
+  data.add_argument(
+      '--num-shards', type=int, default=configs.NUM_SHARDS,
+      help='TFRecord files written per split (default: %(default)s).')
+  data.add_argument(
+      '--schema', default=None, metavar='SCHEMA_PBTXT',
+      help='Use this schema instead of inferring one, e.g. the curated '
+      'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA,
+                                           configs.PROJECT_DIR))
+
+
+def add_training_flags(parser: argparse.ArgumentParser) -> None:
+  """The 'training and evaluation' group."""
+  train = parser.add_argument_group('training and evaluation')
+  train.add_argument('--epochs', type=int, default=configs.EPOCHS,
+                     help='Passes over the training split (default: %(default)s).')
+  train.add_argument(
+      '--train-steps', type=int, default=configs.TRAIN_STEPS,
+      help='Train this many steps (spread over --epochs) instead of whole '
+      'epochs (default: whole epochs).')
+  train.add_argument('--eval-steps', type=int, default=configs.EVAL_STEPS,
+                     help='Validation batches per epoch (default: all).')
+  train.add_argument('--batch-size', type=int, default=configs.BATCH_SIZE,
+                     help='Batch size per GPU, or on CPU (default: %(default)s).')
+  train.add_argument('--learning-rate', type=float,
+                     default=configs.LEARNING_RATE,
+                     help='Adam learning rate of the first epoch; it decays '
+                     'by %s per epoch (default: %%(default)s).' %
+                     configs.LEARNING_RATE_DECAY)
+  train.add_argument(
+      '--accuracy-threshold', type=float, default=None,
+      help='Eval-split accuracy a model needs to be blessed and pushed '
+      '(default: the --dataset\'s, else %s).' % configs.ACCURACY_THRESHOLD)
+
+
+def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
+  """create_pipeline() arguments from the shared flags (no paths but none)."""
+  preset = configs.DATASETS.get(args.dataset, {})
+  accuracy_threshold = args.accuracy_threshold
+  if accuracy_threshold is None:
+    accuracy_threshold = preset.get('accuracy_threshold',
+                                    configs.ACCURACY_THRESHOLD)
+  return dict(
+      input_format=args.input_format,
+      class_names=_class_names(args.class_names) or preset.get('class_names'),
+      image_geometry=features.ImageGeometry(*args.image_size, args.channels),
+      num_shards=args.num_shards,
+      training=configs.training_config(
+          epochs=args.epochs, batch_size=args.batch_size,
+          learning_rate=args.learning_rate),
+      train_steps=args.train_steps,
+      eval_steps=args.eval_steps,
+      accuracy_threshold=accuracy_threshold)

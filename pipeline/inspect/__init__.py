@@ -1,0 +1,22 @@
+"""Inspecting a pipeline's ML Metadata: runs, artifacts, lineage, data and models.
+
+`python -m pipeline.inspect --help` (or the `image-pipeline-inspect` console
+script). The modules, one job each:
+
+  store.py     connecting to ML Metadata (SQLite read-only, or MySQL)
+  queries.py   runs, executions, artifacts and events, as plain values
+  artifacts.py the key properties of each artifact type; the listing
+  lineage.py   an artifact's chain back to ExampleGen's input files
+  files.py     reading artifact files (local or any TensorFlow filesystem)
+  data.py      a run's statistics and anomalies (TFDV protos)
+  evaluation.py  a model's TFMA metrics, validation and blessing
+  images.py    decoding an Examples artifact's records; the confusion matrix
+  pictures.py  drawing sample grids and confusion matrices (Pillow)
+  render.py    text (rich) and JSON output
+  cli.py       the command line
+  errors.py    InspectError, the one-line error a user sees
+
+Only data.py, evaluation.py and images.py import TensorFlow, TFDV or TFMA,
+and only when their subcommand runs: `runs`, `artifacts` and `lineage`
+answer in well under a second.
+"""

@@ -1,0 +1,7 @@
+"""`python -m pipeline.inspect ...`"""
+
+import sys
+
+from pipeline.inspect import cli
+
+sys.exit(cli.main())

@@ -1,0 +1,115 @@
+"""The few properties that say what an artifact is, per artifact type."""
+
+from typing import Any, Dict, List, Optional
+
+from pipeline import features
+from pipeline.inspect import queries
+from pipeline.inspect.errors import InspectError
+
+
+def key_properties(md: queries.Metadata, artifact: queries.Artifact
+                   ) -> Dict[str, Any]:
+  """Splits and record counts of Examples, blessing of a ModelBlessing, ...
+
+  Record counts come from the statistics StatisticsGen computed on the
+  Examples (reading a small proto, not the records); None when there are none.
+  """
+  props = artifact.properties
+  out: Dict[str, Any] = {}
+  if artifact.type == 'Examples':
+    splits = artifact.split_names()
+    counts = _record_counts(md, artifact)
+    out['splits'] = {s: counts.get(s) for s in splits}
+    if features.CLASS_NAMES_PROPERTY in props:
+      out['class_names'] = features.decode_class_names(
+          props[features.CLASS_NAMES_PROPERTY])
+    if 'span' in props:
+      out['span'] = props['span']
+  elif artifact.type == 'ModelBlessing':
+    if 'blessed' in props:
+      out['blessed'] = bool(props['blessed'])
+    for key in ('current_model_id', 'baseline_model_id'):
+      if key in props:
+        out[key] = props[key]
+  elif artifact.type == 'PushedModel':
+    if 'pushed' in props:
+      out['pushed'] = bool(props['pushed'])
+    if props.get('pushed_destination'):
+      out['pushed_destination'] = props['pushed_destination']
+  elif artifact.type == 'ExampleAnomalies' and isinstance(
+      props.get('blessed'), dict):
+    # ExampleValidator's per split verdict: 1 = no anomalies.
+    out['anomalies_in'] = sorted(s for s, ok in props['blessed'].items()
+                                 if not ok)
+  elif artifact.type in ('ExampleStatistics', 'ExampleAnomalies'):
+    if 'split_names' in props:
+      out['splits'] = artifact.split_names()
+  return out
+
+
+def _record_counts(md, examples) -> Dict[str, int]:
+  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  statistics = data.statistics_of(md, examples)
+  if statistics is None:
+    return {}
+  try:
+    return data.split_counts(statistics)
+  except InspectError:
+    return {}  # Statistics files gone (deleted pipeline root): no counts.
+
+
+def summary_text(properties: Dict[str, Any]) -> str:
+  """key_properties in a few words, for tables and trees."""
+  parts: List[str] = []
+  splits = properties.get('splits')
+  if isinstance(splits, dict):
+    parts.append(', '.join(
+        f'{s}: {n:,}' if n is not None else s for s in splits for n in
+        [splits[s]]))
+  elif splits:
+    parts.append('splits ' + ', '.join(splits))
+  if 'span' in properties:
+    parts.append(f'span {properties["span"]}')
+  names = properties.get('class_names')
+  if names:
+    shown = ', '.join(names[:10]) + (', ...' if len(names) > 10 else '')
+    parts.append(f'{len(names)} classes: {shown}')
+  if 'blessed' in properties:
+    parts.append('blessed' if properties['blessed'] else 'NOT blessed')
+  if 'current_model_id' in properties:
+    parts.append(f'model {properties["current_model_id"]}')
+  if 'baseline_model_id' in properties:
+    parts.append(f'baseline model {properties["baseline_model_id"]}')
+  if 'pushed' in properties:
+    parts.append(f'pushed to {properties["pushed_destination"]}'
+                 if properties['pushed'] else 'not pushed')
+  if 'anomalies_in' in properties:
+    parts.append('anomalies in ' + ', '.join(properties['anomalies_in'])
+                 if properties['anomalies_in'] else 'no anomalies')
+  return '; '.join(parts)
+
+
+def listing(md: queries.Metadata, type_name: Optional[str] = None,
+            run: Optional[queries.Run] = None) -> List[Dict[str, Any]]:
+  """The artifacts of the store, or of one run, maybe of one type."""
+  if type_name is not None:
+    known = sorted({a.type for a in md.artifacts.values()})
+    if type_name not in known:
+      raise InspectError(f'no artifacts of type {type_name!r} in {md.where} '
+                         f'(types: {", ".join(known) or "none"})')
+  chosen = md.run_artifacts(run) if run else list(md.artifacts.values())
+  rows = []
+  for artifact in chosen:
+    if type_name is not None and artifact.type != type_name:
+      continue
+    producer = md.producer(artifact.id)
+    rows.append({
+        'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
+        'state': artifact.state, 'created_ms': artifact.created_ms,
+        'producer': producer.node if producer else None,
+        'run': producer.run if producer else None,
+        'reused_by_runs': [r for r in md.runs_using(artifact.id)
+                           if producer and r != producer.run],
+        'properties': key_properties(md, artifact),
+    })
+  return rows

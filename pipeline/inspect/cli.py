@@ -1,0 +1,307 @@
+"""Inspect a pipeline's ML Metadata: runs, artifacts, lineage, data, models.
+
+  python -m pipeline.inspect runs                       # newest run first
+  python -m pipeline.inspect artifacts --type Examples --run latest
+  python -m pipeline.inspect lineage latest-model       # back to the input files
+  python -m pipeline.inspect stats latest --html stats.html
+  python -m pipeline.inspect anomalies -2               # the run before the latest
+  python -m pipeline.inspect metrics                    # the newest evaluated model
+  python -m pipeline.inspect samples 1 --png samples.png
+  python -m pipeline.inspect confusion latest-model --png confusion.png
+
+The store is OUT/metadata.db of --output-dir (default: the project's
+outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
+read-only. RUN is a run id (a pipeline_run context name, shown by `runs`), a
+unique prefix of one, `latest`, or -N (-1 newest, -2 the one before). Every
+subcommand takes --json: the same facts as JSON on stdout, nothing else.
+Problems (no store, unknown run or id, empty store) are one line on stderr
+and exit status 1.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from typing import Any, Callable, Dict, Optional, Sequence
+
+# TensorFlow's C++ start-up chatter is noise for a query tool.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# pylint: disable=g-import-not-at-top
+from pipeline.inspect import artifacts as artifacts_lib
+from pipeline.inspect import lineage as lineage_lib
+from pipeline.inspect import queries
+from pipeline.inspect import render
+from pipeline.inspect import store as store_lib
+from pipeline.inspect.errors import InspectError
+# pylint: enable=g-import-not-at-top
+
+SAMPLES_PER_CLASS = 8
+MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
+
+
+# ------------------------------------------------------------ subcommands --
+
+
+def _runs(md: queries.Metadata, args) -> Any:
+  runs = md.runs()
+  if not runs:
+    raise InspectError(f'{md.where}: the store holds no pipeline runs')
+  rows = []
+  for run in runs[:args.limit] if args.limit else runs:
+    ended = run.ended_ms
+    rows.append({
+        'run': run.name, 'pipeline': run.pipeline, 'state': run.state,
+        'started': render.timestamp(run.started_ms),
+        'ended': render.timestamp(ended),
+        'seconds': (ended - run.started_ms) / 1000 if ended else None,
+        'states': queries.state_counts(run),
+        'components': [{
+            'node': e.node, 'state': e.state, 'cached': e.cached,
+            'seconds': e.seconds, 'execution_id': e.id,
+            'started': render.timestamp(e.started_ms),
+            'ended': render.timestamp(e.ended_ms),
+        } for e in run.executions],
+    })
+  return rows
+
+
+def _artifacts(md: queries.Metadata, args) -> Any:
+  if not md.artifacts:
+    raise InspectError(f'{md.where}: the store holds no artifacts')
+  run = md.run(args.run) if args.run else None
+  return artifacts_lib.listing(md, args.type, run)
+
+
+def _lineage(md: queries.Metadata, args) -> Any:
+  return lineage_lib.lineage(md, lineage_lib.resolve(md, args.artifact))
+
+
+def _write_html(path: str, page: str) -> Dict[str, str]:
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise InspectError(f'{path}: directory {directory} does not exist')
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write(page)
+  return {'path': path}
+
+
+def _stats(md: queries.Metadata, args) -> Any:
+  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  run = md.run(args.run)
+  result = data.statistics_summary(md, run, args.split)
+  if args.html:
+    result['html'] = _write_html(args.html,
+                                 data.statistics_html(md, run, args.split))
+  return result
+
+
+def _anomalies(md: queries.Metadata, args) -> Any:
+  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  run = md.run(args.run)
+  result = data.anomalies_summary(md, run, args.split)
+  if args.html:
+    result['html'] = _write_html(args.html,
+                                 data.anomalies_html(md, run, args.split))
+  return result
+
+
+def _metrics(md: queries.Metadata, args) -> Any:
+  from pipeline.inspect import evaluation  # pylint: disable=g-import-not-at-top
+  model = (md.model(args.model) if args.model
+           else evaluation.newest_evaluated_model(md))
+  return evaluation.metrics(md, model)
+
+
+def _samples(md: queries.Metadata, args) -> Any:
+  from pipeline.inspect import images  # pylint: disable=g-import-not-at-top
+  from pipeline.inspect import pictures  # pylint: disable=g-import-not-at-top
+  examples = md.artifact(args.examples)
+  if examples.type != 'Examples':
+    raise InspectError(f'artifact {examples.id} is a {examples.type}, not '
+                       'Examples')
+  if args.per_class < 1:
+    raise InspectError(f'--per-class must be at least 1, got {args.per_class}')
+  names = images.class_names(examples)
+  found = images.samples(examples, args.split, args.per_class)
+  title = (f'Examples {examples.id}, split {args.split}: up to '
+           f'{args.per_class} per class')
+  size = pictures.samples_grid(found, names, title, args.png)
+  return {
+      'examples': {'id': examples.id, 'uri': examples.uri,
+                   'split': args.split},
+      'classes': [{'label': label,
+                   'name': names[label] if label < len(names) else None,
+                   'count': len(found[label])} for label in sorted(found)],
+      'png': {'path': args.png, **size},
+  }
+
+
+def _confusion(md: queries.Metadata, args) -> Any:
+  from pipeline.inspect import images  # pylint: disable=g-import-not-at-top
+  from pipeline.inspect import pictures  # pylint: disable=g-import-not-at-top
+  model = md.model(args.model)
+  examples = md.training_examples(model)
+  result = images.confusion_matrix(model, examples, args.split)
+  if args.png:
+    title = (f'Model {model.id} on Examples {examples.id} ({args.split}): '
+             f'accuracy {result["accuracy"]:.2%} of '
+             f'{result["examples_count"]:,}')
+    size = pictures.confusion_matrix(result['matrix'], result['class_names'],
+                                     title, args.png)
+    result['png'] = {'path': args.png, **size}
+  return result
+
+
+def _html_written(out, result) -> None:
+  if result.get('html'):
+    out.print(f'wrote {result["html"]["path"]}')
+
+
+_TEXT: Dict[Callable, Callable] = {
+    _runs: render.runs,
+    _artifacts: lambda out, rows: (render.artifacts(out, rows) if rows else
+                                   out.print('no artifacts match')),
+    _lineage: render.lineage,
+    _stats: lambda out, r: (render.stats(out, r), _html_written(out, r)),
+    _anomalies: lambda out, r: (render.anomalies(out, r),
+                                _html_written(out, r)),
+    _metrics: render.metrics,
+    _samples: render.samples,
+    _confusion: render.confusion,
+}
+
+
+# ------------------------------------------------------------------ flags --
+
+
+def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+  """Store and output flags, on the main parser and every subcommand.
+
+  Subcommands take them with SUPPRESSed defaults, so that a flag given
+  before the subcommand is not reset by the subcommand's default.
+  """
+  def default(value):
+    return argparse.SUPPRESS if suppress else value
+  group = parser.add_argument_group('the ML Metadata store')
+  group.add_argument(
+      '--output-dir', default=default(None), metavar='DIR',
+      help='Output directory of local runs; the store is DIR/metadata.db '
+      '(default: the project\'s outputs/).')
+  group.add_argument('--store', default=default(None), metavar='PATH',
+                     help='Path of the SQLite store (overrides --output-dir).')
+  group.add_argument('--mysql-host', default=default(None),
+                     help='Use the MySQL store on this host instead of SQLite.')
+  group.add_argument('--mysql-port', type=int, default=default(3306))
+  group.add_argument('--mysql-database', default=default('mlmd'))
+  group.add_argument('--mysql-user', default=default('root'))
+  group.add_argument(
+      '--mysql-password', default=default(None),
+      help=f'Default: ${MYSQL_PASSWORD_ENV}, else empty.')
+  parser.add_argument('--json', action='store_true', default=default(False),
+                      help='Print JSON on stdout instead of text.')
+
+
+def make_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog='python -m pipeline.inspect', description=__doc__,
+      formatter_class=argparse.RawDescriptionHelpFormatter)
+  _store_flags(parser, suppress=False)
+  commands = parser.add_subparsers(dest='command', required=True,
+                                   metavar='COMMAND')
+
+  def command(name, handler, help_text):
+    sub = commands.add_parser(name, help=help_text, description=help_text)
+    _store_flags(sub, suppress=True)
+    sub.set_defaults(handler=handler)
+    return sub
+
+  sub = command('runs', _runs, 'Pipeline runs, newest first, with state, '
+                'times and per component state, duration and caching.')
+  sub.add_argument('--limit', type=int, default=None,
+                   help='Only the newest N runs.')
+
+  sub = command('artifacts', _artifacts, 'Artifacts with id, type, producer, '
+                'URI, state and key properties.')
+  sub.add_argument('--type', default=None, metavar='TYPE',
+                   help='Only this artifact type, e.g. Examples, Model.')
+  sub.add_argument('--run', default=None, metavar='RUN',
+                   help='Only what this run wrote or reused from the cache.')
+
+  sub = command('lineage', _lineage, 'The chain from an artifact back to '
+                'the raw input files, as a tree.')
+  sub.add_argument(
+      'artifact', metavar='ID|latest-model',
+      help='An artifact id, or latest-model: the newest PushedModel that was '
+      'pushed, or, if none was, the newest Model.')
+
+  for name, handler, what in (
+      ('stats', _stats, 'StatisticsGen\'s statistics of a run\'s examples: '
+       'per split records and per feature type, missing, range.'),
+      ('anomalies', _anomalies, 'The anomalies ExampleValidator found in a '
+       'run\'s examples, per split.')):
+    sub = command(name, handler, what)
+    sub.add_argument('run', metavar='RUN')
+    sub.add_argument('--split', default=None, help='Only this split.')
+    sub.add_argument('--html', default=None, metavar='FILE',
+                     help='Also write TFDV\'s own visualisation to FILE.')
+
+  sub = command('metrics', _metrics, 'The Evaluator\'s metrics, validation '
+                'and blessing for a model, against the baseline if it had one.')
+  sub.add_argument(
+      'model', nargs='?', default=None, metavar='MODEL',
+      help='A Model id (or its PushedModel\'s id, or latest-model); default: '
+      'the newest evaluated model.')
+
+  sub = command('samples', _samples, 'A PNG grid of example images per class, '
+                'with their label names.')
+  sub.add_argument('examples', metavar='EXAMPLES_ID')
+  sub.add_argument('--png', required=True, metavar='FILE')
+  sub.add_argument('--split', default='train')
+  sub.add_argument('--per-class', type=int, default=SAMPLES_PER_CLASS,
+                   metavar='N', help='Images per class (default: %(default)s).')
+
+  sub = command('confusion', _confusion, 'The confusion matrix of a model on '
+                'the eval split of the examples it was trained from.')
+  sub.add_argument(
+      'model', nargs='?', default=queries.LATEST_MODEL, metavar='MODEL',
+      help='A Model id (or its PushedModel\'s id); default: latest-model.')
+  sub.add_argument('--png', default=None, metavar='FILE',
+                   help='Also draw the matrix to FILE.')
+  sub.add_argument('--split', default='eval')
+  return parser
+
+
+def open_metadata(args) -> queries.Metadata:
+  if args.mysql_host:
+    mysql = store_lib.MySqlOptions(
+        host=args.mysql_host, port=args.mysql_port,
+        database=args.mysql_database, user=args.mysql_user,
+        password=(args.mysql_password if args.mysql_password is not None
+                  else os.environ.get(MYSQL_PASSWORD_ENV, '')))
+    return queries.Metadata(
+        store_lib.open_store(mysql=mysql),
+        f'MySQL {mysql.host}:{mysql.port}/{mysql.database}')
+  path = store_lib.sqlite_path(args.store, args.output_dir)
+  return queries.Metadata(store_lib.open_store(path), path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args = make_parser().parse_args(argv)
+  try:
+    # Libraries that print (TFMA, Beam) must not spoil --json on stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+      result = args.handler(open_metadata(args), args)
+  except InspectError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 1
+  if args.json:
+    print(json.dumps(result, indent=2))
+  else:
+    _TEXT[args.handler](render.console(), result)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

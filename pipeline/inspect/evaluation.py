@@ -1,0 +1,92 @@
+"""A model's evaluation: TFMA's metrics and validation, the Evaluator's blessing.
+
+With a baseline (the last blessed model, from the resolver), TFMA names the
+two models 'candidate' and 'baseline' and adds diff metrics (candidate minus
+baseline); the validation result lists every threshold a metric failed.
+"""
+
+from typing import Any, Dict, List, Optional
+
+from pipeline.inspect import queries
+from pipeline.inspect.errors import InspectError
+
+_BASELINE = 'baseline'
+
+
+def _metric_value(value) -> Optional[float]:
+  kind = value.WhichOneof('type')
+  if kind == 'double_value':
+    return value.double_value.value
+  if kind == 'bounded_value':
+    return value.bounded_value.value.value
+  return None
+
+
+def _slice_name(slice_key) -> str:
+  parts = []
+  for single in slice_key.single_slice_keys:
+    kind = single.WhichOneof('kind')
+    parts.append(f'{single.column}={getattr(single, kind) if kind else ""}')
+  return ', '.join(parts) or 'Overall'
+
+
+def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
+  evaluated = [a for a in md.of_type('Model') if md.evaluations(a)]
+  if not evaluated:
+    raise InspectError(f'{md.where}: no model has been evaluated yet')
+  return evaluated[-1]
+
+
+def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
+  """Metrics, blessing and baseline comparison of the newest evaluation."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  evaluations = md.evaluations(model)
+  if not evaluations:
+    raise InspectError(f'model {model.id} has no evaluation (the run stopped '
+                       'before the Evaluator, or it failed)')
+  execution = evaluations[-1]
+  evaluation = md.output(execution, 'evaluation')
+  blessing = md.output(execution, 'blessing')
+  baselines = [a for k, a in md.inputs(execution.id) if k == 'baseline_model']
+
+  slices: List[Dict[str, Any]] = []
+  for record in tfma.load_metrics(evaluation.uri):
+    values: Dict[str, Dict[str, Any]] = {}
+    for item in record.metric_keys_and_values:
+      key, value = item.key, _metric_value(item.value)
+      row = values.setdefault(key.name, {'metric': key.name})
+      if key.is_diff:
+        row['diff'] = value
+      elif key.model_name == _BASELINE:
+        row['baseline'] = value
+      else:
+        row['value'] = value
+    slices.append({'slice': _slice_name(record.slice_key),
+                   'metrics': sorted(values.values(),
+                                     key=lambda r: r['metric'])})
+
+  validation = tfma.load_validation_result(evaluation.uri)
+  failures = []
+  for per_slice in validation.metric_validations_per_slice:
+    for failure in per_slice.failures:
+      failures.append({
+          'slice': _slice_name(per_slice.slice_key),
+          'metric': failure.metric_key.name + (
+              ' (diff)' if failure.metric_key.is_diff else ''),
+          'value': _metric_value(failure.metric_value),
+          'message': failure.message,
+      })
+  return {
+      'model': {'id': model.id, 'uri': model.uri},
+      'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
+                     'execution': execution.id, 'run': execution.run,
+                     'state': execution.state},
+      'evaluations_of_this_model': len(evaluations),
+      'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri}
+                   if baselines else None),
+      'blessed': (bool(blessing.properties.get('blessed'))
+                  if blessing is not None else None),
+      'validation_ok': validation.validation_ok,
+      'validation_failures': failures,
+      'slices': slices,
+  }

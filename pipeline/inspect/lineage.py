@@ -1,0 +1,147 @@
+"""An artifact's chain back to the raw input, walking MLMD events backwards.
+
+artifact <- the execution that produced it <- that execution's inputs <- ...
+until executions without inputs: ExampleGen, whose input is described by its
+execution properties (input_base, input_config, span, version and the input
+fingerprint it computed over the files) and by the files there now.
+
+The lineage graph is a DAG with shared parts (Examples feed StatisticsGen,
+Transform, Trainer and Evaluator): each artifact is expanded once, later
+occurrences are marked `seen`, which also ends any cycle.
+"""
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Set
+
+from pipeline.inspect import files
+from pipeline.inspect import queries
+from pipeline.inspect.artifacts import key_properties
+
+
+def lineage(md: queries.Metadata, artifact: queries.Artifact
+            ) -> Dict[str, Any]:
+  """The lineage tree of `artifact` as nested dicts (JSON-ready)."""
+  return _artifact_node(md, artifact, key=None, seen=set())
+
+
+def _artifact_node(md, artifact, key, seen: Set[int]) -> Dict:
+  node = {'key': key, 'artifact': _artifact_json(md, artifact)}
+  if artifact.id in seen:
+    node['seen'] = True
+    return node
+  seen.add(artifact.id)
+  producer = md.producer(artifact.id)
+  if producer is None:
+    node['producer'] = None
+    return node
+  execution = _execution_json(producer)
+  inputs = md.inputs(producer.id)
+  execution['inputs'] = [_artifact_node(md, a, k, seen) for k, a in inputs]
+  if 'input_base' in producer.properties:
+    execution['input_data'] = input_data(producer)
+  later = [r for r in md.runs_using(artifact.id) if r != producer.run]
+  if later:
+    execution['reused_by_runs'] = later
+  node['producer'] = execution
+  return node
+
+
+def _artifact_json(md, artifact: queries.Artifact) -> Dict:
+  return {'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
+          'state': artifact.state,
+          'properties': key_properties(md, artifact)}
+
+
+def _execution_json(execution: queries.Execution) -> Dict:
+  return {'id': execution.id, 'node': execution.node, 'state': execution.state,
+          'run': execution.run, 'seconds': execution.seconds}
+
+
+# ------------------------------------------------------- ExampleGen input --
+
+_FINGERPRINT = re.compile(
+    r'split:(?P<split>[^,]*),num_files:(?P<num_files>\d+),'
+    r'total_bytes:(?P<total_bytes>\d+),xor_checksum:(?P<xor>\d+),'
+    r'sum_checksum:(?P<sum>\d+)')
+
+
+def _fingerprints(text: str) -> Dict[str, Dict[str, int]]:
+  """TFX's input fingerprint ('split:S,num_files:N,...' per line) by split."""
+  result = {}
+  for match in _FINGERPRINT.finditer(text or ''):
+    values = match.groupdict()
+    split = values.pop('split')
+    result[split] = {k: int(v) for k, v in values.items()}
+  return result
+
+
+# What each fingerprint field tells, for a user reading what changed.
+_FINGERPRINT_PARTS = {'num_files': 'number of files',
+                      'total_bytes': 'total size', 'xor': 'modification times',
+                      'sum': 'modification times'}
+
+
+def _fingerprint_now(infos: List[files.FileInfo]) -> Dict[str, int]:
+  """The same summary of the files there now (as tfx io_utils computes it:
+  count, bytes, and xor and sum of the whole-second mtimes)."""
+  xor, total = 0, 0
+  for info in infos:
+    xor ^= int(info.mtime)
+    total += int(info.mtime)
+  return {'num_files': len(infos), 'total_bytes': sum(i.size for i in infos),
+          'xor': xor, 'sum': total}
+
+
+def input_data(execution: queries.Execution) -> Dict[str, Any]:
+  """What an ExampleGen execution read: base, splits, span, files."""
+  props = execution.properties
+  base = props['input_base']
+  try:
+    splits = json.loads(props.get('input_config', '{}')).get('splits', [])
+  except ValueError:
+    splits = []
+  recorded = _fingerprints(props.get('input_fingerprint', ''))
+  result = {'input_base': base, 'span': props.get('span'),
+            'version': props.get('version'), 'splits': []}
+  for split in splits:
+    pattern = os.path.join(base, split.get('pattern', ''))
+    infos = [files.stat(p) for p in files.glob(pattern)]
+    entry = {'name': split.get('name'), 'pattern': split.get('pattern'),
+             'recorded': recorded.get(split.get('name')),
+             'files_now': [{'path': i.path, 'bytes': i.size, 'mtime': i.mtime}
+                           for i in infos]}
+    if entry['recorded']:
+      now = _fingerprint_now(infos)
+      entry['unchanged'] = entry['recorded'] == now
+      entry['changed'] = [_FINGERPRINT_PARTS[k] for k in _FINGERPRINT_PARTS
+                          if entry['recorded'][k] != now[k]]
+    result['splits'].append(entry)
+  return result
+
+
+def find_examplegen_inputs(tree: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """Every `input_data` in a lineage tree (tests and callers use it)."""
+  found = []
+  producer = tree.get('producer') or {}
+  if 'input_data' in producer:
+    found.append(producer['input_data'])
+  for child in producer.get('inputs', []):
+    found.extend(find_examplegen_inputs(child))
+  return found
+
+
+def walk(tree: Dict[str, Any], depth: int = 0):
+  """(depth, node) over a lineage tree, depth first."""
+  yield depth, tree
+  for child in (tree.get('producer') or {}).get('inputs', []):
+    yield from walk(child, depth + 1)
+
+
+def resolve(md: queries.Metadata, ref: str) -> queries.Artifact:
+  """An artifact id, or `latest-model` (see queries.Metadata.latest_model)."""
+  if ref == queries.LATEST_MODEL:
+    return md.latest_model()
+  return md.artifact(ref)
+

@@ -1,0 +1,369 @@
+"""What ML Metadata knows about a pipeline, as plain values.
+
+How TFX's LocalDagRunner records a run (and what this module relies on):
+  - a `pipeline` context per pipeline, a `pipeline_run` context per run (its
+    name is the run id, a timestamp) and a `node` context per component
+    (`<pipeline>.<node id>`); every execution is attributed to all three;
+  - an execution's state is COMPLETE, CACHED (the cache answered: the
+    execution gets OUTPUT events to the artifacts it reused), FAILED, RUNNING;
+  - INPUT and OUTPUT events join executions and artifacts; one event may carry
+    several input keys when one artifact fills several (the Evaluator's
+    `model` and `baseline_model` can be the same model).
+The whole store is read once, lazily, table by table: a local store holds a
+few dozen executions per run, and one read per table beats a query per node.
+"""
+
+import dataclasses
+import functools
+import json
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from google.protobuf import json_format
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+from pipeline.inspect.errors import InspectError
+
+_STATE = metadata_store_pb2.Execution.State
+_ARTIFACT_STATE = metadata_store_pb2.Artifact.State
+_EVENT = metadata_store_pb2.Event
+_INPUTS = (_EVENT.INPUT, _EVENT.DECLARED_INPUT)
+_OUTPUTS = (_EVENT.OUTPUT, _EVENT.DECLARED_OUTPUT)
+
+# The keyword that names the newest model (see Metadata.latest_model).
+LATEST_MODEL = 'latest-model'
+
+
+def _value(value: metadata_store_pb2.Value) -> Any:
+  kind = value.WhichOneof('value')
+  if kind == 'struct_value':
+    struct = json_format.MessageToDict(value.struct_value)
+    # TFX stores JSON-valued properties as {"__value__": "<json>"}.
+    if set(struct) == {'__value__'} and isinstance(struct['__value__'], str):
+      return json.loads(struct['__value__'])
+    return struct
+  if kind == 'proto_value':
+    return json_format.MessageToDict(value.proto_value)
+  return getattr(value, kind) if kind else None
+
+
+def _properties(node) -> Dict[str, Any]:
+  values = {k: _value(v) for k, v in node.properties.items()}
+  values.update({k: _value(v) for k, v in node.custom_properties.items()})
+  return values
+
+
+@dataclasses.dataclass
+class Execution:
+  id: int
+  node: str  # The component id, e.g. 'Trainer'.
+  type: str  # The component class, e.g. 'tfx.components...Trainer'.
+  state: str  # COMPLETE, CACHED, FAILED, RUNNING, ...
+  started_ms: int
+  ended_ms: int
+  run: Optional[str]
+  pipeline: Optional[str]
+  properties: Dict[str, Any]
+
+  @property
+  def cached(self) -> bool:
+    return self.state == 'CACHED'
+
+  @property
+  def seconds(self) -> float:
+    return max(0, self.ended_ms - self.started_ms) / 1000
+
+
+@dataclasses.dataclass
+class Artifact:
+  id: int
+  type: str
+  uri: str
+  state: str
+  created_ms: int
+  properties: Dict[str, Any]
+
+  def split_names(self) -> List[str]:
+    return list(json.loads(self.properties.get('split_names', '[]')))
+
+
+def artifact_from_proto(artifact: metadata_store_pb2.Artifact,
+                        type_name: str) -> Artifact:
+  return Artifact(id=artifact.id, type=type_name, uri=artifact.uri,
+                  state=_ARTIFACT_STATE.Name(artifact.state),
+                  created_ms=artifact.create_time_since_epoch,
+                  properties=_properties(artifact))
+
+
+@dataclasses.dataclass
+class Run:
+  name: str  # The pipeline_run context's name: the run id.
+  pipeline: Optional[str]
+  executions: List[Execution]  # In the order they started.
+
+  @property
+  def state(self) -> str:
+    states = {e.state for e in self.executions}
+    for state in ('FAILED', 'RUNNING', 'NEW', 'CANCELED'):
+      if state in states:
+        return state
+    return 'COMPLETE'
+
+  @property
+  def started_ms(self) -> int:
+    return min((e.started_ms for e in self.executions), default=0)
+
+  @property
+  def ended_ms(self) -> Optional[int]:
+    if self.state in ('RUNNING', 'NEW'):
+      return None
+    return max((e.ended_ms for e in self.executions), default=0)
+
+  def execution(self, node: str) -> Optional[Execution]:
+    """The run's (last) execution of component `node`, if it got that far."""
+    matches = [e for e in self.executions if e.node == node]
+    return matches[-1] if matches else None
+
+
+class Metadata:
+  """Read-only questions to one ML Metadata store."""
+
+  def __init__(self, store: metadata_store.MetadataStore, where: str):
+    self._store = store
+    self.where = where  # How errors name the store.
+
+  # ---------------------------------------------------------------- tables --
+
+  @functools.cached_property
+  def _contexts(self) -> Dict[str, List[metadata_store_pb2.Context]]:
+    """Context type name -> contexts of that type, oldest first."""
+    types = {t.id: t.name for t in self._store.get_context_types()}
+    by_type: Dict[str, List[metadata_store_pb2.Context]] = {}
+    for context in sorted(self._store.get_contexts(), key=lambda c: c.id):
+      by_type.setdefault(types.get(context.type_id, ''), []).append(context)
+    return by_type
+
+  def _context_of(self, type_name: str) -> Dict[int, str]:
+    """Execution id -> name of its context of type `type_name`."""
+    names = {}
+    for context in self._contexts.get(type_name, []):
+      for execution in self._store.get_executions_by_context(context.id):
+        names[execution.id] = context.name
+    return names
+
+  @functools.cached_property
+  def executions(self) -> Dict[int, Execution]:
+    types = {t.id: t.name for t in self._store.get_execution_types()}
+    runs = self._context_of('pipeline_run')
+    pipelines = self._context_of('pipeline')
+    nodes = self._context_of('node')
+    executions = {}
+    for e in sorted(self._store.get_executions(), key=lambda e: e.id):
+      pipeline = pipelines.get(e.id)
+      node = nodes.get(e.id, '')
+      if pipeline and node.startswith(pipeline + '.'):
+        node = node[len(pipeline) + 1:]
+      executions[e.id] = Execution(
+          id=e.id, node=node or types.get(e.type_id, '?').rsplit('.', 1)[-1],
+          type=types.get(e.type_id, '?'),
+          state=_STATE.Name(e.last_known_state),
+          started_ms=e.create_time_since_epoch,
+          ended_ms=e.last_update_time_since_epoch,
+          run=runs.get(e.id), pipeline=pipeline, properties=_properties(e))
+    return executions
+
+  @functools.cached_property
+  def artifacts(self) -> Dict[int, Artifact]:
+    types = {t.id: t.name for t in self._store.get_artifact_types()}
+    return {a.id: artifact_from_proto(a, types.get(a.type_id, '?'))
+            for a in sorted(self._store.get_artifacts(), key=lambda a: a.id)}
+
+  @functools.cached_property
+  def _events(self) -> List[Tuple[int, int, int, List[str]]]:
+    """(execution id, artifact id, event type, keys), in id order."""
+    events = []
+    ids = list(self.executions)
+    if not ids:
+      return events
+    for event in self._store.get_events_by_execution_ids(ids):
+      keys = [s.key for s in event.path.steps if s.WhichOneof('value') == 'key']
+      events.append((event.execution_id, event.artifact_id, event.type, keys))
+    return sorted(events)
+
+  # ------------------------------------------------------------------ runs --
+
+  def runs(self) -> List[Run]:
+    """Every pipeline run, newest first."""
+    by_run: Dict[str, List[Execution]] = {}
+    for execution in self.executions.values():
+      if execution.run is not None:
+        by_run.setdefault(execution.run, []).append(execution)
+    runs = []
+    for context in reversed(self._contexts.get('pipeline_run', [])):
+      executions = by_run.get(context.name, [])
+      runs.append(Run(name=context.name,
+                      pipeline=executions[0].pipeline if executions else None,
+                      executions=executions))
+    return runs
+
+  def run(self, ref: str) -> Run:
+    """A run by id, unique id prefix, `latest` or -N (-1 is the newest)."""
+    runs = self.runs()
+    if not runs:
+      raise InspectError(f'{self.where}: the store holds no pipeline runs')
+    if ref == 'latest':
+      return runs[0]
+    if re.fullmatch(r'-[1-9]\d*', ref):
+      back = -int(ref)
+      if back > len(runs):
+        raise InspectError(
+            f'run {ref}: the store holds only {len(runs)} run(s)')
+      return runs[back - 1]
+    exact = [r for r in runs if r.name == ref]
+    if exact:
+      return exact[0]
+    prefixed = [r for r in runs if r.name.startswith(ref)]
+    if len(prefixed) == 1:
+      return prefixed[0]
+    if prefixed:
+      raise InspectError(
+          f'run {ref!r} is ambiguous: {", ".join(r.name for r in prefixed)}')
+    raise InspectError(
+        f'no run {ref!r} in {self.where} (runs, newest first: '
+        f'{", ".join(r.name for r in runs[:5])}{", ..." if len(runs) > 5 else ""}'
+        '; or use latest, -1, -2, ...)')
+
+  # ------------------------------------------------------------- artifacts --
+
+  def artifact(self, ref: str) -> Artifact:
+    """An artifact by id; InspectError if there is none."""
+    if not self.artifacts:
+      raise InspectError(f'{self.where}: the store holds no artifacts')
+    try:
+      artifact_id = int(ref)
+    except ValueError:
+      raise InspectError(
+          f'{ref!r} is not an artifact id (ids are numbers; see the '
+          '`artifacts` subcommand)') from None
+    if artifact_id not in self.artifacts:
+      raise InspectError(f'no artifact with id {artifact_id} in {self.where}')
+    return self.artifacts[artifact_id]
+
+  def of_type(self, type_name: str) -> List[Artifact]:
+    return [a for a in self.artifacts.values() if a.type == type_name]
+
+  def inputs(self, execution_id: int) -> List[Tuple[str, Artifact]]:
+    """(input key, artifact) of an execution, one per key."""
+    return [(key, self.artifacts[a]) for e, a, kind, keys in self._events
+            if e == execution_id and kind in _INPUTS for key in keys or ['']]
+
+  def outputs(self, execution_id: int) -> List[Tuple[str, Artifact]]:
+    """(output key, artifact) of an execution; cached ones included."""
+    return [(keys[0] if keys else '', self.artifacts[a])
+            for e, a, kind, keys in self._events
+            if e == execution_id and kind in _OUTPUTS]
+
+  def output(self, execution: Execution, key: str) -> Optional[Artifact]:
+    found = [a for k, a in self.outputs(execution.id) if k == key]
+    return found[-1] if found else None
+
+  def producer(self, artifact_id: int) -> Optional[Execution]:
+    """The execution that wrote an artifact.
+
+    Cached executions also have OUTPUT events to the artifacts they reused;
+    the producer is the one that ran.
+    """
+    writers = [self.executions[e] for e, a, kind, _ in self._events
+               if a == artifact_id and kind in _OUTPUTS]
+    ran = [w for w in writers if not w.cached]
+    return (ran or writers or [None])[0]
+
+  def consumers(self, artifact_id: int) -> List[Execution]:
+    return [self.executions[e] for e, a, kind, _ in self._events
+            if a == artifact_id and kind in _INPUTS]
+
+  def runs_using(self, artifact_id: int) -> List[str]:
+    """The runs that wrote or reused (cached) an artifact, oldest first."""
+    runs = []
+    for e, a, kind, _ in self._events:
+      run = self.executions[e].run
+      if a == artifact_id and kind in _OUTPUTS and run and run not in runs:
+        runs.append(run)
+    return runs
+
+  def run_artifacts(self, run: Run) -> List[Artifact]:
+    """The outputs of a run's executions, reused ones included."""
+    ids = {e.id for e in run.executions}
+    seen = []
+    for e, a, kind, _ in self._events:
+      if e in ids and kind in _OUTPUTS and a not in seen:
+        seen.append(a)
+    return [self.artifacts[a] for a in sorted(seen)]
+
+  def run_output(self, run: Run, node: str, key: str) -> Artifact:
+    """Output `key` of component `node` in `run`, cached or not."""
+    execution = run.execution(node)
+    if execution is None:
+      ran = ', '.join(e.node for e in run.executions) or 'nothing'
+      raise InspectError(
+          f'run {run.name} has no {node} execution: it stopped earlier or '
+          f'ran only part of the pipeline (it ran: {ran})')
+    artifact = self.output(execution, key)
+    if artifact is None:
+      raise InspectError(
+          f'{node} of run {run.name} ({execution.state}) recorded no '
+          f'{key!r} output')
+    return artifact
+
+  # ---------------------------------------------------------------- models --
+
+  def latest_model(self) -> Artifact:
+    """The newest PushedModel that was pushed; if none, the newest Model."""
+    pushed = [a for a in self.of_type('PushedModel')
+              if a.properties.get('pushed') == 1]
+    if pushed:
+      return pushed[-1]
+    models = self.of_type('Model')
+    if not models:
+      raise InspectError(f'{self.where}: the store holds no models')
+    return models[-1]
+
+  def model(self, ref: str) -> Artifact:
+    """A Model by id, by its PushedModel's id, or `latest-model`."""
+    artifact = self.latest_model() if ref == LATEST_MODEL else self.artifact(ref)
+    if artifact.type == 'PushedModel':
+      pusher = self.producer(artifact.id)
+      models = [a for key, a in self.inputs(pusher.id)
+                if key == 'model'] if pusher else []
+      if models:
+        return models[0]
+    if artifact.type != 'Model':
+      raise InspectError(
+          f'artifact {artifact.id} is a {artifact.type}, not a Model or '
+          'PushedModel')
+    return artifact
+
+  def evaluations(self, model: Artifact) -> List[Execution]:
+    """Executions that evaluated `model` as the candidate, oldest first."""
+    return [e for e in self.consumers(model.id)
+            if any(k == 'model' and a.id == model.id
+                   for k, a in self.inputs(e.id))
+            and self.output(e, 'evaluation') is not None]
+
+  def training_examples(self, model: Artifact) -> Artifact:
+    """The Examples the Trainer of `model` read."""
+    trainer = self.producer(model.id)
+    examples = [a for k, a in self.inputs(trainer.id) if a.type == 'Examples'
+                ] if trainer else []
+    if not examples:
+      raise InspectError(f'model {model.id}: no Examples among the inputs of '
+                         'the execution that produced it')
+    return examples[0]
+
+
+def state_counts(run: Run) -> Dict[str, int]:
+  counts: Dict[str, int] = {}
+  for execution in run.executions:
+    counts[execution.state] = counts.get(execution.state, 0) + 1
+  return counts

@@ -1,0 +1,394 @@
+"""The inspection CLI against real ML Metadata stores made by real runs.
+
+One store holds two runs of the whole DAG on tiny data (the second reuses the
+data half and the Trainer from the cache); a second store holds a run that
+the ValidationGate stopped. Every subcommand runs as a user runs it:
+`python -m pipeline.inspect ...` in a subprocess.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+import numpy as np
+from PIL import Image
+import pytest
+
+from pipeline import configs
+from pipeline import features
+from pipeline.inspect import lineage
+from tests import datasets
+from tests import examples_io
+from tests import local_run
+from tests import mlmd
+
+# Cached in the re-run whatever the Evaluator's baseline does.
+DATA_AND_TRAINING = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
+                     'ExampleValidator', 'ValidationGate', 'Transform',
+                     'Trainer']
+TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
+                 local_run.ONE_PROCESS]
+EVAL_RECORDS = 100
+
+
+def inspect(out_dir, *args, expect_rc=0):
+  """Runs the CLI on `out_dir`'s store; returns the completed process."""
+  result = subprocess.run(
+      [sys.executable, '-m', 'pipeline.inspect', '--output-dir', str(out_dir),
+       *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
+      timeout=300)
+  assert result.returncode == expect_rc, result.stderr[-3000:]
+  return result
+
+
+def inspect_json(out_dir, *args):
+  return json.loads(inspect(out_dir, *args, '--json').stdout)
+
+
+@pytest.fixture(scope='module')
+def two_runs(tmp_path_factory):
+  """A full run on tiny MNIST-format data, then an unchanged re-run."""
+  tmp = tmp_path_factory.mktemp('inspect')
+  data = tmp / 'data'
+  datasets.write_idx_dataset(str(data), {'train': 300, 't10k': EVAL_RECORDS})
+  for _ in range(2):
+    result = local_run.run('--data-dir', str(data), '--output-dir',
+                           str(tmp / 'out'), '--accuracy-threshold', '0.3',
+                           *TINY_TRAINING)
+    assert result.returncode == 0, result.stderr[-3000:]
+  return tmp
+
+
+@pytest.fixture(scope='module')
+def stopped_run(tmp_path_factory):
+  """32x32 images against the curated 28x28 schema: the gate stops the run."""
+  tmp = tmp_path_factory.mktemp('stopped')
+  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
+                             geometry=features.ImageGeometry(32, 32, 1))
+  result = local_run.run('--data-dir', str(tmp / 'data'), '--schema',
+                         configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
+                         local_run.ONE_PROCESS)
+  assert result.returncode == 1
+  return tmp / 'out'
+
+
+def _run_names(out_dir):
+  store = mlmd.open_store(str(out_dir))
+  return [c.name for c in sorted(store.get_contexts_by_type('pipeline_run'),
+                                 key=lambda c: c.id)]
+
+
+# ------------------------------------------------------------------ runs --
+
+
+def test_runs_newest_first_with_the_cached_components_marked(two_runs):
+  out = two_runs / 'out'
+  first, second = _run_names(out)
+  runs = inspect_json(out, 'runs')
+  assert [r['run'] for r in runs] == [second, first]
+  newest, oldest = runs
+  for run in runs:
+    assert run['state'] == 'COMPLETE' and run['pipeline'] == configs.PIPELINE_NAME
+    assert run['started'] <= run['ended'] and run['seconds'] >= 0
+  states = {c['node']: c for c in oldest['components']}
+  assert all(states[n]['state'] == 'COMPLETE' and not states[n]['cached']
+             for n in DATA_AND_TRAINING + ['Evaluator', 'Pusher'])
+  assert states['Trainer']['seconds'] > 1  # It really trained.
+  states = {c['node']: c for c in newest['components']}
+  assert all(states[n]['state'] == 'CACHED' and states[n]['cached']
+             for n in DATA_AND_TRAINING)
+  assert newest['states']['CACHED'] >= len(DATA_AND_TRAINING)
+
+  text = inspect(out, 'runs').stdout
+  assert text.index(second) < text.index(first)
+  assert 'CACHED' in text
+  # The flags also work before the subcommand, and --limit keeps the newest.
+  result = subprocess.run(
+      [sys.executable, '-m', 'pipeline.inspect', '--json', '--store',
+       str(out / configs.METADATA_DB_NAME), 'runs', '--limit', '1'],
+      capture_output=True, text=True, cwd=local_run.PROJECT_DIR, check=True)
+  assert [r['run'] for r in json.loads(result.stdout)] == [second]
+
+
+def test_runs_shows_where_a_run_stopped(stopped_run):
+  [run] = inspect_json(stopped_run, 'runs')
+  assert run['state'] == 'FAILED'
+  states = {c['node']: c['state'] for c in run['components']}
+  assert states['ExampleValidator'] == 'COMPLETE'
+  assert states['ValidationGate'] == 'FAILED'
+  assert 'Trainer' not in states
+
+
+# ------------------------------------------------------------- artifacts --
+
+
+def test_artifacts_with_their_key_properties(two_runs):
+  out = two_runs / 'out'
+  first, second = _run_names(out)
+  [examples] = inspect_json(out, 'artifacts', '--type', 'Examples')
+  assert examples['producer'] == 'ImageExampleGen'
+  assert examples['run'] == first and examples['reused_by_runs'] == [second]
+  assert examples['properties']['splits'] == {'train': 300,
+                                              'eval': EVAL_RECORDS}
+  assert examples['properties']['class_names'] == [str(i) for i in range(10)]
+  assert os.path.isdir(examples['uri'])
+
+  blessings = inspect_json(out, 'artifacts', '--type', 'ModelBlessing')
+  assert blessings and all(b['properties']['blessed'] for b in blessings)
+  for pushed in inspect_json(out, 'artifacts', '--type', 'PushedModel'):
+    assert pushed['properties']['pushed']
+    destination = pushed['properties']['pushed_destination']
+    assert destination.startswith(str(out / 'serving_model') + os.sep)
+    assert os.path.isdir(destination)
+
+  # A run's artifacts include what it reused from the cache.
+  latest = inspect_json(out, 'artifacts', '--run', 'latest')
+  assert {a['type'] for a in latest} >= {
+      'Examples', 'ExampleStatistics', 'Schema', 'ExampleAnomalies',
+      'TransformGraph', 'Model'}
+  assert examples['id'] in {a['id'] for a in latest}
+  assert inspect_json(out, 'artifacts', '--run', '-2', '--type', 'Model') == \
+      inspect_json(out, 'artifacts', '--run', second, '--type', 'Model')
+
+  text = inspect(out, 'artifacts', '--type', 'Examples').stdout
+  assert 'train: 300, eval: 100' in text and examples['uri'] in text
+
+
+def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
+  [anomalies] = inspect_json(stopped_run, 'artifacts', '--type',
+                             'ExampleAnomalies')
+  assert anomalies['properties']['anomalies_in'] == ['eval', 'train']
+
+
+# --------------------------------------------------------------- lineage --
+
+
+def test_lineage_of_the_latest_model_reaches_the_input_files(two_runs):
+  out = two_runs / 'out'
+  tree = inspect_json(out, 'lineage', 'latest-model')
+  # latest-model: the newest PushedModel that was pushed.
+  pushed = inspect_json(out, 'artifacts', '--type', 'PushedModel')
+  assert tree['artifact']['id'] == pushed[-1]['id']
+  nodes = [entry['producer']['node'] for _, entry in lineage.walk(tree)
+           if entry.get('producer')]
+  for node in ('Pusher', 'Evaluator', 'Trainer', 'Transform', 'SchemaGen',
+               'StatisticsGen', 'ImageExampleGen'):
+    assert node in nodes
+  # Every artifact is expanded once; repeats are marked, not walked again.
+  expanded = [entry['artifact']['id'] for _, entry in lineage.walk(tree)
+              if not entry.get('seen')]
+  assert len(expanded) == len(set(expanded))
+  assert any(entry.get('seen') for _, entry in lineage.walk(tree))
+
+  [source] = lineage.find_examplegen_inputs(tree)
+  assert source['input_base'] == str(two_runs / 'data')
+  assert source['span'] == 0
+  splits = {s['name']: s for s in source['splits']}
+  assert set(splits) == {'train', 'eval'}
+  for name, prefix in (('train', 'train-'), ('eval', 't10k-')):
+    files = [os.path.basename(f['path']) for f in splits[name]['files_now']]
+    assert len(files) == 2 and all(f.startswith(prefix) for f in files)
+    assert splits[name]['recorded']['num_files'] == 2
+    assert splits[name]['unchanged'] is True
+
+  text = inspect(out, 'lineage', 'latest-model').stdout
+  for expected in ('PushedModel', '← Pusher', '← Trainer', '← ImageExampleGen',
+                   str(two_runs / 'data'), 'train-images-idx3-ubyte.gz',
+                   '(shown above)'):
+    assert expected in text
+
+
+def test_lineage_notices_changed_input_files(two_runs, tmp_path):
+  out = two_runs / 'out'
+  examples = inspect_json(out, 'artifacts', '--type', 'Examples')[0]['id']
+  labels = two_runs / 'data' / 't10k-labels-idx1-ubyte.gz'
+  stat = os.stat(labels)
+  os.utime(labels, (stat.st_atime, stat.st_mtime + 3600))
+  try:
+    tree = inspect_json(out, 'lineage', str(examples))
+  finally:
+    os.utime(labels, (stat.st_atime, stat.st_mtime))
+  assert tree['producer']['node'] == 'ImageExampleGen'
+  assert tree['producer']['inputs'] == []
+  splits = {s['name']: s['unchanged']
+            for s in tree['producer']['input_data']['splits']}
+  assert splits == {'train': True, 'eval': False}
+
+
+# ------------------------------------------------------ stats, anomalies --
+
+
+def test_stats_of_a_run_with_tfdv_html(two_runs, tmp_path):
+  out = two_runs / 'out'
+  html = tmp_path / 'stats.html'
+  stats = inspect_json(out, 'stats', 'latest', '--html', str(html))
+  # StatisticsGen was cached in the latest run: its statistics are the
+  # first run's.
+  assert stats['cached_in_this_run'] is True
+  first = inspect_json(out, 'artifacts', '--run', '-2', '--type',
+                       'ExampleStatistics')
+  assert stats['statistics']['id'] in {a['id'] for a in first}
+  assert {s: v['records'] for s, v in stats['splits'].items()} == {
+      'train': 300, 'eval': EVAL_RECORDS}
+  by_name = {f['feature']: f for f in stats['splits']['train']['features']}
+  assert set(by_name) == set(features.FEATURE_KEYS)
+  assert (by_name['label']['min'], by_name['label']['max']) == (0, 9)
+  assert by_name['height']['min'] == by_name['height']['max'] == 28
+  assert all(f['missing'] == 0 for f in by_name.values())
+  page = html.read_text()
+  assert '<facets-overview' in page and 'Statistics of run' in page
+
+
+def test_anomalies_none_in_good_data(two_runs, tmp_path):
+  out = two_runs / 'out'
+  html = tmp_path / 'anomalies.html'
+  result = inspect_json(out, 'anomalies', '-1', '--html', str(html))
+  assert result['splits'] == {'train': [], 'eval': []}
+  assert 'No anomalies found' in html.read_text()
+  assert 'split train: no anomalies' in inspect(out, 'anomalies', '-2').stdout
+
+
+def test_anomalies_of_the_run_the_gate_stopped(stopped_run):
+  result = inspect_json(stopped_run, 'anomalies', 'latest')
+  for split in ('train', 'eval'):
+    by_feature = {a['feature']: a for a in result['splits'][split]}
+    assert {'height', 'width'} <= set(by_feature)
+    assert by_feature['height']['description']
+  text = inspect(stopped_run, 'anomalies', 'latest', '--split', 'eval').stdout
+  assert 'split eval:' in text and 'height' in text and 'split train' not in text
+
+
+# --------------------------------------------------------------- metrics --
+
+
+def test_metrics_of_the_newest_evaluated_model(two_runs):
+  out = two_runs / 'out'
+  [model] = inspect_json(out, 'artifacts', '--type', 'Model')
+  result = inspect_json(out, 'metrics')
+  assert result['model']['id'] == model['id']
+  assert result['blessed'] is True and result['validation_ok'] is True
+  assert result['validation_failures'] == []
+  [overall] = result['slices']
+  values = {m['metric']: m for m in overall['metrics']}
+  assert values['example_count']['value'] == EVAL_RECORDS
+  assert 0.3 <= values['sparse_categorical_accuracy']['value'] <= 1
+  if result['baseline'] is not None:
+    # A re-run's Evaluator compares the model with the last blessed one:
+    # the same model, so no difference.
+    assert result['baseline']['id'] == model['id']
+    assert values['sparse_categorical_accuracy']['diff'] == pytest.approx(0)
+  # The model's PushedModel names the same model.
+  pushed = inspect_json(out, 'artifacts', '--type', 'PushedModel')[-1]
+  assert inspect_json(out, 'metrics', str(pushed['id']))['model'] == \
+      result['model']
+
+
+# -------------------------------------------------------------- pictures --
+
+
+def test_samples_grid_shows_each_class_in_its_row(two_runs, tmp_path):
+  out = two_runs / 'out'
+  [examples] = inspect_json(out, 'artifacts', '--type', 'Examples')
+  png = tmp_path / 'samples.png'
+  result = inspect_json(out, 'samples', str(examples['id']), '--png', str(png),
+                        '--per-class', '3')
+  assert [(c['label'], c['name'], c['count']) for c in result['classes']] == \
+      [(i, str(i), 3) for i in range(10)]
+  picture = np.asarray(Image.open(png).convert('L'))
+  grid = result['png']['grid']
+  assert picture.shape == (result['png']['height'], result['png']['width'])
+  assert picture.shape[0] >= 10 * 28 and picture.shape[1] >= 3 * 28
+
+  # Row r, column c is the c-th record of label r in the split, scaled up.
+  records = examples_io.read_split(examples['uri'], 'train')
+  scale = grid['scale']
+  for label in range(10):
+    mine = [r['image'][..., 0] for r in records if r['label'] == label][:3]
+    for column, image in enumerate(mine):
+      top = grid['top'] + label * grid['step_y']
+      left = grid['left'] + column * grid['step_x']
+      cell = picture[top:top + 28 * scale:scale, left:left + 28 * scale:scale]
+      np.testing.assert_array_equal(cell, image)
+
+
+def test_confusion_matrix_agrees_with_the_evaluator(two_runs, tmp_path):
+  out = two_runs / 'out'
+  png = tmp_path / 'confusion.png'
+  result = inspect_json(out, 'confusion', '--png', str(png))
+  [model] = inspect_json(out, 'artifacts', '--type', 'Model')
+  assert result['model']['id'] == model['id']  # latest-model's Model.
+  assert result['examples']['split'] == 'eval'
+  matrix = np.array(result['matrix'])
+  labels = [r['label'] for r in examples_io.read_split(
+      result['examples']['uri'], 'eval')]
+  assert matrix.shape == (10, 10)
+  np.testing.assert_array_equal(matrix.sum(axis=1), np.bincount(labels, minlength=10))
+  accuracy = inspect_json(out, 'metrics')['slices'][0]['metrics']
+  tfma_accuracy = {m['metric']: m['value'] for m in accuracy}[
+      'sparse_categorical_accuracy']
+  assert result['accuracy'] == pytest.approx(tfma_accuracy, abs=1e-6)
+  assert result['accuracy'] == pytest.approx(np.trace(matrix) / matrix.sum())
+  with Image.open(png) as picture:
+    assert picture.format == 'PNG'
+    assert picture.width >= 10 * 44 and picture.height >= 10 * 44
+    assert (picture.width, picture.height) == (result['png']['width'],
+                                               result['png']['height'])
+
+
+# ---------------------------------------------------------------- errors --
+
+
+def _error(out_dir, *args):
+  result = inspect(out_dir, *args, expect_rc=1)
+  assert result.stdout == ''
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: '), result.stderr
+  return lines[0]
+
+
+def test_a_missing_store_is_an_error_and_is_not_created(tmp_path):
+  message = _error(tmp_path / 'nowhere', 'runs')
+  assert str(tmp_path / 'nowhere' / configs.METADATA_DB_NAME) in message
+  assert 'no ML Metadata store' in message
+  assert not (tmp_path / 'nowhere').exists()
+
+
+def test_an_empty_store_is_an_error(tmp_path):
+  config = metadata_store_pb2.ConnectionConfig()
+  config.sqlite.filename_uri = str(tmp_path / configs.METADATA_DB_NAME)
+  metadata_store.MetadataStore(config)  # Creates the (empty) schema.
+  assert 'holds no pipeline runs' in _error(tmp_path, 'runs')
+  assert 'holds no artifacts' in _error(tmp_path, 'artifacts')
+  assert 'holds no models' in _error(tmp_path, 'lineage', 'latest-model')
+  assert 'holds no pipeline runs' in _error(tmp_path, 'stats', 'latest')
+
+
+def test_unknown_ids_and_runs_are_errors(two_runs, stopped_run):
+  out = two_runs / 'out'
+  assert 'no artifact with id 9999' in _error(out, 'lineage', '9999')
+  assert 'not an artifact id' in _error(out, 'lineage', 'model')
+  assert "no run 'nope'" in _error(out, 'stats', 'nope')
+  assert 'only 2 run(s)' in _error(out, 'anomalies', '-3')
+  assert "no artifacts of type 'Exampels'" in _error(
+      out, 'artifacts', '--type', 'Exampels')
+  [model] = inspect_json(out, 'artifacts', '--type', 'Model')
+  assert 'not Examples' in _error(out, 'samples', str(model['id']), '--png',
+                                  str(out / 'x.png'))
+  assert not (out / 'x.png').exists()
+  # The stopped run never trained: nothing to evaluate or to trace.
+  assert 'no model has been evaluated' in _error(stopped_run, 'metrics')
+  assert 'holds no models' in _error(stopped_run, 'confusion')
+
+
+def test_text_listings_do_not_load_tensorflow(two_runs):
+  # TensorFlow takes seconds to import; these read MLMD and small protos.
+  code = ('import sys; from pipeline.inspect import cli; '
+          f'[cli.main(["--output-dir", {str(two_runs / "out")!r}, *a]) for a in '
+          '(["runs"], ["artifacts"], ["lineage", "latest-model"], '
+          '["stats", "latest"], ["anomalies", "latest"])]; '
+          'assert "tensorflow" not in sys.modules, "tensorflow was imported"')
+  subprocess.run([sys.executable, '-c', code], cwd=local_run.PROJECT_DIR,
+                 check=True, capture_output=True)

@@ -1,0 +1,144 @@
+"""kubeflow/Dockerfile, checked without a Docker engine: what it copies exists
+and is in the build context, it installs like the Makefile, and every module
+path of the compiled spec imports from the layout it creates."""
+
+import fnmatch
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+from pipeline import configs
+from tests import kubeflow_specs
+
+PROJECT_DIR = configs.PROJECT_DIR
+# Paths only the project provides (TFX's own come from the lock file).
+OUR_PATHS = {'components.image_example_gen.executor.Executor',
+             'components.validation_gate.ValidationGate_Executor',
+             configs.RUN_FN, configs.PREPROCESSING_FN}
+
+
+def instructions(path):
+  """(INSTRUCTION, argument text) of a Dockerfile, continuations joined."""
+  with open(path) as f:
+    text = re.sub(r'\\\n', ' ', f.read())
+  result = []
+  for line in text.splitlines():
+    line = line.strip()
+    if line and not line.startswith('#'):
+      keyword, _, rest = line.partition(' ')
+      result.append((keyword.upper(), rest.strip()))
+  return result
+
+
+def copies(path):
+  """(sources, destination) of every COPY, destinations made absolute."""
+  workdir, result = '/', []
+  for keyword, rest in instructions(path):
+    if keyword == 'WORKDIR':
+      workdir = os.path.join(workdir, rest)
+    elif keyword == 'COPY':
+      words = [w for w in shlex.split(rest) if not w.startswith('--')]
+      *sources, destination = words
+      result.append((sources, os.path.join(workdir, destination)))
+  return workdir, result
+
+
+def dockerignored(relative_path):
+  with open(os.path.join(PROJECT_DIR, '.dockerignore')) as f:
+    patterns = [p.strip() for p in f if p.strip() and not p.startswith('#')]
+  parts = relative_path.strip('/').split('/')
+  prefixes = ['/'.join(parts[:i]) for i in range(1, len(parts) + 1)]
+  return [p for p in patterns for prefix in prefixes
+          if fnmatch.fnmatch(prefix, p.replace('**/', ''))
+          or fnmatch.fnmatch(prefix, p)]
+
+
+def stage_image(root):
+  """Lays the COPY sources out under `root` as the image would."""
+  workdir, copy_list = copies(kubeflow_specs.dockerfile_path())
+  for sources, destination in copy_list:
+    target = os.path.join(root, os.path.relpath(destination, '/'))
+    for source in sources:
+      path = os.path.join(PROJECT_DIR, source)
+      if os.path.isdir(path):
+        shutil.copytree(path, target, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns('__pycache__'))
+      else:
+        os.makedirs(target, exist_ok=True)
+        shutil.copy(path, target)
+  return os.path.join(root, os.path.relpath(workdir, '/'))
+
+
+def test_every_copied_path_exists_and_is_in_the_build_context():
+  _, copy_list = copies(kubeflow_specs.dockerfile_path())
+  sources = [s for sources, _ in copy_list for s in sources]
+  assert 'requirements.lock' in sources and 'setup.py' in sources
+  for package in ('pipeline/', 'components/', 'modules/', 'data/',
+                  'kubeflow/'):
+    assert package in sources
+  for source in sources:
+    assert os.path.exists(os.path.join(PROJECT_DIR, source)), source
+    assert not dockerignored(source), (source, dockerignored(source))
+
+
+def test_the_image_installs_like_the_makefile():
+  with open(os.path.join(PROJECT_DIR, 'Makefile')) as f:
+    makefile = f.read()
+  runs = [rest for keyword, rest in instructions(
+      kubeflow_specs.dockerfile_path()) if keyword == 'RUN']
+  for target in ('-r requirements.lock', '-e .'):
+    [make_line] = [l for l in makefile.splitlines()
+                   if 'pip install' in l and l.rstrip().endswith(target)]
+    flags = set(make_line.split('pip install', 1)[1].split()) - {'--quiet'}
+    assert any(flags == set(run.split('pip install', 1)[1].split())
+               for run in runs if 'pip install' in run), make_line
+  workdir, _ = copies(kubeflow_specs.dockerfile_path())
+  assert workdir == configs.IMAGE_PROJECT_DIR
+
+
+def test_spec_module_paths_import_from_the_image_layout(tmp_path):
+  spec = kubeflow_specs.compile_spec(tmp_path / 'pipeline.yaml',
+                                     *kubeflow_specs.CLUSTER_PATHS)
+  paths = kubeflow_specs.module_paths(spec)
+  assert OUR_PATHS <= paths
+  assert {'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
+          'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver',
+          'tfx.components.trainer.executor.GenericExecutor'} <= paths
+
+  image_dir = stage_image(str(tmp_path / 'image'))
+  # A fresh interpreter in the image's WORKDIR, without this checkout on its
+  # path: each path must import, and the project's from the copied files.
+  check = r'''
+import importlib, importlib.util, json, os, sys
+image_dir, project_dir, paths = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path[:] = [image_dir] + [p for p in sys.path[1:]
+                             if not os.path.abspath(p or '.').startswith(project_dir)]
+found = {}
+for path in paths:
+  if importlib.util.find_spec(path.split('.')[0]) is None:
+    raise SystemExit(f'{path}: no top-level package')
+  try:
+    module, attribute = importlib.import_module(path), None
+  except ImportError:
+    module_name, attribute = path.rsplit('.', 1)
+    module = importlib.import_module(module_name)
+    getattr(module, attribute)
+  found[path] = os.path.abspath(module.__file__)
+print(json.dumps(found))
+'''
+  env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+  result = subprocess.run(
+      [sys.executable, '-c', check, image_dir, PROJECT_DIR,
+       json.dumps(sorted(paths))],
+      cwd=image_dir, env=env, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  found = json.loads(result.stdout.strip().splitlines()[-1])
+  for path, module_file in found.items():
+    if path in OUR_PATHS:
+      assert module_file.startswith(image_dir + os.sep), (path, module_file)
+    else:
+      assert not module_file.startswith(PROJECT_DIR + os.sep), path
