@@ -6,13 +6,17 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test venv clean
+.PHONY: run test bench venv clean
 
 run: $(STAMP)
 	$(VENV)/bin/python local_runner.py $(ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Side-by-side benchmarks into BENCHMARKS.md (README: Benchmarks).
+bench: $(STAMP)
+	$(VENV)/bin/python -m benchmarks $(ARGS)
 
 venv: $(STAMP)
 

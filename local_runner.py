@@ -135,7 +135,12 @@ def build_pipeline(args: argparse.Namespace):
       serving_model_dir=os.path.join(output_dir,
                                      configs.SERVING_MODEL_DIR_NAME),
       beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
+                          list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
                           shlex.split(args.beam_args)),
+      # --beam-args last, so that they override ExampleGen's own too.
+      example_gen_beam_pipeline_args=(
+          list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) +
+          shlex.split(args.beam_args)),
       metadata_connection_config=(
           tfx.orchestration.metadata.sqlite_metadata_connection_config(
               os.path.join(output_dir, configs.METADATA_DB_NAME))),

@@ -14,7 +14,9 @@ Format of every record (a `tf.train.Example`):
 
 import dataclasses
 import json
-from typing import List, Sequence
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
 
 IMAGE_KEY = 'image'
 HEIGHT_KEY = 'height'
@@ -76,6 +78,42 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
   feature[CHANNELS_KEY].int64_list.value.append(geometry.channels)
   feature[LABEL_KEY].int64_list.value.append(int(label))
   return example.SerializeToString()
+
+
+def make_examples(images: np.ndarray, labels: np.ndarray,
+                  geometry: ImageGeometry) -> List[bytes]:
+  """`make_example` for many images at once: the same bytes, far faster.
+
+  Every Example of one geometry and label serializes to the same bytes
+  around the image's pixels (they are a fixed-length `bytes` field), so one
+  `make_example` per distinct label gives a template, and each record is
+  that template's prefix + the image's pixels + its suffix. Building
+  70,000 protos one by one in Python was most of ExampleGen's work on MNIST.
+  """
+  pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
+  if pixels.shape[1] != geometry.num_bytes:
+    raise ValueError(f'images have {pixels.shape[1]} bytes each, geometry '
+                     f'{geometry} needs {geometry.num_bytes}')
+  templates: Dict[int, Tuple[bytes, bytes]] = {}
+  records = []
+  for image, label in zip(pixels, labels.tolist()):
+    if label not in templates:
+      templates[label] = _template(geometry, label)
+    prefix, suffix = templates[label]
+    records.append(prefix + image.tobytes() + suffix)
+  return records
+
+
+def _template(geometry: ImageGeometry, label: int) -> Tuple[bytes, bytes]:
+  """The serialized Example's bytes before and after the image pixels."""
+  # Two images that differ in every byte: the bytes where their records
+  # differ are exactly the pixels.
+  zeros = make_example(bytes(geometry.num_bytes), geometry, label)
+  ones = make_example(b'\xff' * geometry.num_bytes, geometry, label)
+  start = next(i for i, (a, b) in enumerate(zip(zeros, ones)) if a != b)
+  stop = start + geometry.num_bytes
+  assert zeros[stop:] == ones[stop:], 'map fields serialized in another order'
+  return zeros[:start], zeros[stop:]
 
 
 def write_class_names(path: str, names: Sequence[str]) -> None:

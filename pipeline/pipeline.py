@@ -29,6 +29,7 @@ def create_pipeline(
     eval_steps: Optional[int] = configs.EVAL_STEPS,
     accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
     beam_pipeline_args: Sequence[str] = (),
+    example_gen_beam_pipeline_args: Sequence[str] = (),
     metadata_connection_config: Optional[
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
@@ -39,6 +40,10 @@ def create_pipeline(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
       num_shards=num_shards)
+  # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
+  # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
+  if example_gen_beam_pipeline_args:
+    example_gen.with_beam_pipeline_args(list(example_gen_beam_pipeline_args))
 
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'])

@@ -2,9 +2,16 @@
 
 Built like TFX's own file-based ExampleGens (avro_executor, parquet_executor):
 one `beam.ptransform_fn` reads a split, the base executor supplies splits,
-spans and versions. Only `Do` is ours, for one reason: TFX lets Beam pick the
-number of output files, and the DirectRunner writes one per worker, too few
-shards for the Trainer's parallel interleaved reads.
+spans and versions. `Do` is ours, for two reasons:
+  * TFX lets Beam pick the number of output files, and the DirectRunner
+    writes one per worker, too few shards for the Trainer's parallel
+    interleaved reads;
+  * speed: the records of a split travel through Beam in batches (an IDX
+    chunk, serialized with numpy) and are written a batch at a time
+    (tfrecord_sink.py), not one Beam element per record. On MNIST that made
+    the component several times faster (benchmarks/, BENCHMARKS.md).
+    Only an `output_config` that splits one input by hash needs single
+    records, and gets them from TFX's own GenerateExamplesByBeam.
 """
 
 import os
@@ -13,6 +20,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from absl import logging
 import apache_beam as beam
 from apache_beam.io import fileio
+import numpy as np
 import tensorflow as tf
 from tfx.components.example_gen import base_example_gen_executor
 from tfx.components.example_gen import utils as example_gen_utils
@@ -25,14 +33,20 @@ from tfx.utils import proto_utils
 
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
+from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import features
 
 # Where Do hands the dataset-wide class names to the per-split transforms.
 _CLASS_NAMES_KEY = '_class_names'
-# IDX files are read in chunks of this many records, one chunk per work item.
-_IDX_RECORDS_PER_CHUNK = 2500
+# ... and the IDX files it has validated, so that none is read twice.
+_IDX_FILES_KEY = '_idx_files'
+# IDX files are read in chunks of at most this many records, one chunk per
+# work item and a whole number of chunks per output shard.
+_IDX_RECORDS_PER_CHUNK = 10_000
+# Image-folder records are written in batches of up to this many.
+_RECORDS_PER_WRITE = 1000
 
 
 def _split_patterns(exec_properties: Dict[str, Any]) -> List[str]:
@@ -92,33 +106,51 @@ def _idx_geometry(header: idx.IdxHeader) -> features.ImageGeometry:
     raise InputDataError(header.path, str(e)) from e
 
 
-def _idx_labels(split_pattern: str) -> Tuple[idx.IdxHeader, Any]:
-  _, labels = _idx_split_files(split_pattern)
-  return labels, idx.read_all(labels)
-
-
-def _idx_class_names(split_patterns: Sequence[str]) -> List[str]:
+def _idx_class_names(splits: Sequence[Tuple[idx.IdxHeader, idx.IdxHeader]]
+                     ) -> List[str]:
   """'0'..'n-1' where n-1 is the largest label over all splits."""
-  largest = max(int(_idx_labels(p)[1].max()) for p in split_patterns)
+  largest = max(int(idx.read_all(labels).max()) for _, labels in splits)
   return [str(i) for i in range(largest + 1)]
 
 
-def _idx_chunk_to_examples(chunk: Tuple[int, int], images: idx.IdxHeader,
-                           labels: idx.IdxHeader):
-  start, stop = chunk
-  geometry = _idx_geometry(images)
-  pixels = idx.read_items(images, start, stop)
-  values = idx.read_items(labels, start, stop)
-  for image, label in zip(pixels, values):
-    yield features.make_example(image.tobytes(), geometry, int(label))
+def _idx_chunks(count: int, num_shards: int) -> List[Tuple[int, int]]:
+  """[start, stop) ranges: num_shards x k of them, each at most
+  _IDX_RECORDS_PER_CHUNK records, so that the shards come out even."""
+  per_shard = -(-count // (num_shards * _IDX_RECORDS_PER_CHUNK))
+  bounds = np.linspace(0, count, num_shards * per_shard + 1).astype(int)
+  return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+class _IdxChunkToExamples(beam.DoFn):
+  """(start, stop) -> the list of serialized Examples of those records."""
+
+  def __init__(self, images: idx.IdxHeader, labels: idx.IdxHeader):
+    self._images = images
+    self._labels = labels
+    self._geometry = _idx_geometry(images)
+    self._readers = None
+
+  def process(self, chunk: Tuple[int, int]):
+    if self._readers is None:  # Kept open: the next chunk continues them.
+      self._readers = (idx.ItemReader(self._images),
+                       idx.ItemReader(self._labels))
+    start, stop = chunk
+    images, labels = (reader.read(start, stop) for reader in self._readers)
+    yield features.make_examples(images, labels, self._geometry)
+
+  def teardown(self):
+    for reader in self._readers or ():
+      reader.close()
 
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(bytes)
-def _IdxToExample(pipeline: beam.Pipeline, split_pattern: str,
-                  class_names: Sequence[str]) -> beam.pvalue.PCollection:
-  images, labels = _idx_split_files(split_pattern)
+@beam.typehints.with_output_types(List[bytes])
+def _IdxToExampleBatches(pipeline: beam.Pipeline,
+                         files: Tuple[idx.IdxHeader, idx.IdxHeader],
+                         class_names: Sequence[str],
+                         num_shards: int) -> beam.pvalue.PCollection:
+  images, labels = files
   values = idx.read_all(labels)
   bad = (values < 0) | (values >= len(class_names))
   if bad.any():
@@ -127,13 +159,15 @@ def _IdxToExample(pipeline: beam.Pipeline, split_pattern: str,
         labels.path, f'{int(bad.sum())} labels outside the class range '
         f'0..{len(class_names) - 1} (first: label {int(values[first])} of '
         f'record {first})')
-  logging.info('IDX split %s: %d images of %s from %s', split_pattern,
-               images.count, _idx_geometry(images), images.path)
-  chunks = [(start, min(start + _IDX_RECORDS_PER_CHUNK, images.count))
-            for start in range(0, images.count, _IDX_RECORDS_PER_CHUNK)]
+  logging.info('IDX split: %d images of %s from %s', images.count,
+               _idx_geometry(images), images.path)
+  # In file order, not reshuffled: a worker reading consecutive chunks
+  # decompresses each file once. The write's grouping by shard spreads the
+  # gzip work (most of the work) over the workers.
   return (pipeline
-          | 'Chunks' >> beam.Create(chunks, reshuffle=True)
-          | 'ToExamples' >> beam.FlatMap(_idx_chunk_to_examples, images, labels))
+          | 'Chunks' >> beam.Create(_idx_chunks(images.count, num_shards),
+                                    reshuffle=False)
+          | 'ToExamples' >> beam.ParDo(_IdxChunkToExamples(images, labels)))
 
 
 # ----------------------------------------------------------- image folders --
@@ -166,30 +200,51 @@ def _ImageFolderToExample(pipeline: beam.Pipeline, split_pattern: str,
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(bytes)
-def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                    split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads one split (IDX files or class folders) into serialized Examples."""
+@beam.typehints.with_output_types(List[bytes])
+def _ImageToExampleBatches(pipeline: beam.Pipeline,
+                           exec_properties: Dict[str, Any],
+                           split_pattern: str) -> beam.pvalue.PCollection:
+  """Reads one split (IDX files or class folders) into lists of serialized
+  Examples."""
   options = ImageExampleGenOptions.from_exec_properties(exec_properties)
   class_names = exec_properties[_CLASS_NAMES_KEY]
   split_pattern = os.path.join(
       exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
   if options.input_format == 'idx':
-    return pipeline | 'Idx' >> _IdxToExample(split_pattern, class_names)
-  return pipeline | 'ImageFolder' >> _ImageFolderToExample(
-      split_pattern, class_names, options.geometry)
+    files = (exec_properties.get(_IDX_FILES_KEY, {}).get(split_pattern) or
+             _idx_split_files(split_pattern))
+    return pipeline | 'Idx' >> _IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
+        files, class_names, options.num_shards)
+  return (pipeline
+          | 'ImageFolder' >> _ImageFolderToExample(  # pylint: disable=no-value-for-parameter
+              split_pattern, class_names, options.geometry)
+          | 'Batch' >> beam.BatchElements(max_batch_size=_RECORDS_PER_WRITE))
 
 
 @beam.ptransform_fn
-@beam.typehints.with_input_types(bytes)
-def _WriteSplit(records: beam.pvalue.PCollection, split_uri: str,
+@beam.typehints.with_input_types(beam.Pipeline)
+@beam.typehints.with_output_types(bytes)
+def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+                    split_pattern: str) -> beam.pvalue.PCollection:
+  """Reads one split into serialized Examples, one per element."""
+  return (pipeline
+          | 'Batches' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
+              exec_properties, split_pattern)
+          | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(List[bytes])
+def _WriteSplit(batches: beam.pvalue.PCollection, split_uri: str,
                 num_shards: int) -> beam.pvalue.PDone:
-  """TFX's WriteSplit, with a fixed number of shards."""
-  return (records
-          | 'Shuffle' >> beam.Reshuffle()
-          | 'Write' >> beam.io.WriteToTFRecord(
-              os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
-              file_name_suffix='.gz', num_shards=num_shards))
+  """TFX's WriteSplit with a fixed number of shards, a batch at a time.
+
+  No Reshuffle as in TFX's: the write groups its input by shard, which
+  shuffles already.
+  """
+  return batches | 'Write' >> tfrecord_sink.WriteBatchesToTFRecord(
+      os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
+      num_shards)
 
 
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
@@ -198,20 +253,44 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _ImageToExample
 
+  def _example_batches_by_split(
+      self, pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+      input_config: example_gen_pb2.Input,
+      output_config: example_gen_pb2.Output
+  ) -> Dict[str, beam.pvalue.PCollection]:
+    """{output split: PCollection of lists of serialized Examples}."""
+    if output_config.split_config.splits:
+      # One input split hashed into output splits: TFX's own code, record
+      # by record, batched again for writing.
+      return {
+          split: records | f'Batch[{split}]' >> beam.BatchElements(
+              max_batch_size=_RECORDS_PER_WRITE)
+          for split, records in self.GenerateExamplesByBeam(
+              pipeline, exec_properties).items()}
+    return {
+        split.name: pipeline
+        | f'InputToRecord[{split.name}]' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
+            exec_properties, split.pattern)
+        for split in input_config.splits}
+
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     patterns = _split_patterns(exec_properties)
+    idx_files = ({p: _idx_split_files(p) for p in patterns}
+                 if options.input_format == 'idx' else {})
     class_names = list(options.class_names or (
-        _idx_class_names(patterns) if options.input_format == 'idx' else
+        _idx_class_names(list(idx_files.values()))
+        if options.input_format == 'idx' else
         image_folder.discover_class_names(patterns)))
     if not class_names:
       raise InputDataError(
           exec_properties[standard_component_specs.INPUT_BASE_KEY],
           'no class folders found in any split')
-    exec_properties = {**exec_properties, _CLASS_NAMES_KEY: class_names}
+    exec_properties = {**exec_properties, _CLASS_NAMES_KEY: class_names,
+                       _IDX_FILES_KEY: idx_files}
 
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(
@@ -228,9 +307,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
 
     logging.info('Generating examples with classes %s.', class_names)
     with self._make_beam_pipeline() as pipeline:
-      for split, records in self.GenerateExamplesByBeam(
-          pipeline, exec_properties).items():
-        _ = records | f'WriteSplit[{split}]' >> _WriteSplit(  # pylint: disable=no-value-for-parameter
+      for split, batches in self._example_batches_by_split(
+          pipeline, exec_properties, input_config, output_config).items():
+        _ = batches | f'WriteSplit[{split}]' >> _WriteSplit(  # pylint: disable=no-value-for-parameter
             artifact_utils.get_split_uri(examples_channel, split),
             options.num_shards)
 

@@ -1,0 +1,92 @@
+"""The common tutorial pipeline for MNIST, reproduced as the baseline.
+
+It is the pattern of the many "MNIST to TFRecords" tutorials and blog posts
+(the TF 1.x `convert_to_records.py` family and its Keras-era descendants):
+  * conversion: a Python loop over the decoded arrays builds one
+    `tf.train.Example` per image, `height`, `width` and `label` as int64 and
+    the 784 pixels as a `FloatList` (scaled to [0, 1]), and writes them with
+    `tf.io.TFRecordWriter` into 10 uncompressed files per split;
+  * input_fn: one `TFRecordDataset` over the files, `parse_single_example`
+    per record with the pixels as a `VarLenFeature` turned dense by
+    `tf.sparse.to_dense`, a shuffle buffer of 2 x batch, batch, repeat; no
+    prefetch, no parallelism.
+
+Written to be fair to it: the arrays are read with numpy (not pixel by
+pixel), the FloatList gets a Python list (not a numpy array, which protobuf
+would convert element by element), and the reading side is the plain
+tutorial code, nothing slowed down.
+"""
+
+import os
+from typing import Dict, List, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from pipeline import features
+
+NUM_FILES = 10
+HEIGHT_KEY = features.HEIGHT_KEY
+WIDTH_KEY = features.WIDTH_KEY
+LABEL_KEY = features.LABEL_KEY
+PIXELS_KEY = 'pixels'
+
+
+def _int64(value: int) -> tf.train.Feature:
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def write_split(images: np.ndarray, labels: np.ndarray, out_dir: str,
+                split: str) -> List[str]:
+  """Writes one split as NUM_FILES TFRecord files; returns their paths."""
+  os.makedirs(out_dir, exist_ok=True)
+  paths = [os.path.join(out_dir, f'{split}-{i:05d}-of-{NUM_FILES:05d}.tfrecord')
+           for i in range(NUM_FILES)]
+  per_file = -(-len(images) // NUM_FILES)
+  _, height, width = images.shape[:3]
+  for i, path in enumerate(paths):
+    with tf.io.TFRecordWriter(path) as writer:
+      for image, label in zip(images[i * per_file:(i + 1) * per_file],
+                              labels[i * per_file:(i + 1) * per_file]):
+        pixels = (image.astype(np.float32) / 255.0).reshape(-1).tolist()
+        example = tf.train.Example(features=tf.train.Features(feature={
+            HEIGHT_KEY: _int64(height),
+            WIDTH_KEY: _int64(width),
+            LABEL_KEY: _int64(int(label)),
+            PIXELS_KEY: tf.train.Feature(
+                float_list=tf.train.FloatList(value=pixels)),
+        }))
+        writer.write(example.SerializeToString())
+  return paths
+
+
+def convert(splits: Dict[str, Tuple[np.ndarray, np.ndarray]],
+            out_dir: str) -> Dict[str, List[str]]:
+  """{split: (images, labels)} -> {split: files}."""
+  return {split: write_split(images, labels, out_dir, split)
+          for split, (images, labels) in splits.items()}
+
+
+def input_fn(files: List[str], batch_size: int,
+             repeat: bool = True) -> tf.data.Dataset:
+  """The tutorial input_fn: (images [batch, 28, 28, 1] float32, labels)."""
+  spec = {
+      HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
+      WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64),
+      LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+      PIXELS_KEY: tf.io.VarLenFeature(tf.float32),
+  }
+
+  def parse(record):
+    parsed = tf.io.parse_single_example(record, spec)
+    pixels = tf.sparse.to_dense(parsed[PIXELS_KEY])
+    image = tf.reshape(pixels, [parsed[HEIGHT_KEY], parsed[WIDTH_KEY], 1])
+    return image, parsed[LABEL_KEY]
+
+  dataset = tf.data.TFRecordDataset(files)
+  dataset = dataset.map(parse)
+  dataset = dataset.shuffle(2 * batch_size)
+  dataset = dataset.batch(batch_size)
+  if repeat:
+    dataset = dataset.repeat()
+  return dataset

@@ -1,0 +1,86 @@
+"""Beam's TFRecord file sink, fed whole batches of records at a time.
+
+`beam.io.WriteToTFRecord` takes one record per element: per record a Beam
+element, a framing call and a gzip `compress` call, which on MNIST cost
+more than building the records. This sink is Beam's own `FileBasedSink`
+(temporary files, `num_shards`, renamed into place only when every shard is
+written) whose elements are *lists* of serialized records: each list is
+framed in one go and compressed in one call. The files are ordinary gzipped
+TFRecord files.
+
+gzip level 1 instead of zlib's default 6: on MNIST it compresses 3.2x
+faster for 12% more bytes (10.98 vs 9.82 MB of train pixels), and reading
+is as fast either way.
+"""
+
+import struct
+import zlib
+from typing import Sequence
+
+import apache_beam as beam
+from apache_beam.io import filebasedsink
+from apache_beam.io.filesystem import CompressionTypes
+import google_crc32c
+
+GZIP_LEVEL = 1
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
+_MASK_DELTA = 0xa282ead8
+
+
+def _masked_crc(data: bytes) -> int:
+  """TFRecord's masked CRC-32C of `data`."""
+  crc = google_crc32c.value(data)
+  return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xffffffff
+
+
+def frame(records: Sequence[bytes]) -> bytes:
+  """Records in the TFRecord container format: per record its length, the
+  length's CRC, the data and the data's CRC."""
+  headers = {}  # Records mostly share one length: its header is computed once.
+  parts = []
+  for record in records:
+    header = headers.get(len(record))
+    if header is None:
+      length = struct.pack('<Q', len(record))
+      header = headers[len(record)] = length + struct.pack(
+          '<I', _masked_crc(length))
+    parts += (header, record, struct.pack('<I', _masked_crc(record)))
+  return b''.join(parts)
+
+
+class _GzipWriter:
+  """A file handle that gzips what is written to it at GZIP_LEVEL."""
+
+  def __init__(self, raw):
+    self._raw = raw
+    self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+
+  def write(self, data: bytes) -> None:
+    self._raw.write(self._compressor.compress(data))
+
+  def close(self) -> None:
+    self._raw.write(self._compressor.flush())
+    self._raw.close()
+
+
+class _TFRecordBatchSink(filebasedsink.FileBasedSink):
+  """Writes each element, a list of serialized records, as TFRecords."""
+
+  def __init__(self, file_path_prefix: str, num_shards: int):
+    super().__init__(
+        file_path_prefix, coder=None, file_name_suffix='.gz',
+        num_shards=num_shards, shard_name_template=None,
+        mime_type='application/octet-stream',
+        compression_type=CompressionTypes.UNCOMPRESSED)  # We gzip ourselves.
+
+  def open(self, temp_path):
+    return _GzipWriter(super().open(temp_path))
+
+  def write_record(self, file_handle, value):
+    file_handle.write(frame(value))
+
+
+def WriteBatchesToTFRecord(file_path_prefix: str,  # pylint: disable=invalid-name
+                           num_shards: int) -> beam.PTransform:
+  """PCollection of lists of serialized records -> gzipped TFRecord shards."""
+  return beam.io.Write(_TFRecordBatchSink(file_path_prefix, num_shards))

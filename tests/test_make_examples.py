@@ -1,0 +1,45 @@
+"""features.make_examples: many records at once, the same as one by one."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.image_example_gen import tfrecord_sink
+from pipeline import features
+
+
+@pytest.mark.parametrize('geometry', [features.MNIST_GEOMETRY,
+                                      features.ImageGeometry(5, 3, 3)])
+def test_make_examples_equals_make_example(geometry):
+  rng = np.random.default_rng(0)
+  # Labels past 127 take a two-byte varint: the templates differ in length.
+  labels = np.array([0, 7, 127, 128, 300, 7, 0], np.int64)
+  images = rng.integers(0, 256, (len(labels), *geometry.shape), np.uint8)
+
+  records = features.make_examples(images, labels, geometry)
+
+  assert records == [features.make_example(i.tobytes(), geometry, int(l))
+                     for i, l in zip(images, labels)]
+  spec = {features.IMAGE_KEY: tf.io.FixedLenFeature([], tf.string),
+          features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+          features.HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
+          features.WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64),
+          features.CHANNELS_KEY: tf.io.FixedLenFeature([], tf.int64)}
+  parsed = tf.io.parse_example(records, spec)
+  pixels = tf.io.decode_raw(parsed[features.IMAGE_KEY], tf.uint8).numpy()
+  np.testing.assert_array_equal(pixels.reshape(images.shape), images)
+  np.testing.assert_array_equal(parsed[features.LABEL_KEY], labels)
+  assert set(parsed[features.CHANNELS_KEY].numpy()) == {geometry.channels}
+
+
+def test_make_examples_rejects_the_wrong_size():
+  with pytest.raises(ValueError, match='784'):
+    features.make_examples(np.zeros((2, 27, 28), np.uint8), np.zeros(2),
+                           features.MNIST_GEOMETRY)
+
+
+def test_frame_reads_back_as_tfrecords(tmp_path):
+  records = [b'', b'a', b'xyz' * 1000, b'b']
+  path = tmp_path / 'data.tfrecord'
+  path.write_bytes(tfrecord_sink.frame(records))
+  assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == records
