@@ -140,8 +140,12 @@ def _check_data_dir(args) -> None:
       except mnist.DownloadError as e:
         raise SystemExit(f'error: {e}\nWith MNIST already on disk, pass '
                          '--data-dir DIR.') from e
-  if '://' not in args.data_dir and not os.path.isdir(args.data_dir):
-    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+  if '://' not in args.data_dir:
+    if not os.path.isdir(args.data_dir):
+      raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+    if not os.access(args.data_dir, os.R_OK | os.X_OK):
+      raise SystemExit(f'error: --data-dir {args.data_dir}: permission denied '
+                       '(the directory cannot be read)')
 
 
 def _setup_logging(output_dir: str, verbose: bool) -> str:

@@ -1,6 +1,7 @@
 """The data half of the DAG through local_runner.py: real LocalDagRunner,
 real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
 
+import gzip
 import os
 
 import pytest
@@ -109,38 +110,73 @@ def test_anomalies_stop_the_run_and_say_why(tmp_path):
 
 @pytest.mark.parametrize('layout, damage, message', [
     ('idx', 'truncate', 'train-images-idx3-ubyte.gz: corrupt or truncated gzip data'),
+    ('idx', 'not_gzip', 'train-images-idx3-ubyte.gz: not gzip data despite its .gz name'),
     ('idx', 'magic', 'train-labels-idx1-ubyte.gz: not an IDX file: bad magic number'),
     ('idx', 'count', 't10k-images-idx3-ubyte.gz: holds 20 images but'),
+    ('idx', 'label', 'train-labels-idx1-ubyte.gz: 28 labels outside the '
+     'class range 0..2 (first: label 3 of record 3)'),
+    ('idx', 'empty_split', 'train-images-idx3-ubyte.gz: the split holds no images'),
     ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
     ('images', 'empty', 'eval/cat/1.jpg: empty file (0 bytes)'),
+    ('images', 'not_image', 'train/cat/notes.txt: not an image file'),
+    ('images', 'text_png', 'eval/fish/0.png: cannot decode image'),
+    ('images', 'empty_class', "train/dog: class folder 'dog' holds no images"),
+    ('images', 'unreadable', "train/fish: cannot read class folder 'fish'"),
 ])
 def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
   data = tmp_path / 'data'
+  if damage == 'unreadable' and local_run.permissions_enforceable():
+    pytest.skip(local_run.permissions_enforceable())
   if layout == 'idx':
-    datasets.write_idx_dataset(str(data))
+    datasets.write_idx_dataset(
+        str(data), {'train': 0, 't10k': 5} if damage == 'empty_split' else None)
   else:
     datasets.write_image_folder(str(data))
+  class_names = []
   if damage == 'truncate':
     path = data / 'train-images-idx3-ubyte.gz'
     path.write_bytes(path.read_bytes()[:-300])
+  elif damage == 'not_gzip':  # E.g. an error page saved under the file's name.
+    (data / 'train-images-idx3-ubyte.gz').write_text('<html>Not Found</html>')
   elif damage == 'magic':
-    (data / 'train-labels-idx1-ubyte.gz').write_bytes(b'\x00\x00\x00\x00' * 20)
+    (data / 'train-labels-idx1-ubyte.gz').write_bytes(
+        gzip.compress(b'\x00\x00\x00\x00' * 20))
   elif damage == 'count':
     datasets.write_idx_dataset(str(tmp_path / 'other'), {'t10k': 19})
     os.replace(tmp_path / 'other' / 't10k-labels-idx1-ubyte.gz',
                data / 't10k-labels-idx1-ubyte.gz')
+  elif damage == 'label':  # Labels 0..9 in the files, three classes named.
+    class_names = ['--class-names', 'a,b,c']
+  elif damage == 'empty_split':
+    class_names = ['--class-names', 'a,b,c,d,e']
   elif damage == 'corrupt':
     path = data / 'train' / 'dog' / '2.png'
     path.write_bytes(path.read_bytes()[:50])
   elif damage == 'empty':
     (data / 'eval' / 'cat' / '1.jpg').write_bytes(b'')
+  elif damage == 'not_image':
+    (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
+  elif damage == 'text_png':
+    (data / 'eval' / 'fish' / '0.png').write_text('not really a PNG')
+  elif damage == 'empty_class':
+    for image in (data / 'train' / 'dog').iterdir():
+      image.unlink()
+  elif damage == 'unreadable':
+    (data / 'train' / 'fish').chmod(0)
 
-  result = run('--data-dir', str(data), '--input-format', layout,
-               '--output-dir', str(tmp_path / 'out'),
-               *([ONE_PROCESS] if layout == 'idx' else []))
+  try:
+    result = run('--data-dir', str(data), '--input-format', layout,
+                 '--output-dir', str(tmp_path / 'out'), *class_names,
+                 *([ONE_PROCESS] if damage not in ('corrupt', 'empty') else []),
+                 obey_permissions=True)
+  finally:
+    if damage == 'unreadable':
+      (data / 'train' / 'fish').chmod(0o755)  # So that pytest can clean up.
   assert result.returncode == 1
   assert '✘ ImageExampleGen' in result.stdout
-  assert f'error in ImageExampleGen: {data}/{message}' in result.stderr
+  # One line, naming the file and the problem.
+  [error] = [l for l in result.stderr.splitlines() if l.startswith('error')]
+  assert error.startswith(f'error in ImageExampleGen: {data}/{message}')
 
   store = mlmd.open_store(str(tmp_path / 'out'))
   assert mlmd.execution_states(store) == {'ImageExampleGen': ['FAILED']}
@@ -162,6 +198,24 @@ def test_missing_data_dir(tmp_path):
                str(tmp_path / 'out'))
   assert result.returncode != 0
   assert f'{tmp_path}/nowhere: no such directory' in result.stderr
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+
+
+def test_unreadable_data_dir(tmp_path):
+  if local_run.permissions_enforceable():
+    pytest.skip(local_run.permissions_enforceable())
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  (tmp_path / 'mnist').chmod(0)
+  try:
+    result = run('--data-dir', str(tmp_path / 'mnist'), '--output-dir',
+                 str(tmp_path / 'out'), obey_permissions=True)
+  finally:
+    (tmp_path / 'mnist').chmod(0o755)
+  assert result.returncode != 0
+  assert (f'error: --data-dir {tmp_path}/mnist: permission denied'
+          in result.stderr)
+  # Stopped before anything ran: nothing in ML Metadata.
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
 
 
 def test_help_explains_every_flag():

@@ -38,6 +38,12 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
   """Fails early on a missing split, an empty or unknown class folder."""
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
+  if not dirs and tf.io.gfile.isdir(split_dir):
+    try:
+      tf.io.gfile.listdir(split_dir)
+    except tf.errors.OpError as e:
+      raise InputDataError(split_dir, f'cannot read the split folder: '
+                           f'{e.message}') from e
   if not dirs:
     raise InputDataError(
         split_dir, 'no class folders found (expected '
@@ -48,7 +54,13 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
       raise InputDataError(
           d, f'class folder {name!r} is not one of the configured class '
           f'names {list(class_names)}')
-    if not tf.io.gfile.listdir(d):
+    try:
+      entries = tf.io.gfile.listdir(d)
+    except tf.errors.OpError as e:
+      # Globbing skips folders it cannot read without a word: say it here.
+      raise InputDataError(d, f'cannot read class folder {name!r}: '
+                           f'{e.message}') from e
+    if not entries:
       raise InputDataError(d, f'class folder {name!r} holds no images')
 
 
