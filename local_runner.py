@@ -80,6 +80,11 @@ def make_parser() -> argparse.ArgumentParser:
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
   data.add_argument(
+      '--skip-bad-images', action='store_true',
+      help='images only: skip files that cannot be read as images (corrupt, '
+      'empty, not an image) instead of stopping the run; how many and which '
+      'are recorded on the Examples artifact and shown in the summary.')
+  data.add_argument(
       '--schema', default=None, metavar='SCHEMA_PBTXT',
       help='Use this schema instead of inferring one, e.g. the curated '
       'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA))
@@ -224,6 +229,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       class_names=class_names,
       image_geometry=features.ImageGeometry(*args.image_size, args.channels),
       num_shards=args.num_shards,
+      skip_bad_images=args.skip_bad_images,
       schema_path=os.path.abspath(args.schema) if args.schema else None,
       serving_model_dir=os.path.join(output_dir,
                                      configs.SERVING_MODEL_DIR_NAME),

@@ -29,6 +29,14 @@ FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY)
 CLASS_NAMES_PROPERTY = 'class_names'
 CLASS_NAMES_FILE = 'class_names.txt'
 
+# Images skipped as unreadable (ExampleGen's skip_bad_images option): their
+# number and a JSON list of the first ones ({split, path, reason}) as custom
+# properties of the Examples artifact, and the full list in a JSON file next
+# to the splits.
+SKIPPED_IMAGES_PROPERTY = 'skipped_images'
+SKIPPED_IMAGES_LIST_PROPERTY = 'skipped_images_list'
+SKIPPED_IMAGES_FILE = 'skipped_images.json'
+
 SUPPORTED_CHANNELS = (1, 3)
 
 

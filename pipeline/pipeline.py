@@ -22,6 +22,7 @@ def create_pipeline(
     class_names: Optional[Sequence[str]] = None,
     image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
     num_shards: int = configs.NUM_SHARDS,
+    skip_bad_images: bool = False,
     schema_path: Optional[str] = None,
     training: Optional[TrainingConfig] = None,
     train_steps: Optional[int] = configs.TRAIN_STEPS,
@@ -37,7 +38,7 @@ def create_pipeline(
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
-      num_shards=num_shards)
+      num_shards=num_shards, skip_bad_images=skip_bad_images)
 
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'])

@@ -2,7 +2,9 @@
 real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
 
 import gzip
+import json
 import os
+import pathlib
 
 import pytest
 
@@ -183,6 +185,41 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
   assert mlmd.live_artifacts(store, 'Examples') == []
   examples_dir = tmp_path / 'out' / 'pipeline' / 'ImageExampleGen' / 'examples'
   assert not examples_dir.exists() or not any(examples_dir.iterdir())
+
+
+def test_skip_bad_images_skips_records_and_reports(tmp_path):
+  data = tmp_path / 'pets'
+  datasets.write_image_folder(str(data))
+  bad = {data / 'train' / 'dog' / '2.png': 'cannot decode image',
+         data / 'train' / 'cat' / 'notes.txt': 'not an image file',
+         data / 'eval' / 'fish' / '1.jpg': 'empty file (0 bytes)'}
+  (data / 'train' / 'dog' / '2.png').write_bytes(b'\x89PNG\r\n\x1a\n broken')
+  (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
+  (data / 'eval' / 'fish' / '1.jpg').write_bytes(b'')
+  result = run('--data-dir', str(data), '--input-format', 'images',
+               '--skip-bad-images', '--output-dir', str(tmp_path / 'out'),
+               ONE_PROCESS, '--to-node', 'StatisticsGen')
+  assert result.returncode == 0
+  assert 'train: 11 records in 16 shards; eval: 5 records in 16 shards' in result.stdout
+  assert 'skipped 3 unreadable images, listed in skipped_images.json' in result.stdout
+  for path, reason in bad.items():
+    assert f'  {path}: {reason}' in result.stdout
+
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  [examples] = mlmd.live_artifacts(store, 'Examples')
+  assert examples.custom_properties['skipped_images'].int_value == 3
+  listed = json.loads(
+      examples.custom_properties['skipped_images_list'].string_value)
+  with open(os.path.join(examples.uri, 'skipped_images.json')) as f:
+    assert json.load(f) == listed
+  assert len(listed) == 3
+  for skipped in listed:
+    assert skipped['reason'].startswith(bad[pathlib.Path(skipped['path'])])
+  # The choice is on the execution too, for whoever audits the run.
+  [execution] = [e for e in store.get_executions()
+                 if e.type.endswith('.ImageExampleGen')]
+  config = json.loads(execution.custom_properties['custom_config'].string_value)
+  assert config['custom_config']['value']['skip_bad_images'] is True
 
 
 def test_to_node_must_name_a_component(tmp_path):

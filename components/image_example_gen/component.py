@@ -45,12 +45,14 @@ class ImageExampleGen(FileBasedExampleGen):
       class_names: Optional[Sequence[str]] = None,
       image_geometry: features.ImageGeometry = features.MNIST_GEOMETRY,
       num_shards: int = DEFAULT_NUM_SHARDS,
+      skip_bad_images: bool = False,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
       range_config: Optional[range_config_pb2.RangeConfig] = None):
     options = ImageExampleGenOptions(
         input_format=input_format, class_names=class_names,
-        geometry=image_geometry, num_shards=num_shards)
+        geometry=image_geometry, num_shards=num_shards,
+        skip_bad_images=skip_bad_images)
     super().__init__(
         input_base=input_base,
         input_config=input_config or default_input_config(input_format),

@@ -83,6 +83,10 @@ def decode_image(path: str, data: bytes,
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
       pixels = np.asarray(image, dtype=np.uint8)
-  except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+  except UnidentifiedImageError as e:
+    # PIL's own message names only its in-memory buffer.
+    raise InputDataError(path, 'cannot decode image: not a PNG or JPEG image, '
+                         'or damaged beyond recognition') from e
+  except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
