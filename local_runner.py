@@ -43,6 +43,14 @@ def _image_size(value: str):
         f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
 
 
+def _span_dir_pattern(value: str) -> str:
+  if '{SPAN' not in value or '/' in value.strip('/'):
+    raise argparse.ArgumentTypeError(
+        f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
+        f'got {value!r}')
+  return value
+
+
 def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -80,6 +88,13 @@ def make_parser() -> argparse.ArgumentParser:
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
   data.add_argument(
+      '--span-dir-pattern', default=None, metavar='PATTERN',
+      type=_span_dir_pattern,
+      help='Data arrives in drops, one folder per span under --data-dir, '
+      'each laid out as usual, e.g. "span-{SPAN}" for span-1/, span-2/, ...: '
+      'a run reads the newest span, whose number goes on the Examples '
+      'artifact.')
+  data.add_argument(
       '--skip-bad-images', action='store_true',
       help='images only: skip files that cannot be read as images (corrupt, '
       'empty, not an image) instead of stopping the run; how many and which '
@@ -88,6 +103,13 @@ def make_parser() -> argparse.ArgumentParser:
       '--schema', default=None, metavar='SCHEMA_PBTXT',
       help='Use this schema instead of inferring one, e.g. the curated '
       'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA))
+  data.add_argument(
+      '--freeze-schema', action='store_true',
+      help='Check the data against the schema of the last run whose data '
+      'passed the ValidationGate (in this --output-dir), instead of '
+      'inferring one from the new data. The first run infers it. For data '
+      'that arrives in spans: a new span unlike the earlier ones stops the '
+      'run.')
 
   train = parser.add_argument_group('training and evaluation')
   train.add_argument('--epochs', type=int, default=configs.EPOCHS,
@@ -199,6 +221,23 @@ def _root_cause(error: BaseException) -> str:
   return f'{type(error).__name__}: {lines[0] if lines else error}'
 
 
+def _schema_path(args, connection_config) -> Optional[str]:
+  """--schema, or with --freeze-schema the last validated run's schema."""
+  if args.schema:
+    return os.path.abspath(args.schema)
+  if not args.freeze_schema:
+    return None
+  from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
+  from pipeline import schema_history  # pylint: disable=g-import-not-at-top
+  path = schema_history.last_validated_schema(
+      metadata_store.MetadataStore(connection_config), args.pipeline_name)
+  print(f'--freeze-schema: checking the data against {path}, the schema of '
+        'the last run whose data passed validation' if path else
+        '--freeze-schema: no run has passed validation yet; inferring the '
+        'schema from this data')
+  return path
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
   preset = configs.DATASETS.get(args.dataset, {})
@@ -230,7 +269,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       image_geometry=features.ImageGeometry(*args.image_size, args.channels),
       num_shards=args.num_shards,
       skip_bad_images=args.skip_bad_images,
-      schema_path=os.path.abspath(args.schema) if args.schema else None,
+      span_dir_pattern=args.span_dir_pattern,
+      schema_path=_schema_path(args, connection_config),
       serving_model_dir=os.path.join(output_dir,
                                      configs.SERVING_MODEL_DIR_NAME),
       training=configs.training_config(

@@ -91,7 +91,10 @@ def export_serving_model(model: keras.Model,
   """Saves `model` with the Transform graph and both serving signatures."""
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
-  request_spec = {k: v for k, v in raw_spec.items() if k != features.LABEL_KEY}
+  # Requests carry images only: no label, and no pixel_min/pixel_max (they
+  # are there for data validation; the model does not read them).
+  request_spec = {k: v for k, v in raw_spec.items()
+                  if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
 
   def predict(raw_features):
     transformed = model.tft_layer(raw_features)

@@ -63,7 +63,11 @@ def decode_images(inputs: Dict[str, tf.Tensor],
 
 def preprocessing_fn(inputs: Dict[str, tf.Tensor],
                      custom_config: Dict[str, Any]) -> Dict[str, tf.Tensor]:
-  """tf.Transform entry point (see module docstring)."""
+  """tf.Transform entry point (see module docstring).
+
+  pixel_min and pixel_max are for data validation only: not transformed,
+  not model inputs.
+  """
   geometry = geometry_from_config(custom_config)
   images = tf.cast(decode_images(inputs, geometry), tf.float32) / 255.0
   # Per-channel statistics over every pixel of the training split.

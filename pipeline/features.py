@@ -10,18 +10,31 @@ Format of every record (a `tf.train.Example`):
   width     int64  image width in pixels
   channels  int64  1 (grey) or 3 (RGB)
   label     int64  class index into the class names of the Examples artifact
+  pixel_min int64  darkest pixel value of the image (0..255)
+  pixel_max int64  brightest pixel value of the image (0..255)
+
+pixel_min and pixel_max are there for data validation only: the raw `image`
+bytes give TFDV no pixel statistics, so without them a drop of images scaled
+to 0..127 would look like any other. The model never reads them and serving
+requests may leave them out.
 """
 
 import dataclasses
 import json
 from typing import List, Sequence
 
+import numpy as np
+
 IMAGE_KEY = 'image'
 HEIGHT_KEY = 'height'
 WIDTH_KEY = 'width'
 CHANNELS_KEY = 'channels'
 LABEL_KEY = 'label'
-FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY)
+PIXEL_MIN_KEY = 'pixel_min'
+PIXEL_MAX_KEY = 'pixel_max'
+PIXEL_RANGE_KEYS = (PIXEL_MIN_KEY, PIXEL_MAX_KEY)
+FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
+                *PIXEL_RANGE_KEYS)
 
 # Class names travel with the data twice: as a custom property of the Examples
 # artifact (visible in ML Metadata) and as a vocabulary file next to the
@@ -83,6 +96,9 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
   feature[WIDTH_KEY].int64_list.value.append(geometry.width)
   feature[CHANNELS_KEY].int64_list.value.append(geometry.channels)
   feature[LABEL_KEY].int64_list.value.append(int(label))
+  pixels = np.frombuffer(image, np.uint8)
+  feature[PIXEL_MIN_KEY].int64_list.value.append(int(pixels.min()))
+  feature[PIXEL_MAX_KEY].int64_list.value.append(int(pixels.max()))
   return example.SerializeToString()
 
 

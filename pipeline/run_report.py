@@ -116,7 +116,9 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int]) -> str:
     return (f"pushed to {props['pushed_destination'].string_value}"
             if props['pushed'].int_value else 'not pushed')
   if type_name == 'Examples':
-    parts = []
+    # Span 0 is what data without {SPAN} patterns gets: not worth a word.
+    span = props['span'].int_value if 'span' in props else 0
+    parts = [f'span {span}'] if span else []
     for split, count in splits_stats.items():
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')

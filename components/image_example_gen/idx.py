@@ -91,8 +91,8 @@ def _parse_header(stream: BinaryIO, path: str, gzipped: bool) -> IdxHeader:
     if not gzipped and path.endswith('.gz'):
       # Most likely a download that went wrong: an HTML page, or garbage.
       raise InputDataError(
-          path, 'not gzip data despite its .gz name, nor an uncompressed IDX '
-          f'file (first bytes 0x{magic.hex()})')
+          path, 'not gzip data despite its .gz name, and not an IDX file '
+          f'either (first bytes 0x{magic.hex()})')
     raise InputDataError(
         path, f'not an IDX file: bad magic number 0x{magic.hex()} '
         '(expected 0x0000 + a type code + the number of dimensions, '
