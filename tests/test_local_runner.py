@@ -262,5 +262,6 @@ def test_help_explains_every_flag():
                '--schema', '--class-names', '--image-size', '--channels',
                '--num-shards', '--no-cache', '--verbose', '--epochs',
                '--train-steps', '--batch-size', '--learning-rate',
-               '--accuracy-threshold', '--to-node'):
+               '--accuracy-threshold', '--to-node', '--span-dir-pattern',
+               '--freeze-schema', '--skip-bad-images'):
     assert flag in result.stdout

@@ -130,6 +130,13 @@ def test_new_spans_that_drift_are_stopped_at_the_gate(tmp_path):
   assert 'span 5; train: 40 records' in good.stdout
   assert 'no anomalies' in good.stdout
 
+  # Still span 1's schema file (not span 5's imported copy of it), so
+  # running again changes nothing and the cache answers every component.
+  again = run_span(5, '--to-node', 'ValidationGate')
+  assert again.returncode == 0
+  assert f'checking the data against {schema_file}' in again.stdout
+  assert again.stdout.count('(cached)') == 5
+
 
 def test_curated_schema_catches_labels_and_pixel_range(tmp_path):
   # Labels 0..10 and images scaled to 0..127, against the curated MNIST
