@@ -88,7 +88,7 @@ def make_parser() -> argparse.ArgumentParser:
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
   data.add_argument(
-      '--span-dir-pattern', default=None, metavar='PATTERN',
+      '--span-dir-pattern', default=configs.SPAN_DIR_PATTERN, metavar='PATTERN',
       type=_span_dir_pattern,
       help='Data arrives in drops, one folder per span under --data-dir, '
       'each laid out as usual, e.g. "span-{SPAN}" for span-1/, span-2/, ...: '
@@ -240,6 +240,9 @@ def _schema_path(args, connection_config) -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
+  if args.skip_bad_images and args.input_format != 'images':
+    raise SystemExit('error: --skip-bad-images applies to image folders only '
+                     '(--input-format images)')
   preset = configs.DATASETS.get(args.dataset, {})
   class_names = (_class_names(args.class_names) or preset.get('class_names'))
   if args.accuracy_threshold is None:

@@ -121,7 +121,6 @@ def test_anomalies_stop_the_run_and_say_why(tmp_path):
     ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
     ('images', 'empty', 'eval/cat/1.jpg: empty file (0 bytes)'),
     ('images', 'not_image', 'train/cat/notes.txt: not an image file'),
-    ('images', 'text_png', 'eval/fish/0.png: cannot decode image'),
     ('images', 'empty_class', "train/dog: class folder 'dog' holds no images"),
     ('images', 'unreadable', "train/fish: cannot read class folder 'fish'"),
 ])
@@ -158,8 +157,6 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
     (data / 'eval' / 'cat' / '1.jpg').write_bytes(b'')
   elif damage == 'not_image':
     (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
-  elif damage == 'text_png':
-    (data / 'eval' / 'fish' / '0.png').write_text('not really a PNG')
   elif damage == 'empty_class':
     for image in (data / 'train' / 'dog').iterdir():
       image.unlink()
@@ -220,6 +217,15 @@ def test_skip_bad_images_skips_records_and_reports(tmp_path):
                  if e.type.endswith('.ImageExampleGen')]
   config = json.loads(execution.custom_properties['custom_config'].string_value)
   assert config['custom_config']['value']['skip_bad_images'] is True
+
+
+def test_skip_bad_images_is_for_image_folders(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), '--skip-bad-images',
+               '--output-dir', str(tmp_path / 'out'))
+  assert result.returncode != 0
+  assert ('error: --skip-bad-images applies to image folders only'
+          in result.stderr)
 
 
 def test_to_node_must_name_a_component(tmp_path):
