@@ -54,6 +54,13 @@ def make_parser() -> argparse.ArgumentParser:
       '--to-node', default=None, metavar='COMPONENT',
       help='Run the DAG only up to this component (and what it needs), e.g. '
       'ValidationGate to check new data without training.')
+  run.add_argument(
+      '--freeze-schema', action='store_true',
+      help='Check the data against the schema of the last run whose data '
+      'passed the ValidationGate (in this --output-dir), instead of '
+      'inferring one from the new data. The first run infers it. For data '
+      'that arrives in spans: a new span unlike the earlier ones stops the '
+      'run.')
   run.add_argument('--no-cache', action='store_true',
                    help='Run every component even if its inputs are unchanged.')
   run.add_argument('--verbose', action='store_true',
@@ -71,8 +78,12 @@ def _check_data_dir(args) -> None:
       except mnist.DownloadError as e:
         raise SystemExit(f'error: {e}\nWith MNIST already on disk, pass '
                          '--data-dir DIR.') from e
-  if '://' not in args.data_dir and not os.path.isdir(args.data_dir):
-    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+  if '://' not in args.data_dir:
+    if not os.path.isdir(args.data_dir):
+      raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+    if not os.access(args.data_dir, os.R_OK | os.X_OK):
+      raise SystemExit(f'error: --data-dir {args.data_dir}: permission denied '
+                       '(the directory cannot be read)')
 
 
 def _setup_logging(output_dir: str, verbose: bool) -> str:
@@ -121,17 +132,37 @@ def _root_cause(error: BaseException) -> str:
   return f'{type(error).__name__}: {lines[0] if lines else error}'
 
 
+def _schema_path(args, connection_config) -> Optional[str]:
+  """--schema, or with --freeze-schema the last validated run's schema."""
+  if args.schema:
+    return os.path.abspath(args.schema)
+  if not args.freeze_schema:
+    return None
+  from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
+  from pipeline import schema_history  # pylint: disable=g-import-not-at-top
+  path = schema_history.last_validated_schema(
+      metadata_store.MetadataStore(connection_config), args.pipeline_name)
+  print(f'--freeze-schema: checking the data against {path}, the schema of '
+        'the last run whose data passed validation' if path else
+        '--freeze-schema: no run has passed validation yet; inferring the '
+        'schema from this data')
+  return path
+
+
 def build_pipeline(args: argparse.Namespace):
   """The DAG of `args`, with this machine's paths and SQLite ML Metadata."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output_dir)
+  connection_config = (
+      tfx.orchestration.metadata.sqlite_metadata_connection_config(
+          os.path.join(output_dir, configs.METADATA_DB_NAME)))
   return pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
       data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
       else args.data_dir,
-      schema_path=os.path.abspath(args.schema) if args.schema else None,
+      schema_path=_schema_path(args, connection_config),
       serving_model_dir=os.path.join(output_dir,
                                      configs.SERVING_MODEL_DIR_NAME),
       beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
@@ -141,9 +172,7 @@ def build_pipeline(args: argparse.Namespace):
       example_gen_beam_pipeline_args=(
           list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) +
           shlex.split(args.beam_args)),
-      metadata_connection_config=(
-          tfx.orchestration.metadata.sqlite_metadata_connection_config(
-              os.path.join(output_dir, configs.METADATA_DB_NAME))),
+      metadata_connection_config=connection_config,
       enable_cache=not args.no_cache,
       **flags.pipeline_arguments(args))
 

@@ -65,8 +65,11 @@ def class_names_for(train_files: List[str]) -> List[str]:
 def _raw_features_from_images(images: tf.Tensor,
                               raw_spec: Dict[str, Any]) -> Dict[str, tf.Tensor]:
   """uint8 images -> the raw features ExampleGen would have written."""
-  tf.debugging.assert_rank_in(
-      images, [3, 4], message='images must be [N, H, W] or [N, H, W, C]')
+  rank_check = tf.debugging.assert_rank_in(
+      images, [3, 4], message='images must be uint8 [N, H, W] or [N, H, W, C]')
+  # Checked before anything slices the shape, which would fail less clearly.
+  with tf.control_dependencies([rank_check]):
+    images = tf.identity(images)
   shape = tf.shape(images)
   images = tf.reshape(images, [shape[0], shape[1], shape[2], -1])
   shape = tf.shape(images, out_type=tf.int64)
@@ -88,7 +91,10 @@ def export_serving_model(model: keras.Model,
   """Saves `model` with the Transform graph and both serving signatures."""
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
-  request_spec = {k: v for k, v in raw_spec.items() if k != features.LABEL_KEY}
+  # Requests carry images only: no label, and no pixel_min/pixel_max (they
+  # are there for data validation; the model does not read them).
+  request_spec = {k: v for k, v in raw_spec.items()
+                  if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
 
   def predict(raw_features):
     transformed = model.tft_layer(raw_features)

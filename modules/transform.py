@@ -50,15 +50,24 @@ def decode_images(inputs: Dict[str, tf.Tensor],
         tf.reshape(inputs[key], [-1]), tf.constant(expected, tf.int64),
         message=f'image {key} differs from the configured geometry '
         f'{geometry} (height x width x channels)'))
+  raw = tf.reshape(inputs[features.IMAGE_KEY], [-1])
+  checks.append(tf.debugging.assert_equal(
+      tf.strings.length(raw), geometry.num_bytes,
+      message=f'image must hold {geometry.num_bytes} bytes: raw uint8 pixels '
+      f'of the configured geometry {geometry} (height x width x channels)'))
   with tf.control_dependencies(checks):
-    raw = tf.reshape(inputs[features.IMAGE_KEY], [-1])
+    raw = tf.identity(raw)
   pixels = tf.io.decode_raw(raw, tf.uint8)
   return tf.reshape(pixels, [-1, *geometry.shape])
 
 
 def preprocessing_fn(inputs: Dict[str, tf.Tensor],
                      custom_config: Dict[str, Any]) -> Dict[str, tf.Tensor]:
-  """tf.Transform entry point (see module docstring)."""
+  """tf.Transform entry point (see module docstring).
+
+  pixel_min and pixel_max are for data validation only: not transformed,
+  not model inputs.
+  """
   geometry = geometry_from_config(custom_config)
   images = tf.cast(decode_images(inputs, geometry), tf.float32) / 255.0
   # Per-channel statistics over every pixel of the training split.

@@ -26,6 +26,11 @@ INPUT_FORMAT = 'idx'  # or 'images'
 IMAGE_GEOMETRY = features.MNIST_GEOMETRY
 # Output files per split: enough for the Trainer to interleave reads.
 NUM_SHARDS = 16
+# Data in drops, one folder per span (e.g. 'span-{SPAN}'): None reads
+# --data-dir itself.
+SPAN_DIR_PATTERN = None
+# Image folders: unreadable images stop the run, unless skipped (and listed).
+SKIP_BAD_IMAGES = False
 
 # Known datasets (`--dataset NAME`): their class names and the accuracy a
 # model must reach on them to be pushed.

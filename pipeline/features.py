@@ -10,6 +10,13 @@ Format of every record (a `tf.train.Example`):
   width     int64  image width in pixels
   channels  int64  1 (grey) or 3 (RGB)
   label     int64  class index into the class names of the Examples artifact
+  pixel_min int64  darkest pixel value of the image (0..255)
+  pixel_max int64  brightest pixel value of the image (0..255)
+
+pixel_min and pixel_max are there for data validation only: the raw `image`
+bytes give TFDV no pixel statistics, so without them a drop of images scaled
+to 0..127 would look like any other. The model never reads them and serving
+requests may leave them out.
 """
 
 import dataclasses
@@ -18,18 +25,32 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+import numpy as np
+
 IMAGE_KEY = 'image'
 HEIGHT_KEY = 'height'
 WIDTH_KEY = 'width'
 CHANNELS_KEY = 'channels'
 LABEL_KEY = 'label'
-FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY)
+PIXEL_MIN_KEY = 'pixel_min'
+PIXEL_MAX_KEY = 'pixel_max'
+PIXEL_RANGE_KEYS = (PIXEL_MIN_KEY, PIXEL_MAX_KEY)
+FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
+                *PIXEL_RANGE_KEYS)
 
 # Class names travel with the data twice: as a custom property of the Examples
 # artifact (visible in ML Metadata) and as a vocabulary file next to the
 # splits (readable by any component that only sees the artifact's URI).
 CLASS_NAMES_PROPERTY = 'class_names'
 CLASS_NAMES_FILE = 'class_names.txt'
+
+# Images skipped as unreadable (ExampleGen's skip_bad_images option): their
+# number and a JSON list of the first ones ({split, path, reason}) as custom
+# properties of the Examples artifact, and the full list in a JSON file next
+# to the splits.
+SKIPPED_IMAGES_PROPERTY = 'skipped_images'
+SKIPPED_IMAGES_LIST_PROPERTY = 'skipped_images_list'
+SKIPPED_IMAGES_FILE = 'skipped_images.json'
 
 SUPPORTED_CHANNELS = (1, 3)
 
@@ -77,6 +98,9 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
   feature[WIDTH_KEY].int64_list.value.append(geometry.width)
   feature[CHANNELS_KEY].int64_list.value.append(geometry.channels)
   feature[LABEL_KEY].int64_list.value.append(int(label))
+  pixels = np.frombuffer(image, np.uint8)
+  feature[PIXEL_MIN_KEY].int64_list.value.append(int(pixels.min()))
+  feature[PIXEL_MAX_KEY].int64_list.value.append(int(pixels.max()))
   return example.SerializeToString()
 
 
@@ -84,36 +108,47 @@ def make_examples(images: np.ndarray, labels: np.ndarray,
                   geometry: ImageGeometry) -> List[bytes]:
   """`make_example` for many images at once: the same bytes, far faster.
 
-  Every Example of one geometry and label serializes to the same bytes
-  around the image's pixels (they are a fixed-length `bytes` field), so one
-  `make_example` per distinct label gives a template, and each record is
-  that template's prefix + the image's pixels + its suffix. Building
-  70,000 protos one by one in Python was most of ExampleGen's work on MNIST.
+  Every Example of one geometry, label and pixel range serializes to the same
+  bytes around the image's pixels (a fixed-length `bytes` field), so one
+  `make_example` per distinct (label, pixel_min, pixel_max) gives a
+  template, and each record is that template's prefix + the image's pixels +
+  its suffix. Building 70,000 protos one by one in Python was most of
+  ExampleGen's work on MNIST; MNIST has a few dozen distinct templates.
   """
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:
     raise ValueError(f'images have {pixels.shape[1]} bytes each, geometry '
                      f'{geometry} needs {geometry.num_bytes}')
-  templates: Dict[int, Tuple[bytes, bytes]] = {}
+  keys = zip(labels.tolist(), pixels.min(axis=1).tolist(),
+             pixels.max(axis=1).tolist())
+  templates: Dict[Tuple[int, int, int], Tuple[bytes, bytes]] = {}
   records = []
-  for image, label in zip(pixels, labels.tolist()):
-    if label not in templates:
-      templates[label] = _template(geometry, label)
-    prefix, suffix = templates[label]
-    records.append(prefix + image.tobytes() + suffix)
+  for image, key in zip(pixels, keys):
+    image = image.tobytes()
+    if key not in templates:
+      templates[key] = _template(make_example(image, geometry, key[0]), image)
+    prefix, suffix = templates[key]
+    records.append(prefix + image + suffix)
   return records
 
 
-def _template(geometry: ImageGeometry, label: int) -> Tuple[bytes, bytes]:
-  """The serialized Example's bytes before and after the image pixels."""
-  # Two images that differ in every byte: the bytes where their records
-  # differ are exactly the pixels.
-  zeros = make_example(bytes(geometry.num_bytes), geometry, label)
-  ones = make_example(b'\xff' * geometry.num_bytes, geometry, label)
-  start = next(i for i, (a, b) in enumerate(zip(zeros, ones)) if a != b)
-  stop = start + geometry.num_bytes
-  assert zeros[stop:] == ones[stop:], 'map fields serialized in another order'
-  return zeros[:start], zeros[stop:]
+def _template(record: bytes, image: bytes) -> Tuple[bytes, bytes]:
+  """The bytes of serialized Example `record` before and after `image`.
+
+  The image is BytesList's field 1 (tag 0x0a) of length len(image): looking
+  for tag + length + pixels rather than the pixels alone, no other part of
+  the record can match, whatever the pixels hold.
+  """
+  length, size = b'', len(image)
+  while True:  # The length as a protobuf varint.
+    byte, size = size & 0x7f, size >> 7
+    length += bytes([byte | (0x80 if size else 0)])
+    if not size:
+      break
+  marker = b'\x0a' + length
+  start = record.find(marker + image) + len(marker)
+  assert start >= len(marker), 'image bytes not found in the record'
+  return record[:start], record[start + len(image):]
 
 
 def write_class_names(path: str, names: Sequence[str]) -> None:

@@ -32,6 +32,14 @@ def _image_size(value: str):
         f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
 
 
+def _span_dir_pattern(value: str) -> str:
+  if '{SPAN' not in value or '/' in value.strip('/'):
+    raise argparse.ArgumentTypeError(
+        f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
+        f'got {value!r}')
+  return value
+
+
 def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
                    data_dir_help: str) -> None:
   """The 'input data' group; --data-dir's default and help are the runner's."""
@@ -63,6 +71,18 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
   data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
+  data.add_argument(
+      '--span-dir-pattern', default=configs.SPAN_DIR_PATTERN, metavar='PATTERN',
+      type=_span_dir_pattern,
+      help='Data arrives in drops, one folder per span under --data-dir, '
+      'each laid out as usual, e.g. "span-{SPAN}" for span-1/, span-2/, ...: '
+      'a run reads the newest span, whose number goes on the Examples '
+      'artifact.')
+  data.add_argument(
+      '--skip-bad-images', action='store_true',
+      help='images only: skip files that cannot be read as images (corrupt, '
+      'empty, not an image) instead of stopping the run; how many and which '
+      'are recorded on the Examples artifact and shown in the summary.')
   data.add_argument(
       '--schema', default=None, metavar='SCHEMA_PBTXT',
       help='Use this schema instead of inferring one, e.g. the curated '
@@ -96,6 +116,9 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
 
 def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   """create_pipeline() arguments from the shared flags (no paths but none)."""
+  if args.skip_bad_images and args.input_format != 'images':
+    raise SystemExit('error: --skip-bad-images applies to image folders only '
+                     '(--input-format images)')
   preset = configs.DATASETS.get(args.dataset, {})
   accuracy_threshold = args.accuracy_threshold
   if accuracy_threshold is None:
@@ -106,6 +129,8 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       class_names=_class_names(args.class_names) or preset.get('class_names'),
       image_geometry=features.ImageGeometry(*args.image_size, args.channels),
       num_shards=args.num_shards,
+      skip_bad_images=args.skip_bad_images,
+      span_dir_pattern=args.span_dir_pattern,
       training=configs.training_config(
           epochs=args.epochs, batch_size=args.batch_size,
           learning_rate=args.learning_rate),

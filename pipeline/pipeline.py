@@ -8,6 +8,7 @@ from tfx import v1 as tfx
 
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
+from components.image_schema_gen import ImageSchemaGen
 from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
 from pipeline import configs
@@ -23,6 +24,8 @@ def create_pipeline(
     class_names: Optional[Sequence[str]] = None,
     image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
     num_shards: int = configs.NUM_SHARDS,
+    skip_bad_images: bool = configs.SKIP_BAD_IMAGES,
+    span_dir_pattern: Optional[str] = configs.SPAN_DIR_PATTERN,
     schema_path: Optional[str] = None,
     training: Optional[TrainingConfig] = None,
     train_steps: Optional[int] = configs.TRAIN_STEPS,
@@ -39,7 +42,8 @@ def create_pipeline(
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
-      num_shards=num_shards)
+      num_shards=num_shards, skip_bad_images=skip_bad_images,
+      span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
   # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
   if example_gen_beam_pipeline_args:
@@ -51,9 +55,11 @@ def create_pipeline(
   if schema_path:  # A curated schema beats an inferred one.
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
   else:
-    schema_gen = tfx.components.SchemaGen(
+    # SchemaGen's inference, plus domains for geometry, labels and pixel
+    # range (see components/image_schema_gen.py).
+    schema_gen = ImageSchemaGen(
         statistics=statistics_gen.outputs['statistics'],
-        infer_feature_shape=True)
+        infer_feature_shape=True).with_id('SchemaGen')
 
   example_validator = tfx.components.ExampleValidator(
       statistics=statistics_gen.outputs['statistics'],

@@ -7,6 +7,7 @@ ran or was reused from the cache.
 """
 
 import dataclasses
+import json
 import logging
 import sys
 import time
@@ -141,16 +142,36 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
       return f'already served from {destination}; not pushed again'
     return f'pushed to {destination}'
   if type_name == 'Examples':
-    parts = []
+    # Span 0 is what data without {SPAN} patterns gets: not worth a word.
+    span = props['span'].int_value if 'span' in props else 0
+    parts = [f'span {span}'] if span else []
     for split, count in splits_stats.items():
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')
-    return '; '.join(parts)
+    return '\n'.join((['; '.join(parts)] if parts else []) +
+                     _skipped_images(artifact))
   if type_name == 'ExampleAnomalies' and 'blessed' in props:
     blessed = props['blessed'].struct_value
     bad = [k for k, v in blessed.fields.items() if not v.number_value]
     return f'anomalies in {", ".join(bad)}' if bad else 'no anomalies'
   return ''
+
+
+def _skipped_images(examples, shown: int = 5) -> List[str]:
+  """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
+  from pipeline import features  # pylint: disable=g-import-not-at-top
+  props = examples.custom_properties
+  if features.SKIPPED_IMAGES_PROPERTY not in props:
+    return []
+  count = props[features.SKIPPED_IMAGES_PROPERTY].int_value
+  listed = json.loads(
+      props[features.SKIPPED_IMAGES_LIST_PROPERTY].string_value)[:shown]
+  lines = [f'skipped {count} unreadable images'
+           f'{", listed in " + features.SKIPPED_IMAGES_FILE if count else ""}']
+  lines += [f'  {s["path"]}: {s["reason"]}' for s in listed]
+  if count > len(listed):
+    lines.append(f'  ... and {count - len(listed)} more')
+  return lines
 
 
 def _split_counts(statistics) -> Dict[str, int]:
@@ -190,7 +211,7 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
   for node_id, type_name, artifact in rows:
     detail = _describe(artifact, type_name, counts, evaluation_uri)
     print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
-    if detail:
-      print(f'  {"":<18} {"":<18} {detail}', file=out)
+    for line in detail.splitlines():
+      print(f'  {"":<18} {"":<18} {line}', file=out)
   print(f'\nML Metadata (SQLite): {metadata_path}', file=out)
   print(f'Full log: {log_path}', file=out)

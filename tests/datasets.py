@@ -24,6 +24,10 @@ def images_and_labels(count: int, geometry=features.MNIST_GEOMETRY,
   noise = rng.integers(0, 20, size=shape)
   level = (labels.astype(np.int64) * 25).reshape((count,) + (1,) * (len(shape) - 1))
   images = (noise + level).clip(0, 255).astype(np.uint8)
+  # Stretched to the full grey range like MNIST's: one black, one white pixel.
+  if count:
+    flat = images.reshape(count, -1)
+    flat[:, 0], flat[:, -1] = 0, 255
   if not learnable:
     labels = rng.permutation(labels)
   return images, labels

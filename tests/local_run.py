@@ -1,6 +1,7 @@
 """Running local_runner.py the way a user does: as a program."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -10,10 +11,34 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
 
 
-def run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-  """Runs local_runner.py with `args`; its output is printed for pytest -rA."""
+# Root reads any file whatever its mode; without these two capabilities it
+# obeys file permissions like any user (setpriv is part of util-linux).
+_OBEY_PERMISSIONS = ['setpriv', '--bounding-set=-dac_override,-dac_read_search',
+                     '--']
+
+
+def permissions_enforceable() -> str:
+  """'' when a test can make a file unreadable to local_runner.py, else why not."""
+  if os.geteuid() != 0:
+    return ''
+  if not shutil.which('setpriv'):
+    return 'running as root, and setpriv (to drop root\'s file access) is missing'
+  probe = subprocess.run([*_OBEY_PERMISSIONS, 'true'], capture_output=True)
+  if probe.returncode:
+    return f'running as root, and setpriv cannot drop capabilities: {probe.stderr!r}'
+  return ''
+
+
+def run(*args: str, timeout: int = 900,
+        obey_permissions: bool = False) -> subprocess.CompletedProcess:
+  """Runs local_runner.py with `args`; its output is printed for pytest -rA.
+
+  obey_permissions: when root, run without root's power to read any file.
+  """
+  prefix = _OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0 else []
   result = subprocess.run(
-      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'), *args],
+      [*prefix, sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
+       *args],
       capture_output=True, text=True, cwd=PROJECT_DIR, timeout=timeout)
   print(result.stdout, result.stderr)
   return result

@@ -135,10 +135,57 @@ def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
 def test_options_round_trip():
   options = ImageExampleGenOptions(
       input_format='images', class_names=['x', 'y'],
-      geometry=features.ImageGeometry(32, 30, 3), num_shards=3)
+      geometry=features.ImageGeometry(32, 30, 3), num_shards=3,
+      skip_bad_images=True)
   exec_properties = {standard_component_specs.CUSTOM_CONFIG_KEY:
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
   with pytest.raises(ValueError, match='input_format'):
     ImageExampleGenOptions(input_format='csv')
   np.testing.assert_equal(ImageExampleGenOptions().num_shards, 16)
+
+
+def test_skip_bad_images_records_what_it_skipped(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data))
+  (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
+  (data / 'eval' / 'cat' / '0.png').write_bytes(b'')
+  examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+      input_format='images', skip_bad_images=True))
+  assert len(examples_io.read_split(examples.uri, 'train')) == 11
+  assert len(examples_io.read_split(examples.uri, 'eval')) == 5
+  want = [
+      {'split': 'eval', 'path': str(data / 'eval' / 'cat' / '0.png'),
+       'reason': 'empty file (0 bytes)'},
+      {'split': 'train', 'path': str(data / 'train' / 'dog' / '1.jpg'),
+       'reason': 'cannot decode image: not a PNG or JPEG image'},
+  ]
+  listed = json.loads(examples.get_string_custom_property(
+      features.SKIPPED_IMAGES_LIST_PROPERTY))
+  with open(os.path.join(examples.uri, features.SKIPPED_IMAGES_FILE)) as f:
+    assert json.load(f) == listed
+  assert examples.get_int_custom_property(features.SKIPPED_IMAGES_PROPERTY) == 2
+  assert [s['split'] for s in listed] == ['eval', 'train']
+  for got, expected in zip(listed, want):
+    assert got['path'] == expected['path']
+    assert got['reason'].startswith(expected['reason'])
+  # Only the splits and the records of what happened are left behind.
+  assert sorted(os.listdir(examples.uri)) == [
+      'Split-eval', 'Split-train', features.CLASS_NAMES_FILE,
+      features.SKIPPED_IMAGES_FILE]
+
+
+def test_skip_bad_images_still_fails_a_split_left_empty(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data), per_class={'train': 2, 'eval': 1})
+  for image in (data / 'eval').glob('*/*'):
+    image.write_bytes(b'')
+  with pytest.raises(InputDataError,
+                     match=r"/eval: all 3 images of split 'eval' are unreadable"):
+    run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+        input_format='images', skip_bad_images=True))
+
+
+def test_skip_bad_images_is_for_image_folders():
+  with pytest.raises(ValueError, match='skip_bad_images applies to image folders'):
+    ImageExampleGenOptions(input_format='idx', skip_bad_images=True)

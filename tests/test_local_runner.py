@@ -1,7 +1,10 @@
 """The data half of the DAG through local_runner.py: real LocalDagRunner,
 real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
 
+import gzip
+import json
 import os
+import pathlib
 
 import pytest
 
@@ -109,44 +112,120 @@ def test_anomalies_stop_the_run_and_say_why(tmp_path):
 
 @pytest.mark.parametrize('layout, damage, message', [
     ('idx', 'truncate', 'train-images-idx3-ubyte.gz: corrupt or truncated gzip data'),
+    ('idx', 'not_gzip', 'train-images-idx3-ubyte.gz: not gzip data despite its .gz name'),
     ('idx', 'magic', 'train-labels-idx1-ubyte.gz: not an IDX file: bad magic number'),
     ('idx', 'count', 't10k-images-idx3-ubyte.gz: holds 20 images but'),
+    ('idx', 'label', 'train-labels-idx1-ubyte.gz: 28 labels outside the '
+     'class range 0..2 (first: label 3 of record 3)'),
+    ('idx', 'empty_split', 'train-images-idx3-ubyte.gz: the split holds no images'),
     ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
     ('images', 'empty', 'eval/cat/1.jpg: empty file (0 bytes)'),
+    ('images', 'not_image', 'train/cat/notes.txt: not an image file'),
+    ('images', 'empty_class', "train/dog: class folder 'dog' holds no images"),
+    ('images', 'unreadable', "train/fish: cannot read class folder 'fish'"),
 ])
 def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
   data = tmp_path / 'data'
+  if damage == 'unreadable' and local_run.permissions_enforceable():
+    pytest.skip(local_run.permissions_enforceable())
   if layout == 'idx':
-    datasets.write_idx_dataset(str(data))
+    datasets.write_idx_dataset(
+        str(data), {'train': 0, 't10k': 5} if damage == 'empty_split' else None)
   else:
     datasets.write_image_folder(str(data))
+  class_names = []
   if damage == 'truncate':
     path = data / 'train-images-idx3-ubyte.gz'
     path.write_bytes(path.read_bytes()[:-300])
+  elif damage == 'not_gzip':  # E.g. an error page saved under the file's name.
+    (data / 'train-images-idx3-ubyte.gz').write_text('<html>Not Found</html>')
   elif damage == 'magic':
-    (data / 'train-labels-idx1-ubyte.gz').write_bytes(b'\x00\x00\x00\x00' * 20)
+    (data / 'train-labels-idx1-ubyte.gz').write_bytes(
+        gzip.compress(b'\x00\x00\x00\x00' * 20))
   elif damage == 'count':
     datasets.write_idx_dataset(str(tmp_path / 'other'), {'t10k': 19})
     os.replace(tmp_path / 'other' / 't10k-labels-idx1-ubyte.gz',
                data / 't10k-labels-idx1-ubyte.gz')
+  elif damage == 'label':  # Labels 0..9 in the files, three classes named.
+    class_names = ['--class-names', 'a,b,c']
+  elif damage == 'empty_split':
+    class_names = ['--class-names', 'a,b,c,d,e']
   elif damage == 'corrupt':
     path = data / 'train' / 'dog' / '2.png'
     path.write_bytes(path.read_bytes()[:50])
   elif damage == 'empty':
     (data / 'eval' / 'cat' / '1.jpg').write_bytes(b'')
+  elif damage == 'not_image':
+    (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
+  elif damage == 'empty_class':
+    for image in (data / 'train' / 'dog').iterdir():
+      image.unlink()
+  elif damage == 'unreadable':
+    (data / 'train' / 'fish').chmod(0)
 
-  result = run('--data-dir', str(data), '--input-format', layout,
-               '--output-dir', str(tmp_path / 'out'),
-               *([ONE_PROCESS] if layout == 'idx' else []))
+  try:
+    result = run('--data-dir', str(data), '--input-format', layout,
+                 '--output-dir', str(tmp_path / 'out'), *class_names,
+                 *([ONE_PROCESS] if damage not in ('corrupt', 'empty') else []),
+                 obey_permissions=True)
+  finally:
+    if damage == 'unreadable':
+      (data / 'train' / 'fish').chmod(0o755)  # So that pytest can clean up.
   assert result.returncode == 1
   assert '✘ ImageExampleGen' in result.stdout
-  assert f'error in ImageExampleGen: {data}/{message}' in result.stderr
+  # One line, naming the file and the problem.
+  [error] = [l for l in result.stderr.splitlines() if l.startswith('error')]
+  assert error.startswith(f'error in ImageExampleGen: {data}/{message}')
 
   store = mlmd.open_store(str(tmp_path / 'out'))
   assert mlmd.execution_states(store) == {'ImageExampleGen': ['FAILED']}
   assert mlmd.live_artifacts(store, 'Examples') == []
   examples_dir = tmp_path / 'out' / 'pipeline' / 'ImageExampleGen' / 'examples'
   assert not examples_dir.exists() or not any(examples_dir.iterdir())
+
+
+def test_skip_bad_images_skips_records_and_reports(tmp_path):
+  data = tmp_path / 'pets'
+  datasets.write_image_folder(str(data))
+  bad = {data / 'train' / 'dog' / '2.png': 'cannot decode image',
+         data / 'train' / 'cat' / 'notes.txt': 'not an image file',
+         data / 'eval' / 'fish' / '1.jpg': 'empty file (0 bytes)'}
+  (data / 'train' / 'dog' / '2.png').write_bytes(b'\x89PNG\r\n\x1a\n broken')
+  (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
+  (data / 'eval' / 'fish' / '1.jpg').write_bytes(b'')
+  result = run('--data-dir', str(data), '--input-format', 'images',
+               '--skip-bad-images', '--output-dir', str(tmp_path / 'out'),
+               ONE_PROCESS, '--to-node', 'StatisticsGen')
+  assert result.returncode == 0
+  assert 'train: 11 records in 16 shards; eval: 5 records in 16 shards' in result.stdout
+  assert 'skipped 3 unreadable images, listed in skipped_images.json' in result.stdout
+  for path, reason in bad.items():
+    assert f'  {path}: {reason}' in result.stdout
+
+  store = mlmd.open_store(str(tmp_path / 'out'))
+  [examples] = mlmd.live_artifacts(store, 'Examples')
+  assert examples.custom_properties['skipped_images'].int_value == 3
+  listed = json.loads(
+      examples.custom_properties['skipped_images_list'].string_value)
+  with open(os.path.join(examples.uri, 'skipped_images.json')) as f:
+    assert json.load(f) == listed
+  assert len(listed) == 3
+  for skipped in listed:
+    assert skipped['reason'].startswith(bad[pathlib.Path(skipped['path'])])
+  # The choice is on the execution too, for whoever audits the run.
+  [execution] = [e for e in store.get_executions()
+                 if e.type.endswith('.ImageExampleGen')]
+  config = json.loads(execution.custom_properties['custom_config'].string_value)
+  assert config['custom_config']['value']['skip_bad_images'] is True
+
+
+def test_skip_bad_images_is_for_image_folders(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), '--skip-bad-images',
+               '--output-dir', str(tmp_path / 'out'))
+  assert result.returncode != 0
+  assert ('error: --skip-bad-images applies to image folders only'
+          in result.stderr)
 
 
 def test_to_node_must_name_a_component(tmp_path):
@@ -162,6 +241,24 @@ def test_missing_data_dir(tmp_path):
                str(tmp_path / 'out'))
   assert result.returncode != 0
   assert f'{tmp_path}/nowhere: no such directory' in result.stderr
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+
+
+def test_unreadable_data_dir(tmp_path):
+  if local_run.permissions_enforceable():
+    pytest.skip(local_run.permissions_enforceable())
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  (tmp_path / 'mnist').chmod(0)
+  try:
+    result = run('--data-dir', str(tmp_path / 'mnist'), '--output-dir',
+                 str(tmp_path / 'out'), obey_permissions=True)
+  finally:
+    (tmp_path / 'mnist').chmod(0o755)
+  assert result.returncode != 0
+  assert (f'error: --data-dir {tmp_path}/mnist: permission denied'
+          in result.stderr)
+  # Stopped before anything ran: nothing in ML Metadata.
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
 
 
 def test_help_explains_every_flag():
@@ -171,5 +268,6 @@ def test_help_explains_every_flag():
                '--schema', '--class-names', '--image-size', '--channels',
                '--num-shards', '--no-cache', '--verbose', '--epochs',
                '--train-steps', '--batch-size', '--learning-rate',
-               '--accuracy-threshold', '--to-node'):
+               '--accuracy-threshold', '--to-node', '--span-dir-pattern',
+               '--freeze-schema', '--skip-bad-images'):
     assert flag in result.stdout

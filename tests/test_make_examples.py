@@ -15,6 +15,12 @@ def test_make_examples_equals_make_example(geometry):
   # Labels past 127 take a two-byte varint: the templates differ in length.
   labels = np.array([0, 7, 127, 128, 300, 7, 0], np.int64)
   images = rng.integers(0, 256, (len(labels), *geometry.shape), np.uint8)
+  # Pixel ranges of one and two varint bytes, and constant images (whose
+  # pixels could be mistaken for other bytes of the record).
+  images[1] = 0
+  images[2] = 200
+  images[3] = rng.integers(3, 131, geometry.shape, np.uint8)
+  images[4] = 10
 
   records = features.make_examples(images, labels, geometry)
 

@@ -2,6 +2,7 @@
 TFMA and ML Metadata, then the pushed model answered through both signatures."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -83,12 +84,103 @@ def test_both_signatures_answer_and_agree(pushed):
     np.testing.assert_array_equal(out['classes'].numpy(), classes[:20])
 
 
-def test_serve_images_rejects_the_wrong_size(pushed):
-  tmp, _, _ = pushed
+@pytest.fixture(scope='module')
+def served(pushed):
+  """The pushed model, loaded as a serving client would, and good requests."""
+  tmp, written, _ = pushed
   model = tf.saved_model.load(
       serving.latest_pushed_model(str(tmp / 'out' / 'serving_model')))
-  with pytest.raises(tf.errors.InvalidArgumentError, match='configured geometry'):
-    model.signatures['serve_images'](images=tf.zeros([2, 32, 32], tf.uint8))
+  images = written['t10k'][0][:8]
+  return model, images, serving.serialized_examples(images)
+
+
+def _example(serialized: bytes, change) -> bytes:
+  example = tf.train.Example.FromString(serialized)
+  change(example.features.feature)
+  return example.SerializeToString()
+
+
+def _set_height(feature):
+  feature['height'].int64_list.value[0] = 32
+
+
+def _short_image(feature):
+  feature['image'].bytes_list.value[0] = bytes(100)
+
+
+def _no_image(feature):
+  del feature['image']
+
+
+def _float_image(feature):
+  feature['image'].ClearField('bytes_list')
+  feature['image'].float_list.value.append(0.5)
+
+
+# (signature, what is wrong, the request, what the error says).
+BAD_REQUESTS = [
+    ('serve_images', 'wrong size',
+     lambda images, examples: tf.zeros([2, 32, 32], tf.uint8),
+     'image height differs from the configured geometry 28x28x1'),
+    ('serve_images', 'wrong channel count',
+     lambda images, examples: tf.zeros([2, 28, 28, 3], tf.uint8),
+     'image channels differs from the configured geometry 28x28x1'),
+    ('serve_images', 'no batch dimension',
+     lambda images, examples: tf.constant(images[0]),
+     'images must be uint8 [N, H, W] or [N, H, W, C]'),
+    ('serve_images', 'float pixels',
+     lambda images, examples: tf.constant(images / 255.0, tf.float32),
+     'expected to be a uint8 tensor but is a float tensor'),
+    ('serving_default', 'not a tf.Example',
+     lambda images, examples: tf.constant([examples[0], b'not an Example']),
+     "Could not parse example input, value: 'not an Example'"),
+    ('serving_default', 'image of the wrong byte length',
+     lambda images, examples: tf.constant(
+         [examples[0], _example(examples[1], _short_image)]),
+     'image must hold 784 bytes: raw uint8 pixels of the configured geometry '
+     '28x28x1'),
+    ('serving_default', 'height of another geometry',
+     lambda images, examples: tf.constant([_example(examples[0], _set_height)]),
+     'image height differs from the configured geometry 28x28x1'),
+    ('serving_default', 'no image',
+     lambda images, examples: tf.constant([_example(examples[0], _no_image)]),
+     'Feature: image (data type: string) is required but could not be found'),
+    ('serving_default', 'image as floats',
+     lambda images, examples: tf.constant([_example(examples[0], _float_image)]),
+     "Key: image, Index: 0.  Data types don't match. Data type: float but "
+     'expected type: string'),
+    ('serving_default', 'floats instead of strings',
+     lambda images, examples: tf.zeros([2], tf.float32),
+     'expected to be a string tensor but is a float tensor'),
+]
+
+
+@pytest.mark.parametrize('signature, problem, request_fn, message', BAD_REQUESTS,
+                         ids=[f'{s}: {p}' for s, p, _, _ in BAD_REQUESTS])
+def test_malformed_requests_are_rejected_and_serving_goes_on(
+    served, signature, problem, request_fn, message):
+  del problem  # In the test id.
+  model, images, examples = served
+  answer_images = model.signatures['serve_images'](images=tf.constant(images))
+  answer_examples = model.signatures['serving_default'](
+      examples=tf.constant(examples))
+
+  with pytest.raises((tf.errors.InvalidArgumentError, TypeError, ValueError),
+                     match=re.escape(message)):
+    request = request_fn(images, examples)
+    key = 'images' if signature == 'serve_images' else 'examples'
+    model.signatures[signature](**{key: request})
+
+  # The same model keeps answering good requests, with the same answers.
+  again_images = model.signatures['serve_images'](images=tf.constant(images))
+  again_examples = model.signatures['serving_default'](
+      examples=tf.constant(examples))
+  for before, after in ((answer_images, again_images),
+                        (answer_examples, again_examples)):
+    np.testing.assert_array_equal(after['classes'].numpy(),
+                                  before['classes'].numpy())
+    np.testing.assert_allclose(after['probabilities'].numpy(),
+                               before['probabilities'].numpy(), rtol=1e-6)
 
 
 def test_a_model_below_the_threshold_is_not_pushed(tmp_path):

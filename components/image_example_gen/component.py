@@ -3,6 +3,7 @@
 from typing import Optional, Sequence
 
 from tfx.components.example_gen.component import FileBasedExampleGen
+from tfx.components.example_gen.utils import SPAN_SPEC
 from tfx.dsl.components.base import executor_spec
 from tfx.proto import example_gen_pb2
 from tfx.proto import range_config_pb2
@@ -13,15 +14,28 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import features
 
 
-def default_input_config(input_format: str) -> example_gen_pb2.Input:
+def default_input_config(input_format: str,
+                         span_dir_pattern: Optional[str] = None
+                         ) -> example_gen_pb2.Input:
   """The splits of a dataset laid out the usual way.
 
   idx:    train from train-* files, eval from t10k-* (MNIST's official test
           set, so the Evaluator reports the number papers quote).
   images: train from train/<class>/<image>, eval from eval/<class>/<image>.
+
+  span_dir_pattern: data arrives in drops, one folder per span, each laid
+  out as above, e.g. 'span-{SPAN}' for span-1/, span-2/, ... TFX's driver
+  picks the newest span and records its number on the Examples artifact.
   """
   patterns = ({'train': 'train-*', 'eval': 't10k-*'} if input_format == 'idx'
               else {'train': 'train/*/*', 'eval': 'eval/*/*'})
+  if span_dir_pattern is not None:
+    if '{SPAN' not in span_dir_pattern or '/' in span_dir_pattern.strip('/'):
+      raise ValueError(
+          f'span_dir_pattern must be one folder name containing {SPAN_SPEC}, '
+          f'e.g. span-{SPAN_SPEC}; got {span_dir_pattern!r}')
+    patterns = {name: f'{span_dir_pattern.strip("/")}/{pattern}'
+                for name, pattern in patterns.items()}
   return example_gen_pb2.Input(splits=[
       example_gen_pb2.Input.Split(name=name, pattern=pattern)
       for name, pattern in patterns.items()
@@ -45,15 +59,19 @@ class ImageExampleGen(FileBasedExampleGen):
       class_names: Optional[Sequence[str]] = None,
       image_geometry: features.ImageGeometry = features.MNIST_GEOMETRY,
       num_shards: int = DEFAULT_NUM_SHARDS,
+      skip_bad_images: bool = False,
+      span_dir_pattern: Optional[str] = None,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
       range_config: Optional[range_config_pb2.RangeConfig] = None):
     options = ImageExampleGenOptions(
         input_format=input_format, class_names=class_names,
-        geometry=image_geometry, num_shards=num_shards)
+        geometry=image_geometry, num_shards=num_shards,
+        skip_bad_images=skip_bad_images)
     super().__init__(
         input_base=input_base,
-        input_config=input_config or default_input_config(input_format),
+        input_config=input_config or default_input_config(
+            input_format, span_dir_pattern),
         output_config=output_config,
         custom_config=options.to_custom_config(),
         range_config=range_config)

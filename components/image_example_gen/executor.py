@@ -14,8 +14,9 @@ spans and versions. `Do` is ours, for two reasons:
     records, and gets them from TFX's own GenerateExamplesByBeam.
 """
 
+import json
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import apache_beam as beam
@@ -47,6 +48,12 @@ _IDX_FILES_KEY = '_idx_files'
 _IDX_RECORDS_PER_CHUNK = 10_000
 # Image-folder records are written in batches of up to this many.
 _RECORDS_PER_WRITE = 1000
+# Where Do tells each split's transform to write the images it skipped
+# ({split pattern: file}); Beam writes them, Do gathers them afterwards.
+_SKIPPED_FILES_KEY = '_skipped_files'
+_SKIPPED = 'skipped'
+# Skipped images listed in ML Metadata; the file next to the splits has all.
+_MAX_SKIPPED_LISTED = 100
 
 
 def _split_patterns(exec_properties: Dict[str, Any]) -> List[str]:
@@ -178,9 +185,36 @@ def _image_file_to_example(readable: fileio.ReadableFile,
                            geometry: features.ImageGeometry) -> bytes:
   path = readable.metadata.path
   label = image_folder.label_of(path, class_names)
+  try:
+    data = readable.read()
+  except (IOError, tf.errors.OpError) as e:
+    raise InputDataError(path, f'cannot read file: {e}') from e
   return features.make_example(
-      image_folder.decode_image(path, readable.read(), geometry), geometry,
-      label)
+      image_folder.decode_image(path, data, geometry), geometry, label)
+
+
+class _DecodeImages(beam.DoFn):
+  """Image files to serialized Examples.
+
+  Strict by default: an unreadable image fails the run. With `skip_bad`, it
+  goes to the 'skipped' output instead, as {'path', 'reason'}.
+  """
+
+  def __init__(self, class_names: Sequence[str],
+               geometry: features.ImageGeometry, skip_bad: bool):
+    super().__init__()
+    self._class_names = class_names
+    self._geometry = geometry
+    self._skip_bad = skip_bad
+
+  def process(self, readable: fileio.ReadableFile):
+    try:
+      yield _image_file_to_example(readable, self._class_names, self._geometry)
+    except InputDataError as e:
+      if not self._skip_bad:
+        raise
+      yield beam.pvalue.TaggedOutput(_SKIPPED,
+                                     {'path': e.path, 'reason': e.problem})
 
 
 @beam.ptransform_fn
@@ -188,14 +222,25 @@ def _image_file_to_example(readable: fileio.ReadableFile,
 @beam.typehints.with_output_types(bytes)
 def _ImageFolderToExample(pipeline: beam.Pipeline, split_pattern: str,
                           class_names: Sequence[str],
-                          geometry: features.ImageGeometry
+                          geometry: features.ImageGeometry,
+                          skipped_file: Optional[str] = None
                           ) -> beam.pvalue.PCollection:
+  """Reads a split of class folders; with `skipped_file`, skips unreadable
+  images and writes them there, one JSON object per line."""
   image_folder.check_split(split_pattern, class_names)
-  return (pipeline
-          | 'Match' >> fileio.MatchFiles(split_pattern)
-          | 'Distribute' >> beam.Reshuffle()
-          | 'Read' >> fileio.ReadMatches()
-          | 'Decode' >> beam.Map(_image_file_to_example, class_names, geometry))
+  decoded = (pipeline
+             | 'Match' >> fileio.MatchFiles(split_pattern)
+             | 'Distribute' >> beam.Reshuffle()
+             | 'Read' >> fileio.ReadMatches()
+             | 'Decode' >> beam.ParDo(_DecodeImages(
+                 class_names, geometry, skip_bad=bool(skipped_file))
+                                     ).with_outputs(_SKIPPED, main='examples'))
+  if skipped_file:
+    _ = (decoded[_SKIPPED]
+         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
+         | 'WriteSkipped' >> beam.io.WriteToText(
+             skipped_file, num_shards=1, shard_name_template=''))
+  return decoded.examples
 
 
 @beam.ptransform_fn
@@ -215,9 +260,10 @@ def _ImageToExampleBatches(pipeline: beam.Pipeline,
              _idx_split_files(split_pattern))
     return pipeline | 'Idx' >> _IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
         files, class_names, options.num_shards)
+  skipped_file = exec_properties.get(_SKIPPED_FILES_KEY, {}).get(split_pattern)
   return (pipeline
           | 'ImageFolder' >> _ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-              split_pattern, class_names, options.geometry)
+              split_pattern, class_names, options.geometry, skipped_file)
           | 'Batch' >> beam.BatchElements(max_batch_size=_RECORDS_PER_WRITE))
 
 
@@ -305,6 +351,16 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         example_gen_utils.generate_output_split_names(input_config,
                                                       output_config))
 
+    if options.skip_bad_images:
+      # Beam writes each split's skipped images to a file of its own in
+      # here; Do gathers them once the pipeline has run.
+      skipped_dir = os.path.join(examples.uri, '.skipped')
+      skipped_files = {
+          pattern: os.path.join(skipped_dir, f'{name}.jsonl')
+          for name, pattern in zip(
+              [split.name for split in input_config.splits], patterns)}
+      exec_properties[_SKIPPED_FILES_KEY] = skipped_files
+
     logging.info('Generating examples with classes %s.', class_names)
     with self._make_beam_pipeline() as pipeline:
       for split, batches in self._example_batches_by_split(
@@ -312,6 +368,11 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         _ = batches | f'WriteSplit[{split}]' >> _WriteSplit(  # pylint: disable=no-value-for-parameter
             artifact_utils.get_split_uri(examples_channel, split),
             options.num_shards)
+
+    if options.skip_bad_images:
+      _record_skipped_images(examples, [split.name for split in
+                                        input_config.splits],
+                             skipped_files, skipped_dir)
 
     examples_utils.set_payload_format(examples,
                                       example_gen_pb2.FORMAT_TF_EXAMPLE)
@@ -323,3 +384,39 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     features.write_class_names(
         os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
     logging.info('Examples generated.')
+
+
+def _record_skipped_images(examples, split_names: Sequence[str],
+                           skipped_files: Dict[str, str],
+                           skipped_dir: str) -> None:
+  """Gathers what the workers skipped onto the Examples artifact.
+
+  `skipped_files` maps each split's pattern to the file Beam wrote its
+  skipped images to, in the order of `split_names`.
+  """
+  skipped = []
+  for name, (pattern, path) in zip(split_names, skipped_files.items()):
+    lines = []
+    if tf.io.gfile.exists(path):
+      with tf.io.gfile.GFile(path) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    if lines and len(lines) == len(tf.io.gfile.glob(pattern)):
+      # Nothing left to learn from: an empty split, whatever the option says.
+      raise InputDataError(
+          os.path.dirname(os.path.dirname(pattern)),
+          f'all {len(lines)} images of split {name!r} are unreadable '
+          f'(first: {lines[0]["path"]}: {lines[0]["reason"]})')
+    skipped += [{'split': name, **line} for line in lines]
+  tf.io.gfile.rmtree(skipped_dir)
+  skipped.sort(key=lambda s: (s['split'], s['path']))
+  if skipped:
+    logging.warning('Skipped %d unreadable images, e.g. %s: %s', len(skipped),
+                    skipped[0]['path'], skipped[0]['reason'])
+  with tf.io.gfile.GFile(
+      os.path.join(examples.uri, features.SKIPPED_IMAGES_FILE), 'w') as f:
+    json.dump(skipped, f, indent=1)
+  examples.set_int_custom_property(features.SKIPPED_IMAGES_PROPERTY,
+                                   len(skipped))
+  examples.set_string_custom_property(
+      features.SKIPPED_IMAGES_LIST_PROPERTY,
+      json.dumps(skipped[:_MAX_SKIPPED_LISTED]))

@@ -88,6 +88,11 @@ def _parse_header(stream: BinaryIO, path: str, gzipped: bool) -> IdxHeader:
   magic = _read_exactly(stream, 4, path, 'the IDX magic number')
   zero, type_code, ndim = struct.unpack('>HBB', magic)
   if zero != 0 or type_code not in _DTYPES or ndim == 0:
+    if not gzipped and path.endswith('.gz'):
+      # Most likely a download that went wrong: an HTML page, or garbage.
+      raise InputDataError(
+          path, 'not gzip data despite its .gz name, and not an IDX file '
+          f'either (first bytes 0x{magic.hex()})')
     raise InputDataError(
         path, f'not an IDX file: bad magic number 0x{magic.hex()} '
         '(expected 0x0000 + a type code + the number of dimensions, '

@@ -38,6 +38,12 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
   """Fails early on a missing split, an empty or unknown class folder."""
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
+  if not dirs and tf.io.gfile.isdir(split_dir):
+    try:
+      tf.io.gfile.listdir(split_dir)
+    except tf.errors.OpError as e:
+      raise InputDataError(split_dir, f'cannot read the split folder: '
+                           f'{e.message}') from e
   if not dirs:
     raise InputDataError(
         split_dir, 'no class folders found (expected '
@@ -48,7 +54,13 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
       raise InputDataError(
           d, f'class folder {name!r} is not one of the configured class '
           f'names {list(class_names)}')
-    if not tf.io.gfile.listdir(d):
+    try:
+      entries = tf.io.gfile.listdir(d)
+    except tf.errors.OpError as e:
+      # Globbing skips folders it cannot read without a word: say it here.
+      raise InputDataError(d, f'cannot read class folder {name!r}: '
+                           f'{e.message}') from e
+    if not entries:
       raise InputDataError(d, f'class folder {name!r} holds no images')
 
 
@@ -71,6 +83,10 @@ def decode_image(path: str, data: bytes,
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
       pixels = np.asarray(image, dtype=np.uint8)
-  except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+  except UnidentifiedImageError as e:
+    # PIL's own message names only its in-memory buffer.
+    raise InputDataError(path, 'cannot decode image: not a PNG or JPEG image, '
+                         'or damaged beyond recognition') from e
+  except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()

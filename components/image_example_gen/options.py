@@ -31,11 +31,15 @@ class ImageExampleGenOptions:
     files carry their own geometry).
   num_shards: output files per split. Beam's DirectRunner writes one file per
     worker (two on a laptop), too few for the Trainer to interleave reads.
+  skip_bad_images: 'images' only: skip files that cannot be read as images
+    (corrupt, empty, not an image) instead of failing, and record which on
+    the Examples artifact. Off by default: bad data stops the run.
   """
   input_format: str = 'idx'
   class_names: Optional[Sequence[str]] = None
   geometry: features.ImageGeometry = features.MNIST_GEOMETRY
   num_shards: int = DEFAULT_NUM_SHARDS
+  skip_bad_images: bool = False
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -43,6 +47,9 @@ class ImageExampleGenOptions:
                        f'got {self.input_format!r}')
     if self.num_shards < 1:
       raise ValueError(f'num_shards must be at least 1, got {self.num_shards}')
+    if self.skip_bad_images and self.input_format != 'images':
+      raise ValueError('skip_bad_images applies to image folders only '
+                       "(input_format 'images')")
     if self.class_names is not None:
       names = list(self.class_names)
       if not names or len(set(names)) != len(names):
@@ -56,6 +63,7 @@ class ImageExampleGenOptions:
         'image_width': self.geometry.width,
         'image_channels': self.geometry.channels,
         'num_shards': self.num_shards,
+        'skip_bad_images': self.skip_bad_images,
     }
 
   @classmethod
@@ -66,7 +74,8 @@ class ImageExampleGenOptions:
         geometry=features.ImageGeometry(
             int(d['image_height']), int(d['image_width']),
             int(d['image_channels'])),
-        num_shards=int(d['num_shards']))
+        num_shards=int(d['num_shards']),
+        skip_bad_images=bool(d.get('skip_bad_images', False)))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()
