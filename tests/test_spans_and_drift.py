@@ -9,6 +9,9 @@ or pushes on it, and the earlier spans' artifacts stay as they were.
 
 import hashlib
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 
@@ -109,6 +112,13 @@ def test_new_spans_that_drift_are_stopped_at_the_gate(tmp_path):
     anomalies = max(mlmd.live_artifacts(store, 'ExampleAnomalies'),
                     key=lambda a: a.id)
     assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
+    # The inspection tool tells the same story about the run.
+    inspected = subprocess.run(
+        [sys.executable, '-m', 'pipeline.inspect', '--output-dir', str(out),
+         'anomalies', 'latest'], capture_output=True, text=True,
+        cwd=local_run.PROJECT_DIR, check=True).stdout
+    for feature in drifted_features:
+      assert re.search(rf'\b{feature}\b', inspected), (drift, inspected)
     states = mlmd.execution_states(store)
     assert states['ValidationGate'][-1] == 'FAILED', drift
     # Nothing downstream of the gate ever ran, nothing was trained or pushed.
