@@ -8,9 +8,11 @@ written) whose elements are *lists* of serialized records: each list is
 framed in one go and compressed in one call. The files are ordinary gzipped
 TFRecord files.
 
-gzip level 1 instead of zlib's default 6: on MNIST it compresses 3.2x
-faster for 12% more bytes (10.98 vs 9.82 MB of train pixels), and reading
-is as fast either way.
+Compressed with ISA-L (`isal`, Intel's optimised deflate; standard gzip
+files) at level 1: on MNIST's 47 MB of training pixels it takes 0.044 s
+against zlib's 0.37 s at its level 1 and 3.2x that at zlib's default 6, and
+writes fewer bytes than zlib level 1 (10.56 vs 10.98 MB). Reading is
+TensorFlow's own gzip reader either way.
 """
 
 import struct
@@ -21,6 +23,7 @@ import apache_beam as beam
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 import google_crc32c
+from isal import isal_zlib
 
 GZIP_LEVEL = 1
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
@@ -53,7 +56,8 @@ class _GzipWriter:
 
   def __init__(self, raw):
     self._raw = raw
-    self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    self._compressor = isal_zlib.compressobj(GZIP_LEVEL, isal_zlib.DEFLATED,
+                                             _GZIP_WBITS)
 
   def write(self, data: bytes) -> None:
     self._raw.write(self._compressor.compress(data))
