@@ -18,6 +18,7 @@ removes the directories it was writing.
 import dataclasses
 import fcntl
 import os
+import shutil
 from typing import IO, List
 
 from ml_metadata import metadata_store
@@ -100,7 +101,6 @@ def close_interrupted(
 
   Call it only while holding `lock_output_dir`, before the run starts.
   """
-  import shutil  # pylint: disable=g-import-not-at-top
   store = metadata_store.MetadataStore(connection_config)
   pipeline_context = store.get_context_by_type_and_name('pipeline',
                                                         pipeline_name)

@@ -106,19 +106,17 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
 
 def validation_failures(evaluation_uri: str) -> List[str]:
   """Why the Evaluator did not bless a model, one line per failed check."""
-  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  result = tfma.load_validation_result(evaluation_uri)
+  from pipeline.inspect import evaluation  # pylint: disable=g-import-not-at-top
   reasons = []
-  for per_slice in result.metric_validations_per_slice:
-    for failure in per_slice.failures:
-      name = failure.metric_key.name
-      value = failure.metric_value.double_value.value
-      if failure.metric_key.is_diff:
-        reasons.append(f'{name} {value:+.4f} against the last blessed model '
-                       '(worse)')
-      else:
-        bound = failure.metric_threshold.value_threshold.lower_bound.value
-        reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
+  for _, failure in evaluation.failed_checks(evaluation_uri)[1]:
+    name = failure.metric_key.name
+    value = evaluation.metric_value(failure.metric_value)
+    if failure.metric_key.is_diff:
+      reasons.append(f'{name} {value:+.4f} against the last blessed model '
+                     '(worse)')
+    else:
+      bound = failure.metric_threshold.value_threshold.lower_bound.value
+      reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
   return reasons
 
 

@@ -44,7 +44,7 @@ def wait_for_execution(output_dir: str, node_id: str, state: str = 'RUNNING',
   """Polls the store of a run in progress until `node_id` has an execution
   in `state`; fails early if `process` ends first."""
   deadline = time.monotonic() + timeout
-  path = f'{output_dir}/{configs.METADATA_DB_NAME}'
+  path = inspect_store.sqlite_path(output_dir=output_dir)
   while time.monotonic() < deadline:
     if process is not None and process.poll() is not None:
       raise AssertionError(f'the run ended before {node_id} was {state}:\n'

@@ -5,7 +5,7 @@ two models 'candidate' and 'baseline' and adds diff metrics (candidate minus
 baseline); the validation result lists every threshold a metric failed.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from pipeline.inspect import queries
 from pipeline.inspect.errors import InspectError
@@ -13,7 +13,7 @@ from pipeline.inspect.errors import InspectError
 _BASELINE = 'baseline'
 
 
-def _metric_value(value) -> Optional[float]:
+def metric_value(value) -> Optional[float]:
   kind = value.WhichOneof('type')
   if kind == 'double_value':
     return value.double_value.value
@@ -28,6 +28,18 @@ def _slice_name(slice_key) -> str:
     kind = single.WhichOneof('kind')
     parts.append(f'{single.column}={getattr(single, kind) if kind else ""}')
   return ', '.join(parts) or 'Overall'
+
+
+def failed_checks(evaluation_uri: str
+                  ) -> Tuple[bool, List[Tuple[str, Any]]]:
+  """TFMA's validation of an Evaluator output: whether every threshold was
+  met, and (slice name, MetricValidationFailure) of each that was not."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  result = tfma.load_validation_result(evaluation_uri)
+  return result.validation_ok, [
+      (_slice_name(per_slice.slice_key), failure)
+      for per_slice in result.metric_validations_per_slice
+      for failure in per_slice.failures]
 
 
 def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
@@ -53,7 +65,7 @@ def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
   for record in tfma.load_metrics(evaluation.uri):
     values: Dict[str, Dict[str, Any]] = {}
     for item in record.metric_keys_and_values:
-      key, value = item.key, _metric_value(item.value)
+      key, value = item.key, metric_value(item.value)
       row = values.setdefault(key.name, {'metric': key.name})
       if key.is_diff:
         row['diff'] = value
@@ -65,17 +77,14 @@ def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
                    'metrics': sorted(values.values(),
                                      key=lambda r: r['metric'])})
 
-  validation = tfma.load_validation_result(evaluation.uri)
-  failures = []
-  for per_slice in validation.metric_validations_per_slice:
-    for failure in per_slice.failures:
-      failures.append({
-          'slice': _slice_name(per_slice.slice_key),
-          'metric': failure.metric_key.name + (
-              ' (diff)' if failure.metric_key.is_diff else ''),
-          'value': _metric_value(failure.metric_value),
-          'message': failure.message,
-      })
+  validation_ok, failed = failed_checks(evaluation.uri)
+  failures = [{
+      'slice': slice_name,
+      'metric': failure.metric_key.name + (
+          ' (diff)' if failure.metric_key.is_diff else ''),
+      'value': metric_value(failure.metric_value),
+      'message': failure.message,
+  } for slice_name, failure in failed]
   return {
       'model': {'id': model.id, 'uri': model.uri},
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
@@ -86,7 +95,7 @@ def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
                    if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),
-      'validation_ok': validation.validation_ok,
+      'validation_ok': validation_ok,
       'validation_failures': failures,
       'slices': slices,
   }
