@@ -15,14 +15,19 @@ from tests.local_run import PROJECT_DIR
 _NUMBER = r'[\d,.]+'
 
 
-def _table(report: str, heading: str):
-  """(header cells, row cells) of the table in the section `heading` opens."""
-  lines = []
-  for line in report.split(heading, 1)[1].splitlines()[1:]:
+def _table(report: str, heading: str, which: int = 0):
+  """(header cells, row cells) of the `which`th table in the section
+  `heading` opens."""
+  tables, lines = [], []
+  for line in report.split(heading, 1)[1].splitlines()[1:] + ['']:
     if line.startswith('#'):
       break
     if line.startswith('|'):
       lines.append([c.strip() for c in line.strip('|').split('|')])
+    elif lines:
+      tables.append(lines)
+      lines = []
+  lines = tables[which]
   assert lines[1][0].startswith('---')
   return lines[0], lines[2:]
 
@@ -62,6 +67,12 @@ def test_quick_benchmark_writes_a_complete_report(tmp_path):
   assert [r[0] for r in rows] == ['reference', 'ours, cold', 'bare read',
                                   'ours, cached']
   assert [r[3] for r in rows][2] == '100%'
+  # Where the cold epoch's CPU goes: the stages add up to ours' total.
+  header, [cpu] = _table(report, '## 2. Input pipeline', which=1)
+  assert header[:3] == ['reading (the bare read)', 'parse', 'transform']
+  read, parse, transform, rest, ours = (float(c) for c in cpu)
+  assert parse > 0 and transform > 0 and read > 0
+  assert abs(read + parse + transform + rest - ours) < 0.003
 
   _, rows = _table(report, '## 3. Training')
   assert [r[0] for r in rows] == ['ours', 'in memory']
