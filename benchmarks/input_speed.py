@@ -28,7 +28,7 @@ memory: `parse` (tf.io.parse_example of the raw feature spec) and
 
 import dataclasses
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -51,14 +51,14 @@ def bare_read(file_pattern: str, batch_size: int) -> tf.data.Dataset:
 def stage_datasets(file_pattern: str, transform_output: tft.TFTransformOutput,
                    batch_size: int) -> Dict[str, Callable[[], tf.data.Dataset]]:
   """Datasets that run one stage of ours over full batches held in memory."""
-  batches = [b for b in bare_read(file_pattern, batch_size)
-             if b.shape[0] == batch_size]
-  if not batches:  # Fewer records than one batch (a tiny quick subset).
-    batches = list(bare_read(file_pattern, batch_size))[:1]
+  read = list(bare_read(file_pattern, batch_size))
+  # Full batches only (they stack), or the one partial batch of a subset
+  # smaller than a batch.
+  batches = [b for b in read if b.shape[0] == batch_size] or read[:1]
   records = tf.stack(batches)
   spec = transform_output.raw_feature_spec()
-  parsed = {key: tf.stack([tf.io.parse_example(b, spec)[key] for b in batches])
-            for key in spec}
+  parsed_batches = [tf.io.parse_example(b, spec) for b in batches]
+  parsed = {key: tf.stack([p[key] for p in parsed_batches]) for key in spec}
   layer = transform_output.transform_features_layer()
   stages = {
       'parse': lambda: tf.data.Dataset.from_tensor_slices(records).map(
@@ -80,6 +80,14 @@ def epoch(dataset: tf.data.Dataset) -> int:
   return count
 
 
+def _timed_epoch(dataset: tf.data.Dataset) -> Tuple[float, float, int]:
+  """(wall s, process CPU s, examples) of one epoch of a dataset built
+  beforehand (traced outside the timer)."""
+  cpu_start = time.process_time()
+  seconds, examples = timed(lambda: epoch(dataset))
+  return seconds, time.process_time() - cpu_start, examples
+
+
 @dataclasses.dataclass
 class Result:
   batch_size: int
@@ -87,7 +95,6 @@ class Result:
   rate: Dict[str, Figure]  # examples/s per variant
   cpu_seconds: Dict[str, Figure]  # process CPU seconds per epoch
   stage_cpu_seconds: Dict[str, Figure]  # 'parse', 'transform': per epoch
-  bare_read_cores: float  # CPU s / wall s of the bare read: cores it keeps busy
 
 
 def run(reference_files: List[str], our_pattern: str,
@@ -107,27 +114,20 @@ def run(reference_files: List[str], our_pattern: str,
 
   def measure(name: str, dataset: tf.data.Dataset) -> None:
     nonlocal examples
-    cpu_start = time.process_time()
-    seconds, examples = timed(lambda: epoch(dataset))
-    cpu[name].add(time.process_time() - cpu_start)
+    seconds, cpu_seconds, examples = _timed_epoch(dataset)
+    cpu[name].add(cpu_seconds)
     rate[name].add(examples / seconds)
 
   stages = stage_datasets(our_pattern, transform_output, batch_size)
   stage_cpu = {name: Figure() for name in stages}
-  bare_cores = Figure()
   for _ in range(repetitions):  # Interleaved, so noise hits all alike.
     for name, make in makers.items():
       dataset = make()
       measure(name, dataset)
       if name == 'ours, cold':  # The same dataset again: from its cache.
         measure('ours, cached', dataset)
-    bare_cores.add(cpu['bare read'].samples[-1] * rate['bare read'].samples[-1]
-                   / examples)
     for name, make in stages.items():
-      dataset = make()  # Traced outside the timer, as the others are.
-      cpu_start = time.process_time()
-      staged = epoch(dataset)
-      stage_cpu[name].add((time.process_time() - cpu_start) * examples / staged)
+      _, cpu_seconds, staged = _timed_epoch(make())
+      stage_cpu[name].add(cpu_seconds * examples / staged)  # Per epoch.
   return Result(batch_size=batch_size, examples=examples, rate=rate,
-                cpu_seconds=cpu, stage_cpu_seconds=stage_cpu,
-                bare_read_cores=bare_cores.median)
+                cpu_seconds=cpu, stage_cpu_seconds=stage_cpu)

@@ -67,7 +67,7 @@ def _input_cpu_budget(i: input_speed.Result) -> List[str]:
   rest = ours - read - parse - transform
   bare_wall_s = i.examples / i.rate['bare read'].median
   budget_s = bare_wall_s / 0.8
-  lines = [
+  return [
       'Where the cold epoch\'s CPU goes, s per epoch (parse and transform '
       'measured alone, on batches in memory):',
       '',
@@ -80,13 +80,12 @@ def _input_cpu_budget(i: input_speed.Result) -> List[str]:
       f'At 80% of the bare read\'s rate an epoch of ours would last '
       f'{budget_s:.3f} s; its {ours:.3f} CPU s would keep {ours / budget_s:.1f} '
       f'cores busy the whole epoch (this machine has {os.cpu_count()}; the bare '
-      f'read keeps {i.bare_read_cores:.1f} busy). Reading, parse and transform '
+      f'read keeps {read / bare_wall_s:.1f} busy). Reading, parse and transform '
       f'alone, without the per-record rest, would need '
       f'{(read + parse + transform) / budget_s:.1f}, and only if parse and '
       'transform overlapped the reading, which a shuffle over the whole split '
       'does not allow in its first epoch.',
   ]
-  return lines
 
 
 def render(r: Results) -> str:
