@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from pipeline import configs  # pylint: disable=g-import-not-at-top
-from pipeline import flags  # pylint: disable=g-import-not-at-top
+from runners import flags  # pylint: disable=g-import-not-at-top
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -139,7 +139,7 @@ def _schema_path(args, connection_config) -> Optional[str]:
   if not args.freeze_schema:
     return None
   from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
-  from pipeline import schema_history  # pylint: disable=g-import-not-at-top
+  from runners import schema_history  # pylint: disable=g-import-not-at-top
   path = schema_history.last_validated_schema(
       metadata_store.MetadataStore(connection_config), args.pipeline_name)
   print(f'--freeze-schema: checking the data against {path}, the schema of '
@@ -182,8 +182,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   _check_data_dir(args)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from pipeline import interrupted_runs  # pylint: disable=g-import-not-at-top
-  from pipeline import run_report  # pylint: disable=g-import-not-at-top
+  from runners import interrupted_runs  # pylint: disable=g-import-not-at-top
+  from runners import run_summary  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
   try:  # Held until this process ends, however it ends.
@@ -201,7 +201,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           'running by an interrupted run: marked CANCELED'
           + ('; its partial outputs removed' if closed.removed else ''))
 
-  progress = run_report.ComponentProgress(connection_config, args.pipeline_name)
+  progress = run_summary.ComponentProgress(connection_config, args.pipeline_name)
   logging.getLogger('absl').addHandler(progress)
   print(f'Running pipeline {args.pipeline_name!r} on {args.data_dir} '
         f'({args.input_format}); log: {log_path}')
@@ -225,7 +225,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   finally:
     logging.getLogger('absl').removeHandler(progress)
 
-  run_report.print_summary(connection_config, args.pipeline_name,
+  run_summary.print_summary(connection_config, args.pipeline_name,
                            progress.nodes, metadata_path, log_path)
   return 0
 

@@ -13,15 +13,16 @@ setuptools.setup(
     description='A TFX pipeline from raw labelled images to a served CNN.',
     python_requires='>=3.9,<3.12',
     packages=setuptools.find_packages(
-        include=['pipeline', 'pipeline.*', 'components', 'components.*',
-                 'modules', 'modules.*', 'kubeflow', 'kubeflow.*',
-                 'data', 'data.*']),
+        include=['records', 'records.*', 'components', 'components.*',
+                 'modules', 'modules.*', 'pipeline', 'pipeline.*',
+                 'inspector', 'inspector.*', 'runners', 'runners.*',
+                 'kubeflow', 'kubeflow.*', 'data', 'data.*']),
     package_data={'pipeline': ['schema/*/*.pbtxt']},
     py_modules=['local_runner'],
     entry_points={
         'console_scripts': [
             'image-pipeline=local_runner:main',
-            'image-pipeline-inspect=pipeline.inspect.cli:main',
+            'image-pipeline-inspect=inspector.cli:main',
         ],
     },
 )

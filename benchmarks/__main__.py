@@ -72,8 +72,8 @@ def main(argv=None) -> int:
   from benchmarks import training_speed  # pylint: disable=g-import-not-at-top
   from benchmarks import whole_dag  # pylint: disable=g-import-not-at-top
   from benchmarks import data  # pylint: disable=g-import-not-at-top
-  from modules import transform_analysis  # pylint: disable=g-import-not-at-top
-  from pipeline import features  # pylint: disable=g-import-not-at-top
+  from tests import transform_analysis  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
 
   data_dir = args.data_dir
   if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):

@@ -36,7 +36,8 @@ import tensorflow_transform as tft
 from benchmarks import reference_tutorial
 from benchmarks.timing import Figure, timed
 from modules import input_pipeline
-from pipeline import features
+from pipeline import configs
+from records import features
 
 
 def bare_read(file_pattern: str, batch_size: int) -> tf.data.Dataset:
@@ -104,7 +105,8 @@ def run(reference_files: List[str], our_pattern: str,
       'reference': lambda: reference_tutorial.input_fn(
           reference_files, batch_size, repeat=False),
       'ours, cold': lambda: input_pipeline.make_dataset(
-          our_pattern, transform_output, batch_size, training=True),
+          our_pattern, transform_output, batch_size, training=True,
+          shuffle_buffer=configs.SHUFFLE_BUFFER),
       'bare read': lambda: bare_read(our_pattern, batch_size),
   }
   names = [*makers, 'ours, cached']

@@ -23,7 +23,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 import tensorflow as tf
 
-from pipeline import features
+from records import features
 
 NUM_FILES = 10
 HEIGHT_KEY = features.HEIGHT_KEY

@@ -21,12 +21,13 @@ from benchmarks.timing import Figure, timed
 from modules import input_pipeline
 from modules import model as model_lib
 from pipeline import configs
-from pipeline import features
+from pipeline import pipeline
+from records import features
 
 
 def _compiled_cnn(geometry: features.ImageGeometry, num_classes: int):
   """As modules/trainer.run_fn builds and compiles it (on CPU)."""
-  training = configs.training_config()
+  training = pipeline.training_config()
   model = model_lib.build_cnn(geometry, num_classes, training.model)
   model.compile(
       optimizer=keras.optimizers.Adam(training.learning_rate),

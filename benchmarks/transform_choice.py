@@ -27,9 +27,10 @@ from tfx_bsl.public import tfxio
 
 import benchmarks
 from modules import input_pipeline
-from pipeline import features
-from pipeline.inspect import queries
-from pipeline.inspect import store as store_lib
+from pipeline import configs
+from records import features
+from inspector import queries
+from inspector import store as store_lib
 
 
 def _latest_uri(md: queries.Metadata, type_name: str) -> str:
@@ -113,13 +114,15 @@ def main() -> int:
   variants = {
       'raw records + transform per batch, cold': lambda: (
           input_pipeline.make_dataset(raw_pattern, output, args.batch_size,
-                                      training=True, cache=False)),
+                                      training=True, shuffle_buffer=configs.SHUFFLE_BUFFER,
+                                      cache=False)),
       'materialised floats, cold': lambda: materialised_dataset(
           floats_pattern, output, args.batch_size, cache=False),
   }
   cached = {
       'raw records + transform per batch, cached': input_pipeline.make_dataset(
-          raw_pattern, output, args.batch_size, training=True, cache=True),
+          raw_pattern, output, args.batch_size, training=True,
+          shuffle_buffer=configs.SHUFFLE_BUFFER, cache=True),
       'materialised floats, cached': materialised_dataset(
           floats_pattern, output, args.batch_size, cache=True),
   }

@@ -4,7 +4,7 @@ A run from a fresh output directory, then immediate re-runs with nothing
 changed (every component should come from ML Metadata's cache). Wall time
 of each run (the whole process: start-up, imports, the DAG, the summary)
 and per component, from the progress lines local_runner prints
-(pipeline/run_report.py: '✔ <component>: <seconds>s[ (cached)]').
+(runners/run_summary.py: '✔ <component>: <seconds>s[ (cached)]').
 """
 
 import dataclasses

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
-from pipeline import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
+from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 

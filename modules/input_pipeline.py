@@ -13,12 +13,12 @@ per batch and cheap, and caching *before* the record shuffle lets every epoch
 see a new order (a cache after the shuffle would replay epoch one's order).
 """
 
-from typing import List, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from pipeline import features
+from records import features
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -47,10 +47,16 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
                  tf_transform_output: tft.TFTransformOutput,
                  batch_size: int,
                  training: bool,
-                 shuffle_buffer: int = 60_000,
+                 shuffle_buffer: Optional[int] = None,
                  cache: bool = True,
                  repeat: bool = False) -> tf.data.Dataset:
-  """A dataset of (images [batch, H, W, C] float32, labels [batch] int64)."""
+  """A dataset of (images [batch, H, W, C] float32, labels [batch] int64).
+
+  shuffle_buffer: records shuffled through this buffer when `training` (the
+  Trainer passes configs.SHUFFLE_BUFFER); unused otherwise.
+  """
+  if training and not shuffle_buffer:
+    raise ValueError('training needs a shuffle_buffer of at least 1 record')
   files = list_files(file_patterns)
   dataset = tf.data.Dataset.from_tensor_slices(files)
   if training:

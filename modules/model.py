@@ -7,7 +7,7 @@ from typing import Any, Dict, Tuple
 
 import tf_keras as keras
 
-from pipeline import features
+from records import features
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
-from pipeline import features
+from records import features
 
 SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'

@@ -1,1 +1,1 @@
-"""The TFX pipeline: its DAG, its configuration and its record format."""
+"""The TFX DAG (pipeline.py) and every knob of it (configs.py)."""

@@ -6,7 +6,7 @@ ones, so a DAG tuned locally compiles for Kubeflow unchanged.
 
 import os
 
-from pipeline import features
+from records import features
 
 PIPELINE_NAME = 'image_classifier'
 
@@ -96,20 +96,6 @@ DROPOUT = 0.4
 # blessed model. A --dataset preset brings its own.
 ACCURACY_THRESHOLD = DATASETS['mnist']['accuracy_threshold']
 
-
-def training_config(**overrides):
-  """The Trainer's settings from the values above, with `overrides`."""
-  from modules import model  # pylint: disable=g-import-not-at-top
-  from modules import trainer  # pylint: disable=g-import-not-at-top
-  values = dict(
-      epochs=EPOCHS, batch_size=BATCH_SIZE, learning_rate=LEARNING_RATE,
-      learning_rate_decay=LEARNING_RATE_DECAY, shuffle_buffer=SHUFFLE_BUFFER,
-      mixed_precision=MIXED_PRECISION,
-      model=model.ModelConfig(conv_filters=CONV_FILTERS,
-                              kernel_size=KERNEL_SIZE,
-                              dense_units=DENSE_UNITS, dropout=DROPOUT))
-  values.update(overrides)
-  return trainer.TrainingConfig(**values)
 
 # Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
 # [a-z0-9-], so the DAG is compiled under this name.

@@ -1,6 +1,6 @@
 """The TFX DAG, in one screen."""
 
-from typing import Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
 import tensorflow_model_analysis as tfma
@@ -10,9 +10,10 @@ from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
 from components.validation_gate import ValidationGate
+from modules.model import ModelConfig
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
 from pipeline import configs
-from pipeline import features
+from records import features
 
 
 def create_pipeline(
@@ -27,7 +28,7 @@ def create_pipeline(
     skip_bad_images: bool = configs.SKIP_BAD_IMAGES,
     span_dir_pattern: Optional[str] = configs.SPAN_DIR_PATTERN,
     schema_path: Optional[str] = None,
-    training: Optional[TrainingConfig] = None,
+    training: Mapping[str, Any] = None,
     train_steps: Optional[int] = configs.TRAIN_STEPS,
     eval_steps: Optional[int] = configs.EVAL_STEPS,
     accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
@@ -37,8 +38,11 @@ def create_pipeline(
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
 ) -> tfx.dsl.Pipeline:
-  """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed."""
-  training = training or configs.training_config()
+  """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
+
+  training: TrainingConfig fields that override configs.py's (epochs,
+  batch_size, learning_rate...).
+  """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
@@ -88,7 +92,7 @@ def create_pipeline(
       schema=schema_gen.outputs['schema'],
       train_args=tfx.proto.TrainArgs(num_steps=train_steps),
       eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
-      custom_config={'training': training.to_dict()})
+      custom_config={'training': training_config(**(training or {})).to_dict()})
 
   # The newest blessed model, for the Evaluator to compare against.
   model_resolver = tfx.dsl.Resolver(
@@ -126,6 +130,22 @@ def create_pipeline(
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=list(beam_pipeline_args),
   )
+
+
+def training_config(**overrides) -> TrainingConfig:
+  """The Trainer's settings: configs.py's values, with `overrides`."""
+  values = dict(
+      epochs=configs.EPOCHS, batch_size=configs.BATCH_SIZE,
+      learning_rate=configs.LEARNING_RATE,
+      learning_rate_decay=configs.LEARNING_RATE_DECAY,
+      shuffle_buffer=configs.SHUFFLE_BUFFER,
+      mixed_precision=configs.MIXED_PRECISION,
+      model=ModelConfig(conv_filters=configs.CONV_FILTERS,
+                        kernel_size=configs.KERNEL_SIZE,
+                        dense_units=configs.DENSE_UNITS,
+                        dropout=configs.DROPOUT))
+  values.update(overrides)
+  return TrainingConfig(**values)
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:

@@ -3,7 +3,7 @@ and a transform graph from tf.Transform, both through real Beam, in one
 process (the project's standalone runners, with in-memory Beam)."""
 
 from components.image_example_gen import standalone
-from modules import transform_analysis
+from tests import transform_analysis
 
 IN_MEMORY = ['--direct_running_mode=in_memory']
 mnist_schema = transform_analysis.mnist_schema

@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from components.image_example_gen import idx
-from pipeline import features
+from records import features
 
 
 def images_and_labels(count: int, geometry=features.MNIST_GEOMETRY,

@@ -7,7 +7,7 @@ from typing import Dict, List
 import numpy as np
 import tensorflow as tf
 
-from pipeline import features
+from records import features
 
 
 def split_files(examples_uri: str, split: str) -> List[str]:

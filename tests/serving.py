@@ -6,7 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from pipeline import features
+from records import features
 
 
 def latest_pushed_model(serving_model_dir: str) -> str:

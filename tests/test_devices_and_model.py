@@ -7,10 +7,10 @@ import tf_keras as keras
 
 from modules import devices
 from modules import model as model_lib
-from pipeline import configs
-from pipeline import features
+from pipeline import pipeline
+from records import features
 
-CONFIG = configs.training_config().model
+CONFIG = pipeline.training_config().model
 
 
 def test_cpu_plan_trains_in_float32_with_the_default_strategy():

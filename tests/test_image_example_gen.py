@@ -11,7 +11,7 @@ from tfx.utils import proto_utils
 from components.image_example_gen import executor
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import features
+from records import features
 from tests import artifacts
 from tests import datasets
 from tests import examples_io

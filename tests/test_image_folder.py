@@ -8,7 +8,7 @@ import pytest
 
 from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
-from pipeline import features
+from records import features
 
 
 def _encode(pixels, fmt='PNG', mode=None):

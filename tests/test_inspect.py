@@ -3,7 +3,7 @@
 One store holds two runs of the whole DAG on tiny data (the second reuses the
 data half and the Trainer from the cache); a second store holds a run that
 the ValidationGate stopped. Every subcommand runs as a user runs it:
-`python -m pipeline.inspect ...` in a subprocess.
+`python -m inspector ...` in a subprocess.
 """
 
 import json
@@ -18,8 +18,8 @@ from PIL import Image
 import pytest
 
 from pipeline import configs
-from pipeline import features
-from pipeline.inspect import lineage
+from records import features
+from inspector import lineage
 from tests import datasets
 from tests import examples_io
 from tests import local_run
@@ -37,7 +37,7 @@ EVAL_RECORDS = 100
 def inspect(out_dir, *args, expect_rc=0):
   """Runs the CLI on `out_dir`'s store; returns the completed process."""
   result = subprocess.run(
-      [sys.executable, '-m', 'pipeline.inspect', '--output-dir', str(out_dir),
+      [sys.executable, '-m', 'inspector', '--output-dir', str(out_dir),
        *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
       timeout=300)
   assert result.returncode == expect_rc, result.stderr[-3000:]
@@ -107,7 +107,7 @@ def test_runs_newest_first_with_the_cached_components_marked(two_runs):
   assert 'CACHED' in text
   # The flags also work before the subcommand, and --limit keeps the newest.
   result = subprocess.run(
-      [sys.executable, '-m', 'pipeline.inspect', '--json', '--store',
+      [sys.executable, '-m', 'inspector', '--json', '--store',
        str(out / configs.METADATA_DB_NAME), 'runs', '--limit', '1'],
       capture_output=True, text=True, cwd=local_run.PROJECT_DIR, check=True)
   assert [r['run'] for r in json.loads(result.stdout)] == [second]
@@ -385,7 +385,7 @@ def test_unknown_ids_and_runs_are_errors(two_runs, stopped_run):
 
 def test_text_listings_do_not_load_tensorflow(two_runs):
   # TensorFlow takes seconds to import; these read MLMD and small protos.
-  code = ('import sys; from pipeline.inspect import cli; '
+  code = ('import sys; from inspector import cli; '
           f'[cli.main(["--output-dir", {str(two_runs / "out")!r}, *a]) for a in '
           '(["runs"], ["artifacts"], ["lineage", "latest-model"], '
           '["stats", "latest"], ["anomalies", "latest"])]; '

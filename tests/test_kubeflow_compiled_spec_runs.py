@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from pipeline import configs
-from pipeline import features
+from records import features
 from tests import datasets
 from tests import kfp_launcher
 from tests import serving

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from pipeline import configs
-from pipeline import features
+from records import features
 from tests import datasets
 from tests import examples_io
 from tests import local_run

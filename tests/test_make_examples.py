@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from components.image_example_gen import tfrecord_sink
-from pipeline import features
+from records import features
 
 
 @pytest.mark.parametrize('geometry', [features.MNIST_GEOMETRY,

@@ -17,7 +17,7 @@ import numpy as np
 
 from components.image_example_gen import idx
 from pipeline import configs
-from pipeline import features
+from records import features
 from tests import datasets
 from tests import local_run
 from tests import mlmd
@@ -114,7 +114,7 @@ def test_new_spans_that_drift_are_stopped_at_the_gate(tmp_path):
     assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
     # The inspection tool tells the same story about the run.
     inspected = subprocess.run(
-        [sys.executable, '-m', 'pipeline.inspect', '--output-dir', str(out),
+        [sys.executable, '-m', 'inspector', '--output-dir', str(out),
          'anomalies', 'latest'], capture_output=True, text=True,
         cwd=local_run.PROJECT_DIR, check=True).stdout
     for feature in drifted_features:

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
-from pipeline import features
+from records import features
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
@@ -77,7 +77,7 @@ def test_training_dataset_shapes_dtypes_and_coverage(grey):
   examples, output = grey
   dataset = input_pipeline.make_dataset(
       os.path.join(examples.uri, 'Split-train', '*'), output, batch_size=16,
-      training=True)
+      training=True, shuffle_buffer=1000)
   assert dataset.element_spec[0].shape.as_list() == [None, 28, 28, 1]
   assert dataset.element_spec[0].dtype == tf.float32
   assert dataset.element_spec[1].dtype == tf.int64
@@ -113,4 +113,4 @@ def test_eval_dataset_is_deterministic_and_interleaves_shards(grey):
 
 def test_no_files_is_a_clear_error(tmp_path, grey):
   with pytest.raises(ValueError, match='no files match'):
-    input_pipeline.make_dataset(str(tmp_path / 'nothing-*'), grey[1], 4, True)
+    input_pipeline.make_dataset(str(tmp_path / 'nothing-*'), grey[1], 4, False)

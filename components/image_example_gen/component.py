@@ -11,7 +11,7 @@ from tfx.proto import range_config_pb2
 from components.image_example_gen import executor
 from components.image_example_gen.options import DEFAULT_NUM_SHARDS
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import features
+from records import features
 
 
 def default_input_config(input_format: str,
@@ -46,7 +46,7 @@ class ImageExampleGen(FileBasedExampleGen):
   """Turns IDX files or labelled image folders into sharded, gzipped Examples.
 
   Spans, versions, `input_config`/`output_config` splits and `range_config`
-  work exactly as for any FileBasedExampleGen; see pipeline/features.py for
+  work exactly as for any FileBasedExampleGen; see records/features.py for
   the record format.
   """
 

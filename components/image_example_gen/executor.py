@@ -37,7 +37,7 @@ from components.image_example_gen import image_folder
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import features
+from records import features
 
 # Where Do hands the dataset-wide class names to the per-split transforms.
 _CLASS_NAMES_KEY = '_class_names'

@@ -13,7 +13,7 @@ from PIL import Image, UnidentifiedImageError
 import tensorflow as tf
 
 from components.image_example_gen.errors import InputDataError
-from pipeline import features
+from records import features
 
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
 _PIL_MODES = {1: 'L', 3: 'RGB'}

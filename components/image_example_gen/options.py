@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 
-from pipeline import features
+from records import features
 
 INPUT_FORMATS = ('idx', 'images')
 DEFAULT_NUM_SHARDS = 16

@@ -12,9 +12,9 @@ from typing import Any, Dict, List, Optional
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from pipeline.inspect import files
-from pipeline.inspect import queries
-from pipeline.inspect.errors import InspectError
+from inspector import files
+from inspector import queries
+from inspector.errors import InspectError
 
 STATISTICS_FILE = 'FeatureStats.pb'  # tfx stats_artifact_utils.BINARY_PB_BASENAME
 ANOMALIES_FILE = 'SchemaDiff.pb'  # tfx example_validator executor's file name

@@ -23,7 +23,7 @@ from google.protobuf import json_format
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline.inspect.errors import InspectError
+from inspector.errors import InspectError
 
 _STATE = metadata_store_pb2.Execution.State
 _ARTIFACT_STATE = metadata_store_pb2.Artifact.State

@@ -1,13 +1,13 @@
 """Inspect a pipeline's ML Metadata: runs, artifacts, lineage, data, models.
 
-  python -m pipeline.inspect runs                       # newest run first
-  python -m pipeline.inspect artifacts --type Examples --run latest
-  python -m pipeline.inspect lineage latest-model       # back to the input files
-  python -m pipeline.inspect stats latest --html stats.html
-  python -m pipeline.inspect anomalies -2               # the run before the latest
-  python -m pipeline.inspect metrics                    # the newest evaluated model
-  python -m pipeline.inspect samples 1 --png samples.png
-  python -m pipeline.inspect confusion latest-model --png confusion.png
+  python -m inspector runs                       # newest run first
+  python -m inspector artifacts --type Examples --run latest
+  python -m inspector lineage latest-model       # back to the input files
+  python -m inspector stats latest --html stats.html
+  python -m inspector anomalies -2               # the run before the latest
+  python -m inspector metrics                    # the newest evaluated model
+  python -m inspector samples 1 --png samples.png
+  python -m inspector confusion latest-model --png confusion.png
 
 The store is OUT/metadata.db of --output-dir (default: the project's
 outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
@@ -29,12 +29,12 @@ from typing import Any, Callable, Dict, Optional, Sequence
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # pylint: disable=g-import-not-at-top
-from pipeline.inspect import artifacts as artifacts_lib
-from pipeline.inspect import lineage as lineage_lib
-from pipeline.inspect import queries
-from pipeline.inspect import render
-from pipeline.inspect import store as store_lib
-from pipeline.inspect.errors import InspectError
+from inspector import artifacts as artifacts_lib
+from inspector import lineage as lineage_lib
+from inspector import queries
+from inspector import render
+from inspector import store as store_lib
+from inspector.errors import InspectError
 # pylint: enable=g-import-not-at-top
 
 SAMPLES_PER_CLASS = 8
@@ -88,7 +88,7 @@ def _write_html(path: str, page: str) -> Dict[str, str]:
 
 
 def _stats(md: queries.Metadata, args) -> Any:
-  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  from inspector import data  # pylint: disable=g-import-not-at-top
   run = md.run(args.run)
   result = data.statistics_summary(md, run, args.split)
   if args.html:
@@ -98,7 +98,7 @@ def _stats(md: queries.Metadata, args) -> Any:
 
 
 def _anomalies(md: queries.Metadata, args) -> Any:
-  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  from inspector import data  # pylint: disable=g-import-not-at-top
   run = md.run(args.run)
   result = data.anomalies_summary(md, run, args.split)
   if args.html:
@@ -108,15 +108,15 @@ def _anomalies(md: queries.Metadata, args) -> Any:
 
 
 def _metrics(md: queries.Metadata, args) -> Any:
-  from pipeline.inspect import evaluation  # pylint: disable=g-import-not-at-top
+  from inspector import evaluation  # pylint: disable=g-import-not-at-top
   model = (md.model(args.model) if args.model
            else evaluation.newest_evaluated_model(md))
   return evaluation.metrics(md, model)
 
 
 def _samples(md: queries.Metadata, args) -> Any:
-  from pipeline.inspect import images  # pylint: disable=g-import-not-at-top
-  from pipeline.inspect import pictures  # pylint: disable=g-import-not-at-top
+  from inspector import images  # pylint: disable=g-import-not-at-top
+  from inspector import pictures  # pylint: disable=g-import-not-at-top
   examples = md.artifact(args.examples)
   if examples.type != 'Examples':
     raise InspectError(f'artifact {examples.id} is a {examples.type}, not '
@@ -139,8 +139,8 @@ def _samples(md: queries.Metadata, args) -> Any:
 
 
 def _confusion(md: queries.Metadata, args) -> Any:
-  from pipeline.inspect import images  # pylint: disable=g-import-not-at-top
-  from pipeline.inspect import pictures  # pylint: disable=g-import-not-at-top
+  from inspector import images  # pylint: disable=g-import-not-at-top
+  from inspector import pictures  # pylint: disable=g-import-not-at-top
   model = md.model(args.model)
   examples = md.training_examples(model)
   result = images.confusion_matrix(model, examples, args.split)
@@ -205,7 +205,7 @@ def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
-      prog='python -m pipeline.inspect', description=__doc__,
+      prog='python -m inspector', description=__doc__,
       formatter_class=argparse.RawDescriptionHelpFormatter)
   _store_flags(parser, suppress=False)
   commands = parser.add_subparsers(dest='command', required=True,

@@ -14,7 +14,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import configs
-from pipeline.inspect.errors import InspectError
+from inspector.errors import InspectError
 
 _READONLY = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
 

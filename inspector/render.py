@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from pipeline.inspect.artifacts import summary_text
+from inspector.artifacts import summary_text
 
 _STATE_STYLE = {'COMPLETE': 'green', 'CACHED': 'cyan', 'FAILED': 'bold red',
                 'RUNNING': 'yellow', 'CANCELED': 'magenta'}

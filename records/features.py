@@ -25,8 +25,6 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-import numpy as np
-
 IMAGE_KEY = 'image'
 HEIGHT_KEY = 'height'
 WIDTH_KEY = 'width'

@@ -106,7 +106,7 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
 
 def validation_failures(evaluation_uri: str) -> List[str]:
   """Why the Evaluator did not bless a model, one line per failed check."""
-  from pipeline.inspect import evaluation  # pylint: disable=g-import-not-at-top
+  from inspector import evaluation  # pylint: disable=g-import-not-at-top
   reasons = []
   for _, failure in evaluation.failed_checks(evaluation_uri)[1]:
     name = failure.metric_key.name
@@ -157,7 +157,7 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
 
 def _skipped_images(examples, shown: int = 5) -> List[str]:
   """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
-  from pipeline import features  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
   props = examples.custom_properties
   if features.SKIPPED_IMAGES_PROPERTY not in props:
     return []
@@ -173,8 +173,8 @@ def _skipped_images(examples, shown: int = 5) -> List[str]:
 
 
 def _split_counts(statistics) -> Dict[str, int]:
-  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
-  from pipeline.inspect import queries  # pylint: disable=g-import-not-at-top
+  from inspector import data  # pylint: disable=g-import-not-at-top
+  from inspector import queries  # pylint: disable=g-import-not-at-top
   return data.split_counts(
       queries.artifact_from_proto(statistics, 'ExampleStatistics'))
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from pipeline.inspect.errors import InspectError
+from inspector.errors import InspectError
 
 _FONT_SIZE = 14
 _PAD = 8

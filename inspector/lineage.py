@@ -15,9 +15,9 @@ import os
 import re
 from typing import Any, Dict, List, Set
 
-from pipeline.inspect import files
-from pipeline.inspect import queries
-from pipeline.inspect.artifacts import key_properties
+from inspector import files
+from inspector import queries
+from inspector.artifacts import key_properties
 
 
 def lineage(md: queries.Metadata, artifact: queries.Artifact

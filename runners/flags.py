@@ -11,7 +11,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from pipeline import configs
-from pipeline import features
+from records import features
 
 
 def _class_names(value: Optional[str]) -> Optional[List[str]]:
@@ -131,9 +131,8 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       num_shards=args.num_shards,
       skip_bad_images=args.skip_bad_images,
       span_dir_pattern=args.span_dir_pattern,
-      training=configs.training_config(
-          epochs=args.epochs, batch_size=args.batch_size,
-          learning_rate=args.learning_rate),
+      training=dict(epochs=args.epochs, batch_size=args.batch_size,
+                    learning_rate=args.learning_rate),
       train_steps=args.train_steps,
       eval_steps=args.eval_steps,
       accuracy_threshold=accuracy_threshold)

@@ -1,6 +1,6 @@
 """Images out of an Examples artifact, and a model's confusion matrix on them.
 
-Records are the project's format (pipeline/features.py): raw uint8 pixels and
+Records are the project's format (records/features.py): raw uint8 pixels and
 their geometry, and the label. Class names come from the artifact's
 `class_names` property, or the `class_names.txt` beside the splits.
 """
@@ -10,9 +10,9 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from pipeline import features
-from pipeline.inspect import queries
-from pipeline.inspect.errors import InspectError
+from records import features
+from inspector import queries
+from inspector.errors import InspectError
 
 BATCH_SIZE = 1000
 
@@ -22,7 +22,7 @@ def class_names(examples: queries.Artifact) -> List[str]:
     return features.decode_class_names(
         examples.properties[features.CLASS_NAMES_PROPERTY])
   path = os.path.join(examples.uri, features.CLASS_NAMES_FILE)
-  from pipeline.inspect import files  # pylint: disable=g-import-not-at-top
+  from inspector import files  # pylint: disable=g-import-not-at-top
   if not files.exists(path):
     raise InspectError(f'Examples {examples.id}: no class names (neither the '
                        f'{features.CLASS_NAMES_PROPERTY} property nor {path})')

@@ -19,7 +19,7 @@ from tfx_bsl.public import tfxio
 
 from modules import transform
 from pipeline import configs
-from pipeline import features
+from records import features
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 

@@ -1,6 +1,6 @@
 """Inspecting a pipeline's ML Metadata: runs, artifacts, lineage, data and models.
 
-`python -m pipeline.inspect --help` (or the `image-pipeline-inspect` console
+`python -m inspector --help` (or the `image-pipeline-inspect` console
 script). The modules, one job each:
 
   store.py     connecting to ML Metadata (SQLite read-only, or MySQL)

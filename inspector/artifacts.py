@@ -2,9 +2,9 @@
 
 from typing import Any, Dict, List, Optional
 
-from pipeline import features
-from pipeline.inspect import queries
-from pipeline.inspect.errors import InspectError
+from records import features
+from inspector import queries
+from inspector.errors import InspectError
 
 
 def key_properties(md: queries.Metadata, artifact: queries.Artifact
@@ -48,7 +48,7 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
 
 
 def _record_counts(md, examples) -> Dict[str, int]:
-  from pipeline.inspect import data  # pylint: disable=g-import-not-at-top
+  from inspector import data  # pylint: disable=g-import-not-at-top
   statistics = data.statistics_of(md, examples)
   if statistics is None:
     return {}

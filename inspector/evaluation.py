@@ -7,8 +7,8 @@ baseline); the validation result lists every threshold a metric failed.
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from pipeline.inspect import queries
-from pipeline.inspect.errors import InspectError
+from inspector import queries
+from inspector.errors import InspectError
 
 _BASELINE = 'baseline'
 

@@ -1,0 +1,119 @@
+"""The layout's promise: imports flow one way, from the record format up to
+the runners, and nothing installed depends on the tests or benchmarks.
+
+Read from the source (every `import` and `from ... import`, also the ones
+inside functions), not from what happens to be imported at run time.
+"""
+
+import ast
+import os
+
+import pytest
+
+from tests.local_run import PROJECT_DIR
+
+# Each part of the project, and the parts it may import besides itself.
+# Lowest first: the record format knows nothing of the project; components
+# and modules know the record format; the DAG knows components and modules;
+# the inspect tool reads what the DAG wrote; the runners' shared machinery
+# uses the DAG and the inspect tool; the runners and data tools use anything
+# below them.
+ALLOWED = {
+    'records': set(),
+    'components': {'records'},
+    'modules': {'records'},
+    'pipeline': {'records', 'components', 'modules'},
+    'inspector': {'records', 'modules', 'pipeline'},
+    'runners': {'records', 'components', 'modules', 'pipeline', 'inspector'},
+    'data': {'records', 'components'},
+    'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runners'},
+    'local_runner': {'records', 'components', 'modules', 'pipeline',
+                     'inspector', 'runners', 'data'},
+}
+# Not installed (setup.py leaves them out): free to import anything above,
+# and imported by nothing above.
+UNINSTALLED = {'tests', 'benchmarks'}
+PROJECT_PARTS = set(ALLOWED) | UNINSTALLED
+
+
+def _python_files(part):
+  path = os.path.join(PROJECT_DIR, part)
+  if os.path.isfile(path + '.py'):
+    yield path + '.py'
+    return
+  for folder, dirs, files in os.walk(path):
+    dirs[:] = [d for d in dirs if d != '__pycache__']
+    yield from (os.path.join(folder, f) for f in files if f.endswith('.py'))
+
+
+def _project_imports(path):
+  """(module name, line) of every import of the project in `path`."""
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      names = [node.module]
+    else:
+      continue  # Relative imports stay inside their package.
+    for name in names:
+      if name.split('.')[0] in PROJECT_PARTS:
+        yield name, node.lineno
+
+
+def _imported_parts(path):
+  """{project part: first line} of the project's parts `path` imports."""
+  parts = {}
+  for name, line in _project_imports(path):
+    parts.setdefault(name.split('.')[0], line)
+  return parts
+
+
+def _all_python_files():
+  for part in sorted(PROJECT_PARTS):
+    yield from _python_files(part)
+
+
+def test_every_part_of_the_project_is_in_the_layering():
+  packages = {entry for entry in os.listdir(PROJECT_DIR)
+              if os.path.isfile(os.path.join(PROJECT_DIR, entry,
+                                             '__init__.py'))}
+  modules = {entry[:-3] for entry in os.listdir(PROJECT_DIR)
+             if entry.endswith('.py') and entry != 'setup.py'}
+  assert packages | modules == PROJECT_PARTS
+
+
+@pytest.mark.parametrize('part', sorted(ALLOWED))
+def test_imports_flow_downward(part):
+  wrong = []
+  for path in _python_files(part):
+    for imported, line in _imported_parts(path).items():
+      if imported != part and imported not in ALLOWED[part]:
+        wrong.append(f'{os.path.relpath(path, PROJECT_DIR)}:{line} imports '
+                     f'{imported}')
+  assert not wrong, (f'{part} may import only {sorted(ALLOWED[part])}:\n' +
+                     '\n'.join(wrong))
+
+
+def test_every_import_of_the_project_names_a_module_that_exists():
+  # After a move, an import left pointing at the old place fails only when
+  # its code runs (many are inside functions): find them all here.
+  missing = []
+  for path in _all_python_files():
+    for name, line in _project_imports(path):
+      base = os.path.join(PROJECT_DIR, *name.split('.'))
+      if not (os.path.isfile(base + '.py') or
+              os.path.isfile(os.path.join(base, '__init__.py'))):
+        missing.append(f'{os.path.relpath(path, PROJECT_DIR)}:{line} {name}')
+  assert not missing, '\n'.join(missing)
+
+
+def test_the_checker_sees_imports_inside_functions(tmp_path):
+  # The layering test is only as good as its reading of the source.
+  path = tmp_path / 'example.py'
+  path.write_text('import os\nfrom records import features\n\n'
+                  'def f():\n  from runners import flags\n'
+                  '  import tests.datasets\n  from . import sibling\n')
+  assert _imported_parts(str(path)) == {'records': 2, 'runners': 5,
+                                        'tests': 6}
