@@ -5,10 +5,11 @@ import os
 
 import numpy as np
 import pytest
+from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from components.image_example_gen import executor
+from components.image_example_gen import idx_source
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import features
@@ -45,7 +46,7 @@ def test_idx_to_examples(tmp_path):
 
 
 def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
-  monkeypatch.setattr(executor, '_IDX_RECORDS_PER_CHUNK', 7)
+  monkeypatch.setattr(idx_source, '_RECORDS_PER_CHUNK', 7)
   geometry = features.ImageGeometry(8, 6, 3)
   written = datasets.write_idx_dataset(
       str(tmp_path / 'in'), {'train': 30, 't10k': 9}, geometry, compress=False,
@@ -57,6 +58,29 @@ def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
   assert records[0]['image'].shape == (8, 6, 3)
+
+
+def test_output_config_hash_splits_one_input(tmp_path):
+  written = datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 80})
+  examples = run_executor(
+      tmp_path / 'in', tmp_path / 'out',
+      ImageExampleGenOptions(num_shards=2),
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='all', pattern='train-*')]),
+      output_config=example_gen_pb2.Output(
+          split_config=example_gen_pb2.SplitConfig(splits=[
+              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=3),
+              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+  assert json.loads(examples.split_names) == ['train', 'eval']
+  splits = {split: examples_io.read_split(examples.uri, split)
+            for split in ('train', 'eval')}
+  assert all(len(examples_io.split_files(examples.uri, split)) == 2
+             for split in splits)
+  assert len(splits['train']) > len(splits['eval']) > 0
+  images, _ = written['train']
+  assert sorted(r['image'].tobytes() for records in splits.values()
+                for r in records) == sorted(i[..., None].tobytes()
+                                            for i in images)
 
 
 def test_image_folder_png_and_jpeg(tmp_path):
