@@ -1,5 +1,6 @@
 """The ImageExampleGen executor through a real Beam pipeline."""
 
+import argparse
 import json
 import os
 
@@ -10,9 +11,14 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import idx_source
+from components.image_example_gen.component import default_input_config
+from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
+from components.image_example_gen.span_pattern import check_span_dir_pattern
+from pipeline import configs
 from pipeline import features
+from pipeline import flags
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
@@ -53,7 +59,8 @@ def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
       num_classes=4)
   examples = run_executor(
       tmp_path / 'in', tmp_path / 'out',
-      ImageExampleGenOptions(class_names=['a', 'b', 'c', 'd']))
+      ImageExampleGenOptions(class_names=['a', 'b', 'c', 'd'],
+                             num_shards=configs.NUM_SHARDS))
   records = examples_io.read_split(examples.uri, 'train')
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
@@ -129,7 +136,8 @@ def test_bad_idx_input_names_the_file(tmp_path, damage, message):
     idx.write(labels_path, labels)
   with pytest.raises(InputDataError, match=message):
     run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(class_names=[str(i) for i in range(10)]))
+                 ImageExampleGenOptions(class_names=[str(i) for i in range(10)],
+                                        num_shards=configs.NUM_SHARDS))
 
 
 def test_empty_split(tmp_path):
@@ -137,14 +145,15 @@ def test_empty_split(tmp_path):
   datasets.write_idx_dataset(data, {'train': 0, 't10k': 5})
   with pytest.raises(InputDataError, match='train-images-idx3-ubyte.gz: the split holds no images'):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-        class_names=['0', '1', '2', '3', '4']))
+        class_names=['0', '1', '2', '3', '4'], num_shards=configs.NUM_SHARDS))
 
 
 def test_split_without_files(tmp_path):
   data = str(tmp_path / 'in')
   datasets.write_idx_dataset(data, {'train': 5})
   with pytest.raises(InputDataError, match=r't10k-\*: no files match'):
-    run_executor(data, tmp_path / 'out', ImageExampleGenOptions())
+    run_executor(data, tmp_path / 'out',
+                 ImageExampleGenOptions(num_shards=configs.NUM_SHARDS))
 
 
 def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
@@ -153,7 +162,8 @@ def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
   (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
   with pytest.raises(Exception, match=r'train/dog/1.jpg: cannot decode image'):
     run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(input_format='images'))
+                 ImageExampleGenOptions(input_format='images',
+                                        num_shards=configs.NUM_SHARDS))
 
 
 def test_options_round_trip():
@@ -165,8 +175,42 @@ def test_options_round_trip():
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
   with pytest.raises(ValueError, match='input_format'):
-    ImageExampleGenOptions(input_format='csv')
-  np.testing.assert_equal(ImageExampleGenOptions().num_shards, 16)
+    ImageExampleGenOptions(input_format='csv', num_shards=1)
+  # The default number of shards is written once, in the pipeline's configs.
+  np.testing.assert_equal(configs.NUM_SHARDS, 16)
+
+
+def test_num_shards_is_required():
+  with pytest.raises(TypeError, match='num_shards'):
+    ImageExampleGenOptions()  # pylint: disable=no-value-for-parameter
+  with pytest.raises(TypeError, match='num_shards'):
+    ImageExampleGen(input_base='data')  # pylint: disable=missing-kwoa
+  assert ImageExampleGen(input_base='data', num_shards=3).exec_properties[
+      standard_component_specs.CUSTOM_CONFIG_KEY]
+  with pytest.raises(ValueError, match='needs its custom_config'):
+    ImageExampleGenOptions.from_exec_properties({})
+
+
+def test_span_dir_pattern_has_one_check():
+  assert check_span_dir_pattern('span-{SPAN}') == 'span-{SPAN}'
+  assert [split.pattern for split in default_input_config(
+      'idx', 'span-{SPAN}/').splits] == ['span-{SPAN}/train-*',
+                                          'span-{SPAN}/t10k-*']
+  for bad in ('span', 'a/span-{SPAN}'):
+    message = ('span_dir_pattern must be one folder name containing {SPAN}, '
+               f'e.g. span-{{SPAN}}; got {bad!r}')
+    with pytest.raises(ValueError) as raised:
+      check_span_dir_pattern(bad)
+    assert str(raised.value) == message
+    with pytest.raises(ValueError) as raised:
+      default_input_config('images', bad)
+    assert str(raised.value) == message
+    # The flag says it its own way, through argparse.
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+      flags._span_dir_pattern(bad)  # pylint: disable=protected-access
+    assert str(raised.value) == (
+        f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
+        f'got {bad!r}')
 
 
 def test_skip_bad_images_records_what_it_skipped(tmp_path):
@@ -175,7 +219,8 @@ def test_skip_bad_images_records_what_it_skipped(tmp_path):
   (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
   (data / 'eval' / 'cat' / '0.png').write_bytes(b'')
   examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-      input_format='images', skip_bad_images=True))
+      input_format='images', skip_bad_images=True,
+      num_shards=configs.NUM_SHARDS))
   assert len(examples_io.read_split(examples.uri, 'train')) == 11
   assert len(examples_io.read_split(examples.uri, 'eval')) == 5
   want = [
@@ -207,9 +252,11 @@ def test_skip_bad_images_still_fails_a_split_left_empty(tmp_path):
   with pytest.raises(InputDataError,
                      match=r"/eval: all 3 images of split 'eval' are unreadable"):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-        input_format='images', skip_bad_images=True))
+        input_format='images', skip_bad_images=True,
+        num_shards=configs.NUM_SHARDS))
 
 
 def test_skip_bad_images_is_for_image_folders():
   with pytest.raises(ValueError, match='skip_bad_images applies to image folders'):
-    ImageExampleGenOptions(input_format='idx', skip_bad_images=True)
+    ImageExampleGenOptions(input_format='idx', skip_bad_images=True,
+                           num_shards=1)
