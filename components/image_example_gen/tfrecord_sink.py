@@ -8,9 +8,21 @@ elements that are *lists* of serialized records. The sink is Beam's own
 when every shard is written); each list is framed in one go and compressed
 in one call. The files are ordinary gzipped TFRecord files.
 
-`beam.io.WriteToTFRecord` takes one record per element: per record a Beam
-element, a framing call and a gzip `compress` call, which on MNIST cost
-more than building the records.
+Why not `beam.io.WriteToTFRecord`: it takes one record per element (per
+record a Beam element, a framing call and a gzip `compress` call) and
+compresses with zlib at its default level 6 (not settable). Measured on the
+whole conversion (the executor's Do on full MNIST IDX, 60k train + 10k
+t10k, 16 shards, the in-memory DirectRunner ExampleGen runs on), (a) this
+sink against (b) WriteToTFRecord(num_shards=16, compression GZIP) fed one
+record per element after a FlatMap of the batches; side by side in one
+run, a warm-up then 9 interleaved repetitions each, on an AMD EPYC, 2
+cores, shared with other jobs (load average 6-8):
+  wall  (a) median 3.54 s (2.69-4.54), (b) 8.92 s (7.49-11.22);
+  CPU   (a) median 1.28 s (1.15-1.49), (b) 3.33 s (3.24-3.63).
+An earlier run at lower load (1-2.5), 7 repetitions each: wall (a) 2.12 s
+(1.18-2.78), (b) 4.82 s (3.50-5.25). Beam's writer makes the whole
+conversion 2.3-2.6x slower, for files 8% smaller (12.3 vs 13.4 MB): the
+custom sink stays.
 
 Compressed with ISA-L (`isal`, Intel's optimised deflate; standard gzip
 files) at level 1: on MNIST's 47 MB of training pixels it takes 0.044 s
