@@ -18,9 +18,9 @@ from typing import Dict, List
 from benchmarks import data
 from benchmarks import reference_tutorial
 from benchmarks.timing import Figure, timed
-from components.image_example_gen import standalone
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
+from tests import example_gen_standalone
 
 # ExampleGen's Beam args in a local run (local_runner.py, pipeline.py).
 BEAM_ARGS = (list(configs.BEAM_PIPELINE_ARGS) +
@@ -46,7 +46,7 @@ def _reference(data_dir: str, out_dir: str):
 
 def _ours(data_dir: str, out_dir: str):
   shutil.rmtree(out_dir, ignore_errors=True)
-  return standalone.run_example_gen(
+  return example_gen_standalone.run_example_gen(
       data_dir, out_dir, ImageExampleGenOptions(num_shards=configs.NUM_SHARDS),
       BEAM_ARGS)
 

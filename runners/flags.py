@@ -10,6 +10,7 @@ import argparse
 import os
 from typing import Any, Dict, List, Optional
 
+from components.image_example_gen.span_pattern import check_span_dir_pattern
 from pipeline import configs
 from records import features
 
@@ -33,11 +34,13 @@ def _image_size(value: str):
 
 
 def _span_dir_pattern(value: str) -> str:
-  if '{SPAN' not in value or '/' in value.strip('/'):
+  try:
+    return check_span_dir_pattern(value)
+  except ValueError:
+    # argparse shows this one's text; a ValueError only as "invalid value".
     raise argparse.ArgumentTypeError(
         f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
-        f'got {value!r}')
-  return value
+        f'got {value!r}') from None
 
 
 def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,

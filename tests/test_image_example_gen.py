@@ -1,17 +1,24 @@
 """The ImageExampleGen executor through a real Beam pipeline."""
 
+import argparse
 import json
 import os
 
 import numpy as np
 import pytest
+from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from components.image_example_gen import executor
+from components.image_example_gen import idx_source
+from components.image_example_gen.component import default_input_config
+from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
+from components.image_example_gen.span_pattern import check_span_dir_pattern
+from pipeline import configs
 from records import features
+from runners import flags
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
@@ -45,18 +52,42 @@ def test_idx_to_examples(tmp_path):
 
 
 def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
-  monkeypatch.setattr(executor, '_IDX_RECORDS_PER_CHUNK', 7)
+  monkeypatch.setattr(idx_source, '_RECORDS_PER_CHUNK', 7)
   geometry = features.ImageGeometry(8, 6, 3)
   written = datasets.write_idx_dataset(
       str(tmp_path / 'in'), {'train': 30, 't10k': 9}, geometry, compress=False,
       num_classes=4)
   examples = run_executor(
       tmp_path / 'in', tmp_path / 'out',
-      ImageExampleGenOptions(class_names=['a', 'b', 'c', 'd']))
+      ImageExampleGenOptions(class_names=['a', 'b', 'c', 'd'],
+                             num_shards=configs.NUM_SHARDS))
   records = examples_io.read_split(examples.uri, 'train')
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
   assert records[0]['image'].shape == (8, 6, 3)
+
+
+def test_output_config_hash_splits_one_input(tmp_path):
+  written = datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 80})
+  examples = run_executor(
+      tmp_path / 'in', tmp_path / 'out',
+      ImageExampleGenOptions(num_shards=2),
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='all', pattern='train-*')]),
+      output_config=example_gen_pb2.Output(
+          split_config=example_gen_pb2.SplitConfig(splits=[
+              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=3),
+              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+  assert json.loads(examples.split_names) == ['train', 'eval']
+  splits = {split: examples_io.read_split(examples.uri, split)
+            for split in ('train', 'eval')}
+  assert all(len(examples_io.split_files(examples.uri, split)) == 2
+             for split in splits)
+  assert len(splits['train']) > len(splits['eval']) > 0
+  images, _ = written['train']
+  assert sorted(r['image'].tobytes() for records in splits.values()
+                for r in records) == sorted(i[..., None].tobytes()
+                                            for i in images)
 
 
 def test_image_folder_png_and_jpeg(tmp_path):
@@ -105,7 +136,8 @@ def test_bad_idx_input_names_the_file(tmp_path, damage, message):
     idx.write(labels_path, labels)
   with pytest.raises(InputDataError, match=message):
     run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(class_names=[str(i) for i in range(10)]))
+                 ImageExampleGenOptions(class_names=[str(i) for i in range(10)],
+                                        num_shards=configs.NUM_SHARDS))
 
 
 def test_empty_split(tmp_path):
@@ -113,14 +145,15 @@ def test_empty_split(tmp_path):
   datasets.write_idx_dataset(data, {'train': 0, 't10k': 5})
   with pytest.raises(InputDataError, match='train-images-idx3-ubyte.gz: the split holds no images'):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-        class_names=['0', '1', '2', '3', '4']))
+        class_names=['0', '1', '2', '3', '4'], num_shards=configs.NUM_SHARDS))
 
 
 def test_split_without_files(tmp_path):
   data = str(tmp_path / 'in')
   datasets.write_idx_dataset(data, {'train': 5})
   with pytest.raises(InputDataError, match=r't10k-\*: no files match'):
-    run_executor(data, tmp_path / 'out', ImageExampleGenOptions())
+    run_executor(data, tmp_path / 'out',
+                 ImageExampleGenOptions(num_shards=configs.NUM_SHARDS))
 
 
 def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
@@ -129,7 +162,8 @@ def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
   (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
   with pytest.raises(Exception, match=r'train/dog/1.jpg: cannot decode image'):
     run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(input_format='images'))
+                 ImageExampleGenOptions(input_format='images',
+                                        num_shards=configs.NUM_SHARDS))
 
 
 def test_options_round_trip():
@@ -141,8 +175,42 @@ def test_options_round_trip():
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
   with pytest.raises(ValueError, match='input_format'):
-    ImageExampleGenOptions(input_format='csv')
-  np.testing.assert_equal(ImageExampleGenOptions().num_shards, 16)
+    ImageExampleGenOptions(input_format='csv', num_shards=1)
+  # The default number of shards is written once, in the pipeline's configs.
+  np.testing.assert_equal(configs.NUM_SHARDS, 16)
+
+
+def test_num_shards_is_required():
+  with pytest.raises(TypeError, match='num_shards'):
+    ImageExampleGenOptions()  # pylint: disable=no-value-for-parameter
+  with pytest.raises(TypeError, match='num_shards'):
+    ImageExampleGen(input_base='data')  # pylint: disable=missing-kwoa
+  assert ImageExampleGen(input_base='data', num_shards=3).exec_properties[
+      standard_component_specs.CUSTOM_CONFIG_KEY]
+  with pytest.raises(ValueError, match='needs its custom_config'):
+    ImageExampleGenOptions.from_exec_properties({})
+
+
+def test_span_dir_pattern_has_one_check():
+  assert check_span_dir_pattern('span-{SPAN}') == 'span-{SPAN}'
+  assert [split.pattern for split in default_input_config(
+      'idx', 'span-{SPAN}/').splits] == ['span-{SPAN}/train-*',
+                                          'span-{SPAN}/t10k-*']
+  for bad in ('span', 'a/span-{SPAN}'):
+    message = ('span_dir_pattern must be one folder name containing {SPAN}, '
+               f'e.g. span-{{SPAN}}; got {bad!r}')
+    with pytest.raises(ValueError) as raised:
+      check_span_dir_pattern(bad)
+    assert str(raised.value) == message
+    with pytest.raises(ValueError) as raised:
+      default_input_config('images', bad)
+    assert str(raised.value) == message
+    # The flag says it its own way, through argparse.
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+      flags._span_dir_pattern(bad)  # pylint: disable=protected-access
+    assert str(raised.value) == (
+        f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
+        f'got {bad!r}')
 
 
 def test_skip_bad_images_records_what_it_skipped(tmp_path):
@@ -151,7 +219,8 @@ def test_skip_bad_images_records_what_it_skipped(tmp_path):
   (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
   (data / 'eval' / 'cat' / '0.png').write_bytes(b'')
   examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-      input_format='images', skip_bad_images=True))
+      input_format='images', skip_bad_images=True,
+      num_shards=configs.NUM_SHARDS))
   assert len(examples_io.read_split(examples.uri, 'train')) == 11
   assert len(examples_io.read_split(examples.uri, 'eval')) == 5
   want = [
@@ -183,9 +252,11 @@ def test_skip_bad_images_still_fails_a_split_left_empty(tmp_path):
   with pytest.raises(InputDataError,
                      match=r"/eval: all 3 images of split 'eval' are unreadable"):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-        input_format='images', skip_bad_images=True))
+        input_format='images', skip_bad_images=True,
+        num_shards=configs.NUM_SHARDS))
 
 
 def test_skip_bad_images_is_for_image_folders():
   with pytest.raises(ValueError, match='skip_bad_images applies to image folders'):
-    ImageExampleGenOptions(input_format='idx', skip_bad_images=True)
+    ImageExampleGenOptions(input_format='idx', skip_bad_images=True,
+                           num_shards=1)

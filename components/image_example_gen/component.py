@@ -3,14 +3,13 @@
 from typing import Optional, Sequence
 
 from tfx.components.example_gen.component import FileBasedExampleGen
-from tfx.components.example_gen.utils import SPAN_SPEC
 from tfx.dsl.components.base import executor_spec
 from tfx.proto import example_gen_pb2
 from tfx.proto import range_config_pb2
 
 from components.image_example_gen import executor
-from components.image_example_gen.options import DEFAULT_NUM_SHARDS
 from components.image_example_gen.options import ImageExampleGenOptions
+from components.image_example_gen.span_pattern import check_span_dir_pattern
 from records import features
 
 
@@ -30,10 +29,7 @@ def default_input_config(input_format: str,
   patterns = ({'train': 'train-*', 'eval': 't10k-*'} if input_format == 'idx'
               else {'train': 'train/*/*', 'eval': 'eval/*/*'})
   if span_dir_pattern is not None:
-    if '{SPAN' not in span_dir_pattern or '/' in span_dir_pattern.strip('/'):
-      raise ValueError(
-          f'span_dir_pattern must be one folder name containing {SPAN_SPEC}, '
-          f'e.g. span-{SPAN_SPEC}; got {span_dir_pattern!r}')
+    check_span_dir_pattern(span_dir_pattern)
     patterns = {name: f'{span_dir_pattern.strip("/")}/{pattern}'
                 for name, pattern in patterns.items()}
   return example_gen_pb2.Input(splits=[
@@ -47,7 +43,8 @@ class ImageExampleGen(FileBasedExampleGen):
 
   Spans, versions, `input_config`/`output_config` splits and `range_config`
   work exactly as for any FileBasedExampleGen; see records/features.py for
-  the record format.
+  the record format. `num_shards`, the output files per split, has no
+  default: the pipeline's is pipeline/configs.py's NUM_SHARDS.
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -58,7 +55,8 @@ class ImageExampleGen(FileBasedExampleGen):
       input_format: str = 'idx',
       class_names: Optional[Sequence[str]] = None,
       image_geometry: features.ImageGeometry = features.MNIST_GEOMETRY,
-      num_shards: int = DEFAULT_NUM_SHARDS,
+      *,
+      num_shards: int,
       skip_bad_images: bool = False,
       span_dir_pattern: Optional[str] = None,
       input_config: Optional[example_gen_pb2.Input] = None,

@@ -17,28 +17,28 @@ from tfx.types import standard_component_specs
 from records import features
 
 INPUT_FORMATS = ('idx', 'images')
-DEFAULT_NUM_SHARDS = 16
 
 
 @dataclasses.dataclass(frozen=True)
 class ImageExampleGenOptions:
   """What to read and how to write it.
 
+  num_shards: output files per split, required (pipeline/configs.py has the
+    pipeline's). Beam's DirectRunner writes one file per worker (two on a
+    laptop), too few for the Trainer to interleave reads.
   input_format: 'idx' (MNIST-style files) or 'images' (class folders).
   class_names: names of the labels 0..n-1. Default: 'idx' uses the label
     values ('0'..'9' for MNIST), 'images' the sorted class folder names.
   geometry: size and channels images are converted to ('images' only: IDX
     files carry their own geometry).
-  num_shards: output files per split. Beam's DirectRunner writes one file per
-    worker (two on a laptop), too few for the Trainer to interleave reads.
   skip_bad_images: 'images' only: skip files that cannot be read as images
     (corrupt, empty, not an image) instead of failing, and record which on
     the Examples artifact. Off by default: bad data stops the run.
   """
+  num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
   class_names: Optional[Sequence[str]] = None
   geometry: features.ImageGeometry = features.MNIST_GEOMETRY
-  num_shards: int = DEFAULT_NUM_SHARDS
   skip_bad_images: bool = False
 
   def __post_init__(self):
@@ -89,7 +89,10 @@ class ImageExampleGenOptions:
       cls, exec_properties: Dict[str, Any]) -> 'ImageExampleGenOptions':
     raw = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
     if not raw:
-      return cls()
+      # Not everything has a default (num_shards): no guessing.
+      raise ValueError('ImageExampleGen needs its custom_config '
+                       '(ImageExampleGenOptions.to_custom_config()), '
+                       'which carries num_shards; the execution has none')
     config = example_gen_pb2.CustomConfig()
     json_format.Parse(raw if isinstance(raw, str) else json.dumps(raw), config)
     struct = struct_pb2.Struct()

@@ -1,12 +1,28 @@
-"""Beam's TFRecord file sink, fed whole batches of records at a time.
+"""Writing a split: gzipped TFRecord shards, a batch of records at a time.
 
-`beam.io.WriteToTFRecord` takes one record per element: per record a Beam
-element, a framing call and a gzip `compress` call, which on MNIST cost
-more than building the records. This sink is Beam's own `FileBasedSink`
-(temporary files, `num_shards`, renamed into place only when every shard is
-written) whose elements are *lists* of serialized records: each list is
-framed in one go and compressed in one call. The files are ordinary gzipped
-TFRecord files.
+`WriteSplit` is TFX's write_split.WriteSplit with two differences: a fixed
+number of shards (TFX lets Beam choose, and the DirectRunner writes one file
+per worker, too few for the Trainer's parallel interleaved reads), and
+elements that are *lists* of serialized records. The sink is Beam's own
+`FileBasedSink` (temporary files, `num_shards`, renamed into place only
+when every shard is written); each list is framed in one go and compressed
+in one call. The files are ordinary gzipped TFRecord files.
+
+Why not `beam.io.WriteToTFRecord`: it takes one record per element (per
+record a Beam element, a framing call and a gzip `compress` call) and
+compresses with zlib at its default level 6 (not settable). Measured on the
+whole conversion (the executor's Do on full MNIST IDX, 60k train + 10k
+t10k, 16 shards, the in-memory DirectRunner ExampleGen runs on), (a) this
+sink against (b) WriteToTFRecord(num_shards=16, compression GZIP) fed one
+record per element after a FlatMap of the batches; side by side in one
+run, a warm-up then 9 interleaved repetitions each, on an AMD EPYC, 2
+cores, shared with other jobs (load average 6-8):
+  wall  (a) median 3.54 s (2.69-4.54), (b) 8.92 s (7.49-11.22);
+  CPU   (a) median 1.28 s (1.15-1.49), (b) 3.33 s (3.24-3.63).
+An earlier run at lower load (1-2.5), 7 repetitions each: wall (a) 2.12 s
+(1.18-2.78), (b) 4.82 s (3.50-5.25). Beam's writer makes the whole
+conversion 2.3-2.6x slower, for files 8% smaller (12.3 vs 13.4 MB): the
+custom sink stays.
 
 Compressed with ISA-L (`isal`, Intel's optimised deflate; standard gzip
 files) at level 1: on MNIST's 47 MB of training pixels it takes 0.044 s
@@ -15,16 +31,21 @@ writes fewer bytes than zlib level 1 (10.56 vs 10.98 MB). Reading is
 TensorFlow's own gzip reader either way.
 """
 
+import os
 import struct
 import zlib
-from typing import Sequence
+from typing import List, Sequence
 
 import apache_beam as beam
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 import google_crc32c
 from isal import isal_zlib
+from tfx.components.example_gen import write_split
 
+# Records that come one per element (image folders, hash-split outputs) are
+# batched into lists of up to this many for the writer.
+RECORDS_PER_WRITE = 1000
 GZIP_LEVEL = 1
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
 _MASK_DELTA = 0xa282ead8
@@ -88,3 +109,18 @@ def WriteBatchesToTFRecord(file_path_prefix: str,  # pylint: disable=invalid-nam
                            num_shards: int) -> beam.PTransform:
   """PCollection of lists of serialized records -> gzipped TFRecord shards."""
   return beam.io.Write(_TFRecordBatchSink(file_path_prefix, num_shards))
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(List[bytes])
+def WriteSplit(batches: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
+               num_shards: int) -> beam.pvalue.PDone:
+  """Lists of serialized records -> num_shards gzipped TFRecord files in
+  `split_uri`, named as TFX's WriteSplit names them.
+
+  No Reshuffle as in TFX's: the write groups its input by shard, which
+  shuffles already.
+  """
+  return batches | 'Write' >> WriteBatchesToTFRecord(
+      os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
+      num_shards)

@@ -28,6 +28,7 @@ def run_example_gen(
     beam_pipeline_args: Sequence[str],
     input_config: Optional[example_gen_pb2.Input] = None,
     example_gen: Optional[executor.Executor] = None,
+    output_config: Optional[example_gen_pb2.Output] = None,
 ) -> standard_artifacts.Examples:
   """Runs the executor's Do; returns the Examples artifact it wrote.
 
@@ -39,7 +40,7 @@ def run_example_gen(
       standard_component_specs.INPUT_CONFIG_KEY:
           proto_utils.proto_to_json(input_config),
       standard_component_specs.OUTPUT_CONFIG_KEY:
-          proto_utils.proto_to_json(example_gen_pb2.Output()),
+          proto_utils.proto_to_json(output_config or example_gen_pb2.Output()),
       standard_component_specs.CUSTOM_CONFIG_KEY:
           proto_utils.proto_to_json(options.to_custom_config()),
   }
