@@ -66,3 +66,15 @@ def test_without_the_variables_nothing_is_held(tmp_path):
   output, _ = _start(CALL, env).communicate(timeout=60)
   assert output == '(0.0, 1.0, 1)\n'
   assert os.listdir(tmp_path) == []
+
+
+def test_a_sitecustomize_it_hides_still_runs(tmp_path):
+  # Some Pythons (Debian's) have a sitecustomize of their own.
+  other = tmp_path / 'other'
+  other.mkdir()
+  (other / 'sitecustomize.py').write_text(
+      'import builtins\nbuiltins.OTHER_SITECUSTOMIZE = "ran"\n')
+  env = pause.environment('colorsys:rgb_to_hsv', str(tmp_path / 'pause'))
+  env['PYTHONPATH'] += os.pathsep + str(other)
+  output, _ = _start('print(OTHER_SITECUSTOMIZE)', env).communicate(timeout=60)
+  assert output == 'ran\n'

@@ -135,8 +135,10 @@ def _install() -> None:
 
 def _run_shadowed_sitecustomize() -> None:
   """Runs the sitecustomize this one hides (some Pythons have their own)."""
-  here = os.path.dirname(os.path.abspath(__file__))
-  others = [p for p in sys.path if os.path.abspath(p or '.') != here]
+  here = os.path.realpath(__file__)
+  # Not this file again, under whatever other name sys.path gives its folder.
+  others = [p for p in sys.path if os.path.realpath(
+      os.path.join(p or '.', 'sitecustomize.py')) != here]
   spec = importlib.machinery.PathFinder.find_spec('sitecustomize', others)
   if spec is not None and spec.loader is not None:
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
