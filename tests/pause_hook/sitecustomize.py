@@ -12,8 +12,9 @@ When MODULE is imported (or reloaded, as TFX does with a Trainer's run_fn
 module), QUALNAME is replaced by a wrapper that writes DIR/reached and then
 waits until DIR/release exists before calling the real function: the test
 knows the process is at that point, and stays there, for as long as it
-wants. Without both variables this does nothing. Nothing of the project
-imports it: the packages setup.py installs know nothing of it.
+wants. Without both variables it holds nothing. Either way it then runs
+the sitecustomize it hides, if any. Nothing of the project imports it: the
+packages setup.py installs know nothing of it.
 """
 
 import functools
