@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from typing import Optional
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Single-process Beam, for the runs that are about something else.
@@ -44,12 +45,13 @@ def run(*args: str, timeout: int = 900,
   return result
 
 
-def start(*args: str) -> subprocess.Popen:
-  """Starts local_runner.py in a process group of its own (see `kill`)."""
+def start(*args: str, env: Optional[dict] = None) -> subprocess.Popen:
+  """Starts local_runner.py in a process group of its own (see `kill`);
+  `env`: its environment, when not this one (e.g. tests/pause.py's)."""
   return subprocess.Popen(
       [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'), *args],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      cwd=PROJECT_DIR, start_new_session=True)
+      cwd=PROJECT_DIR, start_new_session=True, env=env)
 
 
 def kill(process: subprocess.Popen) -> str:

@@ -1,13 +1,16 @@
 """`python -m benchmarks --quick`: the benchmark itself works end to end.
 
 No timing is asserted (timings belong in the benchmark's output, not in
-tests); the report must be complete and well-formed, and the whole-DAG
-section must show a re-run answered from the cache.
+tests); the report must be complete, well-formed and consistent (its
+ratios are of the figures it prints), and the whole-DAG section must show a
+re-run answered from the cache.
 """
 
 import re
 import subprocess
 import sys
+
+import pytest
 
 from tests import datasets
 from tests.local_run import PROJECT_DIR
@@ -30,6 +33,25 @@ def _table(report: str, heading: str, which: int = 0):
   lines = tables[which]
   assert lines[1][0].startswith('---')
   return lines[0], lines[2:]
+
+
+def _median(cell: str) -> float:
+  """The median of a 'median (min-max)' cell, or its one value."""
+  return float(cell.split()[0].replace(',', ''))
+
+
+def _assert_ratio(cell: str, numerator: float, denominator: float,
+                  row: str) -> None:
+  """A ratio cell ('2.5x' or '83%') is numerator / denominator, two figures
+  the report prints to the unit: equal up to the rounding of all three."""
+  if cell.endswith('%'):
+    value, scale, half = float(cell[:-1]), 100, 0.5
+  else:
+    value, scale, half = float(cell.rstrip('x')), 1, 0.05
+  low = scale * (numerator - 0.5) / (denominator + 0.5) - half
+  high = scale * (numerator + 0.5) / (denominator - 0.5) + half
+  assert low - 1e-9 <= value <= high + 1e-9, (row, cell, numerator,
+                                                denominator)
 
 
 def test_quick_benchmark_writes_a_complete_report(tmp_path):
@@ -63,20 +85,35 @@ def test_quick_benchmark_writes_a_complete_report(tmp_path):
              for r in rows for c in r[1:]), rows
   assert len(header) == 5
 
-  _, rows = _table(report, '## 2. Input pipeline')
+  header, rows = _table(report, '## 2. Input pipeline')
+  assert header[2:5] == ['vs reference', 'vs bare read', 'CPU s per epoch']
   assert [r[0] for r in rows] == ['reference', 'ours, cold', 'bare read',
                                   'ours, cached']
-  assert [r[3] for r in rows][2] == '100%'
-  # Where the cold epoch's CPU goes: the stages add up to ours' total.
+  rate = {r[0]: _median(r[1]) for r in rows}
+  for name, _, vs_reference, vs_bare, _ in rows:
+    _assert_ratio(vs_reference, rate[name], rate['reference'], name)
+    _assert_ratio(vs_bare, rate[name], rate['bare read'], name)
+  cpu_per_epoch = {r[0]: _median(r[4]) for r in rows}
+  # Where the cold epoch's CPU goes. Its "rest" is ours' total minus the
+  # stages, so the row adds up whatever was measured: what can be wrong is
+  # the measurements, each of which must be there and be a real figure,
+  # and be the ones the table above shows.
   header, [cpu] = _table(report, '## 2. Input pipeline', which=1)
   assert header[:3] == ['reading (the bare read)', 'parse', 'transform']
-  read, parse, transform, rest, ours = (float(c) for c in cpu)
-  assert parse > 0 and transform > 0 and read > 0
-  assert abs(read + parse + transform + rest - ours) < 0.003
+  assert header[4] == 'ours, cold'
+  assert all(re.fullmatch(r'-?\d+\.\d{3}', c) for c in cpu), cpu
+  read, parse, transform, _, ours = (float(c) for c in cpu)
+  assert parse > 0 and transform > 0 and read > 0 and ours > 0
+  # The same medians as above (printed there to 2 decimals).
+  assert read == pytest.approx(cpu_per_epoch['bare read'], abs=0.006)
+  assert ours == pytest.approx(cpu_per_epoch['ours, cold'], abs=0.006)
 
-  _, rows = _table(report, '## 3. Training')
+  header, rows = _table(report, '## 3. Training')
+  assert header[2] == 'vs in memory'
   assert [r[0] for r in rows] == ['ours', 'in memory']
-  assert rows[1][2] == '100%'
+  rate = {r[0]: _median(r[1]) for r in rows}
+  for name, _, vs_memory in rows:
+    _assert_ratio(vs_memory, rate[name], rate['in memory'], name)
 
   _, rows = _table(report, '## 4. Whole DAG')
   by_name = {r[0]: r for r in rows}

@@ -2,19 +2,30 @@
 sound (nothing left RUNNING, nothing half-written published or left on disk).
 
 The runs are SIGKILLed with every process they started, as the OOM killer or
-a power cut would end them: nothing gets a chance to clean up.
+a power cut would end them: nothing gets a chance to clean up. Where they
+are killed is not left to timing: each run is held at a known point of the
+component under test (tests/pause.py) until the test has killed it there.
 """
 
+import glob
 import os
 
 from tests import datasets
 from tests import local_run
 from tests import mlmd
+from tests import pause
 
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'ValidationGate']
-TRAINING = ['--epochs', '2', '--train-steps', '200', '--batch-size', '32',
+TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
             '--accuracy-threshold', '0.3', local_run.ONE_PROCESS]
+# Trained, its TensorBoard logs written, the model not yet saved.
+TRAINER_EXPORTS = 'modules.trainer:export_serving_model'
+# Inside ExampleGen's Beam pipeline (in this process: ONE_PROCESS), the
+# first batch of records about to be written to a shard file Beam has
+# opened under the execution's output directory.
+EXAMPLE_GEN_WRITES = ('components.image_example_gen.tfrecord_sink:'
+                      '_TFRecordBatchSink.write_record')
 
 
 def _node_outputs(out, node_id, key):
@@ -27,8 +38,9 @@ def test_killed_during_training_resumes_from_the_cache(tmp_path):
   out = tmp_path / 'out'
   args = ['--data-dir', str(tmp_path / 'data'), '--output-dir', str(out),
           *TRAINING]
-  first = local_run.start(*args)
-  mlmd.wait_for_execution(str(out), 'Trainer', process=first)
+  first = local_run.start(
+      *args, env=pause.environment(TRAINER_EXPORTS, str(tmp_path / 'pause')))
+  pause.reached(first, str(tmp_path / 'pause'))
 
   # A second run on the same output directory is refused while one runs.
   second = local_run.run(*args)
@@ -41,6 +53,10 @@ def test_killed_during_training_resumes_from_the_cache(tmp_path):
   assert mlmd.execution_states(store)['Trainer'] == ['RUNNING']
   assert mlmd.live_artifacts(store, 'Model') == []
   [killed_dir] = _node_outputs(out, 'Trainer', 'model')
+  # What the killed Trainer had written: its logs, and no model.
+  assert glob.glob(str(out / 'pipeline' / 'Trainer' / 'model_run' /
+                       killed_dir / '*' / 'events.out.*'))
+  assert not os.listdir(out / 'pipeline' / 'Trainer' / 'model' / killed_dir)
 
   result = local_run.run(*args)
   assert result.returncode == 0, result.stderr
@@ -61,18 +77,21 @@ def test_killed_during_training_resumes_from_the_cache(tmp_path):
 
 
 def test_killed_during_example_gen_publishes_nothing(tmp_path):
-  # Big enough that ExampleGen is still writing when it is killed.
-  datasets.write_idx_dataset(str(tmp_path / 'data'),
-                             {'train': 30000, 't10k': 5000})
+  datasets.write_idx_dataset(str(tmp_path / 'data'), {'train': 40, 't10k': 20})
   out = tmp_path / 'out'
   args = ['--data-dir', str(tmp_path / 'data'), '--output-dir', str(out),
           '--to-node', 'ValidationGate', local_run.ONE_PROCESS]
-  first = local_run.start(*args)
-  mlmd.wait_for_execution(str(out), 'ImageExampleGen', process=first)
+  first = local_run.start(
+      *args, env=pause.environment(EXAMPLE_GEN_WRITES, str(tmp_path / 'pause')))
+  pause.reached(first, str(tmp_path / 'pause'))
   local_run.kill(first)
   store = mlmd.open_store(str(out))
   assert mlmd.execution_states(store) == {'ImageExampleGen': ['RUNNING']}
   assert mlmd.live_artifacts(store, 'Examples') == []
+  # Killed while writing: a shard file Beam had begun is on disk.
+  [killed_dir] = _node_outputs(out, 'ImageExampleGen', 'examples')
+  assert glob.glob(str(out / 'pipeline' / 'ImageExampleGen' / 'examples' /
+                       killed_dir / '**' / '*.gz'), recursive=True)
 
   result = local_run.run(*args)
   assert result.returncode == 0, result.stderr
@@ -83,4 +102,4 @@ def test_killed_during_example_gen_publishes_nothing(tmp_path):
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(out)), 'Examples')
   assert _node_outputs(out, 'ImageExampleGen', 'examples') == [
       os.path.basename(examples.uri)]
-  assert 'train: 30,000 records in 16 shards' in result.stdout
+  assert 'train: 40 records in 16 shards; eval: 20 records' in result.stdout

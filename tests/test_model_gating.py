@@ -1,13 +1,16 @@
 """Only a model that passes the Evaluator is served, and a re-run does not
 push the served model again.
 
-One output directory, four runs: a good model is pushed; the same run again
-pushes nothing new; a much worse model (above the threshold, below the
-served one) is not pushed; the same worse model against a higher threshold
-is not pushed either. Throughout, the first model stays the newest version.
+A first run pushes a good model. Each later case starts from the output
+directory exactly as that run left it, whatever the other tests did (each
+test runs alone and in any order): the same run again pushes nothing new; a
+much worse model (above the threshold, below the served one) is not pushed;
+the same worse model against a higher threshold is not pushed either. In
+each, the first model stays the newest version.
 """
 
 import os
+import shutil
 
 import pytest
 import tensorflow_model_analysis as tfma
@@ -34,24 +37,44 @@ def _failures(store):
           for s in result.metric_validations_per_slice for f in s.failures}
 
 
-@pytest.fixture(scope='module')
-def workspace(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp('gating')
-  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 300, 't10k': 100})
-  return tmp
-
-
 def _run(workspace, *args):
   return local_run.run('--data-dir', str(workspace / 'data'), '--output-dir',
                        str(workspace / 'out'), *TINY_TRAINING, *args)
+
+
+@pytest.fixture(scope='module')
+def first_run(tmp_path_factory):
+  """(folder, result) of the first run, a good model pushed; the output
+  directory it left is also kept aside, never run on, in `after_first_run`."""
+  tmp = tmp_path_factory.mktemp('gating')
+  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 300, 't10k': 100})
+  result = _run(tmp, '--accuracy-threshold', '0.3')
+  shutil.copytree(tmp / 'out', tmp / 'after_first_run', symlinks=True)
+  return tmp, result
+
+
+@pytest.fixture
+def workspace(first_run):
+  """The folder whose `out` holds the output directory as the first run
+  left it, put back for each test.
+
+  Put back at the same path, not copied to a folder of the test's own: ML
+  Metadata's artifact URIs and the PushedModel's destination are absolute
+  paths under `out`, so a copy elsewhere would still read and write here.
+  """
+  tmp, result = first_run
+  assert result.returncode == 0, 'the first run failed:\n' + result.stderr
+  shutil.rmtree(tmp / 'out')
+  shutil.copytree(tmp / 'after_first_run', tmp / 'out', symlinks=True)
+  return tmp
 
 
 def _served(workspace):
   return sorted(os.listdir(workspace / 'out' / 'serving_model'), key=int)
 
 
-def test_1_a_good_model_is_pushed(workspace):
-  result = _run(workspace, '--accuracy-threshold', '0.3')
+def test_1_a_good_model_is_pushed(first_run, workspace):
+  _, result = first_run
   assert result.returncode == 0, result.stderr
   assert len(_served(workspace)) == 1
   pushed = _runs_newest(mlmd.open_store(str(workspace / 'out')), 'PushedModel')
