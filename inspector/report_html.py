@@ -56,7 +56,7 @@ h3{font-size:14px;margin:16px 0 6px;color:#374151}
 table{border-collapse:collapse;width:100%;font-size:13px;margin:4px 0 8px}
 th,td{padding:4px 8px;border-bottom:1px solid #f0f1f3;text-align:left;
  vertical-align:top}
-th{color:#6b7280;font-weight:600;background:#f9fafb}
+th{color:#6b7280;font-weight:600;background:#f9fafb;white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr:nth-child(even) td{background:#fcfcfd}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
@@ -143,6 +143,8 @@ def _table(headers: List[str], rows: List[List[str]],
   body = ''.join('<tr>' + ''.join(
       f'<td class="num">{c}</td>' if n else f'<td>{c}</td>'
       for c, n in zip(row, numeric)) + '</tr>' for row in rows)
+  if not any(headers):  # A key-value table: no header row.
+    return f'<table><tbody>{body}</tbody></table>'
   return f'<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 

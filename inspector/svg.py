@@ -100,6 +100,15 @@ def _name_lines(name: str) -> List[str]:
   return [name[:cut + 1], name[cut + 1:]]
 
 
+def _fit(text: str) -> str:
+  """Squeezes a name that would overflow its box (fonts differ by machine:
+  the estimate is a wide bold sans serif's)."""
+  room = _BOX_W - 13 - 6
+  if len(text) * 11.5 * 0.66 <= room:
+    return ''
+  return f' textLength="{room}" lengthAdjust="spacingAndGlyphs"'
+
+
 def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
   """Boxes left to right by dependency, coloured by state, with wall time
   and cache hits; `duration` formats seconds."""
@@ -153,7 +162,8 @@ def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
     text_y = y + 18
     for part in _name_lines(node['node']):
       body.append(f'<text x="{x + 13}" y="{text_y}" font-size="11.5" '
-                  f'font-weight="600" fill="{_TEXT}">{_e(part)}</text>')
+                  f'font-weight="600" fill="{_TEXT}"{_fit(part)}>{_e(part)}'
+                  '</text>')
       text_y += _LINE_H
     body.append(f'<text x="{x + 13}" y="{text_y}" font-size="11" '
                 f'font-weight="600" fill="{colour}">{_e(state)}</text>')
