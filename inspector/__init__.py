@@ -15,7 +15,10 @@ script). The modules, one job each:
   pictures.py  drawing sample grids and confusion matrices (Pillow)
   render.py    text (rich) and JSON output
   report.py    a run's report: the facts of every section, written as HTML
-  report_html.py  the report's page (inline CSS, no scripts)
+  report_outcome.py  the report's headline: what became of the run and why
+  report_html.py  the report's page, section by section
+  html_blocks.py  its stylesheet, escaping, tables, tiles, boxes
+  lineage_html.py  a lineage tree as nested HTML lists
   svg.py       the report's charts and DAG, as inline SVG
   cli.py       the command line
   errors.py    InspectError, the one-line error a user sees

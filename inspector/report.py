@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 from inspector import artifacts as artifacts_lib
 from inspector import queries
 from inspector import render
+from inspector import report_outcome
 from inspector.errors import InspectError
 
 SAMPLES_PER_CLASS = 8
@@ -105,10 +106,9 @@ def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   hit, outputs (for a cached one: which run made them), upstream."""
   ran = {e.node: e for e in run.executions}
   static = dict(PIPELINE_DAG)
+  replaced = {_ALTERNATIVES[n] for n in ran if n in _ALTERNATIVES}
   names = [n for n, _ in PIPELINE_DAG
-           if n in ran or (n not in _ALTERNATIVES and not any(
-               alternative in ran for alternative, replaced
-               in _ALTERNATIVES.items() if replaced == n))]
+           if n in ran or (n not in _ALTERNATIVES and n not in replaced)]
   names += [e.node for e in run.executions if e.node not in static]
   present = set(names)
   nodes = []
@@ -386,83 +386,8 @@ def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                              md, run),
       'lineage': _section('the lineage', lineage_section, md, run),
   }
-  facts['outcome'] = outcome(run, facts)
+  facts['outcome'] = report_outcome.outcome(run, facts)
   return facts
-
-
-def outcome(run: queries.Run, facts: Dict[str, Any]) -> Dict[str, Any]:
-  """What became of the run, in a headline and its reasons: pushed, not
-  blessed, stopped at the gate, failed..."""
-  failed = [e.node for e in run.executions if e.state == 'FAILED']
-  if 'ValidationGate' in failed:
-    anomalies = facts['data'].get('anomalies', {}) if facts['data'].get(
-        'status') == 'ok' else {}
-    details = [f'{split}: {row["feature"]}: {row["short_description"]}'
-               + (f' ({row["description"]})' if row['description'] else '')
-               for split, rows in anomalies.get('splits', {}).items()
-               for row in rows]
-    if 'error' in anomalies:
-      details.append(anomalies['error'])
-    return {'kind': 'stopped',
-            'headline': 'Stopped at the ValidationGate: ExampleValidator '
-                        'found anomalies in the data, so nothing was trained '
-                        'or pushed.', 'details': details}
-  if failed:
-    return {'kind': 'failed', 'headline': f'The run failed in {failed[0]}.',
-            'details': ['The full log of the run has the error.']}
-  if run.state in ('RUNNING', 'NEW'):
-    return {'kind': 'running', 'headline': 'The run is still running.',
-            'details': []}
-  evaluation = facts['evaluation']
-  if evaluation.get('status') != 'ok':
-    if evaluation.get('status') == 'error':
-      return {'kind': 'unknown', 'headline': 'The evaluation could not be '
-              'read.', 'details': [evaluation['error']]}
-    return {'kind': 'partial', 'headline': 'Nothing was evaluated or '
-            'pushed: ' + facts['dag'].get('why_not_run', '') + '.'
-            if facts['dag'].get('why_not_run') else 'Nothing was evaluated.',
-            'details': []}
-  verdict, push = evaluation['verdict'], evaluation['push']
-  model = evaluation['model']['id']
-  if 'error' in verdict:
-    return {'kind': 'unknown', 'headline': f'Model {model}: its evaluation '
-            'could not be read.', 'details': [verdict['error']]}
-  if not verdict['blessed']:
-    return {'kind': 'not_blessed', 'headline': f'Model {model} was not '
-            'blessed, so it was not pushed.',
-            'details': verdict['reasons'] or ['see the evaluation below']}
-  checks = [_check_text(c) for c in verdict['checks']]
-  if push.get('status') != 'ok':
-    return {'kind': 'unknown', 'headline': f'Model {model} was blessed; its '
-            'push is unknown.', 'details': [push.get('error') or
-                                            push.get('reason', '')]}
-  if push['already_served']:
-    return {'kind': 'served', 'headline': f'Model {model} was blessed and is '
-            f'already served from {push["destination"]}: not pushed again.',
-            'details': checks}
-  if push['pushed']:
-    return {'kind': 'pushed', 'headline': f'Model {model} was blessed and '
-            f'pushed to {push["destination"]}.', 'details': checks}
-  return {'kind': 'not_blessed', 'headline': f'Model {model} was blessed but '
-          'not pushed.', 'details': checks}
-
-
-def _check_text(check: Dict[str, Any]) -> str:
-  """'sparse_categorical_accuracy 0.9512: at least the threshold 0.9, and no
-  worse than the baseline's 0.9490'."""
-  value = check.get('value')
-  if value is None:
-    return f'{check["metric"]}: no value recorded'
-  conditions = []
-  if check.get('lower_bound') is not None:
-    conditions.append(f'at least the threshold {check["lower_bound"]:g}')
-  if check.get('no_worse_than_baseline'):
-    conditions.append(
-        f'no worse than the baseline\'s {check["baseline"]:.4f}'
-        if check.get('baseline') is not None
-        else 'no baseline to compare with (no model was blessed before)')
-  return f'{check["metric"]} {value:.4f}' + (
-      ': ' + ', and '.join(conditions) if conditions else '')
 
 
 def without_pictures(facts: Any) -> Any:
