@@ -114,11 +114,10 @@ def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   nodes = []
   for name in names:
     execution = ran.get(name)
-    upstream = [u for u in static.get(name, ()) if u in present]
-    if execution is not None and name not in static:
-      upstream = sorted({producer.node for _, a in md.inputs(execution.id)
-                         for producer in [md.producer(a.id)]
-                         if producer and producer.node in present} - {name})
+    if name in static:
+      upstream = [u for u in static[name] if u in present]
+    else:  # A component PIPELINE_DAG does not know: what its inputs say.
+      upstream = _producers_of_inputs(md, execution, present)
     node = {'node': name, 'upstream': upstream}
     if execution is None:
       node.update(state=NOT_RUN, seconds=None, cached=False,
@@ -131,6 +130,13 @@ def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   return {'nodes': nodes, 'why_not_run': (
       _why_not_run(run) if any(n['state'] == NOT_RUN for n in nodes)
       else None)}
+
+
+def _producers_of_inputs(md: queries.Metadata, execution: queries.Execution,
+                         present) -> List[str]:
+  producers = (md.producer(a.id) for _, a in md.inputs(execution.id))
+  return sorted({p.node for p in producers if p and p.node in present}
+                - {execution.node})
 
 
 def _outputs(md: queries.Metadata, execution: queries.Execution

@@ -6,6 +6,7 @@ Sections are drawn from html_blocks.py's parts (which escape every text
 from the store or the files), svg.py's charts and lineage_html.py's tree.
 """
 
+import logging
 from typing import Any, Dict, List, Optional
 
 from inspector import lineage_html
@@ -123,7 +124,8 @@ def _data(section: Dict[str, Any]) -> str:
   parts.append('<div><h3>Class balance</h3>' + (
       failed_or_missing(balance) or svg.grouped_bars(
           balance['classes'], balance['splits'],
-          'records per class and split')) + '</div>')
+          'records per class and split') + _balance_table(balance))
+               + '</div>')
   samples = section['samples']
   parts.append('<div><h3>Samples</h3>' + (
       failed_or_missing(samples) or
@@ -137,6 +139,17 @@ def _data(section: Dict[str, Any]) -> str:
       section['statistics']))
   return _section('data', 'Data', ''.join(parts),
                   'CACHED' if examples['cached'] else None)
+
+
+def _balance_table(balance: Dict[str, Any]) -> str:
+  """The chart's counts, folded away (long for many classes)."""
+  splits = list(balance['splits'])
+  rows = [[escape(name)] + [number(balance['splits'][split][i])
+                            for split in splits]
+          for i, name in enumerate(balance['classes'])]
+  return ('<details><summary class="muted">records per class</summary>'
+          + table(['class'] + splits, rows, [False] + [True] * len(splits))
+          + '</details>')
 
 
 def _anomalies(part: Dict[str, Any]) -> str:
@@ -168,7 +181,8 @@ def _statistics(part: Dict[str, Any]) -> str:
   out.append('<div class="row">')
   for split, data in part['splits'].items():
     rows = []
-    for f in data['features']:
+    # By name: every split's table in the same order.
+    for f in sorted(data['features'], key=lambda f: f['feature']):
       note = ''
       if 'avg_bytes' in f:
         note = f'{number(f.get("avg_bytes"))} bytes on average'
@@ -388,19 +402,34 @@ def _lineage(section: Dict[str, Any]) -> str:
 # ------------------------------------------------------------------ page --
 
 
+# The sections in page order: anchor, title, facts key, renderer.
+_SECTIONS = (('pipeline', 'Pipeline', 'dag', _dag),
+             ('data', 'Data', 'data', _data),
+             ('training', 'Training', 'training', _training),
+             ('evaluation', 'Evaluation and push', 'evaluation', _evaluation),
+             ('lineage', 'Lineage', 'lineage', _lineage))
+
+
+def _render(anchor: str, title: str, render, facts: Dict[str, Any]) -> str:
+  """One section; if drawing it fails, a section saying so (the log has
+  the traceback), so the rest of the page still comes."""
+  try:
+    return render(facts)
+  except Exception as e:  # pylint: disable=broad-except
+    logging.exception('run report: the %s section could not be drawn', title)
+    return _section(anchor, title, error_box(
+        {'error': f'drawing the section: {type(e).__name__}: {e}'}), 'FAILED')
+
+
 def page(facts: Dict[str, Any]) -> str:
   """The whole report as one HTML document."""
   run = facts['run']
   title = f'Run {run["id"]} of {run["pipeline"]}'
-  sections = [('pipeline', 'Pipeline'), ('data', 'Data'),
-              ('training', 'Training'), ('evaluation', 'Evaluation and push'),
-              ('lineage', 'Lineage')]
   nav = ''.join(f'<a href="#{anchor}">{escape(name)}</a>'
-                for anchor, name in sections)
+                for anchor, name, _, _ in _SECTIONS)
   body = (_header(run) + _outcome(facts['outcome']) + f'<nav>{nav}</nav>'
-          + _dag(facts['dag']) + _data(facts['data'])
-          + _training(facts['training']) + _evaluation(facts['evaluation'])
-          + _lineage(facts['lineage']))
+          + ''.join(_render(anchor, name, render, facts[key])
+                    for anchor, name, key, render in _SECTIONS))
   return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
           '<meta name="viewport" content="width=device-width, '
           'initial-scale=1">'

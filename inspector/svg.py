@@ -188,7 +188,7 @@ def grouped_bars(categories: Sequence[str], series: Dict[str, Sequence[int]],
   """One group per category, one bar per series (e.g. per split)."""
   names = list(series)
   top = max((v for values in series.values() for v in values), default=0) or 1
-  bar_w = max(6, min(22, 300 // max(1, len(categories) * len(names))))
+  bar_w = max(6, min(24, 440 // max(1, len(categories) * len(names))))
   group_w = bar_w * len(names) + 10
   left, bottom, head = 48, 40, 30
   plot_h = 200
@@ -201,7 +201,11 @@ def grouped_bars(categories: Sequence[str], series: Dict[str, Sequence[int]],
                 f'y2="{y:.1f}" stroke="{_GRID}"/>')
     body.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" '
                 f'text-anchor="end" fill="{_MUTED}">{_number(tick)}</text>')
-  show_values = len(categories) * len(names) <= 24
+  # Counts above the bars only where they fit (9px digits are ~5.4px wide);
+  # the bars' tooltips always have them.
+  widest = max((len(f'{v:,}') for values in series.values() for v in values),
+               default=0)
+  show_values = widest * 5.4 <= bar_w
   for c, category in enumerate(categories):
     x0 = left + c * group_w + 5
     for s, name in enumerate(names):
@@ -267,14 +271,16 @@ def lines(epochs: int, series: Dict[str, Sequence[Optional[float]]],
           label: str, unit_range: bool = False) -> str:
   """One line per series over epochs 1..N, a dot per epoch.
 
-  unit_range: the y axis is 0..1 (accuracies), else 0..the largest value.
+  unit_range: the values are fractions (accuracies): the y axis ends at 1
+  and starts low enough to show them apart (unit_floor); else it spans
+  0..the largest value.
   """
   left, right, head, bottom = 52, 14, 28, 34
   plot_w, plot_h = 420, 190
   width, height = left + plot_w + right, head + plot_h + bottom
   values = [v for vs in series.values() for v in vs if v is not None]
   high = 1.0 if unit_range else (max(values) * 1.1 if values else 1.0)
-  low = 0.0
+  low = unit_floor(values) if unit_range else 0.0
   if not unit_range and values and min(values) < 0:
     low = min(values) * 1.1
   high = high if high > low else low + 1
@@ -321,21 +327,39 @@ def lines(epochs: int, series: Dict[str, Sequence[Optional[float]]],
 # ----------------------------------------------------------------- gauge --
 
 
+def unit_floor(values: Sequence[float]) -> float:
+  """Where an axis of fractions (ending at 1) should start: low enough to
+  show the smallest value, high enough that 0.9895 and 0.99 look apart."""
+  if not values:
+    return 0.0
+  smallest = min(values)
+  # As far again below the smallest value as it is below 1.
+  wanted = smallest - (1 - smallest)
+  return max([0.0] + [c for c in (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99)
+                      if c <= wanted])
+
+
 def gauge(value: float, threshold: Optional[float], baseline: Optional[float],
           label: str) -> str:
-  """A 0..1 bar filled to `value`, with the threshold and baseline marked."""
+  """A bar filled to `value` (a fraction), with the threshold and baseline
+  marked; it starts at unit_floor of the three, so close values look apart."""
   left, width, bar_y, bar_h = 12, 520, 26, 16
   span = width - 2 * left
+  low = unit_floor([v for v in (value, threshold, baseline) if v is not None])
+
+  def x_of(v: float) -> float:
+    return left + max(0.0, min(1.0, (v - low) / (1 - low))) * span
+
   colour = SERIES_COLOURS[0]
   if threshold is not None and value < threshold:
     colour = STATE_COLOURS['FAILED']
   body = [f'<rect x="{left}" y="{bar_y}" width="{span}" height="{bar_h}" '
           f'rx="4" fill="{_GRID}"/>',
           f'<rect class="gauge-value" data-value="{value:.6g}" x="{left}" '
-          f'y="{bar_y}" width="{max(0.0, min(1.0, value)) * span:.1f}" '
+          f'y="{bar_y}" width="{x_of(value) - left:.1f}" '
           f'height="{bar_h}" rx="4" fill="{colour}"/>']
-  for tick in (0, 0.25, 0.5, 0.75, 1):
-    body.append(f'<text x="{left + tick * span:.1f}" y="{bar_y + bar_h + 14}"'
+  for tick in _ticks(low, 1.0):
+    body.append(f'<text x="{x_of(tick):.1f}" y="{bar_y + bar_h + 14}"'
                 f' font-size="10" text-anchor="middle" fill="{_MUTED}">'
                 f'{tick:g}</text>')
   marks = [('threshold', threshold, STATE_COLOURS['FAILED'], 12),
@@ -343,12 +367,13 @@ def gauge(value: float, threshold: Optional[float], baseline: Optional[float],
   for name, mark, mark_colour, text_y in marks:
     if mark is None:
       continue
-    x = left + max(0.0, min(1.0, mark)) * span
+    x = x_of(mark)
     body.append(f'<line class="gauge-{name}" data-value="{mark:.6g}" '
                 f'x1="{x:.1f}" x2="{x:.1f}" y1="{bar_y - 4}" '
                 f'y2="{bar_y + bar_h + 4}" stroke="{mark_colour}" '
                 f'stroke-width="2.5"/>')
-    anchor = 'end' if mark > 0.8 else 'start' if mark < 0.2 else 'middle'
+    where = (x - left) / span
+    anchor = 'end' if where > 0.8 else 'start' if where < 0.2 else 'middle'
     body.append(f'<text x="{x:.1f}" y="{text_y}" font-size="10" '
                 f'text-anchor="{anchor}" fill="{mark_colour}">{name} '
                 f'{mark:.4g}</text>')

@@ -12,6 +12,7 @@ import pytest
 
 import local_runner
 from inspector import report
+from inspector import report_html
 from pipeline import configs
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
@@ -255,3 +256,19 @@ def test_the_report_knows_the_pipelines_dag(tmp_path, schema):
   known = dict(report.PIPELINE_DAG)
   for node, upstream in built.items():
     assert set(known[node]) & set(built) == upstream, node
+
+
+def test_a_section_that_cannot_be_drawn_says_so(stopped_run, tmp_path,
+                                                caplog):
+  # Facts of a shape the page does not expect (here: a training section
+  # without its parts) break only that section of the page, and the log
+  # has the traceback.
+  facts = inspect_json(stopped_run, 'report', '--html',
+                       str(tmp_path / 'r.html'))
+  facts['training'] = {'status': 'ok'}
+  page = report_html.page(facts)
+  training = page.split('id="training"', 1)[1].split('</section>', 1)[0]
+  assert 'Could not build this part' in training and 'KeyError' in training
+  assert 'id="lineage"' in page and 'ExampleAnomalies' in page
+  assert 'the Training section could not be drawn' in caplog.text
+  assert 'Traceback' in caplog.text
