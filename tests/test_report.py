@@ -14,6 +14,7 @@ import local_runner
 from inspector import report
 from inspector import report_html
 from pipeline import configs
+from runners import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
 from tests.tiny_runs import DATA_AND_TRAINING
@@ -239,6 +240,18 @@ def test_a_run_stopped_at_the_gate_gets_a_report_saying_why(stopped_run,
   assert 'ExampleAnomalies' in lineage
   assert 'train-images-idx3-ubyte.gz' in lineage
   _assert_drawn(page_path, tmp_path / 'stopped.png')
+
+
+def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path,
+                                                               caplog):
+  # What local_runner.py prints instead of the report's path: why not; the
+  # log has the traceback, and no report (or half of one) is left.
+  line = run_report.write_report(str(tmp_path / 'nowhere.db'), str(tmp_path),
+                                 configs.PIPELINE_NAME)
+  assert line.startswith('Report: not written (InspectError: ')
+  assert 'no ML Metadata store' in line
+  assert 'Traceback' in caplog.text
+  assert os.listdir(tmp_path) == []
 
 
 # ------------------------------------------------------------------ DAG --
