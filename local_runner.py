@@ -6,7 +6,8 @@
 
 Everything a run writes goes under --output-dir: the artifacts in
 OUT/pipeline, ML Metadata in OUT/metadata.db, pushed models in
-OUT/serving_model, the full log in OUT/logs.
+OUT/serving_model, the full log in OUT/logs, and the run's report (one HTML
+page) in OUT/report.html.
 """
 
 import argparse
@@ -183,6 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from runners import interrupted_runs  # pylint: disable=g-import-not-at-top
+  from runners import run_report  # pylint: disable=g-import-not-at-top
   from runners import run_summary  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
@@ -221,12 +223,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     where = f' in {node.node_id}' if node else ''
     print(f'\nerror{where}: {_root_cause(e)}\nFull log: {log_path}',
           file=sys.stderr)
+    if node and node.node_id == 'ValidationGate':  # The data is reported on.
+      print(run_report.write_report(metadata_path, output_dir,
+                                    args.pipeline_name), file=sys.stderr)
     return 1
   finally:
     logging.getLogger('absl').removeHandler(progress)
 
   run_summary.print_summary(connection_config, args.pipeline_name,
                            progress.nodes, metadata_path, log_path)
+  print(run_report.write_report(metadata_path, output_dir, args.pipeline_name))
   return 0
 
 

@@ -8,6 +8,7 @@
   python -m inspector metrics                    # the newest evaluated model
   python -m inspector samples 1 --png samples.png
   python -m inspector confusion latest-model --png confusion.png
+  python -m inspector report latest --html report.html   # the run on one page
 
 The store is OUT/metadata.db of --output-dir (default: the project's
 outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
@@ -154,6 +155,12 @@ def _confusion(md: queries.Metadata, args) -> Any:
   return result
 
 
+def _report(md: queries.Metadata, args) -> Any:
+  from inspector import report  # pylint: disable=g-import-not-at-top
+  facts = report.write(md, md.run(args.run), args.html)
+  return {'html': {'path': args.html}, **report.without_pictures(facts)}
+
+
 def _html_written(out, result) -> None:
   if result.get('html'):
     out.print(f'wrote {result["html"]["path"]}')
@@ -170,6 +177,7 @@ _TEXT: Dict[Callable, Callable] = {
     _metrics: render.metrics,
     _samples: render.samples,
     _confusion: render.confusion,
+    _report: render.report,
 }
 
 
@@ -270,6 +278,14 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--png', default=None, metavar='FILE',
                    help='Also draw the matrix to FILE.')
   sub.add_argument('--split', default='eval')
+
+  sub = command('report', _report, 'One self-contained HTML page of a run: '
+                'the DAG, the data, the training, the evaluation and push, '
+                'the lineage.')
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help='default: %(default)s')
+  sub.add_argument('--html', required=True, metavar='FILE',
+                   help='Write the page to FILE (replaced atomically).')
   return parser
 
 

@@ -5,6 +5,7 @@ two models 'candidate' and 'baseline' and adds diff metrics (candidate minus
 baseline); the validation result lists every threshold a metric failed.
 """
 
+import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from inspector import queries
@@ -42,6 +43,51 @@ def failed_checks(evaluation_uri: str
       for failure in per_slice.failures]
 
 
+def failure_reasons(evaluation_uri: str) -> List[str]:
+  """Why the Evaluator did not bless a model, one line per failed check."""
+  reasons = []
+  for _, failure in failed_checks(evaluation_uri)[1]:
+    name = failure.metric_key.name
+    value = metric_value(failure.metric_value)
+    if failure.metric_key.is_diff:
+      reasons.append(f'{name} {value:+.4f} against the last blessed model '
+                     '(worse)')
+    else:
+      bound = failure.metric_threshold.value_threshold.lower_bound.value
+      reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
+  return reasons
+
+
+def thresholds(execution: queries.Execution) -> List[Dict[str, Any]]:
+  """The thresholds in an Evaluator's eval_config: metric (TFMA's metric
+  name, e.g. sparse_categorical_accuracy), lower bound and whether it may
+  not be worse than the baseline."""
+  try:
+    config = json.loads(execution.properties.get('eval_config') or '{}')
+  except ValueError:
+    return []
+  found = []
+  for spec in config.get('metrics_specs', []):
+    for metric in spec.get('metrics', []):
+      threshold = metric.get('threshold')
+      if not threshold:
+        continue
+      lower = threshold.get('value_threshold', {}).get('lower_bound')
+      found.append({
+          'metric': _snake_case(metric.get('class_name', '')),
+          'lower_bound': float(lower) if lower is not None else None,
+          'no_worse_than_baseline': 'change_threshold' in threshold,
+      })
+  return found
+
+
+def _snake_case(class_name: str) -> str:
+  """Keras' metric name for its class: SparseCategoricalAccuracy ->
+  sparse_categorical_accuracy (what TFMA names the metric)."""
+  return ''.join('_' + c.lower() if c.isupper() and i else c.lower()
+                 for i, c in enumerate(class_name))
+
+
 def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
   evaluated = [a for a in md.of_type('Model') if md.evaluations(a)]
   if not evaluated:
@@ -51,13 +97,24 @@ def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
 
 def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
   """Metrics, blessing and baseline comparison of the newest evaluation."""
-  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   evaluations = md.evaluations(model)
   if not evaluations:
     raise InspectError(f'model {model.id} has no evaluation (the run stopped '
                        'before the Evaluator, or it failed)')
-  execution = evaluations[-1]
+  result = evaluation_metrics(md, evaluations[-1], model)
+  result['evaluations_of_this_model'] = len(evaluations)
+  return result
+
+
+def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
+                       model: queries.Artifact) -> Dict[str, Any]:
+  """Metrics, blessing and baseline comparison of one Evaluator execution
+  (a cached one's are those of the execution it reused)."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   evaluation = md.output(execution, 'evaluation')
+  if evaluation is None:
+    raise InspectError(f'{execution.node} execution {execution.id} '
+                       f'({execution.state}) recorded no evaluation')
   blessing = md.output(execution, 'blessing')
   baselines = [a for k, a in md.inputs(execution.id) if k == 'baseline_model']
 
@@ -90,7 +147,7 @@ def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
                      'execution': execution.id, 'run': execution.run,
                      'state': execution.state},
-      'evaluations_of_this_model': len(evaluations),
+      'evaluations_of_this_model': 1,
       'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri}
                    if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))

@@ -78,6 +78,20 @@ def samples(examples: queries.Artifact, split: str, per_class: int
   return found
 
 
+def label_counts(examples: queries.Artifact, split: str) -> Dict[int, int]:
+  """Label -> number of records of the split (every record is read, labels
+  only: the statistics' label histogram has equal-width buckets, not one
+  per class)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
+  counts: Dict[int, int] = {}
+  for batch in _records(examples, split).batch(BATCH_SIZE):
+    labels = tf.io.parse_example(batch, spec)[features.LABEL_KEY].numpy()
+    for label, count in zip(*np.unique(labels, return_counts=True)):
+      counts[int(label)] = counts.get(int(label), 0) + int(count)
+  return counts
+
+
 def confusion_matrix(model: queries.Artifact, examples: queries.Artifact,
                      split: str) -> Dict[str, Any]:
   """The model's serving signature over a split: counts[true][predicted]."""

@@ -4,9 +4,10 @@ Pillow (already a dependency, for image folders) is enough for a grid of
 small images and a table of coloured cells; no plotting library needed.
 """
 
+import io
 import math
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -38,6 +39,13 @@ def _save(image: Image.Image, path: str) -> None:
   image.save(path, format='PNG')
 
 
+def png_bytes(image: Image.Image) -> bytes:
+  """The picture as PNG file contents (for pages that inline it)."""
+  buffer = io.BytesIO()
+  image.save(buffer, format='PNG')
+  return buffer.getvalue()
+
+
 def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
   image = Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
                           'L' if pixels.shape[-1] == 1 else 'RGB')
@@ -48,14 +56,28 @@ def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
 
 def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
                  title: str, path: str) -> Dict[str, Any]:
-  """One row per class: 'label: name', then its images.
+  """Draws draw_samples_grid to the PNG file `path`.
 
   Returns the picture's size and the grid's geometry.
+  """
+  canvas, geometry = draw_samples_grid(images, names, title, what=path)
+  _save(canvas, path)
+  return {'width': canvas.width, 'height': canvas.height, 'grid': geometry}
+
+
+def draw_samples_grid(images: Dict[int, List[np.ndarray]],
+                      names: Sequence[str], title: str,
+                      what: str = 'the sample grid'
+                      ) -> Tuple[Image.Image, Dict[str, int]]:
+  """One row per class: 'label: name', then its images.
+
+  Returns the picture and the grid's geometry; `what` names the picture in
+  the error when there is nothing to draw.
   """
   font = _font()
   shapes = [i.shape for row in images.values() for i in row]
   if not shapes:
-    raise InspectError(f'no images to draw for {path}')
+    raise InspectError(f'no images to draw for {what}')
   height = max(s[0] for s in shapes)
   width = max(s[1] for s in shapes)
   scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
@@ -81,12 +103,10 @@ def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
     for column, pixels in enumerate(images[label]):
       canvas.paste(_as_rgb(pixels, scale),
                    (caption_w + column * (cell_w + _PAD), top))
-  _save(canvas, path)
   # Where image (row r, column c) is: left + c * step_x, top + r * step_y,
   # scaled `scale` times.
-  return {'width': canvas.width, 'height': canvas.height,
-          'grid': {'left': caption_w, 'top': title_h, 'step_x': cell_w + _PAD,
-                   'step_y': cell_h + _PAD, 'scale': scale}}
+  return canvas, {'left': caption_w, 'top': title_h, 'step_x': cell_w + _PAD,
+                  'step_y': cell_h + _PAD, 'scale': scale}
 
 
 def _rotated_text(text: str, font) -> Image.Image:
@@ -98,6 +118,14 @@ def _rotated_text(text: str, font) -> Image.Image:
 
 def confusion_matrix(matrix: Sequence[Sequence[int]], names: Sequence[str],
                      title: str, path: str) -> Dict[str, int]:
+  """Draws draw_confusion_matrix to the PNG file `path`; returns its size."""
+  canvas = draw_confusion_matrix(matrix, names, title)
+  _save(canvas, path)
+  return {'width': canvas.width, 'height': canvas.height}
+
+
+def draw_confusion_matrix(matrix: Sequence[Sequence[int]],
+                          names: Sequence[str], title: str) -> Image.Image:
   """Counts in cells coloured by their share of the true class's row."""
   font, small = _font(), _font(_FONT_SIZE - 2)
   counts = np.asarray(matrix, np.int64)
@@ -136,5 +164,4 @@ def confusion_matrix(matrix: Sequence[Sequence[int]], names: Sequence[str],
       draw.text(((box[0] + box[2]) // 2, (box[1] + box[3]) // 2),
                 f'{counts[i, j]:,}', font=small, anchor='mm',
                 fill=(255, 255, 255) if share > 0.5 else _TEXT)
-  _save(canvas, path)
-  return {'width': canvas.width, 'height': canvas.height}
+  return canvas

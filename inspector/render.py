@@ -270,3 +270,13 @@ def samples(out: Console, result: Dict[str, Any]) -> None:
             f'{result["examples"]["split"]}: {counts}')
   out.print(f'wrote {result["png"]["path"]} '
             f'({result["png"]["width"]}x{result["png"]["height"]})')
+
+
+def report(out: Console, result: Dict[str, Any]) -> None:
+  out.print(f'Run {result["run"]["id"]}: {result["outcome"]["headline"]}')
+  for name in ('dag', 'data', 'training', 'evaluation', 'lineage'):
+    section = result[name]
+    status = section.get('status', 'ok')
+    note = section.get('reason') or section.get('error') or ''
+    out.print(f'  {name:<11} {status}{"  " + note if note else ""}')
+  out.print(f'wrote {result["html"]["path"]}')

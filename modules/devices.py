@@ -6,9 +6,15 @@ tested on a CPU-only machine; `make_strategy()` turns a plan into the
 """
 
 import dataclasses
+import json
+import os
 from typing import Sequence
 
 import tensorflow as tf
+
+# Where the Trainer records its plan, in the ModelRun artifact's directory
+# (beside TensorBoard's logs): the run report shows it.
+PLAN_FILE = 'device_plan.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +28,13 @@ class DevicePlan:
     where = ', '.join(self.devices) if self.devices else 'CPU'
     return (f'training on {where} with the {self.strategy} strategy, '
             f'{self.precision} precision, global batch {self.global_batch_size}')
+
+  def write(self, directory: str) -> None:
+    """Records the plan as PLAN_FILE in `directory` (any TF filesystem)."""
+    tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(os.path.join(directory, PLAN_FILE), 'w') as f:
+      json.dump({**dataclasses.asdict(self), 'devices': list(self.devices),
+                 'description': self.describe()}, f, indent=2)
 
 
 def plan(gpus: Sequence[str], batch_size: int,

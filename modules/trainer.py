@@ -136,6 +136,7 @@ def run_fn(fn_args: FnArgs) -> None:
                              config.mixed_precision)
   logging.info('Trainer: %s; %d classes %s; images %s.',
                device_plan.describe(), len(class_names), class_names, geometry)
+  device_plan.write(fn_args.model_run_dir)
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = devices.make_strategy(device_plan)
 

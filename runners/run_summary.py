@@ -107,17 +107,7 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
 def validation_failures(evaluation_uri: str) -> List[str]:
   """Why the Evaluator did not bless a model, one line per failed check."""
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
-  reasons = []
-  for _, failure in evaluation.failed_checks(evaluation_uri)[1]:
-    name = failure.metric_key.name
-    value = evaluation.metric_value(failure.metric_value)
-    if failure.metric_key.is_diff:
-      reasons.append(f'{name} {value:+.4f} against the last blessed model '
-                     '(worse)')
-    else:
-      bound = failure.metric_threshold.value_threshold.lower_bound.value
-      reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
-  return reasons
+  return evaluation.failure_reasons(evaluation_uri)
 
 
 def _describe(artifact, type_name: str, splits_stats: Dict[str, int],

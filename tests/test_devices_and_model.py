@@ -1,5 +1,7 @@
 """Device plans (chosen on a CPU-only machine for any GPU count) and the CNN."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,6 +23,16 @@ def test_cpu_plan_trains_in_float32_with_the_default_strategy():
   # On this CPU-only machine that is what the Trainer gets.
   assert devices.plan(devices.visible_gpus(), 128) == plan
   assert devices.make_strategy(plan) is tf.distribute.get_strategy()
+
+
+def test_the_plan_is_recorded_for_the_run_report(tmp_path):
+  plan = devices.plan(['/gpu:0', '/gpu:1'], batch_size=64)
+  plan.write(str(tmp_path / 'model_run'))
+  recorded = json.loads((tmp_path / 'model_run' / devices.PLAN_FILE
+                         ).read_text())
+  assert recorded == {'strategy': 'mirrored', 'devices': ['/gpu:0', '/gpu:1'],
+                      'precision': 'mixed_float16', 'global_batch_size': 128,
+                      'description': plan.describe()}
 
 
 def test_one_gpu_trains_alone_in_mixed_precision():

@@ -2,8 +2,8 @@
 
 One store holds two runs of the whole DAG on tiny data (the second reuses the
 data half and the Trainer from the cache); a second store holds a run that
-the ValidationGate stopped. Every subcommand runs as a user runs it:
-`python -m inspector ...` in a subprocess.
+the ValidationGate stopped (tests/tiny_runs.py makes them). Every subcommand
+runs as a user runs it: `python -m inspector ...` in a subprocess.
 """
 
 import json
@@ -20,59 +20,13 @@ import pytest
 from pipeline import configs
 from records import features
 from inspector import lineage
-from tests import datasets
 from tests import examples_io
 from tests import local_run
 from tests import mlmd
-
-# Cached in the re-run whatever the Evaluator's baseline does.
-DATA_AND_TRAINING = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-                     'ExampleValidator', 'ValidationGate', 'Transform',
-                     'Trainer']
-TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
-                 local_run.ONE_PROCESS]
-EVAL_RECORDS = 100
-
-
-def inspect(out_dir, *args, expect_rc=0):
-  """Runs the CLI on `out_dir`'s store; returns the completed process."""
-  result = subprocess.run(
-      [sys.executable, '-m', 'inspector', '--output-dir', str(out_dir),
-       *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
-      timeout=300)
-  assert result.returncode == expect_rc, result.stderr[-3000:]
-  return result
-
-
-def inspect_json(out_dir, *args):
-  return json.loads(inspect(out_dir, *args, '--json').stdout)
-
-
-@pytest.fixture(scope='module')
-def two_runs(tmp_path_factory):
-  """A full run on tiny MNIST-format data, then an unchanged re-run."""
-  tmp = tmp_path_factory.mktemp('inspect')
-  data = tmp / 'data'
-  datasets.write_idx_dataset(str(data), {'train': 300, 't10k': EVAL_RECORDS})
-  for _ in range(2):
-    result = local_run.run('--data-dir', str(data), '--output-dir',
-                           str(tmp / 'out'), '--accuracy-threshold', '0.3',
-                           *TINY_TRAINING)
-    assert result.returncode == 0, result.stderr[-3000:]
-  return tmp
-
-
-@pytest.fixture(scope='module')
-def stopped_run(tmp_path_factory):
-  """32x32 images against the curated 28x28 schema: the gate stops the run."""
-  tmp = tmp_path_factory.mktemp('stopped')
-  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
-                             geometry=features.ImageGeometry(32, 32, 1))
-  result = local_run.run('--data-dir', str(tmp / 'data'), '--schema',
-                         configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
-                         local_run.ONE_PROCESS)
-  assert result.returncode == 1
-  return tmp / 'out'
+from tests.tiny_runs import DATA_AND_TRAINING
+from tests.tiny_runs import EVAL_RECORDS
+from tests.tiny_runs import inspect
+from tests.tiny_runs import inspect_json
 
 
 def _run_names(out_dir):

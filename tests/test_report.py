@@ -1,0 +1,287 @@
+"""The run report (`inspect report`, OUT/report.html) of real tiny runs,
+checked in its HTML and as a real headless Chromium draws it.
+
+The runs are tests/tiny_runs.py's: a full run and its cached re-run, and a
+run the ValidationGate stopped; every local run writes its report itself.
+"""
+
+import os
+import re
+
+import pytest
+
+import local_runner
+from inspector import report
+from inspector import report_html
+from pipeline import configs
+from runners import run_report
+from tests import browser
+from tests.tiny_runs import ACCURACY_THRESHOLD
+from tests.tiny_runs import DATA_AND_TRAINING
+from tests.tiny_runs import EPOCHS
+from tests.tiny_runs import EVAL_RECORDS
+from tests.tiny_runs import TRAIN_RECORDS
+from tests.tiny_runs import inspect
+from tests.tiny_runs import inspect_json
+
+CLASSES = [str(i) for i in range(10)]
+
+
+def _assert_self_contained(page):
+  """Nothing the page shows comes from elsewhere: no URL, no script."""
+  assert 'http:' not in page and 'https:' not in page
+  assert '<script' not in page and '<link' not in page
+  assert '@import' not in page
+  references = (re.findall(r'\b(?:src|href)="([^"]*)"', page) +
+                re.findall(r'url\(([^)]*)\)', page))
+  for reference in references:
+    # Pictures inline, links and SVG markers within the page.
+    assert reference.startswith(('data:', '#')), reference
+
+
+def _assert_drawn(page_path, png_path):
+  """Chromium draws the page: a laptop-sized picture, not blank (last in a
+  test: without Chromium the rest of the test still runs)."""
+  picture = browser.screenshot(str(page_path), str(png_path))
+  assert picture.size == browser.WINDOW
+  # Text, charts, the sample grid and the confusion matrix: many colours.
+  assert browser.distinct_colours(picture) > 500
+  return picture
+
+
+def _nodes(page):
+  """component -> (state, cached) of the DAG diagram."""
+  return {node: (state, cached == 'true') for node, state, cached in
+          re.findall(r'class="dag-node" data-node="([^"]+)" '
+                     r'data-state="([^"]+)" data-cached="([^"]+)"', page)}
+
+
+def _points(page, metric):
+  """series -> epochs of the dots in the `metric` per epoch chart."""
+  chart = page.split(f'data-metric="{metric}"', 1)[1].split('</svg>', 1)[0]
+  points = {}
+  for series, epoch in re.findall(
+      r'class="point" data-series="([^"]+)" data-epoch="(\d+)"', chart):
+    points.setdefault(series, []).append(int(epoch))
+  return points
+
+
+# ------------------------------------------------------------- full run --
+
+
+def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
+  out = two_runs / 'out'
+  page_path = tmp_path / 'first.html'
+  facts = inspect_json(out, 'report', '-2', '--html', str(page_path))
+  page = page_path.read_text()
+  _assert_self_contained(page)
+
+  # The outcome, at the top: blessed and pushed, and why.
+  assert facts['outcome']['kind'] == 'pushed'
+  [pushed] = [a for a in inspect_json(out, 'artifacts', '--type',
+                                      'PushedModel')
+              if a['run'] == facts['run']['id']]
+  destination = pushed['properties']['pushed_destination']
+  top = page.split('<nav>', 1)[0]
+  assert 'outcome-pushed' in top and f'pushed to {destination}' in top
+  assert f'at least the threshold {ACCURACY_THRESHOLD}' in top
+
+  # The DAG: every component ran, none from the cache.
+  nodes = _nodes(page)
+  assert set(nodes) == set(DATA_AND_TRAINING) | {
+      'latest_blessed_model_resolver', 'Evaluator', 'Pusher'}
+  assert all(state == 'COMPLETE' and not cached
+             for state, cached in nodes.values())
+  trainer = next(n for n in facts['dag']['nodes'] if n['node'] == 'Trainer')
+  assert trainer['seconds'] > 1
+
+  # The data: split counts, class balance, samples, statistics, anomalies.
+  data = facts['data']
+  assert data['examples']['properties']['splits'] == {
+      'train': TRAIN_RECORDS, 'eval': EVAL_RECORDS}
+  assert data['class_balance']['classes'] == CLASSES
+  assert data['class_balance']['splits'] == {
+      'train': [TRAIN_RECORDS // 10] * 10, 'eval': [EVAL_RECORDS // 10] * 10}
+  bars = re.findall(r'class="bar" data-series="(\w+)" data-category="(\w+)" '
+                    r'data-value="(\d+)"', page)
+  assert sorted(bars) == sorted(
+      [('train', c, str(TRAIN_RECORDS // 10)) for c in CLASSES] +
+      [('eval', c, str(EVAL_RECORDS // 10)) for c in CLASSES])
+  assert data['samples']['counts'] == {c: report.SAMPLES_PER_CLASS
+                                       for c in CLASSES}
+  assert 'alt="sample images per class" src="data:image/png;base64,' in page
+  features = {f['feature']: f for f in
+              data['statistics']['splits']['train']['features']}
+  assert (features['label']['min'], features['label']['max']) == (0, 9)
+  assert f'{TRAIN_RECORDS} records' in page
+  assert data['anomalies']['splits'] == {'train': [], 'eval': []}
+  assert 'split <b>train</b>: <span class="ok">none</span>' in page
+
+  # Training: a dot per epoch on each curve, the settings, the devices.
+  training = facts['training']
+  assert training['curves']['epochs'] == EPOCHS
+  for metric in ('loss', 'accuracy'):
+    assert _points(page, metric) == {'train': list(range(1, EPOCHS + 1)),
+                                     'validation': list(range(1, EPOCHS + 1))}
+  assert training['settings']['training']['batch_size'] == 32
+  assert training['settings']['train_steps'] == 60
+  assert training['device_plan']['strategy'] == 'default'  # A CPU machine.
+  assert 'training on CPU' in page
+
+  # Evaluation: accuracy, threshold, baseline (none: the first model),
+  # blessing, confusion matrix, push.
+  verdict = facts['evaluation']['verdict']
+  assert verdict['blessed'] is True and verdict['baseline'] is None
+  [check] = verdict['checks']
+  assert check['metric'] == 'sparse_categorical_accuracy'
+  assert check['lower_bound'] == float(ACCURACY_THRESHOLD)
+  assert check['value'] >= check['lower_bound']
+  assert f'threshold ≥ {ACCURACY_THRESHOLD}' in page
+  assert '<span class="ok">blessed</span>' in page
+  confusion = facts['evaluation']['confusion']
+  assert confusion['examples_count'] == EVAL_RECORDS
+  assert confusion['accuracy'] == pytest.approx(check['value'], abs=1e-6)
+  assert 'alt="confusion matrix" src="data:image/png;base64,' in page
+  assert facts['evaluation']['push']['destination'] == destination
+
+  # Lineage: from the PushedModel back to the input files.
+  assert facts['lineage']['root'] == {'id': pushed['id'],
+                                      'type': 'PushedModel'}
+  lineage = page.split('id="lineage"', 1)[1]
+  for name in ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz',
+               't10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz',
+               '← Pusher', '← Trainer', '← ImageExampleGen'):
+    assert name in lineage, name
+
+  # Nothing failed to build.
+  assert 'Could not build' not in page
+  _assert_drawn(page_path, tmp_path / 'first.png')
+
+
+def test_every_run_writes_its_report_and_names_it(two_runs, tmp_path):
+  out = two_runs / 'out'
+  page_path = out / 'report.html'
+  for number in (1, 2):
+    assert f'Report: {page_path}' in (two_runs / f'run-{number}.out'
+                                      ).read_text()
+  assert not [f for f in os.listdir(out) if f.endswith('.tmp')]
+  page = page_path.read_text()
+  _assert_self_contained(page)
+
+  # The latest run is the cached re-run: its report shows what it reused.
+  runs = inspect_json(out, 'runs')
+  assert f'run {runs[0]["run"]}' in page
+  nodes = _nodes(page)
+  assert all(nodes[n] == ('CACHED', True) for n in DATA_AND_TRAINING)
+  assert f'reused from run {runs[1]["run"]}' in page
+  assert 'trained by run ' + runs[1]['run'] in page
+  assert _points(page, 'loss')['train'] == list(range(1, EPOCHS + 1))
+  # Its Evaluator compared the model with itself (the last blessed one),
+  # and the Pusher found it already served.
+  assert 'outcome-served' in page and 'not pushed again' in page
+  assert 'Could not build' not in page
+  _assert_drawn(page_path, tmp_path / 'latest.png')
+
+
+def test_a_part_that_cannot_be_built_says_why(two_runs, tmp_path):
+  # The Trainer's TensorBoard logs gone: the curves and device plan say so,
+  # the log (stderr for the CLI) has the traceback, the rest is there.
+  out = two_runs / 'out'
+  [model_run] = inspect_json(out, 'artifacts', '--type', 'ModelRun')
+  moved = model_run['uri'] + '.moved'
+  os.rename(model_run['uri'], moved)
+  try:
+    result = inspect(out, 'report', 'latest', '--html',
+                     str(tmp_path / 'r.html'))
+  finally:
+    os.rename(moved, model_run['uri'])
+  assert 'Traceback' in result.stderr
+  assert 'the training curves could not be built' in result.stderr
+  page = (tmp_path / 'r.html').read_text()
+  assert page.count('Could not build this part') == 2
+  assert 'the training curves: ModelRun' in page
+  assert 'the device plan:' in page
+  assert '<span class="ok">blessed</span>' in page  # The rest is there.
+
+
+# ----------------------------------------------------------- gated run --
+
+
+def test_a_run_stopped_at_the_gate_gets_a_report_saying_why(stopped_run,
+                                                           tmp_path):
+  page_path = stopped_run / 'report.html'
+  assert f'Report: {page_path}' in (stopped_run.parent / 'run.out'
+                                    ).read_text()
+  page = page_path.read_text()
+  _assert_self_contained(page)
+
+  top = page.split('<nav>', 1)[0]
+  assert 'outcome-stopped' in top and 'Stopped at the ValidationGate' in top
+  for split in ('train', 'eval'):
+    for feature in ('height', 'width'):
+      assert f'{split}: {feature}: Out-of-range values' in top
+
+  nodes = _nodes(page)
+  assert nodes['ValidationGate'][0] == 'FAILED'
+  assert nodes['ImportSchemaGen'][0] == 'COMPLETE'  # --schema
+  assert 'SchemaGen' not in nodes
+  for node in ('Transform', 'Trainer', 'Evaluator', 'Pusher'):
+    assert nodes[node][0] == report.NOT_RUN
+  for section in ('training', 'evaluation'):
+    part = page.split(f'id="{section}"', 1)[1].split('</section>', 1)[0]
+    assert '<b>Not run.</b>' in part
+    assert 'the ValidationGate stopped the run' in part
+  # The data it stopped on is all there.
+  data = page.split('id="data"', 1)[1].split('</section>', 1)[0]
+  assert 'sample images per class' in data and 'class="bar"' in data
+  assert '<span class="bad">2 anomalies</span>' in data
+  assert 'Could not build' not in page
+  lineage = page.split('id="lineage"', 1)[1]
+  assert 'ExampleAnomalies' in lineage
+  assert 'train-images-idx3-ubyte.gz' in lineage
+  _assert_drawn(page_path, tmp_path / 'stopped.png')
+
+
+def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path,
+                                                               caplog):
+  # What local_runner.py prints instead of the report's path: why not; the
+  # log has the traceback, and no report (or half of one) is left.
+  line = run_report.write_report(str(tmp_path / 'nowhere.db'), str(tmp_path),
+                                 configs.PIPELINE_NAME)
+  assert line.startswith('Report: not written (InspectError: ')
+  assert 'no ML Metadata store' in line
+  assert 'Traceback' in caplog.text
+  assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------------ DAG --
+
+
+@pytest.mark.parametrize('schema', [None, configs.MNIST_SCHEMA])
+def test_the_report_knows_the_pipelines_dag(tmp_path, schema):
+  # The components a run never got to are drawn from report.PIPELINE_DAG:
+  # it must be the DAG pipeline/pipeline.py builds.
+  args = local_runner.make_parser().parse_args(
+      ['--data-dir', str(tmp_path), '--output-dir', str(tmp_path / 'out')]
+      + (['--schema', schema] if schema else []))
+  dag = local_runner.build_pipeline(args)
+  built = {c.id: {u.id for u in c.upstream_nodes} for c in dag.components}
+  known = dict(report.PIPELINE_DAG)
+  for node, upstream in built.items():
+    assert set(known[node]) & set(built) == upstream, node
+
+
+def test_a_section_that_cannot_be_drawn_says_so(stopped_run, tmp_path,
+                                                caplog):
+  # Facts of a shape the page does not expect (here: a training section
+  # without its parts) break only that section of the page, and the log
+  # has the traceback.
+  facts = inspect_json(stopped_run, 'report', '--html',
+                       str(tmp_path / 'r.html'))
+  facts['training'] = {'status': 'ok'}
+  page = report_html.page(facts)
+  training = page.split('id="training"', 1)[1].split('</section>', 1)[0]
+  assert 'Could not build this part' in training and 'KeyError' in training
+  assert 'id="lineage"' in page and 'ExampleAnomalies' in page
+  assert 'the Training section could not be drawn' in caplog.text
+  assert 'Traceback' in caplog.text

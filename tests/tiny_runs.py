@@ -1,0 +1,72 @@
+"""Real runs on tiny data that several test modules inspect, made once per
+test session (tests/conftest.py shares the fixtures): a full run and its
+unchanged re-run in one store, and a run the ValidationGate stopped in
+another. What each run printed is kept beside its output directory."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipeline import configs
+from records import features
+from tests import datasets
+from tests import local_run
+
+# Cached in the re-run whatever the Evaluator's baseline does.
+DATA_AND_TRAINING = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
+                     'ExampleValidator', 'ValidationGate', 'Transform',
+                     'Trainer']
+EPOCHS = 2
+TINY_TRAINING = ['--epochs', str(EPOCHS), '--train-steps', '60',
+                 '--batch-size', '32', local_run.ONE_PROCESS]
+TRAIN_RECORDS = 300
+EVAL_RECORDS = 100
+ACCURACY_THRESHOLD = '0.3'
+
+
+def inspect(out_dir, *args, expect_rc=0):
+  """Runs the CLI on `out_dir`'s store; returns the completed process."""
+  result = subprocess.run(
+      [sys.executable, '-m', 'inspector', '--output-dir', str(out_dir),
+       *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
+      timeout=300)
+  assert result.returncode == expect_rc, result.stderr[-3000:]
+  return result
+
+
+def inspect_json(out_dir, *args):
+  return json.loads(inspect(out_dir, *args, '--json').stdout)
+
+
+@pytest.fixture(scope='session')
+def two_runs(tmp_path_factory):
+  """A full run on tiny MNIST-format data, then an unchanged re-run; their
+  output in run-1.out and run-2.out (stdout, then stderr)."""
+  tmp = tmp_path_factory.mktemp('inspect')
+  data = tmp / 'data'
+  datasets.write_idx_dataset(str(data), {'train': TRAIN_RECORDS,
+                                         't10k': EVAL_RECORDS})
+  for number in (1, 2):
+    result = local_run.run('--data-dir', str(data), '--output-dir',
+                           str(tmp / 'out'), '--accuracy-threshold',
+                           ACCURACY_THRESHOLD, *TINY_TRAINING)
+    (tmp / f'run-{number}.out').write_text(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+  return tmp
+
+
+@pytest.fixture(scope='session')
+def stopped_run(tmp_path_factory):
+  """32x32 images against the curated 28x28 schema: the gate stops the run.
+  Its output is in ../run.out."""
+  tmp = tmp_path_factory.mktemp('stopped')
+  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
+                             geometry=features.ImageGeometry(32, 32, 1))
+  result = local_run.run('--data-dir', str(tmp / 'data'), '--schema',
+                         configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
+                         local_run.ONE_PROCESS)
+  (tmp / 'run.out').write_text(result.stdout + result.stderr)
+  assert result.returncode == 1
+  return tmp / 'out'
