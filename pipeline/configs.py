@@ -95,6 +95,11 @@ DROPOUT = 0.4
 # sparse categorical accuracy on the eval split, and no worse than the last
 # blessed model. A --dataset preset brings its own.
 ACCURACY_THRESHOLD = DATASETS['mnist']['accuracy_threshold']
+# The model it compares with: 'last_blessed' (TFX's Resolver over ML
+# Metadata; local runs and Vertex AI) or 'served' (the newest version in the
+# serving directory; kubeflow_runner.py --target kubeflow). See
+# pipeline.py's _baseline.
+BASELINE = 'last_blessed'
 
 
 # Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
