@@ -24,10 +24,14 @@ venv: $(STAMP)
 # nothing (unpinned, it backtracks for ages over Google Cloud clients).
 # --ignore-requires-python: TFX 1.16 declares Requires-Python <3.11 but runs
 # on 3.11; the TFX releases that allow 3.11 need glibc 2.39 wheels.
-$(STAMP): requirements.lock setup.py
+# Then s3:// for TensorFlow and Beam (as in the image built WITH_S3=1) and
+# the tests' S3 server (tests/s3_server.py).
+$(STAMP): requirements.lock kubeflow/requirements-s3.lock tests/requirements-s3-server.lock setup.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] in ((3, 9), (3, 10), (3, 11)), "Python 3.9-3.11 needed, found " + sys.version'
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --no-deps --ignore-requires-python -r requirements.lock
+	$(VENV)/bin/python -m pip install --quiet --no-deps -r kubeflow/requirements-s3.lock
+	$(VENV)/bin/python -m pip install --quiet --no-deps -r tests/requirements-s3-server.lock
 	$(VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

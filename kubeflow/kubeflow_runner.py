@@ -1,6 +1,10 @@
 """Compiles the pipeline for Kubeflow Pipelines or Vertex AI Pipelines.
 
   python kubeflow/kubeflow_runner.py --output pipeline.yaml \\
+      --image REGISTRY/image-pipeline:1 \\
+      --pipeline-root s3://BUCKET/tfx --data-dir s3://BUCKET/data/mnist \\
+      --s3-endpoint http://minio-service.kubeflow:9000
+  python kubeflow/kubeflow_runner.py --target vertex --output pipeline.json \\
       --image europe-docker.pkg.dev/PROJECT/REPO/image-pipeline:1 \\
       --pipeline-root gs://BUCKET/tfx --data-dir gs://BUCKET/data/mnist
 
@@ -14,15 +18,26 @@ and only this:
   * the Trainer may request GPUs (--gpu), an accelerator in the spec;
   * the data location is the runtime parameter `data_root` (default
     --data-dir), so a run or a schedule can point at new data;
+  * --target kubeflow: the Evaluator's baseline is the served model
+    (ServedModel; KFP runs no resolver), see pipeline/pipeline.py;
   * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
     containers of --image (kubeflow/Dockerfile).
+
+--target kubeflow (the default) is for open-source Kubeflow Pipelines 2.x,
+whose backend differs from Vertex AI's in ways kubeflow/open_source_kfp.py
+lists; it changes TFX's spec accordingly (the project's container
+entrypoint, no lifecycle hook, ImageExampleGen and ServedModel never
+cached) and writes a bare PipelineSpec (.yaml), the only form KFP's API
+server takes. --target vertex writes TFX's spec as it is, .json as a
+PipelineJob or .yaml.
 
 A --schema file of the project is read from the image (it holds the
 project); any other schema must be on object storage.
 
 Output by extension: .yaml/.yml is a PipelineSpec (what Kubeflow Pipelines
 uploads), .json a PipelineJob (PipelineSpec plus runtime config, what Vertex
-AI takes). kubeflow/submit.py uploads, runs and schedules either.
+AI takes; --target vertex only). kubeflow/submit.py uploads, runs and
+schedules either.
 """
 
 import argparse
@@ -39,10 +54,12 @@ from urllib import parse
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+from kubeflow import open_source_kfp  # pylint: disable=g-import-not-at-top,wrong-import-position
 from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
 from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
+TARGETS = ('kubeflow', 'vertex')
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -50,9 +67,13 @@ def make_parser() -> argparse.ArgumentParser:
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   kubeflow = parser.add_argument_group('Kubeflow')
   kubeflow.add_argument(
+      '--target', choices=TARGETS, default='kubeflow',
+      help='kubeflow: open-source Kubeflow Pipelines 2.x (default); vertex: '
+      'Vertex AI Pipelines.')
+  kubeflow.add_argument(
       '--output', required=True, metavar='SPEC_FILE',
-      help='The compiled pipeline: .yaml/.yml (PipelineSpec, for Kubeflow '
-      'Pipelines) or .json (PipelineJob, for Vertex AI).')
+      help='The compiled pipeline: .yaml/.yml (PipelineSpec) or, for '
+      '--target vertex, .json (PipelineJob).')
   kubeflow.add_argument(
       '--image', required=True,
       help='Container image every component runs in, built from '
@@ -91,7 +112,24 @@ def make_parser() -> argparse.ArgumentParser:
       '--s3-endpoint', default=None, metavar='URL',
       help='S3-compatible endpoint for s3:// paths, e.g. MinIO in the '
       'cluster: http://minio-service.kubeflow:9000. Credentials come from the '
-      'pods\' AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.')
+      'pods\' AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (--target kubeflow: '
+      'from a secret, see --s3-credentials-secret).')
+  kubeflow.add_argument(
+      '--s3-credentials-secret', default=configs.S3_CREDENTIALS_SECRET,
+      metavar='NAME',
+      help='--target kubeflow with s3:// locations: the Kubernetes secret in '
+      'the run\'s namespace whose keys become every task\'s '
+      'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: %(default)s, '
+      'the one Kubeflow Pipelines keeps for its MinIO).')
+  kubeflow.add_argument(
+      '--s3-credentials-keys', default=','.join(configs.S3_CREDENTIALS_KEYS),
+      metavar='ACCESS_KEY,SECRET_KEY',
+      help='The keys of that secret holding the access key and the secret '
+      'key (default: %(default)s).')
+  kubeflow.add_argument(
+      '--s3-region', default=configs.S3_REGION,
+      help='Region for --s3-endpoint (default: %(default)s; MinIO accepts '
+      'any).')
   kubeflow.add_argument(
       '--no-cache', action='store_true',
       help='Compile with caching off: every run re-runs every component.')
@@ -135,7 +173,7 @@ def _schema_location(schema: str) -> str:
   return f'{configs.IMAGE_PROJECT_DIR}/{relative}'
 
 
-def _s3_settings(endpoint: Optional[str]):
+def _s3_settings(endpoint: Optional[str], region: str = configs.S3_REGION):
   """(Beam args, container env) that point S3 clients at `endpoint`."""
   if not endpoint:
     return [], {}
@@ -143,12 +181,15 @@ def _s3_settings(endpoint: Optional[str]):
   if url.scheme not in ('http', 'https') or not url.netloc:
     raise SystemExit(f'error: --s3-endpoint {endpoint}: expected '
                      'http(s)://HOST:PORT')
-  # Beam's S3 filesystem takes pipeline options; TensorFlow's (from
-  # tensorflow-io) reads the environment.
-  beam_args = [f'--s3_endpoint_url={endpoint}']
-  env = {'S3_ENDPOINT': url.netloc,
-         'S3_USE_HTTPS': '1' if url.scheme == 'https' else '0',
-         'S3_VERIFY_SSL': '1' if url.scheme == 'https' else '0'}
+  https = '1' if url.scheme == 'https' else '0'
+  # Beam's S3 filesystem (boto3) takes pipeline options; TensorFlow's (from
+  # tensorflow-io) reads the environment, and wants the scheme in
+  # S3_ENDPOINT: given HOST:PORT alone it speaks https whatever S3_USE_HTTPS
+  # says (seen against a plain-http server). Credentials are the pods'
+  # AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which both read.
+  beam_args = [f'--s3_endpoint_url={endpoint}', f'--s3_region_name={region}']
+  env = {'S3_ENDPOINT': endpoint, 'S3_USE_HTTPS': https,
+         'S3_VERIFY_SSL': https, 'AWS_REGION': region}
   return beam_args, env
 
 
@@ -157,6 +198,10 @@ def check_args(args: argparse.Namespace) -> None:
   if not args.output.endswith(SPEC_EXTENSIONS):
     raise SystemExit(f'error: --output {args.output}: the file name must end '
                      f'with {", ".join(SPEC_EXTENSIONS)}')
+  if args.target == 'kubeflow' and args.output.endswith('.json'):
+    raise SystemExit(f'error: --output {args.output}: Kubeflow Pipelines '
+                     'takes a bare PipelineSpec, write .yaml (a .json '
+                     'PipelineJob is for --target vertex)')
   if not args.data_dir:
     raise SystemExit('error: --data-dir is required (the dataset on object '
                      'storage)')
@@ -176,6 +221,10 @@ def check_args(args: argparse.Namespace) -> None:
                                      args.allow_local_paths)
   if args.schema:
     args.schema = _schema_location(args.schema)
+  keys = args.s3_credentials_keys.split(',')
+  if len(keys) != 2 or not all(keys):
+    raise SystemExit(f'error: --s3-credentials-keys '
+                     f'{args.s3_credentials_keys}: expected ACCESS_KEY,SECRET_KEY')
 
 
 def trainer_resources(gpus: int, gpu_type: str):
@@ -195,7 +244,7 @@ def build_pipeline(args: argparse.Namespace):
   """The DAG of `args` with the cluster's paths (check_args first)."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
-  s3_beam_args, _ = _s3_settings(args.s3_endpoint)
+  s3_beam_args, _ = _s3_settings(args.s3_endpoint, args.s3_region)
   dag = pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=args.pipeline_root,
@@ -207,6 +256,8 @@ def build_pipeline(args: argparse.Namespace):
                           shlex.split(args.beam_args)),
       metadata_connection_config=None,  # The cluster's ML Metadata.
       enable_cache=not args.no_cache,
+      # KFP runs no resolver: the baseline is read from the serving directory.
+      baseline='served' if args.target == 'kubeflow' else configs.BASELINE,
       **flags.pipeline_arguments(args))
   if args.gpu:
     [trainer] = [c for c in dag.components if c.id == 'Trainer']
@@ -230,26 +281,45 @@ def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
   parameter = spec['root']['inputDefinitions']['parameters'][
       configs.DATA_ROOT_PARAMETER]
   parameter.update(defaultValue=args.data_dir, isOptional=True)
-  _, env = _s3_settings(args.s3_endpoint)
+  _, env = _s3_settings(args.s3_endpoint, args.s3_region)
   for executor in spec['deploymentSpec']['executors'].values():
     if env and 'container' in executor:
       executor['container']['env'] = [
           {'name': k, 'value': v} for k, v in sorted(env.items())]
+  if args.target == 'kubeflow':
+    try:
+      open_source_kfp.adapt(spec)
+    except ValueError as e:
+      raise SystemExit(f'error: {e}') from e
+    locations = (args.pipeline_root, args.data_dir, args.serving_model_dir)
+    if any(l.startswith('s3://') for l in locations):
+      access_key, secret_key = args.s3_credentials_keys.split(',')
+      job['platformSpec'] = open_source_kfp.credentials_platform_spec(
+          spec, args.s3_credentials_secret, access_key, secret_key)
   return job
 
 
 def write_spec(job: Dict[str, Any], path: str) -> None:
-  """`job` as a PipelineJob (.json) or a PipelineSpec (.yaml), checked first."""
+  """`job` as a PipelineJob (.json) or a PipelineSpec (.yaml), checked first.
+
+  A PlatformSpec (job['platformSpec'], --target kubeflow) follows the
+  PipelineSpec as a second YAML document, as KFP's API server reads it.
+  """
   import yaml  # pylint: disable=g-import-not-at-top
   from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
   json_format.ParseDict(job['pipelineSpec'], pipeline_spec_pb2.PipelineSpec())
+  platform = job.get('platformSpec')
+  if platform:
+    json_format.ParseDict(platform, pipeline_spec_pb2.PlatformSpec())
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   with open(path, 'w') as f:
     if path.endswith('.json'):
       json.dump(job, f, indent=2, sort_keys=True)
     else:
-      yaml.safe_dump(job['pipelineSpec'], f, sort_keys=True)
+      yaml.safe_dump_all([job['pipelineSpec']] + ([platform] if platform
+                                                  else []),
+                         f, sort_keys=True)
 
 
 def task_summary(job: Dict[str, Any]) -> List[str]:
@@ -261,8 +331,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   check_args(args)
   job = compile_pipeline(build_pipeline(args), args)
   write_spec(job, args.output)
-  print(f'Wrote {args.output}: pipeline {args.pipeline_name!r}, '
-        f'{len(task_summary(job))} tasks, image {args.image}\n'
+  print(f'Wrote {args.output}: pipeline {args.pipeline_name!r} for '
+        f'{args.target}, {len(task_summary(job))} tasks, image {args.image}\n'
         f'  pipeline root: {args.pipeline_root}\n'
         f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'

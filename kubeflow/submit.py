@@ -95,7 +95,9 @@ def load_spec(path: str) -> Dict[str, Any]:
                      'kubeflow/kubeflow_runner.py)')
   try:
     with open(path) as f:
-      doc = json.load(f) if path.endswith('.json') else yaml.safe_load(f)
+      # A .yaml may carry a PlatformSpec as a second document.
+      doc = json.load(f) if path.endswith('.json') else next(
+          yaml.safe_load_all(f))
     spec = doc.get('pipelineSpec', doc)
     from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
     from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top

@@ -95,6 +95,11 @@ DROPOUT = 0.4
 # sparse categorical accuracy on the eval split, and no worse than the last
 # blessed model. A --dataset preset brings its own.
 ACCURACY_THRESHOLD = DATASETS['mnist']['accuracy_threshold']
+# The model it compares with: 'last_blessed' (TFX's Resolver over ML
+# Metadata; local runs and Vertex AI) or 'served' (the newest version in the
+# serving directory; kubeflow_runner.py --target kubeflow). See
+# pipeline.py's _baseline.
+BASELINE = 'last_blessed'
 
 
 # Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
@@ -103,6 +108,14 @@ KUBEFLOW_PIPELINE_NAME = PIPELINE_NAME.replace('_', '-')
 # URI schemes the containers can read and write (TensorFlow's gfile and Beam):
 # Google Cloud Storage, and S3 or MinIO in an image built with WITH_S3=1.
 OBJECT_STORE_SCHEMES = ('gs://', 's3://')
+# The region S3 clients sign requests for when --s3-endpoint is given (MinIO
+# and other S3-compatible servers accept any).
+S3_REGION = 'us-east-1'
+# The Kubernetes secret (and its keys) that gives the tasks of the `kubeflow`
+# target their S3 credentials: the one Kubeflow Pipelines keeps for its
+# MinIO, also in every profile namespace of a multi-user install.
+S3_CREDENTIALS_SECRET = 'mlpipeline-minio-artifact'
+S3_CREDENTIALS_KEYS = ('accesskey', 'secretkey')
 # Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
 IMAGE_PROJECT_DIR = '/pipeline'
 # Accelerator requested by `--gpu N`: the Kubernetes resource name on

@@ -6,9 +6,11 @@ from ml_metadata.proto import metadata_store_pb2
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
+from components import baseline_evaluator
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
+from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
 from modules.model import ModelConfig
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
@@ -37,11 +39,13 @@ def create_pipeline(
     metadata_connection_config: Optional[
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
+    baseline: str = configs.BASELINE,
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
   training: TrainingConfig fields that override configs.py's (epochs,
-  batch_size, learning_rate...).
+  batch_size, learning_rate...). baseline: what the Evaluator compares the
+  new model with, 'last_blessed' or 'served' (see _baseline).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
@@ -94,19 +98,16 @@ def create_pipeline(
       eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
       custom_config={'training': training_config(**(training or {})).to_dict()})
 
-  # The newest blessed model, for the Evaluator to compare against.
-  model_resolver = tfx.dsl.Resolver(
-      strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-      model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-      model_blessing=tfx.dsl.Channel(
-          type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
-              'latest_blessed_model_resolver')
-
-  evaluator = tfx.components.Evaluator(
+  # What the new model must not be worse than (see _baseline).
+  baseline_node, evaluator_class = _baseline(baseline, serving_model_dir)
+  if baseline == 'served':
+    # Read what is served as late as it can be: once the model is trained.
+    baseline_node.add_upstream_node(trainer)
+  evaluator = evaluator_class(
       examples=example_gen.outputs['examples'],
       example_splits=['eval'],
       model=trainer.outputs['model'],
-      baseline_model=model_resolver.outputs['model'],
+      baseline_model=baseline_node.outputs['model'],
       eval_config=_eval_config(accuracy_threshold))
 
   # TFX's Pusher, except that the model already served is not pushed again
@@ -123,13 +124,38 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          validation_gate, transform, trainer, model_resolver, evaluator,
+          validation_gate, transform, trainer, baseline_node, evaluator,
           pusher,
       ],
       enable_cache=enable_cache,
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=list(beam_pipeline_args),
   )
+
+
+def _baseline(baseline: str, serving_model_dir: str):
+  """(The node that finds the Evaluator's baseline, the Evaluator class).
+
+  last_blessed: TFX's Resolver, the newest blessed model in ML Metadata (a
+    Trainer's Model; needs an orchestrator that runs resolvers: LocalDagRunner,
+    Vertex AI).
+  served: ServedModel, the newest version under the serving directory,
+    found without ML Metadata (open-source Kubeflow Pipelines runs no
+    resolver); the Evaluator then also runs when nothing is served yet.
+  With the push-once Pusher both name the same model as long as only this
+  pipeline pushes to the serving directory.
+  """
+  if baseline == 'last_blessed':
+    return tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
+                'latest_blessed_model_resolver'), tfx.components.Evaluator
+  if baseline == 'served':
+    return (ServedModel(serving_model_dir=serving_model_dir),
+            baseline_evaluator.Evaluator)
+  raise ValueError(f'baseline {baseline!r}: last_blessed or served')
 
 
 def training_config(**overrides) -> TrainingConfig:

@@ -23,9 +23,17 @@ def compile_spec(output: str, *flags: str) -> dict:
 
 
 def read_spec(path: str) -> dict:
+  """The PipelineSpec of a .json PipelineJob or a .yaml file."""
+  return read_documents(path)[0]
+
+
+def read_documents(path: str) -> list:
+  """[PipelineSpec] or, for --target kubeflow on s3://, [it, PlatformSpec]."""
   with open(path) as f:
-    doc = json.load(f) if path.endswith('.json') else yaml.safe_load(f)
-  return doc.get('pipelineSpec', doc)
+    if path.endswith('.json'):
+      doc = json.load(f)
+      return [doc.get('pipelineSpec', doc)]
+    return list(yaml.safe_load_all(f))
 
 
 def container(spec: dict, task: str) -> dict:

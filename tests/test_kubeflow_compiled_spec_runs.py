@@ -1,9 +1,11 @@
-"""The compiled PipelineSpec runs: every task, in dependency order, through
-its own container command (TFX's kubeflow_v2_run_executor, and the
-FileBasedExampleGen driver before ImageExampleGen), with inputs and output
-locations handed over as the KFP v2 launcher does (tests/kfp_launcher.py),
-on tiny data on the local filesystem; then the artifacts are checked, down
-to the pushed model answering `serve_images`."""
+"""The Vertex AI target's compiled PipelineSpec runs: every task, in
+dependency order, through its own container command (TFX's
+kubeflow_v2_run_executor, and the FileBasedExampleGen driver before
+ImageExampleGen), with inputs and output locations handed over as Vertex AI
+does (tests/kfp_launcher.py, mode 'vertex'), on tiny data on the local
+filesystem; then the artifacts are checked, down to the pushed model
+answering `serve_images`. The open-source Kubeflow Pipelines target runs in
+tests/test_kubeflow_on_s3.py."""
 
 import glob
 import os
@@ -36,13 +38,14 @@ def run(tmp_path_factory):
   compiled = subprocess.run(
       [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
                                     'kubeflow_runner.py'),
+       '--target', 'vertex',
        '--output', str(tmp / 'pipeline.yaml'), '--image', 'unused:local',
        '--pipeline-root', str(tmp / 'root'), '--data-dir', str(tmp / 'data'),
        '--serving-model-dir', str(tmp / 'serving'), '--allow-local-paths',
        *TINY_TRAINING], capture_output=True, text=True, timeout=300)
   assert compiled.returncode == 0, compiled.stderr[-3000:]
   launcher = kfp_launcher.LocalLauncher(str(tmp / 'pipeline.yaml'),
-                                        str(tmp / 'root'))
+                                        str(tmp / 'root'), mode='vertex')
   outputs = launcher.run()
   return tmp, written, launcher, outputs
 

@@ -20,6 +20,16 @@ OUR_PATHS = {'components.image_example_gen.executor.Executor',
              'components.validation_gate.ValidationGate_Executor',
              'components.push_once.Executor',
              configs.RUN_FN, configs.PREPROCESSING_FN}
+# Besides, per target: the open-source KFP target's entrypoint and baseline.
+TARGET_PATHS = {
+    'kubeflow': {'kubeflow.container_entrypoint',
+                 'components.served_model.Executor',
+                 'components.baseline_evaluator.Executor'},
+    'vertex': {
+        'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
+        'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver',
+        'tfx.components.evaluator.executor.Executor'},
+}
 
 
 def instructions(path):
@@ -102,13 +112,15 @@ def test_the_image_installs_like_the_makefile():
 
 
 def test_spec_module_paths_import_from_the_image_layout(tmp_path):
-  spec = kubeflow_specs.compile_spec(tmp_path / 'pipeline.yaml',
-                                     *kubeflow_specs.CLUSTER_PATHS)
-  paths = kubeflow_specs.module_paths(spec)
-  assert OUR_PATHS <= paths
-  assert {'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
-          'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver',
-          'tfx.components.trainer.executor.GenericExecutor'} <= paths
+  paths = set()
+  for target, expected in TARGET_PATHS.items():
+    spec = kubeflow_specs.compile_spec(
+        tmp_path / f'{target}.yaml', '--target', target,
+        *kubeflow_specs.CLUSTER_PATHS)
+    target_paths = kubeflow_specs.module_paths(spec)
+    assert OUR_PATHS | expected <= target_paths, target
+    assert 'tfx.components.trainer.executor.GenericExecutor' in target_paths
+    paths |= target_paths
 
   image_dir = stage_image(str(tmp_path / 'image'))
   # A fresh interpreter in the image's WORKDIR, without this checkout on its
@@ -140,7 +152,8 @@ print(json.dumps(found))
   assert result.returncode == 0, result.stderr[-3000:]
   found = json.loads(result.stdout.strip().splitlines()[-1])
   for path, module_file in found.items():
-    if path.split('.')[0] in ('components', 'modules', 'pipeline', 'data'):
+    if path.split('.')[0] in ('components', 'modules', 'pipeline', 'data',
+                              'kubeflow'):
       assert module_file.startswith(image_dir + os.sep), (path, module_file)
     else:  # A library: from site-packages, not from the checkout.
       assert 'site-packages' in module_file.split(os.sep), (path, module_file)

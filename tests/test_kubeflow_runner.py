@@ -1,5 +1,7 @@
 """kubeflow_runner.py compiles the local DAG: same tasks, wiring and settings;
-only paths, metadata, Beam args and the Trainer's resources differ."""
+only paths, metadata, Beam args and the Trainer's resources differ, and for
+open-source Kubeflow Pipelines (--target kubeflow) the baseline node and what
+that backend cannot run (kubeflow/open_source_kfp.py)."""
 
 import json
 
@@ -9,6 +11,7 @@ import pytest
 
 import local_runner
 from kubeflow import kubeflow_runner
+from kubeflow import open_source_kfp
 from pipeline import configs
 from tests import kubeflow_specs
 
@@ -25,11 +28,20 @@ EXPECTED_DIFFERENCES = {('ImageExampleGen', 'input_base'),  # runtime parameter
 
 @pytest.fixture(scope='module')
 def compiled(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp('kubeflow')
-  flags = [*kubeflow_specs.CLUSTER_PATHS, *SHARED_FLAGS]
+  """The Vertex AI target, as .yaml and .json."""
+  tmp = tmp_path_factory.mktemp('vertex')
+  flags = ['--target', 'vertex', *kubeflow_specs.CLUSTER_PATHS, *SHARED_FLAGS]
   yaml_spec = kubeflow_specs.compile_spec(tmp / 'pipeline.yaml', *flags)
   json_spec = kubeflow_specs.compile_spec(tmp / 'pipeline.json', *flags)
   return tmp, yaml_spec, json_spec
+
+
+@pytest.fixture(scope='module')
+def kubeflow_spec(tmp_path_factory):
+  """The open-source Kubeflow Pipelines target (the default)."""
+  tmp = tmp_path_factory.mktemp('kubeflow')
+  return kubeflow_specs.compile_spec(
+      tmp / 'pipeline.yaml', *kubeflow_specs.CLUSTER_PATHS, *SHARED_FLAGS)
 
 
 def local_dag(tmp_path):
@@ -40,6 +52,7 @@ def local_dag(tmp_path):
 
 
 def kubeflow_dag(*flags):
+  """The DAG of kubeflow_runner.py with `flags` (give --target)."""
   args = kubeflow_runner.make_parser().parse_args(
       ['--output', 'unused.yaml', *kubeflow_specs.CLUSTER_PATHS, *flags])
   kubeflow_runner.check_args(args)
@@ -102,7 +115,7 @@ def test_one_task_per_local_component_wired_the_same(compiled, tmp_path):
 
 def test_only_paths_and_runner_settings_differ(tmp_path):
   local = local_dag(tmp_path)
-  kubeflow = kubeflow_dag(*SHARED_FLAGS)
+  kubeflow = kubeflow_dag('--target', 'vertex', *SHARED_FLAGS)
   kubeflow_components = {c.id: c for c in kubeflow.components}
   differences = set()
   for component in local.components:
@@ -145,9 +158,10 @@ def test_data_root_is_a_runtime_parameter_with_a_default(compiled):
       'componentInputParameter': 'data_root'}
 
 
-def test_every_container_runs_the_image_and_beam_args(tmp_path):
+@pytest.mark.parametrize('target', ['kubeflow', 'vertex'])
+def test_every_container_runs_the_image_and_beam_args(tmp_path, target):
   spec = kubeflow_specs.compile_spec(
-      tmp_path / 'p.yaml', *kubeflow_specs.CLUSTER_PATHS,
+      tmp_path / 'p.yaml', '--target', target, *kubeflow_specs.CLUSTER_PATHS,
       '--beam-args=--runner=DataflowRunner --project=p --region=r')
   beam_tasks = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
                 'ExampleValidator', 'Transform', 'Evaluator']
@@ -160,9 +174,10 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path):
       assert args[-3:] == ['--runner=DataflowRunner', '--project=p',
                            '--region=r'], name
       assert args[-5:-3] == list(configs.BEAM_PIPELINE_ARGS)
-  hook = kubeflow_specs.container(spec, 'ImageExampleGen')['lifecycle'][
-      'preCacheCheck']
-  assert '--runner=DataflowRunner' in hook['args']
+  if target == 'vertex':  # TFX's ExampleGen driver, as a pre-cache check.
+    hook = kubeflow_specs.container(spec, 'ImageExampleGen')['lifecycle'][
+        'preCacheCheck']
+    assert '--runner=DataflowRunner' in hook['args']
 
 
 def test_gpu_flag_requests_accelerators_for_the_trainer_only(tmp_path):
@@ -188,10 +203,41 @@ def test_s3_endpoint_reaches_beam_and_the_containers(tmp_path):
       '--s3-endpoint', 'http://minio-service.kubeflow:9000')
   for name in kubeflow_specs.container_tasks(spec):
     container = kubeflow_specs.container(spec, name)
-    assert {'name': 'S3_ENDPOINT', 'value': 'minio-service.kubeflow:9000'} in (
+    # With its scheme: tensorflow-io speaks https to a bare HOST:PORT.
+    assert {'name': 'S3_ENDPOINT',
+            'value': 'http://minio-service.kubeflow:9000'} in container['env']
+    assert {'name': 'S3_USE_HTTPS', 'value': '0'} in container['env']
+    assert {'name': 'AWS_REGION', 'value': configs.S3_REGION} in (
         container['env'])
-  assert '--s3_endpoint_url=http://minio-service.kubeflow:9000' in (
-      kubeflow_specs.container(spec, 'StatisticsGen')['args'])
+  args = kubeflow_specs.container(spec, 'StatisticsGen')['args']
+  assert '--s3_endpoint_url=http://minio-service.kubeflow:9000' in args
+  assert f'--s3_region_name={configs.S3_REGION}' in args
+
+
+def test_s3_credentials_come_from_a_secret_on_kubeflow(tmp_path):
+  path = tmp_path / 's3.yaml'
+  kubeflow_specs.compile_spec(
+      path, '--image', 'img:1', '--pipeline-root', 's3://bucket/tfx',
+      '--data-dir', 's3://bucket/data', '--s3-endpoint', 'http://minio:9000',
+      '--s3-credentials-secret', 'minio-creds',
+      '--s3-credentials-keys', 'user,password')
+  spec, platform = kubeflow_specs.read_documents(str(path))
+  executors = platform['platforms']['kubernetes']['deploymentSpec'][
+      'executors']
+  assert set(executors) == set(spec['deploymentSpec']['executors'])
+  for config in executors.values():
+    assert config == {'secretAsEnv': [{'secretName': 'minio-creds', 'keyToEnv': [
+        {'secretKey': 'user', 'envVar': 'AWS_ACCESS_KEY_ID'},
+        {'secretKey': 'password', 'envVar': 'AWS_SECRET_ACCESS_KEY'}]}]}
+  # gs:// needs none (the pods' service account), nor does Vertex AI.
+  assert len(kubeflow_specs.read_documents(kubeflow_specs_path(
+      tmp_path, 'gs.yaml'))) == 1
+
+
+def kubeflow_specs_path(tmp_path, name, *flags):
+  path = tmp_path / name
+  kubeflow_specs.compile_spec(path, *kubeflow_specs.CLUSTER_PATHS, *flags)
+  return str(path)
 
 
 def test_curated_schema_is_read_from_the_image(tmp_path):
@@ -213,6 +259,7 @@ def test_curated_schema_is_read_from_the_image(tmp_path):
     (['--gpu', '-1'], '--gpu -1: must be 0 or more'),
     (['--schema', '/etc/hostname'], 'not a file of this project'),
     (['--s3-endpoint', 'minio:9000'], r'expected http\(s\)://HOST:PORT'),
+    (['--s3-credentials-keys', 'accesskey'], 'expected ACCESS_KEY,SECRET_KEY'),
 ])
 def test_bad_flags_stop_with_a_clear_message(tmp_path, flags, message):
   output = tmp_path / 'p.yaml'
@@ -222,7 +269,64 @@ def test_bad_flags_stop_with_a_clear_message(tmp_path, flags, message):
   assert not output.exists()
 
 
+def test_kubeflow_target_writes_a_bare_pipeline_spec_only(tmp_path):
+  output = tmp_path / 'p.json'
+  with pytest.raises(SystemExit, match='takes a bare PipelineSpec'):
+    kubeflow_runner.main(['--output', str(output),
+                          *kubeflow_specs.CLUSTER_PATHS])
+  assert not output.exists()
+
+
 def test_output_must_be_json_or_yaml(tmp_path):
   with pytest.raises(SystemExit, match=r'must end with \.json, \.yaml, \.yml'):
     kubeflow_runner.main(['--output', str(tmp_path / 'p.txt'),
                           *kubeflow_specs.CLUSTER_PATHS])
+
+
+# ------------------------------------------- open-source Kubeflow Pipelines --
+
+
+def test_kubeflow_spec_has_only_what_open_source_kfp_runs(kubeflow_spec):
+  spec = kubeflow_spec
+  assert spec['schemaVersion'] == '2.1.0'
+  assert 'pipelineSpec' not in spec  # A bare PipelineSpec, no PipelineJob.
+  open_source_kfp.check(spec)  # Names, executors, hooks.
+  for name, task in spec['root']['dag']['tasks'].items():
+    executor = spec['deploymentSpec']['executors'][
+        spec['components'][task['componentRef']['name']]['executorLabel']]
+    assert set(executor) == {'container'}, name
+    assert 'lifecycle' not in executor['container'], name
+    assert executor['container']['command'] == [
+        'python', '-m', 'kubeflow.container_entrypoint'], name
+
+
+def test_kubeflow_baseline_is_the_served_model_never_cached(kubeflow_spec,
+                                                           tmp_path):
+  tasks = kubeflow_spec['root']['dag']['tasks']
+  local = {c.id for c in local_dag(tmp_path).components}
+  assert set(tasks) == local - {RESOLVER} | {'ServedModel'}
+  assert tasks['Evaluator']['inputs']['artifacts']['baseline_model'] == {
+      'taskOutputArtifact': {'producerTask': 'ServedModel',
+                             'outputArtifactKey': 'model'}}
+  assert tasks['ServedModel']['dependentTasks'] == ['Trainer']
+  # Both depend on more than KFP's cache key sees (new files under the same
+  # data_root, a new served version): never answered from its cache.
+  for name, task in tasks.items():
+    expected = name not in ('ImageExampleGen', 'ServedModel')
+    assert task['cachingOptions'] == {'enableCache': expected}, name
+  serving_dir = tasks['ServedModel']['inputs']['parameters'][
+      'serving_model_dir']['runtimeValue']['constant']
+  assert serving_dir == 'gs://bucket/tfx/serving_model'
+
+
+def test_kubeflow_dag_differs_from_the_local_one_in_the_baseline(tmp_path):
+  local = {c.id: c for c in local_dag(tmp_path).components}
+  kubeflow = {c.id: c for c in kubeflow_dag(*SHARED_FLAGS).components}
+  assert set(local) - set(kubeflow) == {RESOLVER}
+  assert set(kubeflow) - set(local) == {'ServedModel'}
+  for name in set(local) & set(kubeflow) - {'Evaluator'}:
+    assert type(kubeflow[name]) is type(local[name]), name
+  # The Evaluator: TFX's, which also runs when nothing is served.
+  assert isinstance(kubeflow['Evaluator'], type(local['Evaluator']))
+  assert (kubeflow['Evaluator'].exec_properties ==
+          local['Evaluator'].exec_properties)

@@ -13,9 +13,24 @@ from tests import kubeflow_specs
 @pytest.fixture(scope='module')
 def specs(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('specs')
-  for name in ('pipeline.yaml', 'pipeline.json'):
-    kubeflow_specs.compile_spec(tmp / name, *kubeflow_specs.CLUSTER_PATHS)
+  kubeflow_specs.compile_spec(tmp / 'pipeline.yaml',
+                              *kubeflow_specs.CLUSTER_PATHS)
+  kubeflow_specs.compile_spec(tmp / 'pipeline.json', '--target', 'vertex',
+                              *kubeflow_specs.CLUSTER_PATHS)
+  # On s3://: a PlatformSpec (the credentials) follows the PipelineSpec.
+  kubeflow_specs.compile_spec(
+      tmp / 'pipeline-s3.yaml', '--image', 'img:1',
+      '--pipeline-root', 's3://bucket/tfx', '--data-dir', 's3://bucket/data',
+      '--s3-endpoint', 'http://minio-service.kubeflow:9000')
   return tmp
+
+
+def test_kfp_reads_a_spec_followed_by_its_platform_spec(specs, capsys):
+  request = dry_run(capsys, 'kfp', 'run', '--host', 'http://kfp:8080',
+                    '--spec', str(specs / 'pipeline-s3.yaml'),
+                    '--param', 'data_root=s3://bucket/data-2')
+  assert request['parameters'] == {'data_root': 's3://bucket/data-2'}
+  assert request['pipeline_name'] == 'image-classifier'
 
 
 def dry_run(capsys, *argv):

@@ -4,7 +4,8 @@ Built like TFX's file-based ExampleGens (avro_executor, parquet_executor):
 a `beam.ptransform_fn` per input format reads a split (idx_source.py,
 image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
-TFX's does not do: class names found over all splits before any is read
+TFX's does not do: the driver's work when no driver ran (driver_work.py),
+class names found over all splits before any is read
 (IDX files validated once, up front) and put on the artifact; a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
 says why, with figures); skipped images gathered (skipped_images.py).
@@ -24,6 +25,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
+from components.image_example_gen import driver_work
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
@@ -104,6 +106,10 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
+    examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
+    examples = artifact_utils.get_single_instance(examples_channel)
+    if not driver_work.driver_ran(exec_properties):  # Kubeflow Pipelines.
+      exec_properties = driver_work.resolve(exec_properties, examples)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     input_config = proto_utils.json_to_proto(
         exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
@@ -123,8 +129,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if not class_names:
       raise InputDataError(input_base, 'no class folders found in any split')
 
-    examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
-    examples = artifact_utils.get_single_instance(examples_channel)
     examples.split_names = artifact_utils.encode_split_names(
         example_gen_utils.generate_output_split_names(input_config,
                                                       output_config))

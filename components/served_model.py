@@ -1,0 +1,133 @@
+"""ServedModel: the model being served, as the Evaluator's baseline.
+
+The baseline a new model must not be worse than is the one a model server
+answers with now: the newest version under the Pusher's destination. This
+component reads that destination itself, not ML Metadata, so it works the
+same on every orchestrator (LocalDagRunner, open-source Kubeflow Pipelines,
+Vertex AI), and it copies the served SavedModel into its Model artifact's
+`Format-Serving/`, where TFX's Evaluator looks for a model
+(tfx.utils.path_utils.serving_model_path): nothing downstream depends on
+the serving directory staying as it was.
+
+Nothing served yet (the first run): the Model artifact holds no SavedModel,
+and the Evaluator (components/baseline_evaluator.py) then checks the
+accuracy threshold only.
+
+It must never be answered from a stale cache. TFX 1.16 has no per-node
+cache switch for LocalDagRunner (its compiler sets every node's caching
+from the pipeline's), so the driver below puts the served version into the
+execution properties before the cache is looked up: the cache key changes
+exactly when what is served changes, and an unchanged re-run may still be
+cached. The Kubeflow runner turns caching off for its task instead (KFP
+runs no TFX driver).
+"""
+
+import os
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+from tfx import types
+from tfx.dsl.components.base import base_component
+from tfx.dsl.components.base import base_driver
+from tfx.dsl.components.base import base_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.dsl.io import fileio
+from tfx.orchestration import data_types_utils
+from tfx.orchestration import metadata
+from tfx.orchestration.portable import base_driver as portable_base_driver
+from tfx.orchestration.portable import data_types as portable_data_types
+from tfx.proto.orchestration import driver_output_pb2
+from tfx.types import artifact_utils
+from tfx.types import component_spec
+from tfx.types import standard_artifacts
+from tfx.utils import io_utils
+from tfx.utils import path_utils
+
+from components import push_once
+
+SERVING_MODEL_DIR_KEY = 'serving_model_dir'
+# Set by the driver: the version served when the cache was looked up.
+SERVED_VERSION_KEY = 'served_version'
+MODEL_KEY = 'model'
+# Custom properties of the Model artifact: which version it copies, and from
+# where (both empty when nothing was served).
+SERVED_VERSION_PROPERTY = 'served_version'
+SERVED_FROM_PROPERTY = 'served_from'
+
+
+def served_version(serving_model_dir: str) -> Optional[str]:
+  """The version a model server would load from `serving_model_dir`."""
+  return push_once.newest_version(serving_model_dir)
+
+
+def holds_model(model: types.Artifact) -> bool:
+  """Whether a Model artifact holds a SavedModel (anything was served)."""
+  return fileio.exists(os.path.join(
+      path_utils.serving_model_path(model.uri), 'saved_model.pb'))
+
+
+class ServedModelSpec(component_spec.ComponentSpec):
+  PARAMETERS = {
+      SERVING_MODEL_DIR_KEY: component_spec.ExecutionParameter(type=str),
+      SERVED_VERSION_KEY: component_spec.ExecutionParameter(
+          type=str, optional=True),
+  }
+  INPUTS = {}
+  OUTPUTS = {
+      MODEL_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.Model),
+  }
+
+
+class Driver(base_driver.BaseDriver, portable_base_driver.BaseDriver):
+  """Records the served version in the execution properties (the cache key)."""
+
+  def __init__(self, metadata_handle: metadata.Metadata):
+    base_driver.BaseDriver.__init__(self, metadata_handle)
+    portable_base_driver.BaseDriver.__init__(self, metadata_handle)
+
+  def run(self, execution_info: portable_data_types.ExecutionInfo
+          ) -> driver_output_pb2.DriverOutput:
+    result = driver_output_pb2.DriverOutput()
+    version = served_version(
+        execution_info.exec_properties[SERVING_MODEL_DIR_KEY]) or ''
+    data_types_utils.set_metadata_value(
+        result.exec_properties[SERVED_VERSION_KEY], version)
+    return result
+
+
+class Executor(base_executor.BaseExecutor):
+  """Copies the newest served version into the Model artifact."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    del input_dict  # None.
+    serving_model_dir = exec_properties[SERVING_MODEL_DIR_KEY]
+    model = artifact_utils.get_single_instance(output_dict[MODEL_KEY])
+    # Read again, not taken from the driver: on Kubeflow no driver runs.
+    version = served_version(serving_model_dir)
+    if version is None:
+      logging.info('Nothing is served under %s yet: no baseline.',
+                   serving_model_dir)
+      model.set_string_custom_property(SERVED_VERSION_PROPERTY, '')
+      model.set_string_custom_property(SERVED_FROM_PROPERTY, '')
+      return
+    source = os.path.join(serving_model_dir, version)
+    io_utils.copy_dir(source, path_utils.serving_model_dir(model.uri))
+    model.set_string_custom_property(SERVED_VERSION_PROPERTY, version)
+    model.set_string_custom_property(SERVED_FROM_PROPERTY, source)
+    logging.info('Baseline: the served model %s.', source)
+
+
+class ServedModel(base_component.BaseComponent):
+  """The model served from `serving_model_dir`, as a Model artifact."""
+
+  SPEC_CLASS = ServedModelSpec
+  EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
+  DRIVER_CLASS = Driver
+
+  def __init__(self, serving_model_dir: str):
+    super().__init__(spec=ServedModelSpec(
+        serving_model_dir=serving_model_dir,
+        model=types.Channel(type=standard_artifacts.Model)))

@@ -1,0 +1,137 @@
+"""The command of every task the `kubeflow` target compiles.
+
+  python -m kubeflow.container_entrypoint --executor_class_path CLASS \\
+      --json_serialized_invocation_args {{$}} \\
+      --json_serialized_inputs_spec_args SPEC [Beam args]
+
+TFX's own entrypoint (kubeflow_v2_run_executor) with three things added, each
+for something open-source Kubeflow Pipelines 2.x does that Vertex AI does not:
+
+  * Input artifact types. KFP's driver reads a task's input artifacts back
+    from ML Metadata and hands them over with an empty `instanceSchema` or a
+    `system.*` schema title (backend/src/v2/metadata/client.go), while TFX
+    rebuilds each artifact's class from that title: every task with inputs
+    would fail. The component's input spec, which TFX's compiler writes into
+    the task's own arguments (--json_serialized_inputs_spec_args), names the
+    type of every input; it replaces the types that say nothing.
+  * s3:// paths. TensorFlow 2.16 reads s3:// only through tensorflow-io,
+    which registers its filesystem when imported and which TFX's executors
+    never import: imported here when installed.
+  * Exit status. tensorflow-io's S3 client aborts the interpreter at exit
+    ("pure virtual method called", status 134) once it has been used, which
+    KFP would take for a failed task: the process leaves with the executor's
+    own status, its output flushed, before that teardown.
+"""
+
+import os
+import sys
+import traceback
+from typing import List
+
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from google.protobuf import json_format
+
+INVOCATION_FLAG = '--json_serialized_invocation_args'
+INPUTS_SPEC_FLAG = '--json_serialized_inputs_spec_args'
+# Type titles that name no TFX artifact class.
+_GENERIC_TITLE_PREFIX = 'system.'
+
+
+def _flag_value(argv: List[str], flag: str) -> int:
+  """Index in `argv` of the value of `flag` (given as `flag value`)."""
+  try:
+    return argv.index(flag) + 1
+  except ValueError:
+    raise SystemExit(f'container_entrypoint: {flag} is required') from None
+
+
+def type_says_nothing(artifact_type: pipeline_spec_pb2.ArtifactTypeSchema
+                      ) -> bool:
+  """Whether `artifact_type` names no TFX artifact class."""
+  kind = artifact_type.WhichOneof('kind')
+  if kind == 'instance_schema':
+    return not artifact_type.instance_schema.strip()
+  if kind == 'schema_title':
+    return artifact_type.schema_title.startswith(_GENERIC_TITLE_PREFIX)
+  return True
+
+
+def restore_input_types(executor_input: pipeline_spec_pb2.ExecutorInput,
+                        inputs_spec: pipeline_spec_pb2.ComponentInputsSpec
+                        ) -> List[str]:
+  """Gives input artifacts that lost their type the one their spec declares.
+
+  Returns:
+    The input keys whose types were restored.
+
+  Raises:
+    ValueError: an input lost its type and the spec does not declare it.
+  """
+  restored = []
+  for key, artifact_list in executor_input.inputs.artifacts.items():
+    for artifact in artifact_list.artifacts:
+      if not type_says_nothing(artifact.type):
+        continue
+      if key not in inputs_spec.artifacts:
+        raise ValueError(f'input artifact {key!r} has no type and the '
+                         'component\'s input spec does not declare it')
+      artifact.type.CopyFrom(inputs_spec.artifacts[key].artifact_type)
+      restored.append(key)
+  return sorted(set(restored))
+
+
+def fix_arguments(argv: List[str]) -> List[str]:
+  """`argv` with the ExecutorInput's input types restored from the spec."""
+  argv = list(argv)
+  invocation = _flag_value(argv, INVOCATION_FLAG)
+  executor_input = json_format.Parse(
+      argv[invocation], pipeline_spec_pb2.ExecutorInput(),
+      ignore_unknown_fields=True)
+  inputs_spec = pipeline_spec_pb2.ComponentInputsSpec()
+  if INPUTS_SPEC_FLAG in argv:
+    json_format.Parse(argv[_flag_value(argv, INPUTS_SPEC_FLAG)], inputs_spec,
+                      ignore_unknown_fields=True)
+  if restore_input_types(executor_input, inputs_spec):
+    argv[invocation] = json_format.MessageToJson(executor_input)
+  return argv
+
+
+def _register_s3() -> None:
+  try:
+    import tensorflow_io  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    pass  # An image without s3:// support (built without WITH_S3=1).
+
+
+def run(argv: List[str]) -> int:
+  """Runs TFX's executor entrypoint on `argv` (without the program name)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor  # pylint: disable=g-import-not-at-top
+  _register_s3()
+  argv = fix_arguments(argv)
+  try:
+    app.run(kubeflow_v2_run_executor.main,
+            argv=[sys.argv[0]] + argv,
+            flags_parser=kubeflow_v2_run_executor._parse_flags)  # pylint: disable=protected-access
+  except SystemExit as e:
+    return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+  return 0
+
+
+def main() -> None:
+  status = 1
+  try:
+    status = run(sys.argv[1:])
+  except Exception:  # pylint: disable=broad-except
+    traceback.print_exc()
+  finally:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Before the interpreter's teardown, where tensorflow-io's S3 client
+    # aborts (see the module docstring).
+    os._exit(status)  # pylint: disable=protected-access
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,96 @@
+"""A real S3-compatible server on loopback for the tests: moto's standalone
+server (`python -m moto.server`), spoken to over HTTP like MinIO in a
+Kubeflow cluster. Nothing is mocked in-process: TensorFlow (tensorflow-io),
+Beam (boto3) and the tests all go through its HTTP API."""
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Dict, Iterator
+
+# moto accepts any credentials; the pods of a cluster get theirs the same way,
+# from the environment.
+ACCESS_KEY = 'test-access-key'
+SECRET_KEY = 'test-secret-key'
+REGION = 'us-east-1'
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def _wait_until_up(endpoint: str, process: subprocess.Popen,
+                   timeout: float = 60) -> None:
+  deadline = time.monotonic() + timeout
+  while True:
+    if process.poll() is not None:
+      raise RuntimeError(f'the S3 server exited with {process.returncode}')
+    try:
+      client(endpoint).list_buckets()
+      return
+    except Exception:  # pylint: disable=broad-except
+      if time.monotonic() > deadline:
+        raise
+      time.sleep(0.3)
+
+
+def client(endpoint: str):
+  """A boto3 S3 client of the server."""
+  import boto3  # pylint: disable=g-import-not-at-top
+  return boto3.client('s3', endpoint_url=endpoint, region_name=REGION,
+                      aws_access_key_id=ACCESS_KEY,
+                      aws_secret_access_key=SECRET_KEY)
+
+
+def pod_environment(endpoint: str) -> Dict[str, str]:
+  """The credentials a pod gets (from a Kubernetes secret, on a cluster)."""
+  return {'AWS_ACCESS_KEY_ID': ACCESS_KEY, 'AWS_SECRET_ACCESS_KEY': SECRET_KEY,
+          'AWS_REGION': REGION, 'S3_ENDPOINT': endpoint, 'S3_USE_HTTPS': '0',
+          'S3_VERIFY_SSL': '0'}
+
+
+@contextlib.contextmanager
+def running(log_path: str) -> Iterator[str]:
+  """Starts the server; yields its endpoint, http://127.0.0.1:PORT."""
+  port = _free_port()
+  endpoint = f'http://127.0.0.1:{port}'
+  with open(log_path, 'w') as log:
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p',
+         str(port)], stdout=log, stderr=subprocess.STDOUT)
+  try:
+    _wait_until_up(endpoint, process)
+    yield endpoint
+  finally:
+    process.terminate()
+    try:
+      process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+      process.kill()
+      process.wait()
+
+
+def upload_dir(endpoint: str, local_dir: str, bucket: str,
+               prefix: str) -> None:
+  """Copies every file under `local_dir` to s3://bucket/prefix/..."""
+  s3 = client(endpoint)
+  for folder, _, files in os.walk(local_dir):
+    for name in files:
+      path = os.path.join(folder, name)
+      key = '/'.join([prefix.strip('/'), os.path.relpath(path, local_dir)])
+      s3.upload_file(path, bucket, key)
+
+
+def list_keys(endpoint: str, bucket: str, prefix: str = '') -> list:
+  """Every key under `prefix`, sorted."""
+  s3 = client(endpoint)
+  keys = []
+  for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket,
+                                                           Prefix=prefix):
+    keys.extend(item['Key'] for item in page.get('Contents', []))
+  return sorted(keys)

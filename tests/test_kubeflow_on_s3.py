@@ -1,0 +1,179 @@
+"""The `kubeflow` target, three scheduled runs, all on a real S3 server.
+
+The spec kubeflow_runner.py compiles for open-source Kubeflow Pipelines runs
+through tests/kfp_launcher.py in its 'kubeflow' mode (the backend's
+contract: no resolver, no lifecycle hook, inputs without their types, KFP's
+cache), with data, pipeline root and serving directory on s3:// of a moto
+server on loopback, as a cluster's MinIO:
+
+  1. span 1 of the data: the model is blessed on the threshold alone
+     (nothing served yet) and pushed;
+  2. span 2 lands under the same data_root: ImageExampleGen is not answered
+     from KFP's cache, reads span 2, and the Evaluator compares the new
+     model with the served one: pushed only if no worse;
+  3. an impossible threshold: nothing is pushed, the served model stays the
+     newest version.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pipeline import configs
+from tests import datasets
+from tests import kfp_launcher
+from tests import s3_server
+
+BUCKET = 'pipelines'
+ROOT = f's3://{BUCKET}/tfx'
+DATA = f's3://{BUCKET}/data'
+SERVING = f'{ROOT}/serving_model'
+TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
+                 '--beam-args=--direct_running_mode=in_memory '
+                 '--direct_num_workers=1']
+
+
+def _compile(tmp, endpoint, name, threshold):
+  path = str(tmp / name)
+  compiled = subprocess.run(
+      [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
+                                    'kubeflow_runner.py'),
+       '--output', path, '--image', 'unused:local', '--pipeline-root', ROOT,
+       '--data-dir', DATA, '--span-dir-pattern', 'span-{SPAN}',
+       '--s3-endpoint', endpoint, '--accuracy-threshold', str(threshold),
+       *TINY_TRAINING], capture_output=True, text=True, timeout=300)
+  assert compiled.returncode == 0, compiled.stderr[-3000:]
+  return path
+
+
+def _served_versions(endpoint):
+  keys = s3_server.list_keys(endpoint, BUCKET, 'tfx/serving_model/')
+  return sorted({k.split('/')[2] for k in keys}, key=int)
+
+
+def _span(examples):
+  # A custom property named like the Examples type's `span` property, which
+  # TFX's entrypoint writes with the `custom:` prefix.
+  return examples.metadata['custom:span']
+
+
+def _only(launcher, task, key):
+  [artifact] = launcher.outputs[task][key]
+  return artifact
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+  """The three runs, in order, on one S3 server and one KFP backend.
+
+  Yields {'endpoint', 'launchers': [run 1, 2, 3], 'served': the served
+  versions before run 1 and after each run}.
+  """
+  tmp = tmp_path_factory.mktemp('kubeflow_s3')
+  with s3_server.running(str(tmp / 's3.log')) as endpoint:
+    s3_server.client(endpoint).create_bucket(Bucket=BUCKET)
+    specs = {'scheduled': _compile(tmp, endpoint, 'pipeline.yaml', 0.3),
+             'impossible': _compile(tmp, endpoint, 'impossible.yaml', 1.01)}
+    backend = kfp_launcher.Backend()
+    launchers, served = [], [_served_versions(endpoint)]
+
+    def run(spec):
+      # The credentials reach the tasks only as the cluster would give
+      # them: the spec's PlatformSpec maps the namespace's secret to env.
+      launcher = kfp_launcher.LocalLauncher(
+          specs[spec], ROOT, mode='kubeflow', backend=backend,
+          log_dir=str(tmp / f'run-{len(launchers) + 1}'),
+          secrets={configs.S3_CREDENTIALS_SECRET: dict(zip(
+              configs.S3_CREDENTIALS_KEYS,
+              (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
+      launcher.run()
+      launchers.append(launcher)
+      served.append(_served_versions(endpoint))
+
+    for span in (1, 2):  # A new span lands before each scheduled run.
+      datasets.write_idx_dataset(str(tmp / f'span-{span}'),
+                                 {'train': 300, 't10k': 100})
+      s3_server.upload_dir(endpoint, str(tmp / f'span-{span}'), BUCKET,
+                           f'data/span-{span}')
+      run('scheduled')
+    run('impossible')
+    yield dict(endpoint=endpoint, launchers=launchers, served=served)
+
+
+def test_first_run_reads_s3_writes_every_artifact_there_and_pushes(runs):
+  launcher, endpoint = runs['launchers'][0], runs['endpoint']
+  assert set(launcher.states.values()) == {'COMPLETE'}
+  examples = _only(launcher, 'ImageExampleGen', 'examples')
+  assert _span(examples) == 1
+  # Every artifact under <root>/<pipeline>/<run>/<task>/<output>, on S3.
+  for task, outputs in launcher.outputs.items():
+    for key, artifacts in outputs.items():
+      for artifact in artifacts:
+        assert artifact.uri == (f'{ROOT}/{configs.KUBEFLOW_PIPELINE_NAME}/'
+                                f'{launcher.run_id}/{task}/{key}')
+  keys = s3_server.list_keys(endpoint, BUCKET, 'tfx/')
+  run_prefix = f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{launcher.run_id}/'
+  for task in ('ImageExampleGen', 'Transform', 'Trainer', 'Evaluator'):
+    assert any(k.startswith(run_prefix + task + '/') for k in keys), task
+  # Nothing served before: blessed on the threshold alone, then pushed.
+  assert runs['served'][0] == []
+  assert _only(launcher, 'ServedModel', 'model').metadata[
+      'served_version'] == ''
+  blessing = _only(launcher, 'Evaluator', 'blessing')
+  assert blessing.metadata['blessed'] == 1
+  assert 'baseline_model_id' not in blessing.metadata
+  pushed = _only(launcher, 'Pusher', 'pushed_model')
+  assert pushed.metadata['pushed'] == 1
+  assert pushed.metadata['pushed_destination'] == (
+      f'{SERVING}/{runs["served"][1][0]}')
+  assert len(runs['served'][1]) == 1
+
+
+def test_second_run_reads_the_new_span_and_compares_with_the_served_model(
+    runs):
+  launcher = runs['launchers'][1]
+  [served] = runs['served'][1]
+  # Never from KFP's cache: its key does not see the new files.
+  assert launcher.states['ImageExampleGen'] == 'COMPLETE'
+  assert _span(_only(launcher, 'ImageExampleGen', 'examples')) == 2
+  baseline = _only(launcher, 'ServedModel', 'model')
+  assert baseline.metadata['served_version'] == served
+  blessing = _only(launcher, 'Evaluator', 'blessing')
+  # Compared with the served model: the Evaluator names it as baseline.
+  assert blessing.metadata['baseline_model_id'] == baseline.name
+  pushed = _only(launcher, 'Pusher', 'pushed_model')
+  if blessing.metadata['blessed'] == 1:  # No worse: a new version.
+    assert pushed.metadata['pushed'] == 1
+    assert runs['served'][2][0] == served and len(runs['served'][2]) == 2
+  else:
+    assert pushed.metadata['pushed'] == 0
+    assert runs['served'][2] == [served]
+
+
+def test_third_run_with_an_impossible_threshold_pushes_nothing(runs):
+  launcher = runs['launchers'][2]
+  before = runs['served'][2]
+  assert _only(launcher, 'ServedModel', 'model').metadata[
+      'served_version'] == before[-1]
+  assert _only(launcher, 'Evaluator', 'blessing').metadata['blessed'] == 0
+  assert _only(launcher, 'Pusher', 'pushed_model').metadata['pushed'] == 0
+  assert runs['served'][3] == before
+
+
+def test_the_served_model_answers_from_s3(runs):
+  endpoint = runs['endpoint']
+  newest = runs['served'][3][-1]
+  check = (
+      'import sys, tensorflow as tf, tensorflow_io\n'
+      'model = tf.saved_model.load(sys.argv[1])\n'
+      'out = model.signatures["serve_images"](\n'
+      '    images=tf.zeros([3, 28, 28], tf.uint8))\n'
+      'print(tuple(out["probabilities"].shape))\n')
+  result = subprocess.run(
+      [sys.executable, '-c', check, f'{SERVING}/{newest}'],
+      env=dict(os.environ, **s3_server.pod_environment(endpoint)),
+      capture_output=True, text=True, timeout=300)
+  # tensorflow-io's S3 client may abort at exit (134); the output counts.
+  assert '(3, 10)' in result.stdout, result.stderr[-3000:]
