@@ -108,6 +108,42 @@ def test_image_folder_png_and_jpeg(tmp_path):
   assert mean[0] < mean[1] < mean[2]
 
 
+def test_os_files_are_left_out_and_listed(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data))
+  litter = [data / 'train' / 'cat' / '.DS_Store',
+            data / 'train' / 'dog' / '._0.png',  # macOS AppleDouble.
+            data / 'eval' / 'fish' / 'Thumbs.db',
+            data / 'eval' / 'fish' / 'desktop.ini',
+            data / 'train' / '.ipynb_checkpoints' / '0.png']
+  for path in litter:
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b'\x00\x05\x16\x07 not an image')
+  examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+      input_format='images', num_shards=2))
+  assert len(examples_io.read_split(examples.uri, 'train')) == 12
+  assert len(examples_io.read_split(examples.uri, 'eval')) == 6
+  assert features.decode_class_names(examples.get_string_custom_property(
+      features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
+  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 5
+  listed = json.loads(examples.get_string_custom_property(
+      features.OS_FILES_LIST_PROPERTY))
+  assert sorted((s['split'], s['path']) for s in listed) == sorted(
+      (path.relative_to(data).parts[0], str(path)) for path in litter)
+  with open(os.path.join(examples.uri, features.OS_FILES_FILE)) as f:
+    assert json.load(f) == listed
+
+
+def test_image_folder_without_os_files_says_none(tmp_path):
+  datasets.write_image_folder(str(tmp_path / 'in'), per_class={'train': 1,
+                                                               'eval': 1})
+  examples = run_executor(tmp_path / 'in', tmp_path / 'out',
+                          ImageExampleGenOptions(input_format='images',
+                                                 num_shards=1))
+  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 0
+  assert not os.path.exists(os.path.join(examples.uri, features.OS_FILES_FILE))
+
+
 @pytest.mark.parametrize('damage, message', [
     ('truncate', r'train-images-idx3-ubyte.gz: corrupt or truncated gzip data'),
     ('magic', r'train-images-idx3-ubyte.gz: not an IDX file: bad magic number'),
@@ -227,7 +263,7 @@ def test_skip_bad_images_records_what_it_skipped(tmp_path):
       {'split': 'eval', 'path': str(data / 'eval' / 'cat' / '0.png'),
        'reason': 'empty file (0 bytes)'},
       {'split': 'train', 'path': str(data / 'train' / 'dog' / '1.jpg'),
-       'reason': 'cannot decode image: not a PNG or JPEG image'},
+       'reason': 'cannot decode image: not an image format Pillow reads'},
   ]
   listed = json.loads(examples.get_string_custom_property(
       features.SKIPPED_IMAGES_LIST_PROPERTY))

@@ -7,7 +7,8 @@ split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
 TFX's does not do: class names found over all splits before any is read
 (IDX files validated once, up front) and put on the artifact; a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures); skipped images gathered (skipped_images.py).
+says why, with figures); skipped images and the OS files left out of image
+folders gathered (skipped_images.py, os_files.py).
 """
 
 import os
@@ -27,6 +28,7 @@ from tfx.utils import proto_utils
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
+from components.image_example_gen import os_files
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
@@ -143,6 +145,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
             options.num_shards)
     if options.skip_bad_images:
       skipped_images.record(examples, patterns, skipped_files)
+    if not is_idx:
+      os_files.record(examples, patterns)
 
     examples_utils.set_payload_format(examples,
                                       example_gen_pb2.FORMAT_TF_EXAMPLE)

@@ -70,6 +70,9 @@ def ImageFolderToExample(  # pylint: disable=invalid-name
   image_folder.check_split(split_pattern, class_names)
   decoded = (pipeline
              | 'Match' >> fileio.MatchFiles(split_pattern)
+             # Listed by the executor (os_files.py), not decoded.
+             | 'LeaveOutOsFiles' >> beam.Filter(
+                 lambda match: not image_folder.is_os_file(match.path))
              | 'Distribute' >> beam.Reshuffle()
              | 'Read' >> fileio.ReadMatches()
              | 'Decode' >> beam.ParDo(_DecodeImages(
