@@ -31,9 +31,9 @@ from records import features
 
 
 def geometry_from_config(custom_config: Dict[str, Any]) -> features.ImageGeometry:
-  return features.ImageGeometry(
-      int(custom_config['image_height']), int(custom_config['image_width']),
-      int(custom_config['image_channels']))
+  """The images' geometry, which the Transform component's executor
+  (components/image_transform.py) read from the Examples."""
+  return features.ImageGeometry.from_dict(custom_config)
 
 
 def preprocessing_fn(inputs: Dict[str, tf.Tensor],

@@ -9,6 +9,7 @@ from tfx import v1 as tfx
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
+from components.image_transform import ImageTransform
 from components.validation_gate import ValidationGate
 from modules.model import ModelConfig
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
@@ -40,6 +41,8 @@ def create_pipeline(
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
+  image_geometry: what image folders are converted to; IDX files declare
+  their own. Transform and Trainer take the geometry from the Examples.
   training: TrainingConfig fields that override configs.py's (epochs,
   batch_size, learning_rate...).
   """
@@ -74,15 +77,13 @@ def create_pipeline(
       anomalies=example_validator.outputs['anomalies'])
 
   # Not materialised: the Trainer applies the graph per batch (see
-  # modules/transform.py for the measurement behind that).
-  transform = tfx.components.Transform(
+  # modules/transform.py for the measurement behind that). The image
+  # geometry comes from the Examples (see components/image_transform.py).
+  transform = ImageTransform(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       preprocessing_fn=configs.PREPROCESSING_FN,
-      materialize=False,
-      custom_config={'image_height': image_geometry.height,
-                     'image_width': image_geometry.width,
-                     'image_channels': image_geometry.channels})
+      materialize=False).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
   trainer = tfx.components.Trainer(

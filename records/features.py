@@ -21,7 +21,7 @@ requests may leave them out.
 
 import dataclasses
 import json
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -41,6 +41,11 @@ FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
 # splits (readable by any component that only sees the artifact's URI).
 CLASS_NAMES_PROPERTY = 'class_names'
 CLASS_NAMES_FILE = 'class_names.txt'
+
+# The geometry of the images, as ExampleGen found it (IDX files: their
+# headers; image folders: what it converted them to), as custom properties
+# of the Examples artifact: Transform and Trainer take it from there.
+GEOMETRY_PROPERTIES = ('image_height', 'image_width', 'image_channels')
 
 # Images skipped as unreadable (ExampleGen's skip_bad_images option): their
 # number and a JSON list of the first ones ({split, path, reason}) as custom
@@ -85,6 +90,14 @@ class ImageGeometry:
 
   def __str__(self):
     return f'{self.height}x{self.width}x{self.channels}'
+
+  def to_dict(self) -> Dict[str, int]:
+    """{GEOMETRY_PROPERTIES: values}."""
+    return dict(zip(GEOMETRY_PROPERTIES, self.shape))
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> 'ImageGeometry':
+    return cls(*(int(d[key]) for key in GEOMETRY_PROPERTIES))
 
 
 MNIST_GEOMETRY = ImageGeometry(height=28, width=28, channels=1)

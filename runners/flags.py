@@ -61,16 +61,17 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       'name per line. Default: the --dataset\'s; else idx uses the label '
       'values, images the sorted class folder names.')
   data.add_argument(
-      '--image-size', type=_image_size,
-      default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
-      metavar='HxW', help='images only: size images are resized to '
-      '(default: %dx%d).' % (configs.IMAGE_GEOMETRY.height,
-                             configs.IMAGE_GEOMETRY.width))
+      '--image-size', type=_image_size, default=None, metavar='HxW',
+      help='images only: the size images are resized to (default: %dx%d). '
+      'IDX files declare their own in their headers; Transform and Trainer '
+      'always take the geometry from the Examples.' % (
+          configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width))
   data.add_argument(
       '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
-      default=configs.IMAGE_GEOMETRY.channels,
-      help='Channels of the data and the model: 1 (grey) or 3 (RGB); image '
-      'folders are converted (default: %(default)s).')
+      default=None,
+      help='images only: the channels images are converted to, 1 (grey) or '
+      '3 (RGB) (default: %d). IDX files declare their own.' %
+      configs.IMAGE_GEOMETRY.channels)
   data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
@@ -122,6 +123,11 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   if args.skip_bad_images and args.input_format != 'images':
     raise SystemExit('error: --skip-bad-images applies to image folders only '
                      '(--input-format images)')
+  if args.input_format != 'images' and (args.image_size or args.channels):
+    # A flag must not contradict the data: IDX files carry their geometry.
+    raise SystemExit('error: --image-size and --channels apply to image '
+                     'folders only (--input-format images); IDX files declare '
+                     'their geometry in their headers')
   preset = configs.DATASETS.get(args.dataset, {})
   accuracy_threshold = args.accuracy_threshold
   if accuracy_threshold is None:
@@ -130,7 +136,10 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   return dict(
       input_format=args.input_format,
       class_names=_class_names(args.class_names) or preset.get('class_names'),
-      image_geometry=features.ImageGeometry(*args.image_size, args.channels),
+      image_geometry=features.ImageGeometry(
+          *(args.image_size or (configs.IMAGE_GEOMETRY.height,
+                                configs.IMAGE_GEOMETRY.width)),
+          args.channels or configs.IMAGE_GEOMETRY.channels),
       num_shards=args.num_shards,
       skip_bad_images=args.skip_bad_images,
       span_dir_pattern=args.span_dir_pattern,

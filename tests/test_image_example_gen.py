@@ -65,6 +65,21 @@ def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
   assert records[0]['image'].shape == (8, 6, 3)
+  # The files' geometry, not the options' (MNIST's by default), goes on
+  # the artifact for Transform and Trainer.
+  assert {key: examples.get_int_custom_property(key)
+          for key in features.GEOMETRY_PROPERTIES} == geometry.to_dict()
+
+
+def test_idx_splits_of_different_geometries(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 4})
+  datasets.write_idx_dataset(str(tmp_path / 'in'), {'t10k': 4},
+                             features.ImageGeometry(32, 32, 1))
+  with pytest.raises(InputDataError, match=r'train-images-idx3-ubyte.gz, .*'
+                     r't10k-images-idx3-ubyte.gz: the splits hold images of '
+                     r'different geometries \(28x28x1, 32x32x1'):
+    run_executor(tmp_path / 'in', tmp_path / 'out',
+                 ImageExampleGenOptions(num_shards=1))
 
 
 def test_output_config_hash_splits_one_input(tmp_path):
@@ -101,6 +116,9 @@ def test_image_folder_png_and_jpeg(tmp_path):
       features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
   train = examples_io.read_split(examples.uri, 'train')
   assert len(train) == 12 and len(examples_io.read_split(examples.uri, 'eval')) == 6
+  assert {key: examples.get_int_custom_property(key)
+          for key in features.GEOMETRY_PROPERTIES} == {
+              'image_height': 20, 'image_width': 16, 'image_channels': 3}
   assert sorted(r['label'] for r in train) == [0] * 4 + [1] * 4 + [2] * 4
   assert train[0]['image'].shape == (20, 16, 3)
   # Each class was drawn 60 grey levels brighter than the one before.

@@ -241,6 +241,18 @@ def test_skip_bad_images_is_for_image_folders(tmp_path):
           in result.stderr)
 
 
+@pytest.mark.parametrize('flag', [['--image-size', '32x32'], ['--channels', '3']])
+def test_geometry_flags_are_for_image_folders(tmp_path, flag):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), *flag,
+               '--output-dir', str(tmp_path / 'out'))
+  assert result.returncode != 0
+  assert ('error: --image-size and --channels apply to image folders only '
+          '(--input-format images); IDX files declare their geometry in their '
+          'headers') in result.stderr
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+
+
 def test_to_node_must_name_a_component(tmp_path):
   datasets.write_idx_dataset(str(tmp_path / 'mnist'))
   result = run('--data-dir', str(tmp_path / 'mnist'), '--output-dir',

@@ -40,8 +40,7 @@ def analyze(train_pattern: str, geometry: features.ImageGeometry,
             ) -> tft.TFTransformOutput:
   """Analyzes `train_pattern` with the project's preprocessing_fn."""
   schema = mnist_schema(geometry)
-  config = {'image_height': geometry.height, 'image_width': geometry.width,
-            'image_channels': geometry.channels}
+  config = geometry.to_dict()  # What the Transform executor passes.
   source = tfxio.TFExampleRecord(file_pattern=train_pattern,
                                  telemetry_descriptors=['standalone'],
                                  schema=schema)

@@ -5,7 +5,8 @@ a `beam.ptransform_fn` per input format reads a split (idx_source.py,
 image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
 TFX's does not do: class names found over all splits before any is read
-(IDX files validated once, up front) and put on the artifact; a fixed
+(IDX files validated once, up front) and put on the artifact, with the
+images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
 says why, with figures); skipped images and the OS files left out of image
 folders gathered (skipped_images.py, os_files.py).
@@ -124,6 +125,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         else image_folder.discover_class_names(patterns.values())))
     if not class_names:
       raise InputDataError(input_base, 'no class folders found in any split')
+    # IDX files declare their geometry; folders are converted to the option's.
+    geometry = (idx_source.dataset_geometry(idx_files.values()) if is_idx
+                else options.geometry)
 
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
@@ -136,7 +140,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                        _IDX_FILES_KEY: idx_files,
                        _SKIPPED_FILES_KEY: skipped_files}
 
-    logging.info('Generating examples with classes %s.', class_names)
+    logging.info('Generating examples of %s images with classes %s.',
+                 geometry, class_names)
     with self._make_beam_pipeline() as pipeline:
       for split, batches in self._example_batches_by_split(
           pipeline, exec_properties, input_config, output_config).items():
@@ -157,4 +162,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         features.CLASS_NAMES_PROPERTY, features.encode_class_names(class_names))
     features.write_class_names(
         os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
+    for key, value in geometry.to_dict().items():
+      examples.set_int_custom_property(key, value)
     logging.info('Examples generated.')
