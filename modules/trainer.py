@@ -1,9 +1,11 @@
 """Trainer module: `run_fn` trains the CNN and exports the serving model.
 
-The exported SavedModel has two signatures, both running the Transform
-graph first, so serving sees exactly what training saw:
-  serving_default  examples: [N] serialized tf.train.Example (label optional)
-  serve_images     images:   uint8 [N, H, W] or [N, H, W, C]
+The exported SavedModel has two signatures, both preprocessing as the
+Transform graph does, so serving sees exactly what training saw:
+  serving_default  examples: [N] serialized tf.train.Example (label optional),
+                   through the whole Transform graph
+  serve_images     images:   uint8 [N, H, W] or [N, H, W, C], through its
+                   `transform.normalise` with the analyzers' values
 and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
 The class names are in assets.extra/class_names.txt (line i names class i).
 """
@@ -22,15 +24,14 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
+from modules import transform
+from records import decode
 from records import features
 
 SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'
 PROBABILITIES = 'probabilities'
 CLASSES = 'classes'
-# Every byte value as a one-byte string: gathering pixels from this table and
-# joining them turns uint8 images into the raw `image` bytes of the Examples.
-_BYTE_TABLE = [bytes([i]) for i in range(256)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,27 +63,11 @@ def class_names_for(train_files: List[str]) -> List[str]:
       os.path.join(examples_uri, features.CLASS_NAMES_FILE))
 
 
-def _raw_features_from_images(images: tf.Tensor,
-                              raw_spec: Dict[str, Any]) -> Dict[str, tf.Tensor]:
-  """uint8 images -> the raw features ExampleGen would have written."""
-  rank_check = tf.debugging.assert_rank_in(
-      images, [3, 4], message='images must be uint8 [N, H, W] or [N, H, W, C]')
-  # Checked before anything slices the shape, which would fail less clearly.
-  with tf.control_dependencies([rank_check]):
-    images = tf.identity(images)
-  shape = tf.shape(images)
-  images = tf.reshape(images, [shape[0], shape[1], shape[2], -1])
-  shape = tf.shape(images, out_type=tf.int64)
-  pixels = tf.reshape(tf.cast(images, tf.int32), [shape[0], -1])
-  values = {
-      features.IMAGE_KEY: tf.strings.reduce_join(
-          tf.gather(tf.constant(_BYTE_TABLE), pixels), axis=-1),
-      features.HEIGHT_KEY: tf.fill([shape[0]], shape[1]),
-      features.WIDTH_KEY: tf.fill([shape[0]], shape[2]),
-      features.CHANNELS_KEY: tf.fill([shape[0]], shape[3]),
-  }
-  # Shape them like parse_example would ([N] + the schema's feature shape).
-  return {k: tf.reshape(v, [-1, *raw_spec[k].shape]) for k, v in values.items()}
+def image_geometry(
+    tf_transform_output: tft.TFTransformOutput) -> features.ImageGeometry:
+  """The geometry the transform graph was built for: the data's."""
+  return features.ImageGeometry(*tf_transform_output.transformed_feature_spec()[
+      features.IMAGE_KEY].shape)
 
 
 def export_serving_model(model: keras.Model,
@@ -95,10 +80,12 @@ def export_serving_model(model: keras.Model,
   # are there for data validation; the model does not read them).
   request_spec = {k: v for k, v in raw_spec.items()
                   if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
+  geometry = image_geometry(tf_transform_output)
+  mean, variance = transform.normalisation_constants(tf_transform_output,
+                                                     geometry)
 
-  def predict(raw_features):
-    transformed = model.tft_layer(raw_features)
-    logits = model(transformed[features.IMAGE_KEY], training=False)
+  def classify(inputs):
+    logits = model(inputs, training=False)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
     return {PROBABILITIES: probabilities,
             CLASSES: tf.argmax(probabilities, axis=-1, output_type=tf.int64)}
@@ -106,12 +93,15 @@ def export_serving_model(model: keras.Model,
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='examples')])
   def serve_examples(examples):
-    return predict(tf.io.parse_example(examples, request_spec))
+    transformed = model.tft_layer(tf.io.parse_example(examples, request_spec))
+    return classify(transformed[features.IMAGE_KEY])
 
   @tf.function(input_signature=[
       tf.TensorSpec(None, tf.uint8, name='images')])
   def serve_images(images):
-    return predict(_raw_features_from_images(images, request_spec))
+    # The transform's second half on the pixels as sent: no raw bytes.
+    return classify(transform.normalise(decode.check_images(images, geometry),
+                                        mean, variance))
 
   model.save(export_dir, save_format='tf', signatures={
       SERVING_SIGNATURE: serve_examples,
@@ -127,9 +117,7 @@ def run_fn(fn_args: FnArgs) -> None:
   """TFX Trainer entry point."""
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-  image_shape = tf_transform_output.transformed_feature_spec()[
-      features.IMAGE_KEY].shape
-  geometry = features.ImageGeometry(*image_shape)
+  geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
 
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,

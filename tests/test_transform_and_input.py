@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
+from modules import transform
 from records import features
 from tests import artifacts
 from tests import datasets
@@ -59,6 +60,26 @@ def test_preprocessing_normalises_each_channel(tmp_path, geometry):
   assert corr > 0.999
   np.testing.assert_array_equal(out[features.LABEL_KEY].numpy(),
                                 [r['label'] for r in records])
+
+
+@pytest.mark.parametrize('geometry', [GREY, RGB])
+def test_normalise_with_the_constants_is_the_transform(tmp_path, geometry):
+  # What serve_images computes on uint8 tensors is what the transform graph
+  # computes on the records' bytes.
+  examples, output = _examples_and_transform(
+      tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=1)
+  records = examples_io.read_split(examples.uri, 'eval')
+  mean, variance = transform.normalisation_constants(output, geometry)
+  assert mean.shape == variance.shape == (geometry.channels,)
+  images = np.stack([r['image'] for r in records])
+  pixels = images.reshape(-1, geometry.channels) / 255.0
+  assert (pixels.mean(axis=0) != mean).all()  # Learnt on train, not eval.
+  transformed = output.transform_features_layer()(tf.io.parse_example(
+      [features.make_example(i.tobytes(), geometry, 0) for i in images],
+      output.raw_feature_spec()))
+  np.testing.assert_allclose(
+      transform.normalise(tf.constant(images), mean, variance).numpy(),
+      transformed[features.IMAGE_KEY].numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_preprocessing_rejects_other_geometry(grey):

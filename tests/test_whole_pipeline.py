@@ -94,6 +94,28 @@ def test_both_signatures_answer_and_agree(pushed):
     np.testing.assert_array_equal(out['classes'].numpy(), classes[:20])
 
 
+def _op_types(concrete_function):
+  """Every op type a signature runs, in its graph and the functions it calls."""
+  graph_def = concrete_function.graph.as_graph_def()
+  types = {node.op for node in graph_def.node}
+  for function in graph_def.library.function:
+    types.update(node.op for node in function.node_def)
+  return types
+
+
+def test_serve_images_computes_on_pixels_not_bytes(pushed):
+  # Rebuilding the raw bytes cost a string per pixel: serve_images feeds the
+  # uint8 tensors straight to the normalisation the transform learnt.
+  tmp, _, _ = pushed
+  model = tf.saved_model.load(
+      serving.latest_pushed_model(str(tmp / 'out' / 'serving_model')))
+  images_ops = _op_types(model.signatures['serve_images'])
+  examples_ops = _op_types(model.signatures['serving_default'])
+  assert 'DecodeRaw' in examples_ops and 'Conv2D' in images_ops
+  assert not images_ops & {'DecodeRaw', 'ReduceJoin', 'StringJoin',
+                           'ParseExampleV2'}
+
+
 @pytest.fixture(scope='module')
 def served(pushed):
   """The pushed model, loaded as a serving client would, and good requests."""
