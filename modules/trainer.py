@@ -7,13 +7,15 @@ Transform graph does, so serving sees exactly what training saw:
   serve_images     images:   uint8 [N, H, W] or [N, H, W, C], through its
                    `transform.normalise` with the analyzers' values
 and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
-The class names are in assets.extra/class_names.txt (line i names class i).
+The class names are in assets.extra/class_names.txt (line i names class i),
+and what was trained, and why, in assets.extra/training_plan.json.
 """
 
 import dataclasses
+import json
 import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -24,6 +26,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
+from modules import training_plan
 from modules import transform
 from records import decode
 from records import features
@@ -32,15 +35,16 @@ SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'
 PROBABILITIES = 'probabilities'
 CLASSES = 'classes'
+# In the serving model's assets.extra: the network, why, and the budget.
+TRAINING_PLAN_FILE = 'training_plan.json'
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
   """Training settings; pipeline/configs.py holds their values."""
-  epochs: int
+  budget: training_plan.Budget  # Epochs and learning rate decay.
   batch_size: int
   learning_rate: float
-  learning_rate_decay: float  # The learning rate is multiplied by this per epoch.
   shuffle_buffer: int
   mixed_precision: bool  # On GPUs.
   model: model_lib.ModelConfig
@@ -51,6 +55,7 @@ class TrainingConfig:
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'TrainingConfig':
     d = dict(d)
+    d['budget'] = training_plan.Budget(**d['budget'])
     d['model'] = model_lib.ModelConfig.from_dict(d['model'])
     return cls(**d)
 
@@ -72,7 +77,8 @@ def image_geometry(
 
 def export_serving_model(model: keras.Model,
                          tf_transform_output: tft.TFTransformOutput,
-                         class_names: List[str], export_dir: str) -> None:
+                         class_names: List[str], export_dir: str,
+                         plan: Optional[Dict[str, Any]] = None) -> None:
   """Saves `model` with the Transform graph and both serving signatures."""
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
@@ -111,6 +117,9 @@ def export_serving_model(model: keras.Model,
   tf.io.gfile.makedirs(extra)
   features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
                              class_names)
+  if plan is not None:
+    with tf.io.gfile.GFile(os.path.join(extra, TRAINING_PLAN_FILE), 'w') as f:
+      json.dump(plan, f, indent=1, sort_keys=True)
 
 
 def run_fn(fn_args: FnArgs) -> None:
@@ -120,23 +129,28 @@ def run_fn(fn_args: FnArgs) -> None:
   geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
 
+  plan = training_plan.plan(
+      config.budget, config.model, geometry,
+      input_pipeline.count_records(fn_args.train_files))
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision)
-  logging.info('Trainer: %s; %d classes %s; images %s.',
-               device_plan.describe(), len(class_names), class_names, geometry)
+  logging.info('Trainer: %s; %d classes %s; images %s; %s.',
+               device_plan.describe(), len(class_names), class_names, geometry,
+               plan.describe())
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = devices.make_strategy(device_plan)
 
   with strategy.scope():
-    model = model_lib.build_cnn(geometry, len(class_names), config.model)
+    model = model_lib.build(plan.architecture, geometry, len(class_names),
+                            config.model)
     model.compile(
         optimizer=keras.optimizers.Adam(config.learning_rate),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
-  # configured epochs; without it, each epoch is one pass over the data.
-  steps_per_epoch = (math.ceil(fn_args.train_steps / config.epochs)
+  # planned epochs; without it, each epoch is one pass over the data.
+  steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
   train = input_pipeline.make_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
@@ -148,13 +162,17 @@ def run_fn(fn_args: FnArgs) -> None:
 
   callbacks = [
       keras.callbacks.LearningRateScheduler(
-          lambda epoch: config.learning_rate * config.learning_rate_decay**epoch),
+          lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
       keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir,
                                   update_freq='epoch'),
   ]
-  model.fit(train, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
+  model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
             callbacks=callbacks, verbose=2)
-  export_serving_model(model, tf_transform_output, class_names,
-                       fn_args.serving_model_dir)
+  export_serving_model(
+      model, tf_transform_output, class_names, fn_args.serving_model_dir,
+      {**plan.to_dict(), 'parameters': model.count_params(),
+       'geometry': str(geometry), 'augment': config.model.augment,
+       'learning_rate': config.learning_rate,
+       'batch_size': device_plan.global_batch_size})
   keras.mixed_precision.set_global_policy('float32')

@@ -1,5 +1,6 @@
 """The TFX DAG, in one screen."""
 
+import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
@@ -12,6 +13,7 @@ from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
 from components.validation_gate import ValidationGate
 from modules.model import ModelConfig
+from modules.training_plan import Budget
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
 from pipeline import configs
 from records import features
@@ -43,8 +45,8 @@ def create_pipeline(
 
   image_geometry: what image folders are converted to; IDX files declare
   their own. Transform and Trainer take the geometry from the Examples.
-  training: TrainingConfig fields that override configs.py's (epochs,
-  batch_size, learning_rate...).
+  training: settings that override configs.py's (epochs, batch_size,
+  learning_rate, architecture, augment...; see `training_config`).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
@@ -134,19 +136,38 @@ def create_pipeline(
 
 
 def training_config(**overrides) -> TrainingConfig:
-  """The Trainer's settings: configs.py's values, with `overrides`."""
-  values = dict(
-      epochs=configs.EPOCHS, batch_size=configs.BATCH_SIZE,
-      learning_rate=configs.LEARNING_RATE,
+  """The Trainer's settings: configs.py's values, with `overrides`.
+
+  Overrides may name TrainingConfig fields (batch_size, learning_rate...),
+  Budget fields (epochs...) and ModelConfig fields (architecture,
+  augment...).
+  """
+  budget = {field.name for field in dataclasses.fields(Budget)}
+  model = {field.name for field in dataclasses.fields(ModelConfig)}
+  budget_values = dict(
+      epochs=configs.EPOCHS, training_examples=configs.TRAINING_EXAMPLES,
+      min_epochs=configs.MIN_EPOCHS, max_epochs=configs.MAX_EPOCHS,
       learning_rate_decay=configs.LEARNING_RATE_DECAY,
+      last_epoch_learning_rate=configs.LAST_EPOCH_LEARNING_RATE)
+  model_values = dict(
+      architecture=configs.MODEL,
+      mnist_cnn_max_pixels=configs.MNIST_CNN_MAX_PIXELS,
+      conv_filters=configs.CONV_FILTERS, kernel_size=configs.KERNEL_SIZE,
+      dense_units=configs.DENSE_UNITS, dropout=configs.DROPOUT,
+      gap_conv_filters=configs.GAP_CONV_FILTERS,
+      gap_dropout=configs.GAP_DROPOUT, augment=configs.AUGMENT,
+      augment_shift=configs.AUGMENT_SHIFT,
+      augment_brightness=configs.AUGMENT_BRIGHTNESS)
+  values = dict(
+      batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
       shuffle_buffer=configs.SHUFFLE_BUFFER,
-      mixed_precision=configs.MIXED_PRECISION,
-      model=ModelConfig(conv_filters=configs.CONV_FILTERS,
-                        kernel_size=configs.KERNEL_SIZE,
-                        dense_units=configs.DENSE_UNITS,
-                        dropout=configs.DROPOUT))
-  values.update(overrides)
-  return TrainingConfig(**values)
+      mixed_precision=configs.MIXED_PRECISION)
+  for key, value in overrides.items():
+    target = (budget_values if key in budget else
+              model_values if key in model else values)
+    target[key] = value
+  return TrainingConfig(budget=Budget(**budget_values),
+                        model=ModelConfig(**model_values), **values)
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:

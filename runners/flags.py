@@ -11,6 +11,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
+from modules.architectures import ARCHITECTURES, AUTO
 from pipeline import configs
 from records import features
 
@@ -97,8 +98,22 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
   """The 'training and evaluation' group."""
   train = parser.add_argument_group('training and evaluation')
-  train.add_argument('--epochs', type=int, default=configs.EPOCHS,
-                     help='Passes over the training split (default: %(default)s).')
+  train.add_argument(
+      '--epochs', type=int, default=configs.EPOCHS,
+      help='Passes over the training split (default: from the dataset\'s '
+      'size, ceil(%d / training records) within %d..%d).' % (
+          configs.TRAINING_EXAMPLES, configs.MIN_EPOCHS, configs.MAX_EPOCHS))
+  train.add_argument(
+      '--model', choices=(AUTO, *ARCHITECTURES), default=configs.MODEL,
+      help='The network: mnist-cnn (the classic MNIST CNN), small-gap-cnn '
+      '(conv blocks with batch norm and a global-average-pooling head, its '
+      'size independent of the image size), or auto: mnist-cnn for grey '
+      'images of at most %d pixels, small-gap-cnn for larger or colour ones '
+      '(default: %%(default)s).' % configs.MNIST_CNN_MAX_PIXELS)
+  train.add_argument(
+      '--augment', action='store_true', default=configs.AUGMENT,
+      help='Random horizontal flips, shifts and brightness changes in '
+      'training (never in evaluation or serving). Not for digits or text.')
   train.add_argument(
       '--train-steps', type=int, default=configs.TRAIN_STEPS,
       help='Train this many steps (spread over --epochs) instead of whole '
@@ -110,8 +125,8 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
   train.add_argument('--learning-rate', type=float,
                      default=configs.LEARNING_RATE,
                      help='Adam learning rate of the first epoch; it decays '
-                     'by %s per epoch (default: %%(default)s).' %
-                     configs.LEARNING_RATE_DECAY)
+                     'each epoch, to %s times this in the last (default: '
+                     '%%(default)s).' % configs.LAST_EPOCH_LEARNING_RATE)
   train.add_argument(
       '--accuracy-threshold', type=float, default=None,
       help='Eval-split accuracy a model needs to be blessed and pushed '
@@ -144,7 +159,8 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       skip_bad_images=args.skip_bad_images,
       span_dir_pattern=args.span_dir_pattern,
       training=dict(epochs=args.epochs, batch_size=args.batch_size,
-                    learning_rate=args.learning_rate),
+                    learning_rate=args.learning_rate, architecture=args.model,
+                    augment=args.augment),
       train_steps=args.train_steps,
       eval_steps=args.eval_steps,
       accuracy_threshold=accuracy_threshold)
