@@ -7,7 +7,8 @@ reads them from the Examples artifact (ImageExampleGen records them as
 custom properties: an IDX file's header, or what an image folder was
 converted to) or, for Examples without them, from the schema (ImageSchemaGen
 and the curated MNIST schema pin each to one value), and hands them to the
-preprocessing_fn in its custom_config, as `features.GEOMETRY_PROPERTIES`.
+preprocessing_fn in its custom_config, as `features.GEOMETRY_PROPERTIES`,
+with the records' image encoding (raw pixels, PNG or JPEG).
 The same on LocalDagRunner and Kubeflow: it is the component's executor.
 """
 
@@ -68,6 +69,14 @@ def data_geometry(examples: types.Artifact,
   return geometry
 
 
+def image_encoding(examples: types.Artifact) -> str:
+  """How `examples` hold their pixels: 'raw' unless the artifact says."""
+  if examples.has_custom_property(features.IMAGE_ENCODING_PROPERTY):
+    return examples.get_string_custom_property(
+        features.IMAGE_ENCODING_PROPERTY)
+  return 'raw'  # What Examples written before there was a choice hold.
+
+
 class Executor(transform_executor.Executor):
   """Transform's executor, with the data's geometry in the custom_config."""
 
@@ -79,13 +88,16 @@ class Executor(transform_executor.Executor):
         input_dict[standard_component_specs.SCHEMA_KEY]))
     schema = io_utils.SchemaReader().read(schema_path)
     geometry = data_geometry(examples, schema)
-    logging.info('Transform: images of %s, from the data.', geometry)
+    encoding = image_encoding(examples)
+    logging.info('Transform: images of %s in %s records, from the data.',
+                 geometry, encoding)
     custom_config = json_utils.loads(exec_properties.get(
         standard_component_specs.CUSTOM_CONFIG_KEY) or 'null') or {}
     exec_properties = {
         **exec_properties,
         standard_component_specs.CUSTOM_CONFIG_KEY: json_utils.dumps(
-            {**custom_config, **geometry.to_dict()})}
+            {**custom_config, **geometry.to_dict(),
+             features.IMAGE_ENCODING_PROPERTY: encoding})}
     super().Do(input_dict, output_dict, exec_properties)
 
 

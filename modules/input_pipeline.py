@@ -39,6 +39,14 @@ def count_records(file_patterns: Union[str, Sequence[str]]) -> int:
   return int(dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
+def first_record(file_patterns: Union[str, Sequence[str]]) -> bytes:
+  """The first serialized record (shards may be empty: the first of the
+  first that is not)."""
+  dataset = tf.data.TFRecordDataset(list_files(file_patterns),
+                                    compression_type='GZIP')
+  return next(iter(dataset.take(1))).numpy()
+
+
 def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
   """Serialized Examples [batch] -> (images, labels), vectorised."""
   raw_spec = tf_transform_output.raw_feature_spec()

@@ -78,8 +78,13 @@ def image_geometry(
 def export_serving_model(model: keras.Model,
                          tf_transform_output: tft.TFTransformOutput,
                          class_names: List[str], export_dir: str,
+                         sample_record: bytes,
                          plan: Optional[Dict[str, Any]] = None) -> None:
-  """Saves `model` with the Transform graph and both serving signatures."""
+  """Saves `model` with the Transform graph and both serving signatures.
+
+  sample_record: any serialized record of the data, to read the
+  normalisation the transform graph learnt.
+  """
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
   # Requests carry images only: no label, and no pixel_min/pixel_max (they
@@ -88,7 +93,7 @@ def export_serving_model(model: keras.Model,
                   if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
   geometry = image_geometry(tf_transform_output)
   mean, variance = transform.normalisation_constants(tf_transform_output,
-                                                     geometry)
+                                                     sample_record)
 
   def classify(inputs):
     logits = model(inputs, training=False)
@@ -171,6 +176,7 @@ def run_fn(fn_args: FnArgs) -> None:
             callbacks=callbacks, verbose=2)
   export_serving_model(
       model, tf_transform_output, class_names, fn_args.serving_model_dir,
+      input_pipeline.first_record(fn_args.train_files),
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry), 'augment': config.model.augment,
        'learning_rate': config.learning_rate,

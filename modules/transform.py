@@ -42,7 +42,8 @@ VARIANCE_EPSILON = 1e-6
 
 def geometry_from_config(custom_config: Dict[str, Any]) -> features.ImageGeometry:
   """The images' geometry, which the Transform component's executor
-  (components/image_transform.py) read from the Examples."""
+  (components/image_transform.py) read from the Examples, as it read their
+  encoding (custom_config[features.IMAGE_ENCODING_PROPERTY])."""
   return features.ImageGeometry.from_dict(custom_config)
 
 
@@ -71,7 +72,8 @@ def preprocessing_fn(inputs: Dict[str, tf.Tensor],
   transformed, not model inputs.
   """
   geometry = geometry_from_config(custom_config)
-  images = decode.decode_images(inputs, geometry)
+  images = decode.decode_images(
+      inputs, geometry, custom_config[features.IMAGE_ENCODING_PROPERTY])
   # Per-channel statistics over every pixel of the training split.
   pixels = tf.reshape(tf.cast(images, tf.float32) / 255.0,
                       [-1, geometry.channels])
@@ -89,12 +91,10 @@ def preprocessing_fn(inputs: Dict[str, tf.Tensor],
 
 
 def normalisation_constants(tf_transform_output: tft.TFTransformOutput,
-                            geometry: features.ImageGeometry
-                            ) -> Tuple[np.ndarray, np.ndarray]:
+                            record: bytes) -> Tuple[np.ndarray, np.ndarray]:
   """(mean, variance) per channel that the transform graph normalises
-  with, read by transforming one blank record."""
-  record = tf.constant([features.make_example(
-      bytes(geometry.num_bytes), geometry, label=0)])
-  raw = tf.io.parse_example(record, tf_transform_output.raw_feature_spec())
+  with, read by transforming `record`, any serialized record of its data."""
+  raw = tf.io.parse_example(tf.constant([record]),
+                            tf_transform_output.raw_feature_spec())
   out = tf_transform_output.transform_features_layer()(raw)
   return out[PIXEL_MEAN_KEY].numpy()[0], out[PIXEL_VARIANCE_KEY].numpy()[0]

@@ -29,6 +29,7 @@ def create_pipeline(
     image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
     num_shards: int = configs.NUM_SHARDS,
     skip_bad_images: bool = configs.SKIP_BAD_IMAGES,
+    image_encoding: str = configs.IMAGE_ENCODING,
     span_dir_pattern: Optional[str] = configs.SPAN_DIR_PATTERN,
     schema_path: Optional[str] = None,
     training: Mapping[str, Any] = None,
@@ -52,7 +53,7 @@ def create_pipeline(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
       num_shards=num_shards, skip_bad_images=skip_bad_images,
-      span_dir_pattern=span_dir_pattern)
+      image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
   # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
   if example_gen_beam_pipeline_args:

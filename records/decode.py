@@ -1,5 +1,5 @@
-"""Reading the record format in TensorFlow: raw `image` bytes, or uint8
-image tensors, to checked pixels.
+"""Reading the record format in TensorFlow: `image` bytes (raw pixels, or a
+PNG or JPEG file of them), or uint8 image tensors, to checked pixels.
 
 The Transform graph decodes records with this, and the `serve_images`
 signature checks its uint8 images with it, so training, evaluation and both
@@ -33,8 +33,9 @@ def _geometry_checks(heights: tf.Tensor, widths: tf.Tensor,
 
 
 def decode_images(inputs: Dict[str, tf.Tensor],
-                  geometry: features.ImageGeometry) -> tf.Tensor:
-  """Raw `image` bytes to uint8 [batch, height, width, channels].
+                  geometry: features.ImageGeometry,
+                  encoding: str = 'raw') -> tf.Tensor:
+  """`image` bytes in `encoding` to uint8 [batch, height, width, channels].
 
   Fails with a readable message when the records' geometry is not the one
   the model was configured for.
@@ -43,6 +44,8 @@ def decode_images(inputs: Dict[str, tf.Tensor],
                             inputs[features.WIDTH_KEY],
                             inputs[features.CHANNELS_KEY], geometry)
   raw = tf.reshape(inputs[features.IMAGE_KEY], [-1])
+  if encoding != 'raw':
+    return _decode_files(raw, checks, geometry)
   checks.append(tf.debugging.Assert(
       tf.reduce_all(tf.equal(tf.strings.length(raw), geometry.num_bytes)),
       [f'image must hold {geometry.num_bytes} bytes: raw uint8 pixels of the '
@@ -51,6 +54,26 @@ def decode_images(inputs: Dict[str, tf.Tensor],
     raw = tf.identity(raw)
   pixels = tf.io.decode_raw(raw, tf.uint8)
   return tf.reshape(pixels, [-1, *geometry.shape])
+
+
+def _decode_files(files: tf.Tensor, checks: List[tf.Operation],
+                  geometry: features.ImageGeometry) -> tf.Tensor:
+  """PNG or JPEG files [batch] to uint8 [batch, height, width, channels]."""
+  with tf.control_dependencies(checks):
+    files = tf.identity(files)
+
+  def decode(data: tf.Tensor) -> tf.Tensor:
+    image = tf.io.decode_image(data, channels=geometry.channels,
+                               expand_animations=False)
+    shape = tf.shape(image)
+    # The file's own size, which the height and width features may belie.
+    with tf.control_dependencies(
+        _geometry_checks(shape[0], shape[1], shape[2], geometry)):
+      return tf.reshape(image, geometry.shape)
+
+  return tf.map_fn(decode, files,
+                   fn_output_signature=tf.TensorSpec(geometry.shape, tf.uint8),
+                   parallel_iterations=16)  # A batch's decodes side by side.
 
 
 def check_images(images: tf.Tensor,

@@ -74,6 +74,12 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       '3 (RGB) (default: %d). IDX files declare their own.' %
       configs.IMAGE_GEOMETRY.channels)
   data.add_argument(
+      '--image-encoding', choices=features.IMAGE_ENCODINGS,
+      default=configs.IMAGE_ENCODING,
+      help='How the Examples hold the pixels: raw uint8, or a PNG (lossless) '
+      'or JPEG (quality %d) file of them, decoded in the Trainer\'s input_fn '
+      'and in serving (default: %%(default)s).' % features.JPEG_QUALITY)
+  data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
   data.add_argument(
@@ -157,6 +163,7 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
           args.channels or configs.IMAGE_GEOMETRY.channels),
       num_shards=args.num_shards,
       skip_bad_images=args.skip_bad_images,
+      image_encoding=args.image_encoding,
       span_dir_pattern=args.span_dir_pattern,
       training=dict(epochs=args.epochs, batch_size=args.batch_size,
                     learning_rate=args.learning_rate, architecture=args.model,

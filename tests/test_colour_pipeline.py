@@ -1,7 +1,8 @@
 """A colour image-folder run at 64x64 through Pusher, on tiny data: the
-small GAP CNN chosen from the geometry, trained with --augment, and both
-signatures answering, the same answers every time (augmentation acts in
-training only). Accuracy is not asserted on data this small."""
+small GAP CNN chosen from the geometry, trained with --augment on records
+holding PNG files, and both signatures answering (serving_default decoding
+PNG Examples), the same answers every time (augmentation acts in training
+only). Accuracy is not asserted on data this small."""
 
 import json
 import os
@@ -27,6 +28,7 @@ def pushed(tmp_path_factory):
   result = local_run.run(
       '--data-dir', str(tmp / 'data'), '--input-format', 'images',
       '--image-size', f'{SIZE}x{SIZE}', '--channels', '3', '--augment',
+      '--image-encoding', 'png',
       '--output-dir', str(tmp / 'out'), '--accuracy-threshold', '0',
       '--epochs', '2', '--train-steps', '6', '--batch-size', '8',
       local_run.ONE_PROCESS)
@@ -64,7 +66,8 @@ def test_both_signatures_answer_the_same_every_time(pushed):
   np.testing.assert_array_equal(again, probabilities)
   np.testing.assert_array_equal(classes_again, classes)
   out = model.signatures['serving_default'](
-      examples=tf.constant(serving.serialized_examples(images)))
+      examples=tf.constant(serving.serialized_examples(images,
+                                                       encoding='png')))
   np.testing.assert_allclose(out['probabilities'].numpy(), probabilities,
                              rtol=1e-4, atol=1e-5)
   np.testing.assert_array_equal(out['classes'].numpy(), classes)

@@ -224,12 +224,14 @@ def test_options_round_trip():
   options = ImageExampleGenOptions(
       input_format='images', class_names=['x', 'y'],
       geometry=features.ImageGeometry(32, 30, 3), num_shards=3,
-      skip_bad_images=True)
+      skip_bad_images=True, image_encoding='jpeg')
   exec_properties = {standard_component_specs.CUSTOM_CONFIG_KEY:
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
   with pytest.raises(ValueError, match='input_format'):
     ImageExampleGenOptions(input_format='csv', num_shards=1)
+  with pytest.raises(ValueError, match='image_encoding'):
+    ImageExampleGenOptions(image_encoding='gif', num_shards=1)
   # The default number of shards is written once, in the pipeline's configs.
   np.testing.assert_equal(configs.NUM_SHARDS, 16)
 

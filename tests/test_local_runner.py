@@ -294,5 +294,6 @@ def test_help_explains_every_flag():
                '--num-shards', '--no-cache', '--verbose', '--epochs',
                '--train-steps', '--batch-size', '--learning-rate',
                '--accuracy-threshold', '--to-node', '--span-dir-pattern',
-               '--freeze-schema', '--skip-bad-images', '--model', '--augment'):
+               '--freeze-schema', '--skip-bad-images', '--model', '--augment',
+               '--image-encoding'):
     assert flag in result.stdout

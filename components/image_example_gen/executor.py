@@ -57,11 +57,12 @@ def _ImageToExampleBatches(pipeline: beam.Pipeline,
   if options.input_format == 'idx':
     return pipeline | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
         exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-        options.num_shards)
+        options.num_shards, options.image_encoding)
   skipped_file = exec_properties[_SKIPPED_FILES_KEY].get(split_pattern)
   return (pipeline
           | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-              split_pattern, class_names, options.geometry, skipped_file)
+              split_pattern, class_names, options.geometry, skipped_file,
+              options.image_encoding)
           | 'Batch' >> beam.BatchElements(
               max_batch_size=tfrecord_sink.RECORDS_PER_WRITE))
 
@@ -164,4 +165,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
     for key, value in geometry.to_dict().items():
       examples.set_int_custom_property(key, value)
+    examples.set_string_custom_property(features.IMAGE_ENCODING_PROPERTY,
+                                        options.image_encoding)
     logging.info('Examples generated.')

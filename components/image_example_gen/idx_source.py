@@ -117,8 +117,9 @@ def _chunks(count: int, num_shards: int) -> List[Tuple[int, int]]:
 class _ChunkToExamples(beam.DoFn):
   """(start, stop) -> the list of serialized Examples of those records."""
 
-  def __init__(self, files: SplitFiles):
+  def __init__(self, files: SplitFiles, encoding: str):
     self._images, self._labels = files
+    self._encoding = encoding
     self._geometry = geometry(self._images)
     self._readers = None
 
@@ -128,7 +129,8 @@ class _ChunkToExamples(beam.DoFn):
                        idx.ItemReader(self._labels))
     start, stop = chunk
     images, labels = (reader.read(start, stop) for reader in self._readers)
-    yield features.make_examples(images, labels, self._geometry)
+    yield features.make_examples(images, labels, self._geometry,
+                                 self._encoding)
 
   def teardown(self):
     for reader in self._readers or ():
@@ -140,7 +142,7 @@ class _ChunkToExamples(beam.DoFn):
 @beam.typehints.with_output_types(List[bytes])
 def IdxToExampleBatches(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
-    num_shards: int) -> beam.pvalue.PCollection:
+    num_shards: int, encoding: str = 'raw') -> beam.pvalue.PCollection:
   """Reads one split's files (from `split_files`) into lists of serialized
   Examples, in num_shards x k chunks."""
   images, labels = files
@@ -153,4 +155,4 @@ def IdxToExampleBatches(  # pylint: disable=invalid-name
   return (pipeline
           | 'Chunks' >> beam.Create(_chunks(images.count, num_shards),
                                     reshuffle=False)
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files)))
+          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding)))
