@@ -33,7 +33,7 @@ def make_parser() -> argparse.ArgumentParser:
       parser, data_dir_default=configs.MNIST_DIR, data_dir_help=(
           'Dataset directory (input_base of ExampleGen). idx: train-* and '
           't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
-          'eval/<class>/<image>, PNG or JPEG. Default: %(default)s, where MNIST '
+          'eval/<class>/<image>, in any format Pillow reads. Default: %(default)s, where MNIST '
           'is downloaded (checksums verified) when missing.'))
   flags.add_training_flags(parser)
 

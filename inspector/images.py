@@ -1,7 +1,7 @@
 """Images out of an Examples artifact, and a model's confusion matrix on them.
 
-Records are the project's format (records/features.py): raw uint8 pixels and
-their geometry, and the label. Class names come from the artifact's
+Records are the project's format (records/features.py): uint8 pixels (raw,
+or a PNG or JPEG file of them) and their geometry, and the label. Class names come from the artifact's
 `class_names` property, or the `class_names.txt` beside the splits.
 """
 
@@ -61,7 +61,11 @@ def samples(examples: queries.Artifact, split: str, per_class: int
 
   Reading stops as soon as every class has its images.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   names = class_names(examples)
+  # Raw pixels unless ExampleGen wrote PNG or JPEG files (--image-encoding).
+  encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
+                                    'raw') != 'raw'
   found: Dict[int, List[np.ndarray]] = {label: [] for label in range(len(names))}
   for batch in _records(examples, split).batch(256):
     parsed = _parse(batch)
@@ -71,8 +75,10 @@ def samples(examples: queries.Artifact, split: str, per_class: int
         shape = [int(parsed[k][i]) for k in (features.HEIGHT_KEY,
                                              features.WIDTH_KEY,
                                              features.CHANNELS_KEY)]
-        bucket.append(np.frombuffer(parsed[features.IMAGE_KEY][i].numpy(),
-                                    np.uint8).reshape(shape))
+        image = parsed[features.IMAGE_KEY][i]
+        bucket.append(
+            tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
+            else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
     if all(len(b) >= per_class for b in found.values()):
       break
   return found

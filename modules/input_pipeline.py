@@ -31,6 +31,22 @@ def list_files(file_patterns: Union[str, Sequence[str]]) -> List[str]:
   return files
 
 
+def count_records(file_patterns: Union[str, Sequence[str]]) -> int:
+  """Records in gzipped TFRecord files (counted in TensorFlow: MNIST's
+  60,000 in well under a second)."""
+  dataset = tf.data.TFRecordDataset(list_files(file_patterns),
+                                    compression_type='GZIP')
+  return int(dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+
+
+def first_record(file_patterns: Union[str, Sequence[str]]) -> bytes:
+  """The first serialized record (shards may be empty: the first of the
+  first that is not)."""
+  dataset = tf.data.TFRecordDataset(list_files(file_patterns),
+                                    compression_type='GZIP')
+  return next(iter(dataset.take(1))).numpy()
+
+
 def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
   """Serialized Examples [batch] -> (images, labels), vectorised."""
   raw_spec = tf_transform_output.raw_feature_spec()

@@ -1,33 +1,84 @@
-"""The CNN. Defaults are the classic MNIST network (TensorFlow's 'Deep MNIST'
-tutorial): conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024,
-dropout 0.4, dense classes."""
+"""The networks, and which one an image geometry gets.
+
+mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
+               tutorial): conv 5x5x32, max-pool, conv 5x5x64, max-pool,
+               dense 1024, dropout 0.4, dense classes. Its Flatten -> Dense
+               head grows with the image area (3.2M parameters at 28x28,
+               37.7M at 96x96): right for small grey images only.
+small-gap-cnn  blocks of conv 3x3, batch norm, ReLU and 2x2 max-pool, then
+               global average pooling, dropout and dense classes: the same
+               parameter count at any image size, and batch norm keeps it
+               trainable on colour images whose backgrounds vary.
+'auto' picks mnist-cnn for grey images of at most `mnist_cnn_max_pixels`
+pixels and small-gap-cnn for anything larger or in colour.
+
+With `augment`, random flips, shifts and brightness changes (Keras
+preprocessing layers) come first; they act only in training, so serving
+and evaluation see the images as they are.
+"""
 
 import dataclasses
 from typing import Any, Dict, Tuple
 
 import tf_keras as keras
 
+from modules.architectures import ARCHITECTURES, AUTO, MNIST_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from records import features
+
+# Inputs are normalised per channel (zero mean, unit variance), so their
+# range is a few standard deviations; RandomBrightness clips to its value
+# range, set this wide so that it shifts and never clips.
+_NORMALISED_RANGE = (-10.0, 10.0)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-  """Network size; pipeline/configs.py holds the values."""
+  """Which network and its size; pipeline/configs.py holds the values."""
+  architecture: str  # AUTO or one of ARCHITECTURES.
+  mnist_cnn_max_pixels: int  # AUTO: mnist-cnn for grey images up to this.
+  # mnist-cnn.
   conv_filters: Tuple[int, ...]
   kernel_size: int
   dense_units: int
   dropout: float
+  # small-gap-cnn.
+  gap_conv_filters: Tuple[int, ...]
+  gap_dropout: float
+  # Augmentation, training only.
+  augment: bool
+  augment_shift: float  # Fraction of the height and width.
+  augment_brightness: float  # Standard deviations of the training pixels.
+
+  def __post_init__(self):
+    if self.architecture not in (AUTO, *ARCHITECTURES):
+      raise ValueError(f'architecture must be {AUTO!r} or one of '
+                       f'{ARCHITECTURES}, got {self.architecture!r}')
 
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ModelConfig':
-    return cls(conv_filters=tuple(int(f) for f in d['conv_filters']),
-               kernel_size=int(d['kernel_size']),
-               dense_units=int(d['dense_units']),
-               dropout=float(d['dropout']))
+    d = dict(d)
+    for key in ('conv_filters', 'gap_conv_filters'):
+      d[key] = tuple(int(f) for f in d[key])
+    return cls(**d)
 
 
-def build_cnn(geometry: features.ImageGeometry, num_classes: int,
-              config: ModelConfig) -> keras.Model:
+def choose(config: ModelConfig,
+           geometry: features.ImageGeometry) -> Tuple[str, str]:
+  """(architecture, why) for images of `geometry`."""
+  if config.architecture != AUTO:
+    return config.architecture, 'as configured'
+  pixels = geometry.height * geometry.width
+  if geometry.channels == 1 and pixels <= config.mnist_cnn_max_pixels:
+    return MNIST_CNN, (f'auto: grey images of {pixels} pixels (at most '
+                       f'{config.mnist_cnn_max_pixels})')
+  return SMALL_GAP_CNN, (
+      'auto: ' + ('colour images' if geometry.channels > 1 else
+                  f'images of {pixels} pixels (more than '
+                  f'{config.mnist_cnn_max_pixels})'))
+
+
+def build(architecture: str, geometry: features.ImageGeometry,
+          num_classes: int, config: ModelConfig) -> keras.Model:
   """Images [batch, H, W, C] (normalised floats) -> logits [batch, classes].
 
   The last layer computes in float32 whatever the global precision policy,
@@ -35,13 +86,53 @@ def build_cnn(geometry: features.ImageGeometry, num_classes: int,
   precision.
   """
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
-  x = inputs
+  x = _augmentation(config)(inputs) if config.augment else inputs
+  if architecture == MNIST_CNN:
+    x = _mnist_cnn_features(x, config)
+  elif architecture == SMALL_GAP_CNN:
+    x = _small_gap_cnn_features(x, config)
+  else:
+    raise ValueError(f'unknown architecture {architecture!r}')
+  logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
+  return keras.Model(inputs, logits, name=architecture.replace('-', '_'))
+
+
+def build_cnn(geometry: features.ImageGeometry, num_classes: int,
+              config: ModelConfig) -> keras.Model:
+  """The classic MNIST CNN."""
+  return build(MNIST_CNN, geometry, num_classes, config)
+
+
+def _mnist_cnn_features(x, config: ModelConfig):
   for i, filters in enumerate(config.conv_filters):
     x = keras.layers.Conv2D(filters, config.kernel_size, padding='same',
                             activation='relu', name=f'conv{i + 1}')(x)
     x = keras.layers.MaxPool2D(name=f'pool{i + 1}')(x)
   x = keras.layers.Flatten()(x)
   x = keras.layers.Dense(config.dense_units, activation='relu', name='dense')(x)
-  x = keras.layers.Dropout(config.dropout)(x)
-  logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
-  return keras.Model(inputs, logits, name='cnn')
+  return keras.layers.Dropout(config.dropout)(x)
+
+
+def _small_gap_cnn_features(x, config: ModelConfig):
+  for i, filters in enumerate(config.gap_conv_filters):
+    # No bias: batch norm's offset does its job.
+    x = keras.layers.Conv2D(filters, 3, padding='same', use_bias=False,
+                            name=f'conv{i + 1}')(x)
+    x = keras.layers.BatchNormalization(name=f'bn{i + 1}')(x)
+    x = keras.layers.ReLU(name=f'relu{i + 1}')(x)
+    if min(x.shape[1], x.shape[2]) >= 2:  # Small images stop shrinking.
+      x = keras.layers.MaxPool2D(name=f'pool{i + 1}')(x)
+  x = keras.layers.GlobalAveragePooling2D(name='gap')(x)
+  return keras.layers.Dropout(config.gap_dropout)(x)
+
+
+def _augmentation(config: ModelConfig) -> keras.Sequential:
+  """Random flips, shifts and brightness: identity outside training."""
+  span = _NORMALISED_RANGE[1] - _NORMALISED_RANGE[0]
+  return keras.Sequential([
+      keras.layers.RandomFlip('horizontal'),
+      keras.layers.RandomTranslation(config.augment_shift, config.augment_shift,
+                                     fill_mode='reflect'),
+      keras.layers.RandomBrightness(config.augment_brightness / span,
+                                    value_range=_NORMALISED_RANGE),
+  ], name='augmentation')

@@ -1,17 +1,21 @@
 """Trainer module: `run_fn` trains the CNN and exports the serving model.
 
-The exported SavedModel has two signatures, both running the Transform
-graph first, so serving sees exactly what training saw:
-  serving_default  examples: [N] serialized tf.train.Example (label optional)
-  serve_images     images:   uint8 [N, H, W] or [N, H, W, C]
+The exported SavedModel has two signatures, both preprocessing as the
+Transform graph does, so serving sees exactly what training saw:
+  serving_default  examples: [N] serialized tf.train.Example (label optional),
+                   through the whole Transform graph
+  serve_images     images:   uint8 [N, H, W] or [N, H, W, C], through its
+                   `transform.normalise` with the analyzers' values
 and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
-The class names are in assets.extra/class_names.txt (line i names class i).
+The class names are in assets.extra/class_names.txt (line i names class i),
+and what was trained, and why, in assets.extra/training_plan.json.
 """
 
 import dataclasses
+import json
 import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -22,24 +26,25 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
+from modules import training_plan
+from modules import transform
+from records import decode
 from records import features
 
 SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'
 PROBABILITIES = 'probabilities'
 CLASSES = 'classes'
-# Every byte value as a one-byte string: gathering pixels from this table and
-# joining them turns uint8 images into the raw `image` bytes of the Examples.
-_BYTE_TABLE = [bytes([i]) for i in range(256)]
+# In the serving model's assets.extra: the network, why, and the budget.
+TRAINING_PLAN_FILE = 'training_plan.json'
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
   """Training settings; pipeline/configs.py holds their values."""
-  epochs: int
+  budget: training_plan.Budget  # Epochs and learning rate decay.
   batch_size: int
   learning_rate: float
-  learning_rate_decay: float  # The learning rate is multiplied by this per epoch.
   shuffle_buffer: int
   mixed_precision: bool  # On GPUs.
   model: model_lib.ModelConfig
@@ -50,6 +55,7 @@ class TrainingConfig:
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'TrainingConfig':
     d = dict(d)
+    d['budget'] = training_plan.Budget(**d['budget'])
     d['model'] = model_lib.ModelConfig.from_dict(d['model'])
     return cls(**d)
 
@@ -62,43 +68,35 @@ def class_names_for(train_files: List[str]) -> List[str]:
       os.path.join(examples_uri, features.CLASS_NAMES_FILE))
 
 
-def _raw_features_from_images(images: tf.Tensor,
-                              raw_spec: Dict[str, Any]) -> Dict[str, tf.Tensor]:
-  """uint8 images -> the raw features ExampleGen would have written."""
-  rank_check = tf.debugging.assert_rank_in(
-      images, [3, 4], message='images must be uint8 [N, H, W] or [N, H, W, C]')
-  # Checked before anything slices the shape, which would fail less clearly.
-  with tf.control_dependencies([rank_check]):
-    images = tf.identity(images)
-  shape = tf.shape(images)
-  images = tf.reshape(images, [shape[0], shape[1], shape[2], -1])
-  shape = tf.shape(images, out_type=tf.int64)
-  pixels = tf.reshape(tf.cast(images, tf.int32), [shape[0], -1])
-  values = {
-      features.IMAGE_KEY: tf.strings.reduce_join(
-          tf.gather(tf.constant(_BYTE_TABLE), pixels), axis=-1),
-      features.HEIGHT_KEY: tf.fill([shape[0]], shape[1]),
-      features.WIDTH_KEY: tf.fill([shape[0]], shape[2]),
-      features.CHANNELS_KEY: tf.fill([shape[0]], shape[3]),
-  }
-  # Shape them like parse_example would ([N] + the schema's feature shape).
-  return {k: tf.reshape(v, [-1, *raw_spec[k].shape]) for k, v in values.items()}
+def image_geometry(
+    tf_transform_output: tft.TFTransformOutput) -> features.ImageGeometry:
+  """The geometry the transform graph was built for: the data's."""
+  return features.ImageGeometry(*tf_transform_output.transformed_feature_spec()[
+      features.IMAGE_KEY].shape)
 
 
 def export_serving_model(model: keras.Model,
                          tf_transform_output: tft.TFTransformOutput,
-                         class_names: List[str], export_dir: str) -> None:
-  """Saves `model` with the Transform graph and both serving signatures."""
+                         class_names: List[str], export_dir: str,
+                         sample_record: bytes,
+                         plan: Optional[Dict[str, Any]] = None) -> None:
+  """Saves `model` with the Transform graph and both serving signatures.
+
+  sample_record: any serialized record of the data, to read the
+  normalisation the transform graph learnt.
+  """
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
   # Requests carry images only: no label, and no pixel_min/pixel_max (they
   # are there for data validation; the model does not read them).
   request_spec = {k: v for k, v in raw_spec.items()
                   if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
+  geometry = image_geometry(tf_transform_output)
+  mean, variance = transform.normalisation_constants(tf_transform_output,
+                                                     sample_record)
 
-  def predict(raw_features):
-    transformed = model.tft_layer(raw_features)
-    logits = model(transformed[features.IMAGE_KEY], training=False)
+  def classify(inputs):
+    logits = model(inputs, training=False)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
     return {PROBABILITIES: probabilities,
             CLASSES: tf.argmax(probabilities, axis=-1, output_type=tf.int64)}
@@ -106,12 +104,15 @@ def export_serving_model(model: keras.Model,
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='examples')])
   def serve_examples(examples):
-    return predict(tf.io.parse_example(examples, request_spec))
+    transformed = model.tft_layer(tf.io.parse_example(examples, request_spec))
+    return classify(transformed[features.IMAGE_KEY])
 
   @tf.function(input_signature=[
       tf.TensorSpec(None, tf.uint8, name='images')])
   def serve_images(images):
-    return predict(_raw_features_from_images(images, request_spec))
+    # The transform's second half on the pixels as sent: no raw bytes.
+    return classify(transform.normalise(decode.check_images(images, geometry),
+                                        mean, variance))
 
   model.save(export_dir, save_format='tf', signatures={
       SERVING_SIGNATURE: serve_examples,
@@ -121,35 +122,41 @@ def export_serving_model(model: keras.Model,
   tf.io.gfile.makedirs(extra)
   features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
                              class_names)
+  if plan is not None:
+    with tf.io.gfile.GFile(os.path.join(extra, TRAINING_PLAN_FILE), 'w') as f:
+      json.dump(plan, f, indent=1, sort_keys=True)
 
 
 def run_fn(fn_args: FnArgs) -> None:
   """TFX Trainer entry point."""
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-  image_shape = tf_transform_output.transformed_feature_spec()[
-      features.IMAGE_KEY].shape
-  geometry = features.ImageGeometry(*image_shape)
+  geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
 
+  plan = training_plan.plan(
+      config.budget, config.model, geometry,
+      input_pipeline.count_records(fn_args.train_files))
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision)
-  logging.info('Trainer: %s; %d classes %s; images %s.',
-               device_plan.describe(), len(class_names), class_names, geometry)
+  logging.info('Trainer: %s; %d classes %s; images %s; %s.',
+               device_plan.describe(), len(class_names), class_names, geometry,
+               plan.describe())
   device_plan.write(fn_args.model_run_dir)
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = devices.make_strategy(device_plan)
 
   with strategy.scope():
-    model = model_lib.build_cnn(geometry, len(class_names), config.model)
+    model = model_lib.build(plan.architecture, geometry, len(class_names),
+                            config.model)
     model.compile(
         optimizer=keras.optimizers.Adam(config.learning_rate),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
-  # configured epochs; without it, each epoch is one pass over the data.
-  steps_per_epoch = (math.ceil(fn_args.train_steps / config.epochs)
+  # planned epochs; without it, each epoch is one pass over the data.
+  steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
   train = input_pipeline.make_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
@@ -161,13 +168,18 @@ def run_fn(fn_args: FnArgs) -> None:
 
   callbacks = [
       keras.callbacks.LearningRateScheduler(
-          lambda epoch: config.learning_rate * config.learning_rate_decay**epoch),
+          lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
       keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir,
                                   update_freq='epoch'),
   ]
-  model.fit(train, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
+  model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
             callbacks=callbacks, verbose=2)
-  export_serving_model(model, tf_transform_output, class_names,
-                       fn_args.serving_model_dir)
+  export_serving_model(
+      model, tf_transform_output, class_names, fn_args.serving_model_dir,
+      input_pipeline.first_record(fn_args.train_files),
+      {**plan.to_dict(), 'parameters': model.count_params(),
+       'geometry': str(geometry), 'augment': config.model.augment,
+       'learning_rate': config.learning_rate,
+       'batch_size': device_plan.global_batch_size})
   keras.mixed_precision.set_global_policy('float32')

@@ -1,7 +1,9 @@
 """Transform module: raw image bytes to normalised float images.
 
-The transform graph becomes part of the served model (both signatures call
-it), so serving sees exactly what training saw.
+The transform graph becomes part of the served model, so serving sees
+exactly what training saw: `serving_default` runs it on the Examples it is
+sent; `serve_images`, sent uint8 images, skips the bytes and runs its
+second half, `normalise`, with the values the analyzers learnt.
 
 Materialise or not? The Transform component runs with `materialize=False`
 and the Trainer applies this graph to each parsed batch in its input_fn.
@@ -21,8 +23,9 @@ distribution) and RGB image folders to zero mean and unit variance per
 channel without anyone hard-coding statistics.
 """
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_transform as tft
 
@@ -30,28 +33,68 @@ from records import decode
 from records import features
 
 
+# Outputs beside the model's inputs: the analyzers' values, on every row.
+PIXEL_MEAN_KEY = 'pixel_mean'
+PIXEL_VARIANCE_KEY = 'pixel_variance'
+# Keeps a channel of one value (variance 0) finite.
+VARIANCE_EPSILON = 1e-6
+
+
 def geometry_from_config(custom_config: Dict[str, Any]) -> features.ImageGeometry:
-  return features.ImageGeometry(
-      int(custom_config['image_height']), int(custom_config['image_width']),
-      int(custom_config['image_channels']))
+  """The images' geometry, which the Transform component's executor
+  (components/image_transform.py) read from the Examples, as it read their
+  encoding (custom_config[features.IMAGE_ENCODING_PROPERTY])."""
+  return features.ImageGeometry.from_dict(custom_config)
+
+
+def normalise(images: tf.Tensor, mean: tf.Tensor,
+              variance: tf.Tensor) -> tf.Tensor:
+  """uint8 images [N, H, W, C] -> model inputs: per-channel zero mean, unit
+  variance, given the channels' `mean` and `variance` of pixels in 0..1.
+
+  The one map from pixels to model inputs: the Transform graph applies it
+  with its analyzers (training, evaluation, `serving_default`), and
+  `serve_images` with their values (modules/trainer.py), on the uint8
+  tensors it is sent.
+  """
+  pixels = tf.cast(images, tf.float32) / 255.0
+  return (pixels - mean) * tf.math.rsqrt(variance + VARIANCE_EPSILON)
 
 
 def preprocessing_fn(inputs: Dict[str, tf.Tensor],
                      custom_config: Dict[str, Any]) -> Dict[str, tf.Tensor]:
   """tf.Transform entry point (see module docstring).
 
-  pixel_min and pixel_max are for data validation only: not transformed,
-  not model inputs.
+  Besides the model's inputs, every row carries the analyzers' values
+  (PIXEL_MEAN_KEY, PIXEL_VARIANCE_KEY), for `normalisation_constants`:
+  a transform graph's outputs are per row, and this is how the graph says
+  what it learnt. pixel_min and pixel_max are for data validation only: not
+  transformed, not model inputs.
   """
   geometry = geometry_from_config(custom_config)
-  images = tf.cast(decode.decode_images(inputs, geometry),
-                   tf.float32) / 255.0
+  images = decode.decode_images(
+      inputs, geometry, custom_config[features.IMAGE_ENCODING_PROPERTY])
   # Per-channel statistics over every pixel of the training split.
-  pixels = tf.reshape(images, [-1, geometry.channels])
+  pixels = tf.reshape(tf.cast(images, tf.float32) / 255.0,
+                      [-1, geometry.channels])
   mean = tft.mean(pixels, reduce_instance_dims=False)
   variance = tft.var(pixels, reduce_instance_dims=False)
+  rows = tf.ones_like(tf.reshape(inputs[features.HEIGHT_KEY], [-1, 1]),
+                      tf.float32)
   return {
-      features.IMAGE_KEY: (images - mean) * tf.math.rsqrt(variance + 1e-6),
+      features.IMAGE_KEY: normalise(images, mean, variance),
+      PIXEL_MEAN_KEY: rows * mean,
+      PIXEL_VARIANCE_KEY: rows * variance,
       # Serving requests may leave the label out; TFT then drops this output.
       features.LABEL_KEY: tf.reshape(inputs[features.LABEL_KEY], [-1]),
   }
+
+
+def normalisation_constants(tf_transform_output: tft.TFTransformOutput,
+                            record: bytes) -> Tuple[np.ndarray, np.ndarray]:
+  """(mean, variance) per channel that the transform graph normalises
+  with, read by transforming `record`, any serialized record of its data."""
+  raw = tf.io.parse_example(tf.constant([record]),
+                            tf_transform_output.raw_feature_spec())
+  out = tf_transform_output.transform_features_layer()(raw)
+  return out[PIXEL_MEAN_KEY].numpy()[0], out[PIXEL_VARIANCE_KEY].numpy()[0]

@@ -1,5 +1,6 @@
 """The TFX DAG, in one screen."""
 
+import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
@@ -10,9 +11,11 @@ from components import baseline_evaluator
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
+from components.image_transform import ImageTransform
 from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
 from modules.model import ModelConfig
+from modules.training_plan import Budget
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
 from pipeline import configs
 from records import features
@@ -28,6 +31,7 @@ def create_pipeline(
     image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
     num_shards: int = configs.NUM_SHARDS,
     skip_bad_images: bool = configs.SKIP_BAD_IMAGES,
+    image_encoding: str = configs.IMAGE_ENCODING,
     span_dir_pattern: Optional[str] = configs.SPAN_DIR_PATTERN,
     schema_path: Optional[str] = None,
     training: Mapping[str, Any] = None,
@@ -43,15 +47,18 @@ def create_pipeline(
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
-  training: TrainingConfig fields that override configs.py's (epochs,
-  batch_size, learning_rate...). baseline: what the Evaluator compares the
-  new model with, 'last_blessed' or 'served' (see _baseline).
+  image_geometry: what image folders are converted to; IDX files declare
+  their own. Transform and Trainer take the geometry from the Examples.
+  training: settings that override configs.py's (epochs, batch_size,
+  learning_rate, architecture, augment...; see `training_config`).
+  baseline: what the Evaluator compares the new model with, 'last_blessed'
+  or 'served' (see _baseline).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
       num_shards=num_shards, skip_bad_images=skip_bad_images,
-      span_dir_pattern=span_dir_pattern)
+      image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
   # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
   if example_gen_beam_pipeline_args:
@@ -78,15 +85,13 @@ def create_pipeline(
       anomalies=example_validator.outputs['anomalies'])
 
   # Not materialised: the Trainer applies the graph per batch (see
-  # modules/transform.py for the measurement behind that).
-  transform = tfx.components.Transform(
+  # modules/transform.py for the measurement behind that). The image
+  # geometry comes from the Examples (see components/image_transform.py).
+  transform = ImageTransform(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       preprocessing_fn=configs.PREPROCESSING_FN,
-      materialize=False,
-      custom_config={'image_height': image_geometry.height,
-                     'image_width': image_geometry.width,
-                     'image_channels': image_geometry.channels})
+      materialize=False).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
   trainer = tfx.components.Trainer(
@@ -159,19 +164,38 @@ def _baseline(baseline: str, serving_model_dir: str):
 
 
 def training_config(**overrides) -> TrainingConfig:
-  """The Trainer's settings: configs.py's values, with `overrides`."""
-  values = dict(
-      epochs=configs.EPOCHS, batch_size=configs.BATCH_SIZE,
-      learning_rate=configs.LEARNING_RATE,
+  """The Trainer's settings: configs.py's values, with `overrides`.
+
+  Overrides may name TrainingConfig fields (batch_size, learning_rate...),
+  Budget fields (epochs...) and ModelConfig fields (architecture,
+  augment...).
+  """
+  budget = {field.name for field in dataclasses.fields(Budget)}
+  model = {field.name for field in dataclasses.fields(ModelConfig)}
+  budget_values = dict(
+      epochs=configs.EPOCHS, training_examples=configs.TRAINING_EXAMPLES,
+      min_epochs=configs.MIN_EPOCHS, max_epochs=configs.MAX_EPOCHS,
       learning_rate_decay=configs.LEARNING_RATE_DECAY,
+      last_epoch_learning_rate=configs.LAST_EPOCH_LEARNING_RATE)
+  model_values = dict(
+      architecture=configs.MODEL,
+      mnist_cnn_max_pixels=configs.MNIST_CNN_MAX_PIXELS,
+      conv_filters=configs.CONV_FILTERS, kernel_size=configs.KERNEL_SIZE,
+      dense_units=configs.DENSE_UNITS, dropout=configs.DROPOUT,
+      gap_conv_filters=configs.GAP_CONV_FILTERS,
+      gap_dropout=configs.GAP_DROPOUT, augment=configs.AUGMENT,
+      augment_shift=configs.AUGMENT_SHIFT,
+      augment_brightness=configs.AUGMENT_BRIGHTNESS)
+  values = dict(
+      batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
       shuffle_buffer=configs.SHUFFLE_BUFFER,
-      mixed_precision=configs.MIXED_PRECISION,
-      model=ModelConfig(conv_filters=configs.CONV_FILTERS,
-                        kernel_size=configs.KERNEL_SIZE,
-                        dense_units=configs.DENSE_UNITS,
-                        dropout=configs.DROPOUT))
-  values.update(overrides)
-  return TrainingConfig(**values)
+      mixed_precision=configs.MIXED_PRECISION)
+  for key, value in overrides.items():
+    target = (budget_values if key in budget else
+              model_values if key in model else values)
+    target[key] = value
+  return TrainingConfig(budget=Budget(**budget_values),
+                        model=ModelConfig(**model_values), **values)
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:

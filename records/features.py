@@ -5,7 +5,9 @@ Transform and Trainer modules read them and the tests build them: everyone
 imports the keys from here so that nobody spells a feature name twice.
 
 Format of every record (a `tf.train.Example`):
-  image     bytes  raw uint8 pixels, row-major height x width x channels
+  image     bytes  the pixels: raw uint8, row-major height x width x
+                   channels (encoding 'raw', the default), or a PNG or JPEG
+                   file of them (ExampleGen's image_encoding 'png', 'jpeg')
   height    int64  image height in pixels
   width     int64  image width in pixels
   channels  int64  1 (grey) or 3 (RGB)
@@ -21,7 +23,7 @@ requests may leave them out.
 
 import dataclasses
 import json
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -42,6 +44,18 @@ FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
 CLASS_NAMES_PROPERTY = 'class_names'
 CLASS_NAMES_FILE = 'class_names.txt'
 
+# The geometry of the images, as ExampleGen found it (IDX files: their
+# headers; image folders: what it converted them to), as custom properties
+# of the Examples artifact: Transform and Trainer take it from there.
+GEOMETRY_PROPERTIES = ('image_height', 'image_width', 'image_channels')
+
+# How the `image` bytes hold the pixels, one encoding per Examples artifact,
+# recorded as its custom property: raw uint8 pixels, or a PNG file (lossless)
+# or a JPEG file (lossy, at JPEG_QUALITY) of them.
+IMAGE_ENCODINGS = ('raw', 'png', 'jpeg')
+IMAGE_ENCODING_PROPERTY = 'image_encoding'
+JPEG_QUALITY = 95
+
 # Images skipped as unreadable (ExampleGen's skip_bad_images option): their
 # number and a JSON list of the first ones ({split, path, reason}) as custom
 # properties of the Examples artifact, and the full list in a JSON file next
@@ -49,6 +63,14 @@ CLASS_NAMES_FILE = 'class_names.txt'
 SKIPPED_IMAGES_PROPERTY = 'skipped_images'
 SKIPPED_IMAGES_LIST_PROPERTY = 'skipped_images_list'
 SKIPPED_IMAGES_FILE = 'skipped_images.json'
+
+# Hidden and OS metadata files found among an image folder's images
+# (.DS_Store, Thumbs.db, ._name AppleDouble files...) and left out: their
+# number, a JSON list of the first ones ({split, path}) and, when there are
+# any, the full list in a JSON file next to the splits.
+OS_FILES_PROPERTY = 'os_files_left_out'
+OS_FILES_LIST_PROPERTY = 'os_files_left_out_list'
+OS_FILES_FILE = 'os_files_left_out.json'
 
 SUPPORTED_CHANNELS = (1, 3)
 
@@ -78,12 +100,42 @@ class ImageGeometry:
   def __str__(self):
     return f'{self.height}x{self.width}x{self.channels}'
 
+  def to_dict(self) -> Dict[str, int]:
+    """{GEOMETRY_PROPERTIES: values}."""
+    return dict(zip(GEOMETRY_PROPERTIES, self.shape))
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> 'ImageGeometry':
+    return cls(*(int(d[key]) for key in GEOMETRY_PROPERTIES))
+
 
 MNIST_GEOMETRY = ImageGeometry(height=28, width=28, channels=1)
 
 
-def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
-  """Returns one serialized `tf.train.Example` in the format above."""
+def encode_image(pixels: bytes, geometry: ImageGeometry, encoding: str) -> bytes:
+  """Raw uint8 pixels of `geometry` as the `image` bytes of `encoding`."""
+  if encoding == 'raw':
+    return pixels
+  if encoding not in IMAGE_ENCODINGS:
+    raise ValueError(f'image encoding must be one of {IMAGE_ENCODINGS}, '
+                     f'got {encoding!r}')
+  import io  # pylint: disable=g-import-not-at-top
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  array = np.frombuffer(pixels, np.uint8).reshape(geometry.shape)
+  image = Image.fromarray(array[..., 0] if geometry.channels == 1 else array,
+                          'L' if geometry.channels == 1 else 'RGB')
+  buffer = io.BytesIO()
+  if encoding == 'png':
+    image.save(buffer, 'PNG', compress_level=1)  # Fast; still lossless.
+  else:
+    image.save(buffer, 'JPEG', quality=JPEG_QUALITY)
+  return buffer.getvalue()
+
+
+def make_example(image: bytes, geometry: ImageGeometry, label: int,
+                 encoding: str = 'raw') -> bytes:
+  """Returns one serialized `tf.train.Example` in the format above, from
+  the image's raw uint8 pixels."""
   # Imported here so that modules which only need the keys stay light.
   from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
   if len(image) != geometry.num_bytes:
@@ -91,7 +143,8 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
         f'image has {len(image)} bytes, geometry {geometry} needs {geometry.num_bytes}')
   example = example_pb2.Example()
   feature = example.features.feature
-  feature[IMAGE_KEY].bytes_list.value.append(image)
+  feature[IMAGE_KEY].bytes_list.value.append(
+      encode_image(image, geometry, encoding))
   feature[HEIGHT_KEY].int64_list.value.append(geometry.height)
   feature[WIDTH_KEY].int64_list.value.append(geometry.width)
   feature[CHANNELS_KEY].int64_list.value.append(geometry.channels)
@@ -103,20 +156,24 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int) -> bytes:
 
 
 def make_examples(images: np.ndarray, labels: np.ndarray,
-                  geometry: ImageGeometry) -> List[bytes]:
+                  geometry: ImageGeometry,
+                  encoding: str = 'raw') -> List[bytes]:
   """`make_example` for many images at once: the same bytes, far faster.
 
   Every Example of one geometry, label and pixel range serializes to the same
   bytes around the image's pixels (a fixed-length `bytes` field), so one
   `make_example` per distinct (label, pixel_min, pixel_max) gives a
   template, and each record is that template's prefix + the image's pixels +
-  its suffix. Building 70,000 protos one by one in Python was most of
+  its suffix (raw encoding; PNG and JPEG records are built one by one). Building 70,000 protos one by one in Python was most of
   ExampleGen's work on MNIST; MNIST has a few dozen distinct templates.
   """
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:
     raise ValueError(f'images have {pixels.shape[1]} bytes each, geometry '
                      f'{geometry} needs {geometry.num_bytes}')
+  if encoding != 'raw':  # Each image encodes to bytes of its own.
+    return [make_example(image.tobytes(), geometry, label, encoding)
+            for image, label in zip(pixels, labels.tolist())]
   keys = zip(labels.tolist(), pixels.min(axis=1).tolist(),
              pixels.max(axis=1).tolist())
   templates: Dict[Tuple[int, int, int], Tuple[bytes, bytes]] = {}

@@ -11,6 +11,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
+from modules.architectures import ARCHITECTURES, AUTO
 from pipeline import configs
 from records import features
 
@@ -61,16 +62,23 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       'name per line. Default: the --dataset\'s; else idx uses the label '
       'values, images the sorted class folder names.')
   data.add_argument(
-      '--image-size', type=_image_size,
-      default=(configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width),
-      metavar='HxW', help='images only: size images are resized to '
-      '(default: %dx%d).' % (configs.IMAGE_GEOMETRY.height,
-                             configs.IMAGE_GEOMETRY.width))
+      '--image-size', type=_image_size, default=None, metavar='HxW',
+      help='images only: the size images are resized to (default: %dx%d). '
+      'IDX files declare their own in their headers; Transform and Trainer '
+      'always take the geometry from the Examples.' % (
+          configs.IMAGE_GEOMETRY.height, configs.IMAGE_GEOMETRY.width))
   data.add_argument(
       '--channels', type=int, choices=features.SUPPORTED_CHANNELS,
-      default=configs.IMAGE_GEOMETRY.channels,
-      help='Channels of the data and the model: 1 (grey) or 3 (RGB); image '
-      'folders are converted (default: %(default)s).')
+      default=None,
+      help='images only: the channels images are converted to, 1 (grey) or '
+      '3 (RGB) (default: %d). IDX files declare their own.' %
+      configs.IMAGE_GEOMETRY.channels)
+  data.add_argument(
+      '--image-encoding', choices=features.IMAGE_ENCODINGS,
+      default=configs.IMAGE_ENCODING,
+      help='How the Examples hold the pixels: raw uint8, or a PNG (lossless) '
+      'or JPEG (quality %d) file of them, decoded in the Trainer\'s input_fn '
+      'and in serving (default: %%(default)s).' % features.JPEG_QUALITY)
   data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')
@@ -96,8 +104,22 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
   """The 'training and evaluation' group."""
   train = parser.add_argument_group('training and evaluation')
-  train.add_argument('--epochs', type=int, default=configs.EPOCHS,
-                     help='Passes over the training split (default: %(default)s).')
+  train.add_argument(
+      '--epochs', type=int, default=configs.EPOCHS,
+      help='Passes over the training split (default: from the dataset\'s '
+      'size, ceil(%d / training records) within %d..%d).' % (
+          configs.TRAINING_EXAMPLES, configs.MIN_EPOCHS, configs.MAX_EPOCHS))
+  train.add_argument(
+      '--model', choices=(AUTO, *ARCHITECTURES), default=configs.MODEL,
+      help='The network: mnist-cnn (the classic MNIST CNN), small-gap-cnn '
+      '(conv blocks with batch norm and a global-average-pooling head, its '
+      'size independent of the image size), or auto: mnist-cnn for grey '
+      'images of at most %d pixels, small-gap-cnn for larger or colour ones '
+      '(default: %%(default)s).' % configs.MNIST_CNN_MAX_PIXELS)
+  train.add_argument(
+      '--augment', action='store_true', default=configs.AUGMENT,
+      help='Random horizontal flips, shifts and brightness changes in '
+      'training (never in evaluation or serving). Not for digits or text.')
   train.add_argument(
       '--train-steps', type=int, default=configs.TRAIN_STEPS,
       help='Train this many steps (spread over --epochs) instead of whole '
@@ -109,8 +131,8 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
   train.add_argument('--learning-rate', type=float,
                      default=configs.LEARNING_RATE,
                      help='Adam learning rate of the first epoch; it decays '
-                     'by %s per epoch (default: %%(default)s).' %
-                     configs.LEARNING_RATE_DECAY)
+                     'each epoch, to %s times this in the last (default: '
+                     '%%(default)s).' % configs.LAST_EPOCH_LEARNING_RATE)
   train.add_argument(
       '--accuracy-threshold', type=float, default=None,
       help='Eval-split accuracy a model needs to be blessed and pushed '
@@ -122,6 +144,11 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   if args.skip_bad_images and args.input_format != 'images':
     raise SystemExit('error: --skip-bad-images applies to image folders only '
                      '(--input-format images)')
+  if args.input_format != 'images' and (args.image_size or args.channels):
+    # A flag must not contradict the data: IDX files carry their geometry.
+    raise SystemExit('error: --image-size and --channels apply to image '
+                     'folders only (--input-format images); IDX files declare '
+                     'their geometry in their headers')
   preset = configs.DATASETS.get(args.dataset, {})
   accuracy_threshold = args.accuracy_threshold
   if accuracy_threshold is None:
@@ -130,12 +157,17 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   return dict(
       input_format=args.input_format,
       class_names=_class_names(args.class_names) or preset.get('class_names'),
-      image_geometry=features.ImageGeometry(*args.image_size, args.channels),
+      image_geometry=features.ImageGeometry(
+          *(args.image_size or (configs.IMAGE_GEOMETRY.height,
+                                configs.IMAGE_GEOMETRY.width)),
+          args.channels or configs.IMAGE_GEOMETRY.channels),
       num_shards=args.num_shards,
       skip_bad_images=args.skip_bad_images,
+      image_encoding=args.image_encoding,
       span_dir_pattern=args.span_dir_pattern,
       training=dict(epochs=args.epochs, batch_size=args.batch_size,
-                    learning_rate=args.learning_rate),
+                    learning_rate=args.learning_rate, architecture=args.model,
+                    augment=args.augment),
       train_steps=args.train_steps,
       eval_steps=args.eval_steps,
       accuracy_threshold=accuracy_threshold)

@@ -137,7 +137,7 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
-                     _skipped_images(artifact))
+                     _skipped_images(artifact) + _os_files(artifact))
   if type_name == 'ExampleAnomalies' and 'blessed' in props:
     blessed = props['blessed'].struct_value
     bad = [k for k, v in blessed.fields.items() if not v.number_value]
@@ -157,6 +157,24 @@ def _skipped_images(examples, shown: int = 5) -> List[str]:
   lines = [f'skipped {count} unreadable images'
            f'{", listed in " + features.SKIPPED_IMAGES_FILE if count else ""}']
   lines += [f'  {s["path"]}: {s["reason"]}' for s in listed]
+  if count > len(listed):
+    lines.append(f'  ... and {count - len(listed)} more')
+  return lines
+
+
+def _os_files(examples, shown: int = 5) -> List[str]:
+  """Lines on the hidden and OS metadata files left out of image folders."""
+  from records import features  # pylint: disable=g-import-not-at-top
+  props = examples.custom_properties
+  count = (props[features.OS_FILES_PROPERTY].int_value
+           if features.OS_FILES_PROPERTY in props else 0)
+  if not count:
+    return []
+  listed = json.loads(
+      props[features.OS_FILES_LIST_PROPERTY].string_value)[:shown]
+  lines = [f'left out {count} hidden or OS metadata files (not images), '
+           f'listed in {features.OS_FILES_FILE}']
+  lines += [f'  {s["path"]}' for s in listed]
   if count > len(listed):
     lines.append(f'  ... and {count - len(listed)} more')
   return lines

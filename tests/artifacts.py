@@ -17,7 +17,8 @@ def run_example_gen(input_base, output_uri, options, input_config=None,
       output_config=output_config)
 
 
-def make_transform_output(train_pattern, geometry, output_dir):
+def make_transform_output(train_pattern, geometry, output_dir,
+                          encoding='raw'):
   """Analyzes `train_pattern` with the project's preprocessing_fn."""
   return transform_analysis.analyze(train_pattern, geometry, output_dir,
-                                    IN_MEMORY)
+                                    IN_MEMORY, encoding)

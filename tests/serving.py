@@ -27,14 +27,16 @@ def classify_images(model, images: np.ndarray, batch_size: int = 1000):
   return np.concatenate(probabilities), np.concatenate(classes)
 
 
-def serialized_examples(images: np.ndarray, labels=None):
-  """Examples in the ExampleGen format; without labels when labels is None."""
+def serialized_examples(images: np.ndarray, labels=None, encoding='raw'):
+  """Examples in the ExampleGen format, the image bytes in `encoding`;
+  without labels when labels is None."""
   geometry = features.ImageGeometry(images.shape[1], images.shape[2],
                                     images.shape[3] if images.ndim == 4 else 1)
   out = []
   for i, image in enumerate(images):
     record = tf.train.Example.FromString(features.make_example(
-        image.tobytes(), geometry, 0 if labels is None else int(labels[i])))
+        image.tobytes(), geometry, 0 if labels is None else int(labels[i]),
+        encoding))
     if labels is None:
       del record.features.feature[features.LABEL_KEY]
     out.append(record.SerializeToString())

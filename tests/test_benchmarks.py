@@ -125,3 +125,16 @@ def test_quick_benchmark_writes_a_complete_report(tmp_path):
                     'Trainer'):
     assert by_name[component][3] == 'yes', component
   assert rows[-1][0] == 'whole run'
+
+
+def test_folder_input_benchmark_reports_every_variant(tmp_path):
+  from benchmarks import folder_input  # pylint: disable=g-import-not-at-top
+  report = folder_input.run(str(tmp_path), per_class=3, repetitions=1,
+                            batch_size=8)
+  _, rows = _table(report, '## Image folders at 96x96x3')
+  assert [row[0] for row in rows] == [
+      'keras', 'keras, cached', 'ours raw, cold', 'ours raw, cached',
+      'ours png, cold', 'ours png, cached']
+  for row in rows:
+    assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[2])
+  assert '30 training images' in report

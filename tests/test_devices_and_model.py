@@ -1,4 +1,5 @@
-"""Device plans (chosen on a CPU-only machine for any GPU count) and the CNN."""
+"""Device plans (chosen on a CPU-only machine for any GPU count), the
+networks, which one a geometry gets, augmentation and the training budget."""
 
 import json
 
@@ -9,6 +10,7 @@ import tf_keras as keras
 
 from modules import devices
 from modules import model as model_lib
+from modules import training_plan
 from pipeline import pipeline
 from records import features
 
@@ -77,3 +79,75 @@ def test_logits_stay_float32_under_mixed_precision():
     assert model.output.dtype == tf.float32
   finally:
     keras.mixed_precision.set_global_policy('float32')
+
+
+@pytest.mark.parametrize('geometry, architecture', [
+    (features.MNIST_GEOMETRY, 'mnist-cnn'),
+    (features.ImageGeometry(32, 32, 1), 'mnist-cnn'),
+    (features.ImageGeometry(33, 32, 1), 'small-gap-cnn'),
+    (features.ImageGeometry(28, 28, 3), 'small-gap-cnn'),
+    (features.ImageGeometry(96, 96, 3), 'small-gap-cnn'),
+])
+def test_auto_picks_the_network_from_the_geometry(geometry, architecture):
+  chosen, why = model_lib.choose(CONFIG, geometry)
+  assert chosen == architecture and why.startswith('auto: ')
+  forced = pipeline.training_config(architecture='mnist-cnn').model
+  assert model_lib.choose(forced, geometry) == ('mnist-cnn', 'as configured')
+
+
+def test_small_gap_cnn_does_not_grow_with_the_image():
+  sizes = {}
+  for side in (28, 64, 96):
+    geometry = features.ImageGeometry(side, side, 3)
+    model = model_lib.build('small-gap-cnn', geometry, 10, CONFIG)
+    assert model(np.zeros((2, *geometry.shape), np.float32)).shape == (2, 10)
+    sizes[side] = model.count_params()
+  assert len(set(sizes.values())) == 1 and sizes[96] < 500_000
+  assert model.get_layer('bn1') and model.get_layer('gap')
+  # Against the Flatten -> Dense head at 96x96: 37.7M parameters.
+  mnist = model_lib.build_cnn(features.ImageGeometry(96, 96, 3), 10, CONFIG)
+  assert mnist.count_params() > 37_000_000
+
+
+@pytest.mark.parametrize('architecture', ['mnist-cnn', 'small-gap-cnn'])
+def test_augmentation_acts_in_training_only(architecture):
+  geometry = features.ImageGeometry(32, 32, 3)
+  augmented = model_lib.build(
+      architecture, geometry, 5,
+      pipeline.training_config(augment=True).model)
+  plain = model_lib.build(architecture, geometry, 5, CONFIG)
+  assert augmented.get_layer('augmentation')
+  plain.set_weights(augmented.get_weights())  # Augmentation has none.
+  images = np.random.default_rng(0).normal(size=(4, *geometry.shape)).astype(
+      np.float32)
+  at_inference = augmented(images, training=False).numpy()
+  np.testing.assert_array_equal(augmented(images, training=False).numpy(),
+                                at_inference)
+  np.testing.assert_allclose(plain(images, training=False).numpy(),
+                             at_inference, rtol=1e-6, atol=1e-6)
+  # In training the images change (and batch norm uses batch statistics:
+  # compare the augmentation itself).
+  layer = augmented.get_layer('augmentation')
+  assert not np.allclose(layer(images, training=True).numpy(), images)
+  np.testing.assert_array_equal(layer(images, training=False).numpy(), images)
+
+
+@pytest.mark.parametrize('records, epochs', [
+    (60_000, 4), (3_000, 60), (10_000, 24), (1_000_000, 3)])
+def test_the_budget_scales_with_the_dataset(records, epochs):
+  budget = pipeline.training_config().budget
+  assert training_plan.epochs_for(budget, records) == epochs
+  decay = training_plan.decay_for(budget, epochs)
+  assert decay ** (epochs - 1) == pytest.approx(budget.last_epoch_learning_rate)
+  # Set explicitly, epochs and decay are what they say.
+  fixed = pipeline.training_config(epochs=8, learning_rate_decay=0.75).budget
+  assert training_plan.epochs_for(fixed, records) == 8
+  assert training_plan.decay_for(fixed, 8) == 0.75
+
+
+def test_the_plan_says_what_and_why():
+  config = pipeline.training_config()
+  plan = training_plan.plan(config.budget, config.model,
+                            features.ImageGeometry(64, 64, 3), 3_000)
+  assert (plan.architecture, plan.epochs) == ('small-gap-cnn', 60)
+  assert 'colour images' in plan.describe()

@@ -65,6 +65,21 @@ def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
   assert records[0]['image'].shape == (8, 6, 3)
+  # The files' geometry, not the options' (MNIST's by default), goes on
+  # the artifact for Transform and Trainer.
+  assert {key: examples.get_int_custom_property(key)
+          for key in features.GEOMETRY_PROPERTIES} == geometry.to_dict()
+
+
+def test_idx_splits_of_different_geometries(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 4})
+  datasets.write_idx_dataset(str(tmp_path / 'in'), {'t10k': 4},
+                             features.ImageGeometry(32, 32, 1))
+  with pytest.raises(InputDataError, match=r'train-images-idx3-ubyte.gz, .*'
+                     r't10k-images-idx3-ubyte.gz: the splits hold images of '
+                     r'different geometries \(28x28x1, 32x32x1'):
+    run_executor(tmp_path / 'in', tmp_path / 'out',
+                 ImageExampleGenOptions(num_shards=1))
 
 
 def test_output_config_hash_splits_one_input(tmp_path):
@@ -101,11 +116,50 @@ def test_image_folder_png_and_jpeg(tmp_path):
       features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
   train = examples_io.read_split(examples.uri, 'train')
   assert len(train) == 12 and len(examples_io.read_split(examples.uri, 'eval')) == 6
+  assert {key: examples.get_int_custom_property(key)
+          for key in features.GEOMETRY_PROPERTIES} == {
+              'image_height': 20, 'image_width': 16, 'image_channels': 3}
   assert sorted(r['label'] for r in train) == [0] * 4 + [1] * 4 + [2] * 4
   assert train[0]['image'].shape == (20, 16, 3)
   # Each class was drawn 60 grey levels brighter than the one before.
   mean = {r['label']: r['image'].mean() for r in train}
   assert mean[0] < mean[1] < mean[2]
+
+
+def test_os_files_are_left_out_and_listed(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data))
+  litter = [data / 'train' / 'cat' / '.DS_Store',
+            data / 'train' / 'dog' / '._0.png',  # macOS AppleDouble.
+            data / 'eval' / 'fish' / 'Thumbs.db',
+            data / 'eval' / 'fish' / 'desktop.ini',
+            data / 'train' / '.ipynb_checkpoints' / '0.png']
+  for path in litter:
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b'\x00\x05\x16\x07 not an image')
+  examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+      input_format='images', num_shards=2))
+  assert len(examples_io.read_split(examples.uri, 'train')) == 12
+  assert len(examples_io.read_split(examples.uri, 'eval')) == 6
+  assert features.decode_class_names(examples.get_string_custom_property(
+      features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
+  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 5
+  listed = json.loads(examples.get_string_custom_property(
+      features.OS_FILES_LIST_PROPERTY))
+  assert sorted((s['split'], s['path']) for s in listed) == sorted(
+      (path.relative_to(data).parts[0], str(path)) for path in litter)
+  with open(os.path.join(examples.uri, features.OS_FILES_FILE)) as f:
+    assert json.load(f) == listed
+
+
+def test_image_folder_without_os_files_says_none(tmp_path):
+  datasets.write_image_folder(str(tmp_path / 'in'), per_class={'train': 1,
+                                                               'eval': 1})
+  examples = run_executor(tmp_path / 'in', tmp_path / 'out',
+                          ImageExampleGenOptions(input_format='images',
+                                                 num_shards=1))
+  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 0
+  assert not os.path.exists(os.path.join(examples.uri, features.OS_FILES_FILE))
 
 
 @pytest.mark.parametrize('damage, message', [
@@ -170,12 +224,14 @@ def test_options_round_trip():
   options = ImageExampleGenOptions(
       input_format='images', class_names=['x', 'y'],
       geometry=features.ImageGeometry(32, 30, 3), num_shards=3,
-      skip_bad_images=True)
+      skip_bad_images=True, image_encoding='jpeg')
   exec_properties = {standard_component_specs.CUSTOM_CONFIG_KEY:
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
   with pytest.raises(ValueError, match='input_format'):
     ImageExampleGenOptions(input_format='csv', num_shards=1)
+  with pytest.raises(ValueError, match='image_encoding'):
+    ImageExampleGenOptions(image_encoding='gif', num_shards=1)
   # The default number of shards is written once, in the pipeline's configs.
   np.testing.assert_equal(configs.NUM_SHARDS, 16)
 
@@ -227,7 +283,7 @@ def test_skip_bad_images_records_what_it_skipped(tmp_path):
       {'split': 'eval', 'path': str(data / 'eval' / 'cat' / '0.png'),
        'reason': 'empty file (0 bytes)'},
       {'split': 'train', 'path': str(data / 'train' / 'dog' / '1.jpg'),
-       'reason': 'cannot decode image: not a PNG or JPEG image'},
+       'reason': 'cannot decode image: not an image format Pillow reads'},
   ]
   listed = json.loads(examples.get_string_custom_property(
       features.SKIPPED_IMAGES_LIST_PROPERTY))

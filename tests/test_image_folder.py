@@ -84,3 +84,98 @@ def test_empty_class_folder(tmp_path):
 def test_missing_split(tmp_path):
   with pytest.raises(InputDataError, match=r'eval: no class folders found'):
     image_folder.check_split(str(tmp_path / 'eval' / '*' / '*'), ['a'])
+
+
+# Every format Pillow reads, and upper-case extensions: (name, Pillow format,
+# whether it keeps pixels exactly).
+FORMATS = [('a.png', 'PNG', True), ('b.JPG', 'JPEG', False),
+           ('c.jpeg', 'JPEG', False), ('d.bmp', 'BMP', True),
+           ('e.GIF', 'GIF', True), ('f.webp', 'WEBP', False),
+           ('g.tif', 'TIFF', True), ('h.TIFF', 'TIFF', True)]
+
+
+@pytest.mark.parametrize('name, fmt, exact', FORMATS)
+def test_every_common_format_is_read(name, fmt, exact):
+  # Four flat quadrants: survives lossy codecs within a few levels.
+  pixels = np.zeros((16, 16), np.uint8)
+  pixels[:8, 8:], pixels[8:, :8], pixels[8:, 8:] = 80, 160, 240
+  raw = image_folder.decode_image(f'd/c/{name}', _encode(pixels, fmt),
+                                  features.ImageGeometry(16, 16, 1))
+  got = np.frombuffer(raw, np.uint8).reshape(16, 16)
+  if exact:
+    np.testing.assert_array_equal(got, pixels)
+  else:
+    assert np.abs(got.astype(int) - pixels).mean() < 4
+
+
+def test_gif_reads_the_first_frame():
+  frames = [Image.fromarray(np.full((8, 8), value, np.uint8), 'L')
+            for value in (50, 200)]
+  buffer = io.BytesIO()
+  frames[0].save(buffer, 'GIF', save_all=True, append_images=frames[1:])
+  raw = image_folder.decode_image('d/c/anim.gif', buffer.getvalue(),
+                                  features.ImageGeometry(8, 8, 1))
+  assert set(np.frombuffer(raw, np.uint8)) == {50}
+
+
+def test_exif_orientation_is_applied():
+  # Stored landscape, left half white: a camera held upright, whose EXIF
+  # Orientation 6 says "rotate 90 degrees clockwise to show".
+  pixels = np.zeros((16, 32), np.uint8)
+  pixels[:, :16] = 255
+  exif = Image.Exif()
+  exif[0x0112] = 6  # Orientation.
+  buffer = io.BytesIO()
+  Image.fromarray(pixels, 'L').save(buffer, 'JPEG', exif=exif, quality=95)
+  raw = image_folder.decode_image('d/c/portrait.jpg', buffer.getvalue(),
+                                  features.ImageGeometry(32, 16, 1))
+  shown = np.frombuffer(raw, np.uint8).reshape(32, 16)
+  # Rotated: the white half is now the top half, not the left one.
+  assert shown[:14].mean() > 240 and shown[18:].mean() < 15
+
+
+def test_transparency_is_composited_on_white():
+  rgba = np.zeros((4, 4, 4), np.uint8)
+  rgba[..., 0] = 255  # Red...
+  rgba[:, :2, 3] = 255  # ...opaque on the left, transparent on the right.
+  raw = image_folder.decode_image('d/c/icon.png', _encode(rgba, 'PNG', 'RGBA'),
+                                  features.ImageGeometry(4, 4, 3))
+  got = np.frombuffer(raw, np.uint8).reshape(4, 4, 3)
+  assert (got[:, :2] == (255, 0, 0)).all()
+  assert (got[:, 2:] == image_folder.TRANSPARENT_BACKGROUND).all()
+
+
+def test_palette_and_16_bit_grey_are_converted():
+  palette = Image.fromarray(np.full((4, 4, 3), (0, 0, 255), np.uint8)).convert(
+      'P', palette=Image.Palette.ADAPTIVE, colors=4)
+  buffer = io.BytesIO()
+  palette.save(buffer, 'PNG')
+  raw = image_folder.decode_image('d/c/p.png', buffer.getvalue(),
+                                  features.ImageGeometry(4, 4, 3))
+  assert (np.frombuffer(raw, np.uint8).reshape(4, 4, 3) == (0, 0, 255)).all()
+  deep = np.full((4, 4), 40000, np.uint16)
+  raw = image_folder.decode_image('d/c/deep.png', _encode(deep),
+                                  features.ImageGeometry(4, 4, 1))
+  assert set(np.frombuffer(raw, np.uint8)) == {40000 >> 8}
+
+
+@pytest.mark.parametrize('path, is_os_file', [
+    ('train/cat/.DS_Store', True), ('train/cat/._0.png', True),
+    ('train/cat/Thumbs.db', True), ('train/cat/thumbs.db', True),
+    ('train/cat/desktop.ini', True), ('train/cat/.hidden.png', True),
+    ('train/.ipynb_checkpoints/0.png', True), ('train/cat/0.png', False),
+    ('train/cat/notes.txt', False), ('train/cat/Thumbs.db.png', False)])
+def test_os_files_are_recognised(path, is_os_file):
+  assert image_folder.is_os_file(path) == is_os_file
+
+
+def test_a_class_folder_of_os_files_only_holds_no_images(tmp_path):
+  (tmp_path / 'train' / 'a').mkdir(parents=True)
+  (tmp_path / 'train' / 'a' / '0.png').write_bytes(b'x')
+  (tmp_path / 'train' / 'b').mkdir()
+  (tmp_path / 'train' / 'b' / '.DS_Store').write_bytes(b'x')
+  (tmp_path / 'train' / '.ipynb_checkpoints').mkdir()
+  pattern = str(tmp_path / 'train' / '*' / '*')
+  assert image_folder.discover_class_names([pattern]) == ['a', 'b']
+  with pytest.raises(InputDataError, match=r"train/b: class folder 'b' holds no images"):
+    image_folder.check_split(pattern, ['a', 'b'])

@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 
+from PIL import Image
 import pytest
 
 from pipeline import configs
@@ -57,16 +58,28 @@ def test_idx_run_then_cached_rerun(tmp_path):
       n: ['COMPLETE', 'CACHED'] for n in DATA_HALF}
 
 
-def test_image_folder_with_png_and_jpeg(tmp_path):
-  datasets.write_image_folder(str(tmp_path / 'pets'))
-  result = run('--data-dir', str(tmp_path / 'pets'), '--input-format', 'images',
+def test_image_folder_as_people_have_them(tmp_path):
+  # PNG and JPEG, a WebP, a BMP, and what macOS and Windows leave behind.
+  data = tmp_path / 'pets'
+  datasets.write_image_folder(str(data))
+  for name, fmt in (('4.webp', 'WEBP'), ('5.BMP', 'BMP')):
+    Image.new('RGB', (20, 20), (200, 10, 10)).save(data / 'train' / 'cat' / name,
+                                                    fmt)
+  for litter in ('train/cat/.DS_Store', 'train/dog/._0.png',
+                 'eval/fish/Thumbs.db'):
+    (data / litter).write_bytes(b'\x00\x05\x16\x07')
+  result = run('--data-dir', str(data), '--input-format', 'images',
                '--image-size', '16x16', '--channels', '3',
                '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
   assert result.returncode == 0
+  assert ('left out 3 hidden or OS metadata files (not images), listed in '
+          'os_files_left_out.json') in result.stdout
+  assert f'  {data}/train/cat/.DS_Store' in result.stdout
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
                                    'Examples')
+  assert examples.custom_properties['os_files_left_out'].int_value == 3
   train = examples_io.read_split(examples.uri, 'train')
-  assert len(train) == 12
+  assert len(train) == 14
   assert train[0]['image'].shape == (16, 16, 3)
   assert features.decode_class_names(
       examples.custom_properties['class_names'].string_value) == ['cat', 'dog', 'fish']
@@ -231,6 +244,18 @@ def test_skip_bad_images_is_for_image_folders(tmp_path):
           in result.stderr)
 
 
+@pytest.mark.parametrize('flag', [['--image-size', '32x32'], ['--channels', '3']])
+def test_geometry_flags_are_for_image_folders(tmp_path, flag):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
+  result = run('--data-dir', str(tmp_path / 'mnist'), *flag,
+               '--output-dir', str(tmp_path / 'out'))
+  assert result.returncode != 0
+  assert ('error: --image-size and --channels apply to image folders only '
+          '(--input-format images); IDX files declare their geometry in their '
+          'headers') in result.stderr
+  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+
+
 def test_to_node_must_name_a_component(tmp_path):
   datasets.write_idx_dataset(str(tmp_path / 'mnist'))
   result = run('--data-dir', str(tmp_path / 'mnist'), '--output-dir',
@@ -272,5 +297,6 @@ def test_help_explains_every_flag():
                '--num-shards', '--no-cache', '--verbose', '--epochs',
                '--train-steps', '--batch-size', '--learning-rate',
                '--accuracy-threshold', '--to-node', '--span-dir-pattern',
-               '--freeze-schema', '--skip-bad-images'):
+               '--freeze-schema', '--skip-bad-images', '--model', '--augment',
+               '--image-encoding'):
     assert flag in result.stdout

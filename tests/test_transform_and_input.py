@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
+from modules import transform
+from records import decode
 from records import features
 from tests import artifacts
 from tests import datasets
@@ -59,6 +61,27 @@ def test_preprocessing_normalises_each_channel(tmp_path, geometry):
   assert corr > 0.999
   np.testing.assert_array_equal(out[features.LABEL_KEY].numpy(),
                                 [r['label'] for r in records])
+
+
+@pytest.mark.parametrize('geometry', [GREY, RGB])
+def test_normalise_with_the_constants_is_the_transform(tmp_path, geometry):
+  # What serve_images computes on uint8 tensors is what the transform graph
+  # computes on the records' bytes.
+  examples, output = _examples_and_transform(
+      tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=1)
+  records = examples_io.read_split(examples.uri, 'eval')
+  mean, variance = transform.normalisation_constants(
+      output, features.make_example(bytes(geometry.num_bytes), geometry, 0))
+  assert mean.shape == variance.shape == (geometry.channels,)
+  images = np.stack([r['image'] for r in records])
+  pixels = images.reshape(-1, geometry.channels) / 255.0
+  assert (pixels.mean(axis=0) != mean).all()  # Learnt on train, not eval.
+  transformed = output.transform_features_layer()(tf.io.parse_example(
+      [features.make_example(i.tobytes(), geometry, 0) for i in images],
+      output.raw_feature_spec()))
+  np.testing.assert_allclose(
+      transform.normalise(tf.constant(images), mean, variance).numpy(),
+      transformed[features.IMAGE_KEY].numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_preprocessing_rejects_other_geometry(grey):
@@ -114,3 +137,43 @@ def test_eval_dataset_is_deterministic_and_interleaves_shards(grey):
 def test_no_files_is_a_clear_error(tmp_path, grey):
   with pytest.raises(ValueError, match='no files match'):
     input_pipeline.make_dataset(str(tmp_path / 'nothing-*'), grey[1], 4, False)
+
+
+@pytest.mark.parametrize('encoding', features.IMAGE_ENCODINGS)
+def test_image_encodings_round_trip(tmp_path, encoding):
+  # Smooth images, as photographs are: JPEG keeps them within a few levels.
+  geometry = features.ImageGeometry(16, 12, 3)
+  written = datasets.write_idx_dataset(str(tmp_path / 'in'),
+                                       {'train': 12, 't10k': 4}, geometry)
+  examples = artifacts.run_example_gen(
+      tmp_path / 'in', tmp_path / 'examples',
+      ImageExampleGenOptions(num_shards=2, image_encoding=encoding))
+  assert examples.get_string_custom_property(
+      features.IMAGE_ENCODING_PROPERTY) == encoding
+  train = os.path.join(examples.uri, 'Split-train', '*')
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      input_pipeline.list_files(train), compression_type='GZIP')]
+  output = artifacts.make_transform_output(train, geometry,
+                                           str(tmp_path / 'transform'),
+                                           encoding)
+  parsed = tf.io.parse_example(records, output.raw_feature_spec())
+  decoded = decode.decode_images(parsed, geometry, encoding).numpy()
+  labels = parsed[features.LABEL_KEY].numpy().ravel()
+  images, want_labels = written['train']
+  # Records come back in another order: match them by label and pixels.
+  order = np.lexsort((np.abs(decoded.reshape(len(decoded), -1)).sum(axis=1),
+                      labels))
+  want_order = np.lexsort((images.reshape(len(images), -1).sum(axis=1),
+                           want_labels))
+  got, want = decoded[order].astype(int), images[want_order].astype(int)
+  if encoding == 'jpeg':
+    assert np.abs(got - want).mean() < 6
+  else:  # Lossless: bit-exact.
+    np.testing.assert_array_equal(got, want)
+  dataset = input_pipeline.make_dataset(train, output, batch_size=5,
+                                        training=False)
+  batch, _ = next(iter(dataset))
+  assert batch.shape[1:] == geometry.shape
+  # The normalisation serve_images uses, read from an encoded record.
+  mean, _ = transform.normalisation_constants(output, records[0])
+  assert mean.shape == (3,)

@@ -1,5 +1,9 @@
 """The whole DAG through Pusher on tiny data: real LocalDagRunner, TFT, Keras,
-TFMA and ML Metadata, then the pushed model answered through both signatures."""
+TFMA and ML Metadata, then the pushed model answered through both signatures.
+
+The data are IDX files of 32x32 images, not MNIST's 28x28, and the run has
+no geometry flags: Transform, Trainer and the serving model take the
+geometry from the files' headers."""
 
 import os
 import re
@@ -8,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from records import features
 from tests import datasets
 from tests import local_run
 from tests import mlmd
@@ -18,6 +23,7 @@ run = local_run.run
 ALL_NODES = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'ValidationGate', 'Transform', 'Trainer',
              'latest_blessed_model_resolver', 'Evaluator', 'Pusher']
+GEOMETRY = features.ImageGeometry(32, 32, 1)
 TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
                  local_run.ONE_PROCESS]
 
@@ -27,7 +33,7 @@ def pushed(tmp_path_factory):
   """One full run on tiny MNIST-format data with a low threshold."""
   tmp = tmp_path_factory.mktemp('run')
   written = datasets.write_idx_dataset(str(tmp / 'data'),
-                                       {'train': 300, 't10k': 100})
+                                       {'train': 300, 't10k': 100}, GEOMETRY)
   result = run('--data-dir', str(tmp / 'data'), '--output-dir',
                str(tmp / 'out'), '--accuracy-threshold', '0.3', *TINY_TRAINING)
   return tmp, written, result
@@ -36,6 +42,7 @@ def pushed(tmp_path_factory):
 def test_every_component_runs_and_the_model_is_pushed(pushed):
   tmp, _, result = pushed
   assert result.returncode == 0
+  assert '--image-size' not in result.args  # The geometry is the data's.
   for node in ALL_NODES:
     assert f'✔ {node}: ' in result.stdout
   assert 'blessed' in result.stdout
@@ -49,6 +56,9 @@ def test_every_component_runs_and_the_model_is_pushed(pushed):
   destination = pushed_model.custom_properties['pushed_destination'].string_value
   assert destination.startswith(str(tmp / 'out' / 'serving_model') + '/')
   # TensorBoard logs go to the ModelRun artifact.
+  [examples] = mlmd.live_artifacts(store, 'Examples')
+  assert {key: examples.custom_properties[key].int_value
+          for key in features.GEOMETRY_PROPERTIES} == GEOMETRY.to_dict()
   [model_run] = mlmd.live_artifacts(store, 'ModelRun')
   assert tf.io.gfile.glob(os.path.join(model_run.uri, '*', 'events.out.*'))
 
@@ -84,6 +94,28 @@ def test_both_signatures_answer_and_agree(pushed):
     np.testing.assert_array_equal(out['classes'].numpy(), classes[:20])
 
 
+def _op_types(concrete_function):
+  """Every op type a signature runs, in its graph and the functions it calls."""
+  graph_def = concrete_function.graph.as_graph_def()
+  types = {node.op for node in graph_def.node}
+  for function in graph_def.library.function:
+    types.update(node.op for node in function.node_def)
+  return types
+
+
+def test_serve_images_computes_on_pixels_not_bytes(pushed):
+  # Rebuilding the raw bytes cost a string per pixel: serve_images feeds the
+  # uint8 tensors straight to the normalisation the transform learnt.
+  tmp, _, _ = pushed
+  model = tf.saved_model.load(
+      serving.latest_pushed_model(str(tmp / 'out' / 'serving_model')))
+  images_ops = _op_types(model.signatures['serve_images'])
+  examples_ops = _op_types(model.signatures['serving_default'])
+  assert 'DecodeRaw' in examples_ops and 'Conv2D' in images_ops
+  assert not images_ops & {'DecodeRaw', 'ReduceJoin', 'StringJoin',
+                           'ParseExampleV2'}
+
+
 @pytest.fixture(scope='module')
 def served(pushed):
   """The pushed model, loaded as a serving client would, and good requests."""
@@ -101,7 +133,7 @@ def _example(serialized: bytes, change) -> bytes:
 
 
 def _set_height(feature):
-  feature['height'].int64_list.value[0] = 32
+  feature['height'].int64_list.value[0] = 28
 
 
 def _short_image(feature):
@@ -120,11 +152,11 @@ def _float_image(feature):
 # (signature, what is wrong, the request, what the error says).
 BAD_REQUESTS = [
     ('serve_images', 'wrong size',
-     lambda images, examples: tf.zeros([2, 32, 32], tf.uint8),
-     'image height differs from the configured geometry 28x28x1'),
+     lambda images, examples: tf.zeros([2, 28, 28], tf.uint8),
+     'image height differs from the configured geometry 32x32x1'),
     ('serve_images', 'wrong channel count',
-     lambda images, examples: tf.zeros([2, 28, 28, 3], tf.uint8),
-     'image channels differs from the configured geometry 28x28x1'),
+     lambda images, examples: tf.zeros([2, 32, 32, 3], tf.uint8),
+     'image channels differs from the configured geometry 32x32x1'),
     ('serve_images', 'no batch dimension',
      lambda images, examples: tf.constant(images[0]),
      'images must be uint8 [N, H, W] or [N, H, W, C]'),
@@ -137,11 +169,11 @@ BAD_REQUESTS = [
     ('serving_default', 'image of the wrong byte length',
      lambda images, examples: tf.constant(
          [examples[0], _example(examples[1], _short_image)]),
-     'image must hold 784 bytes: raw uint8 pixels of the configured geometry '
-     '28x28x1'),
+     'image must hold 1024 bytes: raw uint8 pixels of the configured geometry '
+     '32x32x1'),
     ('serving_default', 'height of another geometry',
      lambda images, examples: tf.constant([_example(examples[0], _set_height)]),
-     'image height differs from the configured geometry 28x28x1'),
+     'image height differs from the configured geometry 32x32x1'),
     ('serving_default', 'no image',
      lambda images, examples: tf.constant([_example(examples[0], _no_image)]),
      'Feature: image (data type: string) is required but could not be found'),

@@ -36,12 +36,12 @@ def mnist_schema(geometry: features.ImageGeometry) -> schema_pb2.Schema:
 
 
 def analyze(train_pattern: str, geometry: features.ImageGeometry,
-            output_dir: str, beam_pipeline_args: Sequence[str]
-            ) -> tft.TFTransformOutput:
+            output_dir: str, beam_pipeline_args: Sequence[str],
+            encoding: str = 'raw') -> tft.TFTransformOutput:
   """Analyzes `train_pattern` with the project's preprocessing_fn."""
   schema = mnist_schema(geometry)
-  config = {'image_height': geometry.height, 'image_width': geometry.width,
-            'image_channels': geometry.channels}
+  # What the Transform executor passes.
+  config = {**geometry.to_dict(), features.IMAGE_ENCODING_PROPERTY: encoding}
   source = tfxio.TFExampleRecord(file_pattern=train_pattern,
                                  telemetry_descriptors=['standalone'],
                                  schema=schema)

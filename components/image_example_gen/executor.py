@@ -6,9 +6,11 @@ image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
 TFX's does not do: the driver's work when no driver ran (driver_work.py),
 class names found over all splits before any is read
-(IDX files validated once, up front) and put on the artifact; a fixed
+(IDX files validated once, up front) and put on the artifact, with the
+images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures); skipped images gathered (skipped_images.py).
+says why, with figures); skipped images and the OS files left out of image
+folders gathered (skipped_images.py, os_files.py).
 """
 
 import os
@@ -29,6 +31,7 @@ from components.image_example_gen import driver_work
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
+from components.image_example_gen import os_files
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
@@ -56,11 +59,12 @@ def _ImageToExampleBatches(pipeline: beam.Pipeline,
   if options.input_format == 'idx':
     return pipeline | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
         exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-        options.num_shards)
+        options.num_shards, options.image_encoding)
   skipped_file = exec_properties[_SKIPPED_FILES_KEY].get(split_pattern)
   return (pipeline
           | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-              split_pattern, class_names, options.geometry, skipped_file)
+              split_pattern, class_names, options.geometry, skipped_file,
+              options.image_encoding)
           | 'Batch' >> beam.BatchElements(
               max_batch_size=tfrecord_sink.RECORDS_PER_WRITE))
 
@@ -128,6 +132,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         else image_folder.discover_class_names(patterns.values())))
     if not class_names:
       raise InputDataError(input_base, 'no class folders found in any split')
+    # IDX files declare their geometry; folders are converted to the option's.
+    geometry = (idx_source.dataset_geometry(idx_files.values()) if is_idx
+                else options.geometry)
 
     examples.split_names = artifact_utils.encode_split_names(
         example_gen_utils.generate_output_split_names(input_config,
@@ -138,7 +145,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                        _IDX_FILES_KEY: idx_files,
                        _SKIPPED_FILES_KEY: skipped_files}
 
-    logging.info('Generating examples with classes %s.', class_names)
+    logging.info('Generating examples of %s images with classes %s.',
+                 geometry, class_names)
     with self._make_beam_pipeline() as pipeline:
       for split, batches in self._example_batches_by_split(
           pipeline, exec_properties, input_config, output_config).items():
@@ -147,6 +155,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
             options.num_shards)
     if options.skip_bad_images:
       skipped_images.record(examples, patterns, skipped_files)
+    if not is_idx:
+      os_files.record(examples, patterns)
 
     examples_utils.set_payload_format(examples,
                                       example_gen_pb2.FORMAT_TF_EXAMPLE)
@@ -157,4 +167,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         features.CLASS_NAMES_PROPERTY, features.encode_class_names(class_names))
     features.write_class_names(
         os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
+    for key, value in geometry.to_dict().items():
+      examples.set_int_custom_property(key, value)
+    examples.set_string_custom_property(features.IMAGE_ENCODING_PROPERTY,
+                                        options.image_encoding)
     logging.info('Examples generated.')

@@ -59,16 +59,34 @@ def split_files(split_pattern: str) -> SplitFiles:
         f'{label_header.path} holds {label_header.count} labels')
   if image_header.count == 0:
     raise InputDataError(image_header.path, 'the split holds no images')
-  _geometry(image_header)  # Fails here on an unsupported channel count.
+  geometry(image_header)  # Fails here on an unsupported channel count.
   return image_header, label_header
 
 
-def _geometry(header: idx.IdxHeader) -> features.ImageGeometry:
+def geometry(header: idx.IdxHeader) -> features.ImageGeometry:
+  """The image geometry an images file's header declares."""
   channels = header.shape[3] if len(header.shape) == 4 else 1
   try:
     return features.ImageGeometry(header.shape[1], header.shape[2], channels)
   except ValueError as e:
     raise InputDataError(header.path, str(e)) from e
+
+
+def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
+  """The one geometry of every split's images.
+
+  Raises:
+    InputDataError: splits of different geometries (a model takes one).
+  """
+  found = {}
+  for images, _ in splits:
+    found.setdefault(geometry(images), images.path)
+  if len(found) > 1:
+    raise InputDataError(
+        ', '.join(found.values()), 'the splits hold images of different '
+        f'geometries ({", ".join(str(g) for g in found)}, height x width x '
+        'channels); a model takes one')
+  return next(iter(found))
 
 
 def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
@@ -99,9 +117,10 @@ def _chunks(count: int, num_shards: int) -> List[Tuple[int, int]]:
 class _ChunkToExamples(beam.DoFn):
   """(start, stop) -> the list of serialized Examples of those records."""
 
-  def __init__(self, files: SplitFiles):
+  def __init__(self, files: SplitFiles, encoding: str):
     self._images, self._labels = files
-    self._geometry = _geometry(self._images)
+    self._encoding = encoding
+    self._geometry = geometry(self._images)
     self._readers = None
 
   def process(self, chunk: Tuple[int, int]):
@@ -110,7 +129,8 @@ class _ChunkToExamples(beam.DoFn):
                        idx.ItemReader(self._labels))
     start, stop = chunk
     images, labels = (reader.read(start, stop) for reader in self._readers)
-    yield features.make_examples(images, labels, self._geometry)
+    yield features.make_examples(images, labels, self._geometry,
+                                 self._encoding)
 
   def teardown(self):
     for reader in self._readers or ():
@@ -122,17 +142,17 @@ class _ChunkToExamples(beam.DoFn):
 @beam.typehints.with_output_types(List[bytes])
 def IdxToExampleBatches(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
-    num_shards: int) -> beam.pvalue.PCollection:
+    num_shards: int, encoding: str = 'raw') -> beam.pvalue.PCollection:
   """Reads one split's files (from `split_files`) into lists of serialized
   Examples, in num_shards x k chunks."""
   images, labels = files
   _check_labels(labels, class_names)
   logging.info('IDX split: %d images of %s from %s', images.count,
-               _geometry(images), images.path)
+               geometry(images), images.path)
   # In file order, not reshuffled: a worker reading consecutive chunks
   # decompresses each file once. The write's grouping by shard spreads the
   # gzip work (most of the work) over the workers.
   return (pipeline
           | 'Chunks' >> beam.Create(_chunks(images.count, num_shards),
                                     reshuffle=False)
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files)))
+          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding)))

@@ -1,29 +1,68 @@
-"""Reading folders of labelled images: <split>/<class_name>/<image>.png|jpg|jpeg.
+"""Reading folders of labelled images: <split>/<class_name>/<image>.
 
 Labels are indices into the sorted class names, so the same folder names give
 the same labels in every split and every run.
+
+Folders as people have them: every format Pillow reads (IMAGE_EXTENSIONS,
+any case), and the files operating systems leave beside images (hidden
+dot-files such as .DS_Store and macOS's ._name AppleDouble files, Windows'
+Thumbs.db and desktop.ini) are not images: `is_os_file` names them, the
+executor leaves them out and records which (they are never skipped
+silently). Any other file that is not an image stops the run.
 """
 
 import io
 import os
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 import tensorflow as tf
 
 from components.image_example_gen.errors import InputDataError
 from records import features
 
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg')
+# Formats Pillow decodes (GIF: its first frame; TIFF: its first page).
+IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
+                    '.tiff')
+# Files Windows writes into folders of pictures (thumbnail caches, folder
+# settings), compared case-insensitively. Hidden dot-files need no list.
+OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
+# Transparent pixels are composited on white: transparent images (icons,
+# cut-out product shots, line art) are drawn to be shown on a light page,
+# and on black their dark strokes would vanish.
+TRANSPARENT_BACKGROUND = (255, 255, 255)
+
+
+def _is_os_name(path: str) -> bool:
+  name = os.path.basename(path.rstrip('/'))
+  return name.startswith('.') or name.lower() in OS_FILE_NAMES
+
+
+def is_os_file(path: str) -> bool:
+  """Whether `path` (<split>/<class>/<name>) is a hidden file, one of the
+  OS's metadata files, or a file in a hidden folder."""
+  return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
 def class_dirs(split_pattern: str) -> List[str]:
-  """The class folders of one split, where `split_pattern` is <split>/*/*."""
+  """The class folders of one split, where `split_pattern` is <split>/*/*.
+
+  Hidden folders (.ipynb_checkpoints, .git...) are not classes.
+  """
   parent_pattern = os.path.dirname(split_pattern)
   return sorted(d for d in tf.io.gfile.glob(parent_pattern)
-                if tf.io.gfile.isdir(d))
+                if tf.io.gfile.isdir(d) and not _is_os_name(d))
+
+
+def list_split(split_pattern: str) -> Tuple[List[str], List[str]]:
+  """(image candidates, OS files) of a split: the files `split_pattern`
+  matches in its class folders, sorted, OS files apart."""
+  files, os_files = [], []
+  for path in sorted(tf.io.gfile.glob(split_pattern)):
+    (os_files if is_os_file(path) else files).append(path)
+  return files, os_files
 
 
 def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
@@ -60,7 +99,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
       # Globbing skips folders it cannot read without a word: say it here.
       raise InputDataError(d, f'cannot read class folder {name!r}: '
                            f'{e.message}') from e
-    if not entries:
+    if not [e for e in entries if not _is_os_name(e)]:
       raise InputDataError(d, f'class folder {name!r} holds no images')
 
 
@@ -70,23 +109,45 @@ def label_of(path: str, class_names: Sequence[str]) -> int:
 
 def decode_image(path: str, data: bytes,
                  geometry: features.ImageGeometry) -> bytes:
-  """Decodes an image file to raw uint8 pixels in `geometry`."""
+  """Decodes an image file to raw uint8 pixels in `geometry`.
+
+  The camera's EXIF orientation is applied (phones store portraits as
+  landscape pixels plus a rotation tag); 16-bit images keep their 8 high
+  bits; transparency is composited on TRANSPARENT_BACKGROUND; then the
+  image is converted to the channels and resized to the size of `geometry`.
+  """
   if not path.lower().endswith(IMAGE_EXTENSIONS):
     raise InputDataError(
-        path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)})')
+        path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)}, '
+        'in any case)')
   if not data:
     raise InputDataError(path, 'empty file (0 bytes)')
   try:
     with Image.open(io.BytesIO(data)) as image:
-      image = image.convert(_PIL_MODES[geometry.channels])
+      image = _to_mode(ImageOps.exif_transpose(image),
+                       _PIL_MODES[geometry.channels])
       if image.size != (geometry.width, geometry.height):
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
       pixels = np.asarray(image, dtype=np.uint8)
   except UnidentifiedImageError as e:
     # PIL's own message names only its in-memory buffer.
-    raise InputDataError(path, 'cannot decode image: not a PNG or JPEG image, '
-                         'or damaged beyond recognition') from e
+    raise InputDataError(path, 'cannot decode image: not an image format '
+                         'Pillow reads, or damaged beyond recognition') from e
   except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
+
+
+def _to_mode(image: Image.Image, mode: str) -> Image.Image:
+  """`image` in PIL mode 'L' or 'RGB', whatever mode it was decoded in."""
+  if image.mode in ('I;16', 'I;16B', 'I;16L', 'I'):
+    # Pillow's own conversion clips 16-bit values at 255: scale instead.
+    image = Image.fromarray(
+        (np.asarray(image, dtype=np.uint32) >> 8).astype(np.uint8), 'L')
+  if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
+    image = image.convert('RGBA')  # Palette or colour-key transparency too.
+  if image.mode in ('RGBA', 'RGBa'):
+    background = Image.new('RGBA', image.size, TRANSPARENT_BACKGROUND + (255,))
+    image = Image.alpha_composite(background, image.convert('RGBA'))
+  return image.convert(mode)

@@ -22,7 +22,8 @@ _SKIPPED = 'skipped'
 
 def _image_file_to_example(readable: fileio.ReadableFile,
                            class_names: Sequence[str],
-                           geometry: features.ImageGeometry) -> bytes:
+                           geometry: features.ImageGeometry,
+                           encoding: str) -> bytes:
   path = readable.metadata.path
   label = image_folder.label_of(path, class_names)
   try:
@@ -30,7 +31,8 @@ def _image_file_to_example(readable: fileio.ReadableFile,
   except (IOError, tf.errors.OpError) as e:
     raise InputDataError(path, f'cannot read file: {e}') from e
   return features.make_example(
-      image_folder.decode_image(path, data, geometry), geometry, label)
+      image_folder.decode_image(path, data, geometry), geometry, label,
+      encoding)
 
 
 class _DecodeImages(beam.DoFn):
@@ -41,15 +43,18 @@ class _DecodeImages(beam.DoFn):
   """
 
   def __init__(self, class_names: Sequence[str],
-               geometry: features.ImageGeometry, skip_bad: bool):
+               geometry: features.ImageGeometry, skip_bad: bool,
+               encoding: str):
     super().__init__()
+    self._encoding = encoding
     self._class_names = class_names
     self._geometry = geometry
     self._skip_bad = skip_bad
 
   def process(self, readable: fileio.ReadableFile):
     try:
-      yield _image_file_to_example(readable, self._class_names, self._geometry)
+      yield _image_file_to_example(readable, self._class_names, self._geometry,
+                                   self._encoding)
     except InputDataError as e:
       if not self._skip_bad:
         raise
@@ -62,18 +67,22 @@ class _DecodeImages(beam.DoFn):
 @beam.typehints.with_output_types(bytes)
 def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
-    geometry: features.ImageGeometry, skipped_file: Optional[str] = None
-) -> beam.pvalue.PCollection:
+    geometry: features.ImageGeometry, skipped_file: Optional[str] = None,
+    encoding: str = 'raw') -> beam.pvalue.PCollection:
   """Reads a split of class folders into serialized Examples; with
   `skipped_file`, skips unreadable images and writes them there, one JSON
   object per line."""
   image_folder.check_split(split_pattern, class_names)
   decoded = (pipeline
              | 'Match' >> fileio.MatchFiles(split_pattern)
+             # Listed by the executor (os_files.py), not decoded.
+             | 'LeaveOutOsFiles' >> beam.Filter(
+                 lambda match: not image_folder.is_os_file(match.path))
              | 'Distribute' >> beam.Reshuffle()
              | 'Read' >> fileio.ReadMatches()
              | 'Decode' >> beam.ParDo(_DecodeImages(
-                 class_names, geometry, skip_bad=bool(skipped_file))
+                 class_names, geometry, skip_bad=bool(skipped_file),
+                 encoding=encoding)
                                      ).with_outputs(_SKIPPED, main='examples'))
   if skipped_file:
     _ = (decoded[_SKIPPED]

@@ -34,12 +34,15 @@ class ImageExampleGenOptions:
   skip_bad_images: 'images' only: skip files that cannot be read as images
     (corrupt, empty, not an image) instead of failing, and record which on
     the Examples artifact. Off by default: bad data stops the run.
+  image_encoding: how records hold the pixels: 'raw', or a 'png' or 'jpeg'
+    file (features.IMAGE_ENCODINGS); the Transform decodes them.
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
   class_names: Optional[Sequence[str]] = None
   geometry: features.ImageGeometry = features.MNIST_GEOMETRY
   skip_bad_images: bool = False
+  image_encoding: str = 'raw'
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -47,6 +50,9 @@ class ImageExampleGenOptions:
                        f'got {self.input_format!r}')
     if self.num_shards < 1:
       raise ValueError(f'num_shards must be at least 1, got {self.num_shards}')
+    if self.image_encoding not in features.IMAGE_ENCODINGS:
+      raise ValueError(f'image_encoding must be one of '
+                       f'{features.IMAGE_ENCODINGS}, got {self.image_encoding!r}')
     if self.skip_bad_images and self.input_format != 'images':
       raise ValueError('skip_bad_images applies to image folders only '
                        "(input_format 'images')")
@@ -64,6 +70,7 @@ class ImageExampleGenOptions:
         'image_channels': self.geometry.channels,
         'num_shards': self.num_shards,
         'skip_bad_images': self.skip_bad_images,
+        'image_encoding': self.image_encoding,
     }
 
   @classmethod
@@ -75,7 +82,8 @@ class ImageExampleGenOptions:
             int(d['image_height']), int(d['image_width']),
             int(d['image_channels'])),
         num_shards=int(d['num_shards']),
-        skip_bad_images=bool(d.get('skip_bad_images', False)))
+        skip_bad_images=bool(d.get('skip_bad_images', False)),
+        image_encoding=d.get('image_encoding', 'raw'))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()

@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
+from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
 from records import features
 
@@ -50,7 +51,7 @@ def record(examples: standard_artifacts.Examples,
     if tf.io.gfile.exists(path):
       with tf.io.gfile.GFile(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
-    if lines and len(lines) == len(tf.io.gfile.glob(pattern)):
+    if lines and len(lines) == len(image_folder.list_split(pattern)[0]):
       # Nothing left to learn from: an empty split, whatever the option says.
       raise InputDataError(
           os.path.dirname(os.path.dirname(pattern)),

@@ -1,0 +1,68 @@
+"""What a training run does, decided from the data: the network for the
+images' geometry (model.choose), and a budget that grows with the dataset.
+
+The budget is counted in examples seen: epochs = ceil(training_examples /
+training records), within [min_epochs, max_epochs], so that MNIST's 60,000
+images get a few epochs (it reaches 99.3% after 3) and a few thousand
+images get dozens. The learning rate decays by the same factor each epoch,
+down to `last_epoch_learning_rate` times its start in the last epoch,
+whatever the number of epochs (8 epochs decaying by 0.75 each end at 0.13,
+the schedule the classic CNN was tuned with).
+"""
+
+import dataclasses
+import math
+from typing import Any, Dict, Optional
+
+from modules import model as model_lib
+from records import features
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  """How long to train; pipeline/configs.py holds the values."""
+  epochs: Optional[int]  # None: from training_examples.
+  training_examples: int
+  min_epochs: int
+  max_epochs: int
+  learning_rate_decay: Optional[float]  # Per epoch; None: from the next.
+  last_epoch_learning_rate: float  # A fraction of the first epoch's.
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+  architecture: str
+  why: str  # Why this architecture.
+  epochs: int
+  learning_rate_decay: float
+  train_records: int
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  def describe(self) -> str:
+    return (f'{self.architecture} ({self.why}); {self.epochs} epochs over '
+            f'{self.train_records} training records, learning rate x'
+            f'{self.learning_rate_decay:.3f} per epoch')
+
+
+def epochs_for(budget: Budget, train_records: int) -> int:
+  if budget.epochs:
+    return budget.epochs
+  wanted = math.ceil(budget.training_examples / max(train_records, 1))
+  return min(max(wanted, budget.min_epochs), budget.max_epochs)
+
+
+def decay_for(budget: Budget, epochs: int) -> float:
+  if budget.learning_rate_decay is not None:
+    return budget.learning_rate_decay
+  return budget.last_epoch_learning_rate ** (1 / max(epochs - 1, 1))
+
+
+def plan(budget: Budget, model: model_lib.ModelConfig,
+         geometry: features.ImageGeometry, train_records: int) -> TrainingPlan:
+  architecture, why = model_lib.choose(model, geometry)
+  epochs = epochs_for(budget, train_records)
+  return TrainingPlan(architecture=architecture, why=why, epochs=epochs,
+                      learning_rate_decay=decay_for(budget, epochs),
+                      train_records=train_records)
