@@ -159,7 +159,8 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path):
       # After the defaults, so it wins (Beam keeps a flag's last value).
       assert args[-3:] == ['--runner=DataflowRunner', '--project=p',
                            '--region=r'], name
-      assert args[-5:-3] == list(configs.BEAM_PIPELINE_ARGS)
+      defaults = len(configs.BEAM_PIPELINE_ARGS)
+      assert args[-3 - defaults:-3] == list(configs.BEAM_PIPELINE_ARGS)
   hook = kubeflow_specs.container(spec, 'ImageExampleGen')['lifecycle'][
       'preCacheCheck']
   assert '--runner=DataflowRunner' in hook['args']
