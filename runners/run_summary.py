@@ -3,7 +3,8 @@
 LocalDagRunner has no callback API, but it logs 'Component %s is running.'
 and 'Component %s is finished.' around every node; `ComponentProgress`
 listens for exactly those records and asks ML Metadata whether the execution
-ran or was reused from the cache.
+ran or was reused from the cache. The Trainer runs in this process too: its
+line per epoch (modules/progress.py) is shown the same way.
 """
 
 import dataclasses
@@ -15,6 +16,8 @@ from typing import Dict, List, Optional, TextIO, Tuple
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+
+from modules import progress
 
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
@@ -70,6 +73,8 @@ class ComponentProgress(logging.Handler):
                     if node.execution else 'UNKNOWN')
       cached = ' (cached)' if node.state == 'CACHED' else ''
       self._print(f'✔ {node.node_id}: {_seconds(node.seconds)}{cached}')
+    elif record.msg == progress.EPOCH_LINE:
+      self._print(f'  {record.getMessage()}')
 
   def mark_failed(self) -> Optional[NodeRun]:
     """Marks the component that was running when the run broke off."""
