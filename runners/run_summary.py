@@ -186,9 +186,12 @@ def _split_counts(statistics) -> Dict[str, int]:
 
 def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
                   pipeline_name: str, nodes: Dict[str, NodeRun],
-                  metadata_path: str, log_path: str,
+                  store_description: str, log_path: str,
                   out: TextIO = sys.stdout) -> None:
-  """Where everything went and how to look at it."""
+  """Where everything went and how to look at it.
+
+  store_description: where ML Metadata is, e.g. '(SQLite): OUT/metadata.db'.
+  """
   store = metadata_store.MetadataStore(connection_config)
   total = sum(n.seconds or 0 for n in nodes.values())
   cached = sum(n.state == 'CACHED' for n in nodes.values())
@@ -216,5 +219,5 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
     print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
     for line in detail.splitlines():
       print(f'  {"":<18} {"":<18} {line}', file=out)
-  print(f'\nML Metadata (SQLite): {metadata_path}', file=out)
+  print(f'\nML Metadata {store_description}', file=out)
   print(f'Full log: {log_path}', file=out)
