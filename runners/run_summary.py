@@ -3,8 +3,10 @@
 LocalDagRunner has no callback API, but it logs 'Component %s is running.'
 and 'Component %s is finished.' around every node; `ComponentProgress`
 listens for exactly those records and asks ML Metadata whether the execution
-ran or was reused from the cache. The Trainer runs in this process too: its
-line per epoch (modules/progress.py) is shown the same way.
+ran or was reused from the cache. Components run in this process too, and
+their progress records are shown the same way: the Trainer's line per epoch
+(modules/progress.py), ImageExampleGen's images read on a long input
+(components/image_example_gen/progress.py).
 """
 
 import dataclasses
@@ -17,11 +19,14 @@ from typing import Dict, List, Optional, TextIO, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from modules import progress
+from components.image_example_gen import progress as example_gen_progress
+from modules import progress as training_progress
 
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
 _STATE = metadata_store_pb2.Execution.State
+# Log messages of components' progress lines, shown indented.
+_PROGRESS = (training_progress.EPOCH_LINE, example_gen_progress.PROGRESS_LINE)
 
 
 @dataclasses.dataclass
@@ -73,7 +78,7 @@ class ComponentProgress(logging.Handler):
                     if node.execution else 'UNKNOWN')
       cached = ' (cached)' if node.state == 'CACHED' else ''
       self._print(f'✔ {node.node_id}: {_seconds(node.seconds)}{cached}')
-    elif record.msg == progress.EPOCH_LINE:
+    elif record.msg in _PROGRESS:
       self._print(f'  {record.getMessage()}')
 
   def mark_failed(self) -> Optional[NodeRun]:

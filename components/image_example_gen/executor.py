@@ -34,6 +34,7 @@ from tfx.utils import proto_utils
 
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
+from components.image_example_gen import progress
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
@@ -136,6 +137,8 @@ class _IdxChunkToExamples(beam.DoFn):
     self._labels = labels
     self._geometry = _idx_geometry(images)
     self._readers = None
+    self._progress = progress.SplitProgress(os.path.basename(images.path),
+                                            images.count)
 
   def process(self, chunk: Tuple[int, int]):
     if self._readers is None:  # Kept open: the next chunk continues them.
@@ -144,6 +147,7 @@ class _IdxChunkToExamples(beam.DoFn):
     start, stop = chunk
     images, labels = (reader.read(start, stop) for reader in self._readers)
     yield features.make_examples(images, labels, self._geometry)
+    self._progress.add(stop - start)
 
   def teardown(self):
     for reader in self._readers or ():
@@ -201,11 +205,13 @@ class _DecodeImages(beam.DoFn):
   """
 
   def __init__(self, class_names: Sequence[str],
-               geometry: features.ImageGeometry, skip_bad: bool):
+               geometry: features.ImageGeometry, skip_bad: bool,
+               split_progress: progress.SplitProgress):
     super().__init__()
     self._class_names = class_names
     self._geometry = geometry
     self._skip_bad = skip_bad
+    self._progress = split_progress
 
   def process(self, readable: fileio.ReadableFile):
     try:
@@ -215,6 +221,7 @@ class _DecodeImages(beam.DoFn):
         raise
       yield beam.pvalue.TaggedOutput(_SKIPPED,
                                      {'path': e.path, 'reason': e.problem})
+    self._progress.add(1)
 
 
 @beam.ptransform_fn
@@ -227,13 +234,16 @@ def _ImageFolderToExample(pipeline: beam.Pipeline, split_pattern: str,
                           ) -> beam.pvalue.PCollection:
   """Reads a split of class folders; with `skipped_file`, skips unreadable
   images and writes them there, one JSON object per line."""
-  image_folder.check_split(split_pattern, class_names)
+  files = image_folder.check_split(split_pattern, class_names)
+  # Named by the split's folder/*/*, short of the input base.
+  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
   decoded = (pipeline
              | 'Match' >> fileio.MatchFiles(split_pattern)
              | 'Distribute' >> beam.Reshuffle()
              | 'Read' >> fileio.ReadMatches()
              | 'Decode' >> beam.ParDo(_DecodeImages(
-                 class_names, geometry, skip_bad=bool(skipped_file))
+                 class_names, geometry, skip_bad=bool(skipped_file),
+                 split_progress=progress.SplitProgress(label, files))
                                      ).with_outputs(_SKIPPED, main='examples'))
   if skipped_file:
     _ = (decoded[_SKIPPED]
@@ -362,6 +372,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       exec_properties[_SKIPPED_FILES_KEY] = skipped_files
 
     logging.info('Generating examples with classes %s.', class_names)
+    progress.reset()
     with self._make_beam_pipeline() as pipeline:
       for split, batches in self._example_batches_by_split(
           pipeline, exec_properties, input_config, output_config).items():

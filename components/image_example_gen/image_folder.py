@@ -34,8 +34,12 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
   return sorted(names)
 
 
-def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
-  """Fails early on a missing split, an empty or unknown class folder."""
+def check_split(split_pattern: str, class_names: Sequence[str]) -> int:
+  """Fails early on a missing split, an empty or unknown class folder.
+
+  Returns:
+    The number of files in the split's class folders (for progress).
+  """
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
   if not dirs and tf.io.gfile.isdir(split_dir):
@@ -48,6 +52,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
     raise InputDataError(
         split_dir, 'no class folders found (expected '
         f'{split_dir}/<class_name>/<image>{"|".join(IMAGE_EXTENSIONS)})')
+  files = 0
   for d in dirs:
     name = os.path.basename(d.rstrip('/'))
     if name not in class_names:
@@ -62,6 +67,8 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
                            f'{e.message}') from e
     if not entries:
       raise InputDataError(d, f'class folder {name!r} holds no images')
+    files += len(entries)
+  return files
 
 
 def label_of(path: str, class_names: Sequence[str]) -> int:
