@@ -12,9 +12,10 @@ would fill the log with carriage returns. `EpochProgress` instead
     epoch's line is logged.
 """
 
+import os
 import sys
 import time
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Dict, Optional, TextIO, Tuple
 
 from absl import logging
 import tf_keras as keras
@@ -71,10 +72,15 @@ class EpochProgress(keras.callbacks.Callback):
     self._steps = 0
     self._started = time.monotonic()
     if self._bar_stream is not None:
+      # A terminal that does not tell its size (0 x 0: pseudo-terminals
+      # such as `script`'s or CI's) would get no bar from tqdm, which hides
+      # bars below the last of 0 rows: give it 80 x 24.
+      known = all(_terminal_size(self._bar_stream))
       self._bar = tqdm.tqdm(
           total=self.params.get('steps') or self._known_steps,
           desc=f'Epoch {epoch + 1}/{self.params["epochs"]}', unit='step',
-          file=self._bar_stream, leave=False, dynamic_ncols=True,
+          file=self._bar_stream, leave=False, dynamic_ncols=known,
+          ncols=None if known else 80, nrows=None if known else 24,
           bar_format='{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} '
           'steps [{elapsed}<{remaining}{postfix}]')
 
@@ -104,6 +110,14 @@ class EpochProgress(keras.callbacks.Callback):
     if self._bar is not None:  # Training stopped inside an epoch.
       self._bar.close()
       self._bar = None
+
+
+def _terminal_size(stream: TextIO) -> Tuple[int, int]:
+  """(columns, lines) of the terminal `stream` writes to; 0 if unknown."""
+  try:
+    return tuple(os.get_terminal_size(stream.fileno()))
+  except (AttributeError, ValueError, OSError):
+    return 0, 0
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -61,10 +61,12 @@ def test_a_line_per_epoch_and_no_bar_off_a_terminal(epoch_lines, tmp_path):
         r'val_loss \d\.\d{4}, val_mae \d\.\d{4}', line), line
 
 
-def test_a_bar_on_a_terminal(epoch_lines):
+@pytest.mark.parametrize('width', [100, 0])
+def test_a_bar_on_a_terminal(epoch_lines, width):
   controller, terminal = pty.openpty()
-  # A new pseudo-terminal is 0 columns wide; a real one is not.
-  fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 100, 0, 0))
+  if width:  # A new pseudo-terminal says it is 0 columns wide.
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ,
+                struct.pack('HHHH', 24, width, 0, 0))
   drawn = []
 
   def drain():  # A terminal's buffer is small: read while the bar draws.
