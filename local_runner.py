@@ -200,9 +200,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   store = _store(args)
   try:  # Held until this process ends, however it ends.
     lock = interrupted_runs.lock_output_dir(output_dir)  # pylint: disable=unused-variable
-    local_store.bind_output_dir(output_dir, store)
+    local_store.check_output_dir(output_dir, store)
     if store.mysql:  # Unreachable, refused, ...: said before anything runs.
       inspect_store.open_store(mysql=store.mysql)
+    local_store.bind_output_dir(output_dir, store)
   except (interrupted_runs.OutputDirBusyError, local_store.StoreMismatchError,
           inspect_store.InspectError) as e:
     print(f'error: {e}', file=sys.stderr)

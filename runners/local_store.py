@@ -69,16 +69,9 @@ def _mysql_address(mysql: inspect_store.MySqlOptions) -> str:
   return f'{mysql.host}:{mysql.port}/{mysql.database}'
 
 
-def bind_output_dir(output_dir: str, store: LocalStore) -> None:
-  """Records `store` as `output_dir`'s; StoreMismatchError if it has another.
-
-  Call it holding the output directory's lock (interrupted_runs).
-  """
-  marker = os.path.join(output_dir, MYSQL_MARKER)
-  recorded = None
-  if os.path.exists(marker):
-    with open(marker) as f:
-      recorded = f.read().strip()
+def check_output_dir(output_dir: str, store: LocalStore) -> None:
+  """StoreMismatchError if `output_dir` belongs to another store than `store`."""
+  recorded = _recorded_mysql(output_dir)
   if store.mysql is None:
     if recorded:
       raise StoreMismatchError(
@@ -95,6 +88,23 @@ def bind_output_dir(output_dir: str, store: LocalStore) -> None:
     raise StoreMismatchError(
         f'{output_dir}: its artifacts are recorded in the MySQL store '
         f'{recorded}, not {address}; use another --output-dir')
-  if not recorded:
-    with open(marker, 'w') as f:
-      f.write(address + '\n')
+
+
+def bind_output_dir(output_dir: str, store: LocalStore) -> None:
+  """Records `store` as `output_dir`'s (check_output_dir first).
+
+  Call it holding the output directory's lock (interrupted_runs), once the
+  store has answered: a mistyped host must not bind the directory.
+  """
+  check_output_dir(output_dir, store)
+  if store.mysql is not None and not _recorded_mysql(output_dir):
+    with open(os.path.join(output_dir, MYSQL_MARKER), 'w') as f:
+      f.write(_mysql_address(store.mysql) + '\n')
+
+
+def _recorded_mysql(output_dir: str) -> Optional[str]:
+  marker = os.path.join(output_dir, MYSQL_MARKER)
+  if not os.path.exists(marker):
+    return None
+  with open(marker) as f:
+    return f.read().strip() or None

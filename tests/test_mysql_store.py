@@ -148,6 +148,8 @@ def test_unreachable_server_is_one_line(tmp_path):
   assert result.stderr.strip() == (
       f'error: MySQL root@127.0.0.1:{port}/mlmd: cannot connect: '
       'Connection refused')
+  # A mistyped server binds the output directory to nothing.
+  assert not (tmp_path / 'out' / local_store.MYSQL_MARKER).exists()
 
 
 def test_an_output_dir_stays_with_its_store(tmp_path):
