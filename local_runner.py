@@ -1,13 +1,14 @@
-"""Runs the whole pipeline on this machine: LocalDagRunner + ML Metadata in SQLite.
+"""Runs the whole pipeline on this machine: LocalDagRunner + ML Metadata.
 
   python local_runner.py                       # MNIST, downloaded if missing
   python local_runner.py --data-dir DIR --input-format images
   python local_runner.py --beam-args="--direct_num_workers=4"
+  MLMD_MYSQL_PASSWORD=... python local_runner.py --mysql-host db.example.com
 
 Everything a run writes goes under --output-dir: the artifacts in
-OUT/pipeline, ML Metadata in OUT/metadata.db, pushed models in
-OUT/serving_model, the full log in OUT/logs, and the run's report (one HTML
-page) in OUT/report.html.
+OUT/pipeline, ML Metadata in OUT/metadata.db (or in MySQL with --mysql-host),
+pushed models in OUT/serving_model, the full log in OUT/logs, and the run's
+report (one HTML page) in OUT/report.html.
 """
 
 import argparse
@@ -22,8 +23,10 @@ from typing import Optional, Sequence
 # process starts inherit the setting.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+from inspector import store as inspect_store  # pylint: disable=g-import-not-at-top
 from pipeline import configs  # pylint: disable=g-import-not-at-top
 from runners import flags  # pylint: disable=g-import-not-at-top
+from runners import local_store  # pylint: disable=g-import-not-at-top
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -66,6 +69,12 @@ def make_parser() -> argparse.ArgumentParser:
                    help='Run every component even if its inputs are unchanged.')
   run.add_argument('--verbose', action='store_true',
                    help='Also print the full TFX/Beam log on stderr.')
+
+  mlmd = parser.add_argument_group(
+      'ML Metadata in MySQL (default: SQLite in OUT/metadata.db)',
+      'A store a team shares (the inspect tool takes the same flags). The '
+      'artifacts stay under --output-dir, which then belongs to that store.')
+  inspect_store.add_mysql_flags(mlmd)
   return parser
 
 
@@ -133,6 +142,11 @@ def _root_cause(error: BaseException) -> str:
   return f'{type(error).__name__}: {lines[0] if lines else error}'
 
 
+def _store(args) -> local_store.LocalStore:
+  return local_store.for_run(os.path.abspath(args.output_dir),
+                             inspect_store.mysql_options(args))
+
+
 def _schema_path(args, connection_config) -> Optional[str]:
   """--schema, or with --freeze-schema the last validated run's schema."""
   if args.schema:
@@ -151,13 +165,10 @@ def _schema_path(args, connection_config) -> Optional[str]:
 
 
 def build_pipeline(args: argparse.Namespace):
-  """The DAG of `args`, with this machine's paths and SQLite ML Metadata."""
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  """The DAG of `args`, with this machine's paths and its ML Metadata."""
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output_dir)
-  connection_config = (
-      tfx.orchestration.metadata.sqlite_metadata_connection_config(
-          os.path.join(output_dir, configs.METADATA_DB_NAME)))
+  connection_config = _store(args).connection_config
   return pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
@@ -188,17 +199,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   from runners import run_summary  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
+  store = _store(args)
   try:  # Held until this process ends, however it ends.
     lock = interrupted_runs.lock_output_dir(output_dir)  # pylint: disable=unused-variable
-  except interrupted_runs.OutputDirBusyError as e:
+    local_store.check_output_dir(output_dir, store)
+    if store.mysql:  # Unreachable, refused, ...: said before anything runs.
+      inspect_store.open_store(mysql=store.mysql)
+    local_store.bind_output_dir(output_dir, store)
+  except (interrupted_runs.OutputDirBusyError, local_store.StoreMismatchError,
+          inspect_store.InspectError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
   log_path = _setup_logging(output_dir, args.verbose)
-  metadata_path = os.path.join(output_dir, configs.METADATA_DB_NAME)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config
   for closed in interrupted_runs.close_interrupted(
-      connection_config, dag.pipeline_info.pipeline_root, args.pipeline_name):
+      connection_config, dag.pipeline_info.pipeline_root, args.pipeline_name,
+      shared_store=store.shared):
     print(f'{closed.node_id} (execution {closed.execution_id}) was left '
           'running by an interrupted run: marked CANCELED'
           + ('; its partial outputs removed' if closed.removed else ''))
@@ -224,15 +241,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'\nerror{where}: {_root_cause(e)}\nFull log: {log_path}',
           file=sys.stderr)
     if node and node.node_id == 'ValidationGate':  # The data is reported on.
-      print(run_report.write_report(metadata_path, output_dir,
-                                    args.pipeline_name), file=sys.stderr)
+      print(run_report.write_report(store, output_dir, args.pipeline_name),
+            file=sys.stderr)
     return 1
   finally:
     logging.getLogger('absl').removeHandler(progress)
 
   run_summary.print_summary(connection_config, args.pipeline_name,
-                           progress.nodes, metadata_path, log_path)
-  print(run_report.write_report(metadata_path, output_dir, args.pipeline_name))
+                           progress.nodes, store.description, log_path)
+  print(run_report.write_report(store, output_dir, args.pipeline_name))
   return 0
 
 

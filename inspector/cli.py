@@ -39,7 +39,6 @@ from inspector.errors import InspectError
 # pylint: enable=g-import-not-at-top
 
 SAMPLES_PER_CLASS = 8
-MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
 
 
 # ------------------------------------------------------------ subcommands --
@@ -199,14 +198,12 @@ def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
       '(default: the project\'s outputs/).')
   group.add_argument('--store', default=default(None), metavar='PATH',
                      help='Path of the SQLite store (overrides --output-dir).')
-  group.add_argument('--mysql-host', default=default(None),
-                     help='Use the MySQL store on this host instead of SQLite.')
-  group.add_argument('--mysql-port', type=int, default=default(3306))
-  group.add_argument('--mysql-database', default=default('mlmd'))
-  group.add_argument('--mysql-user', default=default('root'))
+  store_lib.add_mysql_flags(group, default)
+  # Kept for existing scripts; $MLMD_MYSQL_PASSWORD keeps it out of `ps`.
   group.add_argument(
-      '--mysql-password', default=default(None),
-      help=f'Default: ${MYSQL_PASSWORD_ENV}, else empty.')
+      '--mysql-password', default=default(None), metavar='PASSWORD',
+      help=f'Default: ${store_lib.MYSQL_PASSWORD_ENV}, else empty (prefer the '
+      'variable: a command line is visible to every user of the machine).')
   parser.add_argument('--json', action='store_true', default=default(False),
                       help='Print JSON on stdout instead of text.')
 
@@ -290,12 +287,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def open_metadata(args) -> queries.Metadata:
-  if args.mysql_host:
-    mysql = store_lib.MySqlOptions(
-        host=args.mysql_host, port=args.mysql_port,
-        database=args.mysql_database, user=args.mysql_user,
-        password=(args.mysql_password if args.mysql_password is not None
-                  else os.environ.get(MYSQL_PASSWORD_ENV, '')))
+  mysql = store_lib.mysql_options(args, password=args.mysql_password)
+  if mysql:
     return queries.Metadata(
         store_lib.open_store(mysql=mysql),
         f'MySQL {mysql.host}:{mysql.port}/{mysql.database}')

@@ -1,13 +1,21 @@
 """Connecting to the ML Metadata store of a pipeline.
 
-SQLite (what local runs write, `OUT/metadata.db`) is opened READONLY: looking
-never changes a store, and a mistyped path is an error instead of a new,
-empty database. MySQL is what Kubeflow-style deployments use.
+SQLite (what local runs write by default, `OUT/metadata.db`) is opened
+READONLY: looking never changes a store, and a mistyped path is an error
+instead of a new, empty database. MySQL is what a team shares (local_runner.py
+writes to it with the same flags) and what Kubeflow-style deployments use.
+
+The MySQL flags are defined here once, for the inspect tool and for
+local_runner.py (runners may import the inspector, not the reverse).
 """
 
+import argparse
+import contextlib
 import dataclasses
 import os
-from typing import Optional
+import socket
+import tempfile
+from typing import Any, Callable, Iterator, List, Optional
 
 from ml_metadata import errors as mlmd_errors
 from ml_metadata import metadata_store
@@ -19,13 +27,61 @@ from inspector.errors import InspectError
 _READONLY = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
 
 
+# The password comes from the environment: on a command line, every user of
+# the machine sees it (ps, /proc/PID/cmdline).
+MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
+
+
 @dataclasses.dataclass(frozen=True)
 class MySqlOptions:
   host: str
   port: int = 3306
   database: str = 'mlmd'
   user: str = 'root'
-  password: str = ''
+  password: str = dataclasses.field(default='', repr=False)
+
+  def describe(self) -> str:
+    """user@host:port/database, for messages (never the password)."""
+    return f'{self.user}@{self.host}:{self.port}/{self.database}'
+
+
+def add_mysql_flags(group: Any,
+                    default: Callable[[Any], Any] = lambda value: value
+                    ) -> None:
+  """--mysql-host, --mysql-port, --mysql-database and --mysql-user.
+
+  Args:
+    group: the parser or argument group that takes them.
+    default: maps each flag's default to the one to declare (the inspect
+      tool's subcommands declare argparse.SUPPRESS, see its cli.py).
+  """
+  group.add_argument(
+      '--mysql-host', default=default(None), metavar='HOST',
+      help='Use the ML Metadata store in MySQL (or MariaDB) on this host '
+      'instead of SQLite; the password is read from '
+      f'${MYSQL_PASSWORD_ENV} (default: empty).')
+  group.add_argument('--mysql-port', type=int, default=default(3306),
+                     metavar='PORT', help='MySQL port (default: 3306).')
+  group.add_argument(
+      '--mysql-database', default=default('mlmd'), metavar='NAME',
+      help='MySQL database, created when missing (default: mlmd).')
+  group.add_argument('--mysql-user', default=default('root'), metavar='USER',
+                     help='MySQL user (default: root).')
+
+
+def mysql_options(args: argparse.Namespace,
+                  password: Optional[str] = None) -> Optional[MySqlOptions]:
+  """The MySQL store `args` name (add_mysql_flags), or None for SQLite.
+
+  The password is `password` if given, else $MLMD_MYSQL_PASSWORD, else ''.
+  """
+  if not args.mysql_host:
+    return None
+  if password is None:
+    password = os.environ.get(MYSQL_PASSWORD_ENV, '')
+  return MySqlOptions(host=args.mysql_host, port=args.mysql_port,
+                      database=args.mysql_database, user=args.mysql_user,
+                      password=password)
 
 
 def sqlite_path(store: Optional[str] = None,
@@ -40,6 +96,8 @@ def sqlite_path(store: Optional[str] = None,
 def connection_config(sqlite: Optional[str] = None,
                       mysql: Optional[MySqlOptions] = None
                       ) -> metadata_store_pb2.ConnectionConfig:
+  """MySQL if given (MLMD creates the database if missing), else SQLite
+  read-only."""
   config = metadata_store_pb2.ConnectionConfig()
   if mysql:
     config.mysql.host = mysql.host
@@ -56,19 +114,74 @@ def connection_config(sqlite: Optional[str] = None,
 def open_store(sqlite: Optional[str] = None,
                mysql: Optional[MySqlOptions] = None
                ) -> metadata_store.MetadataStore:
-  """A store to read from; InspectError naming the store if it cannot be."""
+  """A store to read from; InspectError naming the store if it cannot be.
+
+  Also how local_runner.py checks a MySQL store before a run: MLMD connects
+  (creating the database and its tables when missing) in the constructor.
+  """
   if mysql:
-    where = f'MySQL {mysql.user}@{mysql.host}:{mysql.port}/{mysql.database}'
+    where = f'MySQL {mysql.describe()}'
+    unreachable = _unreachable(mysql)
+    if unreachable:
+      raise InspectError(f'{where}: cannot connect: {unreachable}')
   else:
     where = sqlite
     if not os.path.isfile(sqlite):
       raise InspectError(
           f'{sqlite}: no ML Metadata store there (run the pipeline first, or '
           'pass --store PATH or --output-dir DIR)')
+  native_log: List[str] = []
   try:
-    return metadata_store.MetadataStore(connection_config(sqlite, mysql))
+    with _native_stderr_to(native_log):
+      store = metadata_store.MetadataStore(connection_config(sqlite, mysql))
   except (mlmd_errors.StatusError, RuntimeError) as e:
     # MLMD appends the failing SQL to the reason; the reason is enough.
     reason = str(e).split(' query:')[0].strip() or type(e).__name__
+    if mysql and 'mysql_real_connect failed' in reason:
+      # MLMD's client reports no cause; the server answered (see
+      # _unreachable), so it refused the login or the database.
+      reason = (f'the server refused user {mysql.user!r} (wrong password in '
+                f'${MYSQL_PASSWORD_ENV}, or no access to database '
+                f'{mysql.database!r})')
     raise InspectError(
         f'{where}: cannot open as an ML Metadata store: {reason}') from e
+  # Whatever MLMD had to say about a connection that worked is worth seeing.
+  if native_log and native_log[0]:
+    os.write(2, native_log[0].encode())
+  return store
+
+
+def _unreachable(mysql: MySqlOptions, timeout: float = 10) -> str:
+  """Why nothing answers on mysql.host:mysql.port, or '' when something does.
+
+  MLMD's MySQL client says only "mysql_real_connect failed" (and on stderr a
+  paragraph about MySQL 8 authentication plugins, whatever the cause).
+  """
+  try:
+    with socket.create_connection((mysql.host, mysql.port), timeout=timeout):
+      return ''
+  except socket.gaierror as e:
+    return f'unknown host {mysql.host!r} ({e.strerror})'
+  except socket.timeout:
+    return f'no answer within {timeout:g}s'
+  except OSError as e:
+    return e.strerror or str(e)
+
+
+@contextlib.contextmanager
+def _native_stderr_to(captured: List[str]) -> Iterator[None]:
+  """Catches what native code (MLMD's glog) writes to file descriptor 2.
+
+  A failed connection is reported by the caller in one line instead;
+  `captured` gets the text either way.
+  """
+  with tempfile.TemporaryFile() as buffer:
+    saved = os.dup(2)
+    os.dup2(buffer.fileno(), 2)
+    try:
+      yield
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+      buffer.seek(0)
+      captured.append(buffer.read().decode(errors='replace'))

@@ -26,6 +26,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
+from modules import progress
 from modules import training_plan
 from modules import transform
 from records import decode
@@ -171,10 +172,12 @@ def run_fn(fn_args: FnArgs) -> None:
           lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
       keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir,
                                   update_freq='epoch'),
+      # Instead of Keras's own output (verbose=0): see progress.py.
+      progress.EpochProgress(device_plan.global_batch_size),
   ]
   model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
-            callbacks=callbacks, verbose=2)
+            callbacks=callbacks, verbose=0)
   export_serving_model(
       model, tf_transform_output, class_names, fn_args.serving_model_dir,
       input_pipeline.first_record(fn_args.train_files),

@@ -59,6 +59,9 @@ MNIST_SCHEMA = os.path.join(PROJECT_DIR, 'pipeline', 'schema', 'mnist',
 BEAM_PIPELINE_ARGS = (
     '--direct_running_mode=multi_processing',
     '--direct_num_workers=0',  # 0: one per CPU core.
+    # Imported by each worker at its start: it releases tf.Transform's
+    # graph before the worker's interpreter shuts down (see there why).
+    '--beam_plugins=pipeline.beam_worker',
 )
 # local_runner.py adds: the workers need the project's code, and a remote
 # runner gets it from this setup.py (the DirectRunner ignores the flag).

@@ -13,6 +13,13 @@ it runs. Holding it, any execution of the pipeline still NEW or RUNNING
 belongs to a process that is gone: `close_interrupted` marks it CANCELED with
 a note saying why, marks output artifacts it had registered ABANDONED, and
 removes the directories it was writing.
+
+A MySQL store is shared: runs on other output directories (other machines,
+other users) may be running at this very moment, and the lock says nothing
+about them. There, an execution is this directory's only if it wrote
+something under this pipeline root (execution ids are unique in a store,
+and runners/local_store.py keeps a directory to one store); one killed
+before it wrote anything stays RUNNING, which misleads nobody's cache.
 """
 
 import dataclasses
@@ -96,10 +103,19 @@ def _partial_outputs(pipeline_root: str, node_id: str,
 def close_interrupted(
     connection_config: metadata_store_pb2.ConnectionConfig,
     pipeline_root: str,
-    pipeline_name: str = configs.PIPELINE_NAME) -> List[Interrupted]:
+    pipeline_name: str = configs.PIPELINE_NAME,
+    shared_store: bool = False) -> List[Interrupted]:
   """Closes the executions of `pipeline_name` left unfinished; see above.
 
   Call it only while holding `lock_output_dir`, before the run starts.
+
+  Args:
+    connection_config: the store.
+    pipeline_root: OUT/pipeline of the locked output directory.
+    pipeline_name: the pipeline's name in the store.
+    shared_store: whether runs on other output directories use the store
+      too (MySQL): then only executions that wrote under `pipeline_root`
+      are closed.
   """
   store = metadata_store.MetadataStore(connection_config)
   pipeline_context = store.get_context_by_type_and_name('pipeline',
@@ -112,6 +128,8 @@ def close_interrupted(
       continue
     node_id = _node_id(store, execution.id, pipeline_name)
     removed = _partial_outputs(pipeline_root, node_id, execution)
+    if shared_store and not removed:
+      continue  # Perhaps running right now, on another output directory.
     for path in removed:
       shutil.rmtree(path)
     outputs = [e.artifact_id for e in store.get_events_by_execution_ids(

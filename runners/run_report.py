@@ -9,14 +9,16 @@ that cannot be built say so on the page (inspector/report.py).
 import logging
 import os
 
+from runners import local_store
+
 REPORT_NAME = 'report.html'
 
 
-def write_report(metadata_path: str, output_dir: str,
+def write_report(run_store: local_store.LocalStore, output_dir: str,
                  pipeline_name: str) -> str:
-  """Writes the report of the pipeline's newest run in the SQLite store at
-  `metadata_path` to OUT/report.html; returns the console line naming it,
-  or saying why there is none."""
+  """Writes the report of the pipeline's newest run in the run's store
+  (SQLite in the output directory, or MySQL) to OUT/report.html; returns the
+  console line naming it, or saying why there is none."""
   path = os.path.join(output_dir, REPORT_NAME)
   try:
     # pylint: disable=g-import-not-at-top
@@ -25,11 +27,15 @@ def write_report(metadata_path: str, output_dir: str,
     from inspector import store
     from inspector.errors import InspectError
     # pylint: enable=g-import-not-at-top
-    md = queries.Metadata(store.open_store(metadata_path), metadata_path)
-    # The output directory is locked for this run: its newest run is ours.
+    mlmd = (store.open_store(mysql=run_store.mysql) if run_store.mysql else
+            store.open_store(local_store.sqlite_path(output_dir)))
+    md = queries.Metadata(mlmd, run_store.description)
+    # The output directory is locked for this run, so the pipeline's newest
+    # run is ours; in a shared MySQL store, only if nobody else started a
+    # run of the same pipeline name since (README: ML Metadata in MySQL).
     runs = [r for r in md.runs() if r.pipeline == pipeline_name]
     if not runs:
-      raise InspectError(f'{metadata_path} holds no run of {pipeline_name!r}')
+      raise InspectError(f'{md.where} holds no run of {pipeline_name!r}')
     report.write(md, runs[0], path)
     return f'Report: {path}'
   except Exception as e:  # pylint: disable=broad-except

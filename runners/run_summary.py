@@ -3,7 +3,10 @@
 LocalDagRunner has no callback API, but it logs 'Component %s is running.'
 and 'Component %s is finished.' around every node; `ComponentProgress`
 listens for exactly those records and asks ML Metadata whether the execution
-ran or was reused from the cache.
+ran or was reused from the cache. Components run in this process too, and
+their progress records are shown the same way: the Trainer's line per epoch
+(modules/progress.py), ImageExampleGen's images read on a long input
+(components/image_example_gen/progress.py).
 """
 
 import dataclasses
@@ -16,9 +19,14 @@ from typing import Dict, List, Optional, TextIO, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components.image_example_gen import progress as example_gen_progress
+from modules import progress as training_progress
+
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
 _STATE = metadata_store_pb2.Execution.State
+# Log messages of components' progress lines, shown indented.
+_PROGRESS = (training_progress.EPOCH_LINE, example_gen_progress.PROGRESS_LINE)
 
 
 @dataclasses.dataclass
@@ -70,6 +78,8 @@ class ComponentProgress(logging.Handler):
                     if node.execution else 'UNKNOWN')
       cached = ' (cached)' if node.state == 'CACHED' else ''
       self._print(f'✔ {node.node_id}: {_seconds(node.seconds)}{cached}')
+    elif record.msg in _PROGRESS:
+      self._print(f'  {record.getMessage()}')
 
   def mark_failed(self) -> Optional[NodeRun]:
     """Marks the component that was running when the run broke off."""
@@ -189,9 +199,12 @@ def _split_counts(statistics) -> Dict[str, int]:
 
 def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
                   pipeline_name: str, nodes: Dict[str, NodeRun],
-                  metadata_path: str, log_path: str,
+                  store_description: str, log_path: str,
                   out: TextIO = sys.stdout) -> None:
-  """Where everything went and how to look at it."""
+  """Where everything went and how to look at it.
+
+  store_description: where ML Metadata is, e.g. '(SQLite): OUT/metadata.db'.
+  """
   store = metadata_store.MetadataStore(connection_config)
   total = sum(n.seconds or 0 for n in nodes.values())
   cached = sum(n.state == 'CACHED' for n in nodes.values())
@@ -219,5 +232,5 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
     print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
     for line in detail.splitlines():
       print(f'  {"":<18} {"":<18} {line}', file=out)
-  print(f'\nML Metadata (SQLite): {metadata_path}', file=out)
+  print(f'\nML Metadata {store_description}', file=out)
   print(f'Full log: {log_path}', file=out)

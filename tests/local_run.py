@@ -5,7 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Optional
+from typing import Dict, Optional
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Single-process Beam, for the runs that are about something else.
@@ -30,17 +30,19 @@ def permissions_enforceable() -> str:
   return ''
 
 
-def run(*args: str, timeout: int = 900,
-        obey_permissions: bool = False) -> subprocess.CompletedProcess:
+def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
+        env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
   """Runs local_runner.py with `args`; its output is printed for pytest -rA.
 
   obey_permissions: when root, run without root's power to read any file.
+  env: variables to set on top of this process's environment.
   """
   prefix = _OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0 else []
   result = subprocess.run(
       [*prefix, sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
        *args],
-      capture_output=True, text=True, cwd=PROJECT_DIR, timeout=timeout)
+      capture_output=True, text=True, cwd=PROJECT_DIR, timeout=timeout,
+      env={**os.environ, **(env or {})})
   print(result.stdout, result.stderr)
   return result
 

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import logging
 import os
 
 import numpy as np
@@ -13,6 +14,7 @@ from tfx.utils import proto_utils
 from components.image_example_gen import idx_source
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
+from components.image_example_gen import progress
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
@@ -316,3 +318,44 @@ def test_skip_bad_images_is_for_image_folders():
   with pytest.raises(ValueError, match='skip_bad_images applies to image folders'):
     ImageExampleGenOptions(input_format='idx', skip_bad_images=True,
                            num_shards=1)
+
+
+class _ProgressLines(logging.Handler):
+
+  def __init__(self):
+    super().__init__(level=logging.INFO)
+    self.lines = []
+
+  def emit(self, record):
+    if record.msg == progress.PROGRESS_LINE:
+      self.lines.append(record.getMessage())
+
+
+@pytest.mark.parametrize('layout', ['idx', 'images'])
+def test_progress_lines_name_the_split_and_count_its_images(
+    tmp_path, monkeypatch, layout):
+  # A line at every count, as on an input that takes long.
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0)
+  monkeypatch.setattr(idx_source, '_RECORDS_PER_CHUNK', 10)
+  if layout == 'idx':
+    datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 30, 't10k': 20})
+    options = ImageExampleGenOptions(num_shards=1)
+    last = {'train-images-idx3-ubyte.gz: 30 of 30',
+            't10k-images-idx3-ubyte.gz: 20 of 20'}
+  else:
+    datasets.write_image_folder(str(tmp_path / 'in'))
+    options = ImageExampleGenOptions(input_format='images', num_shards=1)
+    last = {'train/*/*: 12 of 12', 'eval/*/*: 6 of 6'}
+  lines = _ProgressLines()
+  logger = logging.getLogger('absl')
+  level = logger.level
+  logger.setLevel(logging.INFO)
+  logger.addHandler(lines)
+  try:
+    run_executor(tmp_path / 'in', tmp_path / 'out', options)
+  finally:
+    logger.removeHandler(lines)
+    logger.setLevel(level)
+  assert {f'ImageExampleGen: {l} images read (100%)' for l in last} <= set(
+      lines.lines), lines.lines
+  assert all(' of ' in l and l.endswith('%)') for l in lines.lines)

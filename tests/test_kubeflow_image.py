@@ -157,3 +157,27 @@ print(json.dumps(found))
       assert module_file.startswith(image_dir + os.sep), (path, module_file)
     else:  # A library: from site-packages, not from the checkout.
       assert 'site-packages' in module_file.split(os.sep), (path, module_file)
+
+
+def _pins(path):
+  with open(os.path.join(PROJECT_DIR, path)) as f:
+    return dict(line.strip().split('==') for line in f
+                if line.strip() and not line.startswith('#'))
+
+
+def test_the_gpu_image_has_the_cuda_build_of_the_same_tensorflow():
+  """The lock pins TensorFlow's CPU-only build; WITH_GPU=1 takes it out of
+  the lock before installing, and installs the CUDA build of the same
+  version from requirements-gpu.lock: one `tensorflow` package, not two."""
+  cpu, gpu = _pins('requirements.lock'), _pins('kubeflow/requirements-gpu.lock')
+  assert 'tensorflow' not in cpu
+  assert gpu['tensorflow'] == cpu['tensorflow-cpu']
+  runs = [rest for keyword, rest in instructions(
+      kubeflow_specs.dockerfile_path()) if keyword == 'RUN']
+  [drop] = [i for i, run in enumerate(runs) if '$WITH_GPU' in run
+            and "sed -i '/^tensorflow-cpu==/d' requirements.lock" in run]
+  [lock] = [i for i, run in enumerate(runs)
+            if run.endswith('-r requirements.lock')]
+  [cuda] = [i for i, run in enumerate(runs) if '$WITH_GPU' in run
+            and 'kubeflow/requirements-gpu.lock' in run]
+  assert drop < lock < cuda

@@ -173,7 +173,8 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path, target):
       # After the defaults, so it wins (Beam keeps a flag's last value).
       assert args[-3:] == ['--runner=DataflowRunner', '--project=p',
                            '--region=r'], name
-      assert args[-5:-3] == list(configs.BEAM_PIPELINE_ARGS)
+      defaults = len(configs.BEAM_PIPELINE_ARGS)
+      assert args[-3 - defaults:-3] == list(configs.BEAM_PIPELINE_ARGS)
   if target == 'vertex':  # TFX's ExampleGen driver, as a pre-cache check.
     hook = kubeflow_specs.container(spec, 'ImageExampleGen')['lifecycle'][
         'preCacheCheck']

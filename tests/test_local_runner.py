@@ -298,5 +298,9 @@ def test_help_explains_every_flag():
                '--train-steps', '--batch-size', '--learning-rate',
                '--accuracy-threshold', '--to-node', '--span-dir-pattern',
                '--freeze-schema', '--skip-bad-images', '--model', '--augment',
-               '--image-encoding'):
+               '--image-encoding', '--mysql-host', '--mysql-port',
+               '--mysql-database', '--mysql-user'):
     assert flag in result.stdout
+  # The password comes from the environment, never the command line.
+  assert '--mysql-password' not in result.stdout
+  assert '$MLMD_MYSQL_PASSWORD' in result.stdout

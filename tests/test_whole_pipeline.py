@@ -24,8 +24,13 @@ ALL_NODES = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'ValidationGate', 'Transform', 'Trainer',
              'latest_blessed_model_resolver', 'Evaluator', 'Pusher']
 GEOMETRY = features.ImageGeometry(32, 32, 1)
-TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
-                 local_run.ONE_PROCESS]
+# With the default Beam args (a worker process per core), as a user runs it:
+# the console test below needs the workers (their start and their end).
+TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32']
+# What libraries printed on the console before issue 16, each on every run.
+NOISE = ['Unable to register', 'cuFFT', 'cuDNN', 'cuBLAS', 'TensorRT',
+         'Exception ignored', 'Traceback', 'AtomicFunction',
+         'oneDNN custom operations', 'cpu_feature_guard']
 
 
 @pytest.fixture(scope='module')
@@ -61,6 +66,29 @@ def test_every_component_runs_and_the_model_is_pushed(pushed):
           for key in features.GEOMETRY_PROPERTIES} == GEOMETRY.to_dict()
   [model_run] = mlmd.live_artifacts(store, 'ModelRun')
   assert tf.io.gfile.glob(os.path.join(model_run.uri, '*', 'events.out.*'))
+
+
+def test_the_console_shows_only_the_runs_own_lines(pushed):
+  """Progress, the Trainer's epochs and the summary; no library noise (the
+  full log has everything)."""
+  _, _, result = pushed
+  console = result.stdout + result.stderr
+  for noise in NOISE:
+    assert noise not in console, noise
+  assert result.stderr == ''
+  lines = result.stdout.splitlines()
+  epochs = [l for l in lines if l.startswith('  Epoch ')]
+  assert len(epochs) == 2
+  for epoch, line in enumerate(epochs, 1):
+    assert re.match(rf'  Epoch {epoch}/2: 30 steps, 960 examples in [\d.]+s '
+                    r'\([\d,]+ examples/s\); loss [\d.]+, accuracy [\d.]+, '
+                    r'val_loss [\d.]+, val_accuracy [\d.]+$', line), line
+  # Keras's own output is off (the progress above replaces it).
+  assert not [l for l in lines if re.match(r'\d+/\d+ - ', l)]
+  assert not [l for l in lines if re.fullmatch(r'Epoch \d+/\d+', l)]
+  log = re.search(r'^Full log: (.+)$', result.stdout, re.M).group(1)
+  with open(log) as f:
+    assert sum(f'Epoch {e}/2: 30 steps' in l for l in f for e in (1, 2)) == 2
 
 
 def test_both_signatures_answer_and_agree(pushed):

@@ -32,6 +32,7 @@ from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
 from components.image_example_gen import os_files
+from components.image_example_gen import progress
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
@@ -147,6 +148,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
 
     logging.info('Generating examples of %s images with classes %s.',
                  geometry, class_names)
+    progress.reset()
     with self._make_beam_pipeline() as pipeline:
       for split, batches in self._example_batches_by_split(
           pipeline, exec_properties, input_config, output_config).items():

@@ -6,6 +6,7 @@ any worker starts, checks the labels against the class names, and cuts the
 split into chunks that workers turn into lists of serialized Examples.
 """
 
+import os
 from typing import Iterable, List, Sequence, Tuple
 
 from absl import logging
@@ -14,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.image_example_gen import idx
+from components.image_example_gen import progress
 from components.image_example_gen.errors import InputDataError
 from records import features
 
@@ -122,6 +124,8 @@ class _ChunkToExamples(beam.DoFn):
     self._encoding = encoding
     self._geometry = geometry(self._images)
     self._readers = None
+    self._progress = progress.SplitProgress(
+        os.path.basename(self._images.path), self._images.count)
 
   def process(self, chunk: Tuple[int, int]):
     if self._readers is None:  # Kept open: the next chunk continues them.
@@ -131,6 +135,7 @@ class _ChunkToExamples(beam.DoFn):
     images, labels = (reader.read(start, stop) for reader in self._readers)
     yield features.make_examples(images, labels, self._geometry,
                                  self._encoding)
+    self._progress.add(stop - start)
 
   def teardown(self):
     for reader in self._readers or ():

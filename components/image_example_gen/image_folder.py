@@ -73,8 +73,12 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
   return sorted(names)
 
 
-def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
-  """Fails early on a missing split, an empty or unknown class folder."""
+def check_split(split_pattern: str, class_names: Sequence[str]) -> int:
+  """Fails early on a missing split, an empty or unknown class folder.
+
+  Returns:
+    The number of files in the split's class folders (for progress).
+  """
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
   if not dirs and tf.io.gfile.isdir(split_dir):
@@ -87,6 +91,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
     raise InputDataError(
         split_dir, 'no class folders found (expected '
         f'{split_dir}/<class_name>/<image>{"|".join(IMAGE_EXTENSIONS)})')
+  files = 0
   for d in dirs:
     name = os.path.basename(d.rstrip('/'))
     if name not in class_names:
@@ -99,8 +104,11 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> None:
       # Globbing skips folders it cannot read without a word: say it here.
       raise InputDataError(d, f'cannot read class folder {name!r}: '
                            f'{e.message}') from e
-    if not [e for e in entries if not _is_os_name(e)]:
+    candidates = [e for e in entries if not _is_os_name(e)]
+    if not candidates:
       raise InputDataError(d, f'class folder {name!r} holds no images')
+    files += len(candidates)
+  return files
 
 
 def label_of(path: str, class_names: Sequence[str]) -> int:

@@ -14,6 +14,7 @@ from apache_beam.io import fileio
 import tensorflow as tf
 
 from components.image_example_gen import image_folder
+from components.image_example_gen import progress
 from components.image_example_gen.errors import InputDataError
 from records import features
 
@@ -44,8 +45,9 @@ class _DecodeImages(beam.DoFn):
 
   def __init__(self, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
-               encoding: str):
+               encoding: str, split_progress: progress.SplitProgress):
     super().__init__()
+    self._progress = split_progress
     self._encoding = encoding
     self._class_names = class_names
     self._geometry = geometry
@@ -60,6 +62,7 @@ class _DecodeImages(beam.DoFn):
         raise
       yield beam.pvalue.TaggedOutput(_SKIPPED,
                                      {'path': e.path, 'reason': e.problem})
+    self._progress.add(1)
 
 
 @beam.ptransform_fn
@@ -72,7 +75,9 @@ def ImageFolderToExample(  # pylint: disable=invalid-name
   """Reads a split of class folders into serialized Examples; with
   `skipped_file`, skips unreadable images and writes them there, one JSON
   object per line."""
-  image_folder.check_split(split_pattern, class_names)
+  files = image_folder.check_split(split_pattern, class_names)
+  # Named by the split's folder/*/*, short of the input base.
+  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
   decoded = (pipeline
              | 'Match' >> fileio.MatchFiles(split_pattern)
              # Listed by the executor (os_files.py), not decoded.
@@ -82,7 +87,8 @@ def ImageFolderToExample(  # pylint: disable=invalid-name
              | 'Read' >> fileio.ReadMatches()
              | 'Decode' >> beam.ParDo(_DecodeImages(
                  class_names, geometry, skip_bad=bool(skipped_file),
-                 encoding=encoding)
+                 encoding=encoding,
+                 split_progress=progress.SplitProgress(label, files))
                                      ).with_outputs(_SKIPPED, main='examples'))
   if skipped_file:
     _ = (decoded[_SKIPPED]

@@ -1,0 +1,56 @@
+"""ImageExampleGen's progress on inputs that take a while: a log line every
+few seconds per split, 'train-*: 30,000 of 60,000 images read (50%)'.
+
+The executor knows each split's size before Beam starts (the IDX headers,
+or the files in the class folders); the DoFns that turn records into
+Examples count what they made. The count is per process: a local run reads
+ExampleGen's input in one process (pipeline/configs.py), where the lines
+reach local_runner.py's console (runners/run_summary.py prints records of
+PROGRESS_LINE) as well as the log; with several Beam workers each counts
+its own share, and the lines go to the log only. Inputs read in under
+INTERVAL_SECONDS print none.
+"""
+
+import threading
+import time
+from typing import Dict, Tuple
+
+from absl import logging
+
+# The absl message of a progress line; runners/run_summary.py looks for it.
+PROGRESS_LINE = 'ImageExampleGen: %s: %s of %s images read (%d%%)'
+INTERVAL_SECONDS = 5.0
+
+_lock = threading.Lock()
+# Per split pattern in this process: (images so far, time of the last line
+# or of the first count).
+_state: Dict[str, Tuple[int, float]] = {}
+
+
+def reset() -> None:
+  """Forgets earlier counts of this process (call before a pipeline)."""
+  with _lock:
+    _state.clear()
+
+
+class SplitProgress:
+  """Counts the images of one split made in this process; logs now and then.
+
+  Holds plain values only: Beam pickles it with the DoFn that uses it.
+  """
+
+  def __init__(self, split_pattern: str, total: int):
+    self._split_pattern = split_pattern
+    self._total = total
+
+  def add(self, count: int) -> None:
+    now = time.monotonic()
+    with _lock:
+      done, last = _state.get(self._split_pattern, (0, now))
+      done += count
+      due = now - last >= INTERVAL_SECONDS
+      _state[self._split_pattern] = (done, now if due else last)
+    if due:
+      logging.info(PROGRESS_LINE, self._split_pattern, f'{done:,}',
+                   f'{self._total:,}',
+                   100 * done // self._total if self._total else 100)

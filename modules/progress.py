@@ -1,0 +1,127 @@
+"""Training progress: a live bar per epoch on a terminal, a line per epoch
+in every log.
+
+Keras's own verbose output is a bar or a line written to stdout: in a local
+run that bypasses the full log (OUT/logs), and in a Kubeflow container a bar
+would fill the log with carriage returns. `EpochProgress` instead
+  * logs one line per epoch through absl (EPOCH_LINE): into the full log
+    locally, where local_runner.py's console also shows it
+    (runners/run_summary.py), and into the container's log on Kubeflow;
+  * draws a bar (tqdm) while an epoch runs, only when `bar_stream` is a
+    terminal: steps, examples/s, loss and time left. It disappears when the
+    epoch's line is logged.
+"""
+
+import os
+import sys
+import time
+from typing import Any, Dict, Optional, TextIO, Tuple
+
+from absl import logging
+import tf_keras as keras
+import tqdm
+
+# The absl message of each epoch's line; runners/run_summary.py looks for it.
+EPOCH_LINE = 'Epoch %d/%d: %s'
+
+
+def _metrics(logs: Dict[str, Any]) -> str:
+  # Keras's logs hold the learning rate too ('lr'): not a metric.
+  return ', '.join(f'{name} {float(value):.4f}'
+                   for name, value in logs.items() if name != 'lr')
+
+
+def epoch_summary(steps: int, examples: int, seconds: float,
+                  logs: Dict[str, Any]) -> str:
+  """'30 steps, 960 examples in 2.1s (457 examples/s); loss 0.6764, ...'.
+
+  `examples` is steps x batch size: a pass over the data may end on a
+  smaller batch.
+  """
+  rate = examples / seconds if seconds > 0 else 0.0
+  metrics = _metrics(logs)
+  return (f'{steps} steps, {examples:,} examples in {seconds:.1f}s '
+          f'({rate:,.0f} examples/s)' + (f'; {metrics}' if metrics else ''))
+
+
+class EpochProgress(keras.callbacks.Callback):
+  """Logs a line per epoch; draws a bar per epoch on a terminal.
+
+  Use with model.fit(verbose=0), which turns Keras's own output off.
+  """
+
+  def __init__(self, batch_size: int,
+               bar_stream: Optional[TextIO] = None):
+    """
+    Args:
+      batch_size: examples per step (over all replicas), for examples/s.
+      bar_stream: where the bar goes, if it is a terminal (default: stderr).
+    """
+    super().__init__()
+    self._batch_size = batch_size
+    stream = sys.stderr if bar_stream is None else bar_stream
+    self._bar_stream = stream if _is_terminal(stream) else None
+    self._bar = None
+    self._steps = 0
+    self._started = 0.0
+    # Without a known dataset size Keras learns the steps of an epoch only
+    # by running one; later epochs' bars show the first one's count.
+    self._known_steps = None
+
+  def on_epoch_begin(self, epoch: int, logs=None) -> None:
+    self._steps = 0
+    self._started = time.monotonic()
+    if self._bar_stream is not None:
+      # A terminal that does not tell its size (0 x 0: pseudo-terminals
+      # such as `script`'s or CI's) would get no bar from tqdm, which hides
+      # bars below the last of 0 rows: give it 80 x 24.
+      known = all(_terminal_size(self._bar_stream))
+      self._bar = tqdm.tqdm(
+          total=self.params.get('steps') or self._known_steps,
+          desc=f'Epoch {epoch + 1}/{self.params["epochs"]}', unit='step',
+          file=self._bar_stream, leave=False, dynamic_ncols=known,
+          ncols=None if known else 80, nrows=None if known else 24,
+          bar_format='{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} '
+          'steps [{elapsed}<{remaining}{postfix}]')
+
+  def on_train_batch_end(self, batch: int, logs=None) -> None:
+    self._steps = batch + 1
+    if self._bar is not None:
+      seconds = time.monotonic() - self._started
+      rate = self._steps * self._batch_size / seconds if seconds > 0 else 0
+      loss = (logs or {}).get('loss')
+      self._bar.set_postfix_str(
+          f'{rate:,.0f} examples/s' +
+          (f', loss {float(loss):.4f}' if loss is not None else ''),
+          refresh=False)
+      self._bar.update(1)
+
+  def on_epoch_end(self, epoch: int, logs=None) -> None:
+    seconds = time.monotonic() - self._started
+    self._known_steps = self._steps
+    if self._bar is not None:
+      self._bar.close()
+      self._bar = None
+    logging.info(EPOCH_LINE, epoch + 1, self.params['epochs'],
+                 epoch_summary(self._steps, self._steps * self._batch_size,
+                               seconds, logs or {}))
+
+  def on_train_end(self, logs=None) -> None:
+    if self._bar is not None:  # Training stopped inside an epoch.
+      self._bar.close()
+      self._bar = None
+
+
+def _terminal_size(stream: TextIO) -> Tuple[int, int]:
+  """(columns, lines) of the terminal `stream` writes to; 0 if unknown."""
+  try:
+    return tuple(os.get_terminal_size(stream.fileno()))
+  except (AttributeError, ValueError, OSError):
+    return 0, 0
+
+
+def _is_terminal(stream: TextIO) -> bool:
+  try:
+    return stream.isatty()
+  except (AttributeError, ValueError):  # No isatty, or closed.
+    return False
