@@ -121,6 +121,20 @@ def input_data(execution: queries.Execution) -> Dict[str, Any]:
   return result
 
 
+def split_facts(split: Dict[str, Any]) -> str:
+  """What a split of ExampleGen's input recorded, and whether the files
+  there now still match: one line for the text and the HTML renderings."""
+  recorded = split.get('recorded')
+  facts = (f'read {recorded["num_files"]} files, '
+           f'{recorded["total_bytes"]:,} bytes' if recorded
+           else 'no input fingerprint recorded')
+  if 'unchanged' in split:
+    facts += ('; the files there now are the same' if split['unchanged']
+              else '; the files there now differ in: '
+              + ', '.join(dict.fromkeys(split['changed'])))
+  return facts
+
+
 def find_examplegen_inputs(tree: Dict[str, Any]) -> List[Dict[str, Any]]:
   """Every `input_data` in a lineage tree (tests and callers use it)."""
   found = []

@@ -5,6 +5,7 @@ files; an artifact met again is not expanded twice."""
 import os
 from typing import Any, Dict
 
+from inspector import lineage
 from inspector.artifacts import summary_text
 from inspector.html_blocks import chip, escape, short_time
 from inspector.render import duration, timestamp
@@ -46,14 +47,7 @@ def _input_data(data: Dict[str, Any]) -> str:
   span = f'span {data["span"]}' if data.get('span') is not None else 'no span'
   splits = []
   for split in data['splits']:
-    recorded = split.get('recorded')
-    facts = (f'read {recorded["num_files"]} files, '
-             f'{recorded["total_bytes"]:,} bytes' if recorded
-             else 'no input fingerprint recorded')
-    if 'unchanged' in split:
-      facts += ('; the files there now are the same' if split['unchanged']
-                else '; the files there now differ in: '
-                + ', '.join(dict.fromkeys(split['changed'])))
+    facts = lineage.split_facts(split)
     files = ''.join(
         f'<li class="input-file"><code>{escape(os.path.basename(f["path"]))}'
         f'</code> {f["bytes"]:,} bytes <span class="muted">modified '

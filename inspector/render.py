@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from inspector import lineage as lineage_lib
 from inspector.artifacts import summary_text
 
 _STATE_STYLE = {'COMPLETE': 'green', 'CACHED': 'cyan', 'FAILED': 'bold red',
@@ -124,15 +125,8 @@ def _input_data(branch: Tree, data: Dict[str, Any]) -> None:
   base = branch.add(Text.assemble(('input ', 'bold'), data['input_base'],
                                   f'  ({span}{version})'))
   for split in data['splits']:
-    recorded = split.get('recorded')
-    facts = (f'read {recorded["num_files"]} files, '
-             f'{recorded["total_bytes"]:,} bytes' if recorded
-             else 'no input fingerprint recorded')
-    if 'unchanged' in split:
-      changed = ', '.join(dict.fromkeys(split['changed']))
-      facts += ('; the files there now are the same' if split['unchanged']
-                else f'; the files there now differ in: {changed}')
-    node = base.add(f'split {split["name"]}: {split["pattern"]}  ({facts})')
+    node = base.add(f'split {split["name"]}: {split["pattern"]}  '
+                    f'({lineage_lib.split_facts(split)})')
     for f in split['files_now']:
       node.add(f'{os.path.basename(f["path"])}  {f["bytes"]:,} bytes  '
                f'modified {_short_time(timestamp(int(f["mtime"] * 1000)))}')
