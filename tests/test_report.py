@@ -14,6 +14,7 @@ import local_runner
 from inspector import report
 from inspector import report_html
 from pipeline import configs
+from runners import local_store
 from runners import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
@@ -246,8 +247,9 @@ def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path,
                                                                caplog):
   # What local_runner.py prints instead of the report's path: why not; the
   # log has the traceback, and no report (or half of one) is left.
-  line = run_report.write_report(str(tmp_path / 'nowhere.db'), str(tmp_path),
-                                 configs.PIPELINE_NAME)
+  # A SQLite store in an output directory that has none.
+  line = run_report.write_report(local_store.for_run(str(tmp_path), None),
+                                 str(tmp_path), configs.PIPELINE_NAME)
   assert line.startswith('Report: not written (InspectError: ')
   assert 'no ML Metadata store' in line
   assert 'Traceback' in caplog.text
