@@ -2,6 +2,9 @@
 and a transform graph from tf.Transform, both through real Beam, in one
 process (the project's standalone runners, with in-memory Beam)."""
 
+import contextlib
+import sys
+
 from tests import example_gen_standalone
 from tests import transform_analysis
 
@@ -9,12 +12,30 @@ IN_MEMORY = ['--direct_running_mode=in_memory']
 mnist_schema = transform_analysis.mnist_schema
 
 
+@contextlib.contextmanager
+def _program_argv():
+  """sys.argv without the test runner's arguments.
+
+  TFX's Beam executors parse sys.argv + their Beam args as absl flags
+  (base_beam_executor): under `pytest -v`, pytest's -v reads as absl's
+  --verbosity and takes the next argument as its value, and the executor
+  fails before it starts.
+  """
+  argv = sys.argv
+  sys.argv = argv[:1]
+  try:
+    yield
+  finally:
+    sys.argv = argv
+
+
 def run_example_gen(input_base, output_uri, options, input_config=None,
                     output_config=None):
   """Runs the ImageExampleGen executor; returns its Examples artifact."""
-  return example_gen_standalone.run_example_gen(
-      input_base, output_uri, options, IN_MEMORY, input_config=input_config,
-      output_config=output_config)
+  with _program_argv():
+    return example_gen_standalone.run_example_gen(
+        input_base, output_uri, options, IN_MEMORY, input_config=input_config,
+        output_config=output_config)
 
 
 def make_transform_output(train_pattern, geometry, output_dir,
