@@ -83,7 +83,7 @@ def _write(tmp_path, spec, name='spec.yaml'):
 
 def _run(tmp_path, spec=None, backend=None, label='run', **parameters):
   launcher = kfp_launcher.LocalLauncher(
-      _write(tmp_path, spec or SPEC), 's3://bucket/root', mode='kubeflow',
+      _write(tmp_path, spec or SPEC), 's3://bucket/pipeline-root', mode='kubeflow',
       parameters=parameters or {'p': 'x'}, backend=backend,
       log_dir=str(tmp_path / label))
   launcher.run()
@@ -104,12 +104,12 @@ def test_inputs_come_as_ml_metadata_hands_them_and_hooks_are_ignored(
   assert thing['name'] == '1'
   assert thing['type'] == {'instanceSchema': ''}
   assert thing['metadata'] == {'made': 1.0}
-  assert thing['uri'] == f's3://bucket/root/tiny/{launcher.run_id}/make/thing'
+  assert thing['uri'] == f's3://bucket/pipeline-root/tiny/{launcher.run_id}/make/thing'
   # Outputs: the spec's type, no name yet, the ExecutorOutput file local.
   [result] = _seen(launcher, 'use')['outputs']['artifacts']['result'][
       'artifacts']
   assert result['type'] == MODEL_TYPE and 'name' not in result
-  assert result['uri'] == f's3://bucket/root/tiny/{launcher.run_id}/use/result'
+  assert result['uri'] == f's3://bucket/pipeline-root/tiny/{launcher.run_id}/use/result'
   assert _seen(launcher, 'use')['outputs']['outputFile'].startswith(
       launcher.local_dir)
 
