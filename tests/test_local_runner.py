@@ -1,7 +1,6 @@
 """The data half of the DAG through local_runner.py: real LocalDagRunner,
 real Beam, real ML Metadata in SQLite, on tiny data the tests write."""
 
-import gzip
 import json
 import os
 import pathlib
@@ -126,18 +125,18 @@ def test_anomalies_stop_the_run_and_say_why(tmp_path):
   assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
 
 
+# Through the program, one case per kind of check that stops a run: a
+# damaged IDX file (truncated gzip), IDX contents (labels outside the
+# classes), an image that does not decode (in a multi-process Beam worker),
+# a folder's listing (a stray file; an unreadable folder). The message of
+# every other kind of damage is tested where it is raised:
+# tests/test_idx.py, tests/test_image_folder.py, tests/test_image_example_gen.py.
 @pytest.mark.parametrize('layout, damage, message', [
     ('idx', 'truncate', 'train-images-idx3-ubyte.gz: corrupt or truncated gzip data'),
-    ('idx', 'not_gzip', 'train-images-idx3-ubyte.gz: not gzip data despite its .gz name'),
-    ('idx', 'magic', 'train-labels-idx1-ubyte.gz: not an IDX file: bad magic number'),
-    ('idx', 'count', 't10k-images-idx3-ubyte.gz: holds 20 images but'),
     ('idx', 'label', 'train-labels-idx1-ubyte.gz: 28 labels outside the '
      'class range 0..2 (first: label 3 of record 3)'),
-    ('idx', 'empty_split', 'train-images-idx3-ubyte.gz: the split holds no images'),
     ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
-    ('images', 'empty', 'eval/cat/1.jpg: empty file (0 bytes)'),
     ('images', 'not_image', 'train/cat/notes.txt: not an image file'),
-    ('images', 'empty_class', "train/dog: class folder 'dog' holds no images"),
     ('images', 'unreadable', "train/fish: cannot read class folder 'fish'"),
 ])
 def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
@@ -145,44 +144,27 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
   if damage == 'unreadable' and local_run.permissions_enforceable():
     pytest.skip(local_run.permissions_enforceable())
   if layout == 'idx':
-    datasets.write_idx_dataset(
-        str(data), {'train': 0, 't10k': 5} if damage == 'empty_split' else None)
+    datasets.write_idx_dataset(str(data))
   else:
     datasets.write_image_folder(str(data))
   class_names = []
   if damage == 'truncate':
     path = data / 'train-images-idx3-ubyte.gz'
     path.write_bytes(path.read_bytes()[:-300])
-  elif damage == 'not_gzip':  # E.g. an error page saved under the file's name.
-    (data / 'train-images-idx3-ubyte.gz').write_text('<html>Not Found</html>')
-  elif damage == 'magic':
-    (data / 'train-labels-idx1-ubyte.gz').write_bytes(
-        gzip.compress(b'\x00\x00\x00\x00' * 20))
-  elif damage == 'count':
-    datasets.write_idx_dataset(str(tmp_path / 'other'), {'t10k': 19})
-    os.replace(tmp_path / 'other' / 't10k-labels-idx1-ubyte.gz',
-               data / 't10k-labels-idx1-ubyte.gz')
   elif damage == 'label':  # Labels 0..9 in the files, three classes named.
     class_names = ['--class-names', 'a,b,c']
-  elif damage == 'empty_split':
-    class_names = ['--class-names', 'a,b,c,d,e']
   elif damage == 'corrupt':
     path = data / 'train' / 'dog' / '2.png'
     path.write_bytes(path.read_bytes()[:50])
-  elif damage == 'empty':
-    (data / 'eval' / 'cat' / '1.jpg').write_bytes(b'')
   elif damage == 'not_image':
     (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
-  elif damage == 'empty_class':
-    for image in (data / 'train' / 'dog').iterdir():
-      image.unlink()
   elif damage == 'unreadable':
     (data / 'train' / 'fish').chmod(0)
 
   try:
     result = run('--data-dir', str(data), '--input-format', layout,
                  '--output-dir', str(tmp_path / 'out'), *class_names,
-                 *([ONE_PROCESS] if damage not in ('corrupt', 'empty') else []),
+                 *([ONE_PROCESS] if damage != 'corrupt' else []),
                  obey_permissions=True)
   finally:
     if damage == 'unreadable':

@@ -241,21 +241,3 @@ def test_malformed_requests_are_rejected_and_serving_goes_on(
                                   before['classes'].numpy())
     np.testing.assert_allclose(after['probabilities'].numpy(),
                                before['probabilities'].numpy(), rtol=1e-6)
-
-
-def test_a_model_below_the_threshold_is_not_pushed(tmp_path):
-  # Shuffled labels: the model cannot beat chance (10%) on the eval split.
-  datasets.write_idx_dataset(str(tmp_path / 'data'), {'train': 100, 't10k': 100},
-                             learnable=False)
-  result = run('--data-dir', str(tmp_path / 'data'), '--output-dir',
-               str(tmp_path / 'out'), '--accuracy-threshold', '0.6',
-               *TINY_TRAINING)
-  assert result.returncode == 0
-  assert 'NOT blessed' in result.stdout
-  store = mlmd.open_store(str(tmp_path / 'out'))
-  [blessing] = mlmd.live_artifacts(store, 'ModelBlessing')
-  assert blessing.custom_properties['blessed'].int_value == 0
-  [pushed_model] = mlmd.live_artifacts(store, 'PushedModel')
-  assert pushed_model.custom_properties['pushed'].int_value == 0
-  serving_dir = tmp_path / 'out' / 'serving_model'
-  assert not serving_dir.exists() or not any(serving_dir.iterdir())
