@@ -102,6 +102,18 @@ SHUFFLE_BUFFER = 60_000  # Records; MNIST's whole training split.
 MIXED_PRECISION = True  # float16 compute on GPUs (never on CPU).
 TRAIN_STEPS = None
 EVAL_STEPS = None
+# Training on several workers (--trainer-workers N): N processes under
+# MultiWorkerMirroredStrategy, the batch size per worker. Locally the
+# Trainer starts them on this machine (modules/local_workers.py); on Vertex
+# AI they are the replicas of a custom job (kubeflow_runner.py).
+TRAINER_WORKERS = 1
+# Local workers: all of training must end within this time, or every
+# worker is stopped (a hung worker never hangs the run).
+TRAINER_WORKERS_TIMEOUT_SECONDS = 24 * 3600
+# Any cluster: a collective op (each training step's all-reduce) that waits
+# this long for the other workers fails, and its worker with it. Longer
+# than any one step or the chief's export of the model.
+COMMUNICATION_TIMEOUT_SECONDS = 600
 # The network (modules/model.py): 'auto' picks from the data's geometry at
 # training time, 'mnist-cnn' or 'small-gap-cnn' force one.
 MODEL = 'auto'

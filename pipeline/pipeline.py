@@ -189,7 +189,10 @@ def training_config(**overrides) -> TrainingConfig:
   values = dict(
       batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
       shuffle_buffer=configs.SHUFFLE_BUFFER,
-      mixed_precision=configs.MIXED_PRECISION)
+      mixed_precision=configs.MIXED_PRECISION,
+      workers=configs.TRAINER_WORKERS,
+      workers_timeout_seconds=configs.TRAINER_WORKERS_TIMEOUT_SECONDS,
+      communication_timeout_seconds=configs.COMMUNICATION_TIMEOUT_SECONDS)
   for key, value in overrides.items():
     target = (budget_values if key in budget else
               model_values if key in model else values)
