@@ -43,8 +43,9 @@ LOGS_DIR = 'workers'
 # Lines of a failed worker's output the error quotes.
 TAIL_LINES = 15
 _POLL_SECONDS = 0.5
-# An epoch line as absl prints it (`I... progress.py:123] Epoch 1/4: ...`).
-_EPOCH_LINE = re.compile(r'\] Epoch (\d+)/(\d+): (.*)$')
+# An epoch line as the worker prints it (`INFO:absl:Epoch 1/4: ...`, or
+# with absl's own handler `I... progress.py:123] Epoch 1/4: ...`).
+_EPOCH_LINE = re.compile(r'[:\]] ?Epoch (\d+)/(\d+): (.*)$')
 # Linux's prctl(PR_SET_PDEATHSIG): a worker is killed when this process dies.
 _PR_SET_PDEATHSIG = 1
 
@@ -158,6 +159,9 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
       for i in range(workers):
         env = {**os.environ,
                cluster.TF_CONFIG: cluster.local_tf_config(addresses, i),
+               # Lines reach the log as they are written (the epoch lines
+               # are relayed from there).
+               'PYTHONUNBUFFERED': '1',
                # The workers import this very copy of the project.
                'PYTHONPATH': os.pathsep.join(
                    [project_root] + [p for p in [os.environ.get('PYTHONPATH')]
