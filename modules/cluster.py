@@ -61,6 +61,11 @@ def parse(tf_config: Optional[str]) -> Optional[Task]:
               bool(cluster.get('chief')))
 
 
+def has_tf_config() -> bool:
+  """Whether a cluster manager (Vertex AI, a TFJob...) started this process."""
+  return bool(os.environ.get(TF_CONFIG))
+
+
 def from_environment() -> Optional[Task]:
   """This process's task, or None for a single-process run."""
   return parse(os.environ.get(TF_CONFIG))

@@ -143,11 +143,11 @@ def run_fn(fn_args: FnArgs) -> None:
 
   Trains in this process, as one of several workers when TF_CONFIG names a
   cluster, or hands training to local worker processes (config.workers > 1
-  and no cluster).
+  and no TF_CONFIG: nothing else started any).
   """
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   task = cluster.from_environment()
-  if task is None and config.workers > 1:
+  if config.workers > 1 and not cluster.has_tf_config():
     local_workers.train(fn_args, config.workers,
                         config.workers_timeout_seconds)
     return

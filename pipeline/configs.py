@@ -165,6 +165,8 @@ S3_CREDENTIALS_SECRET = 'mlpipeline-minio-artifact'
 S3_CREDENTIALS_KEYS = ('accesskey', 'secretkey')
 # Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
 IMAGE_PROJECT_DIR = '/pipeline'
+# Machine of each Trainer replica on Vertex AI with --trainer-workers N.
+VERTEX_TRAINER_MACHINE_TYPE = 'n1-standard-8'
 # Accelerator requested by `--gpu N`: the Kubernetes resource name on
 # Kubeflow; Vertex AI wants a machine accelerator type (NVIDIA_TESLA_T4...).
 GPU_TYPE = 'nvidia.com/gpu'
