@@ -1,9 +1,13 @@
 """run_fn on several workers (--trainer-workers N): real worker processes
 on loopback under MultiWorkerMirroredStrategy, on tiny data."""
 
+import copy
 import glob
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -13,16 +17,22 @@ import pytest
 import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
+from kubeflow import vertex_training
 from modules import cluster
 from modules import devices
 from modules import local_workers
 from modules import trainer
+from pipeline import configs
 from pipeline import pipeline
 from records import features
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
 from tfx.components.trainer.fn_args_utils import FnArgs
+from tfx.extensions.google_cloud_ai_platform import training_clients
+from tfx.extensions.google_cloud_ai_platform.trainer import executor as trainer_executor
+from tfx.types import artifact_utils
+from tfx.types import standard_artifacts
 
 TRAIN, EVAL = 256, 64
 # More shards than workers: each worker reads its own files.
@@ -187,3 +197,74 @@ def test_tf_config_of_vertex_and_of_local_workers():
   assert cluster.parse(None) is None
   with pytest.raises(ValueError, match='TF_CONFIG is not a JSON object'):
     cluster.parse('chief')
+
+
+def _vertex_tf_config(addresses, task_type):
+  """TF_CONFIG as Vertex AI sets it in a custom job's replicas: pool 0 is
+  the chief, pool 1 the workers."""
+  return json.dumps({
+      'cluster': {'chief': addresses[:1], 'worker': addresses[1:]},
+      'task': {'type': task_type, 'index': 0, 'trial': ''},
+      'job': '{}', 'environment': 'cloud'})
+
+
+def test_vertex_replicas_train_as_chief_and_worker(data, tmp_path):
+  """The command every replica of the Trainer's Vertex AI custom job runs
+  (TFX's Trainer executor through tfx.scripts.run_executor, as TFX's
+  Vertex job client writes it from our custom_config), run here: one
+  process per replica, each with the TF_CONFIG Vertex AI gives it."""
+  examples_uri, transform_dir = data
+  examples = standard_artifacts.Examples()
+  examples.uri = examples_uri
+  examples.split_names = artifact_utils.encode_split_names(['train', 'eval'])
+  graph = standard_artifacts.TransformGraph()
+  graph.uri = transform_dir
+  model = standard_artifacts.Model()
+  model.uri = str(tmp_path / 'model')
+  model_run = standard_artifacts.ModelRun()
+  model_run.uri = str(tmp_path / 'model_run')
+  custom_config = {
+      'training': _fn_args(data, tmp_path, workers=2).custom_config[
+          'training'],
+      **vertex_training.trainer_custom_config(
+          'project', 'region', 'image', 2, 'machine')}
+  exec_properties = {'run_fn': configs.RUN_FN, 'train_args': '{}',
+                     'eval_args': '{}',
+                     'custom_config': json.dumps(custom_config)}
+  job_args = copy.deepcopy(custom_config[trainer_executor.TRAINING_ARGS_KEY])
+  job_args.pop('project')  # What TFX's runner does before this call.
+  # TFX's own job construction; the client is not initialised, so nothing
+  # is sent anywhere.
+  job = object.__new__(training_clients.VertexJobClient).create_training_job(
+      {'examples': [examples], 'transform_graph': [graph]},
+      {'model': [model], 'model_run': [model_run]}, exec_properties,
+      'tfx.components.trainer.executor.GenericExecutor', job_args, None, None)
+  pools = job['job_spec']['worker_pool_specs']
+  assert [pool['replica_count'] for pool in pools] == [1, 1]
+
+  addresses = [f'127.0.0.1:{port}' for port in local_workers.free_ports(2)]
+  processes = []
+  for task_type, pool in zip(('chief', 'worker'), pools):
+    command = pool['container_spec']['command']
+    assert command[:3] == ['python', '-m', 'tfx.scripts.run_executor']
+    with open(tmp_path / f'{task_type}.log', 'w') as log:
+      processes.append(subprocess.Popen(
+          [sys.executable, *command[1:]], stdout=log,
+          stderr=subprocess.STDOUT, cwd=tmp_path,
+          env={**os.environ,
+               cluster.TF_CONFIG: _vertex_tf_config(addresses, task_type)}))
+  try:
+    codes = [process.wait(timeout=600) for process in processes]
+  finally:
+    for process in processes:
+      process.kill()
+  logs = {t: (tmp_path / f'{t}.log').read_text() for t in ('chief', 'worker')}
+  # Both executors succeeded: the worker's too, which checks that the
+  # serving model exists once run_fn returns (the chief wrote it).
+  assert codes == [0, 0], {t: log[-3000:] for t, log in logs.items()}
+  assert 'chief 0 of 2 training tasks (chief)' in logs['chief']
+  assert 'worker 0 of 2 training tasks' in logs['worker']
+  assert _saved_models(str(tmp_path)) == [
+      str(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')]
+  assert _accuracy(str(tmp_path / 'model' / 'Format-Serving'),
+                   examples_uri) >= 0.9
