@@ -17,7 +17,6 @@ worker is killed. Each worker's full output is kept in the ModelRun
 artifact's `workers/` folder.
 """
 
-import ctypes
 import json
 import os
 import re
@@ -46,8 +45,6 @@ _POLL_SECONDS = 0.5
 # An epoch line as the worker prints it (`INFO:absl:Epoch 1/4: ...`, or
 # with absl's own handler `I... progress.py:123] Epoch 1/4: ...`).
 _EPOCH_LINE = re.compile(r'[:\]] ?Epoch (\d+)/(\d+): (.*)$')
-# Linux's prctl(PR_SET_PDEATHSIG): a worker is killed when this process dies.
-_PR_SET_PDEATHSIG = 1
 
 
 class WorkerError(RuntimeError):
@@ -84,16 +81,6 @@ def threads_per_worker(workers: int, cores: Optional[int] = None) -> int:
   """The machine's cores shared out: each worker's TensorFlow thread pools
   (left alone, every worker would size its pools for the whole machine)."""
   return max(1, (cores or os.cpu_count() or 1) // workers)
-
-
-def _die_with_parent() -> None:
-  """In the worker, before exec: dies when the pipeline's process does (a
-  killed run leaves no worker training)."""
-  try:
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(_PR_SET_PDEATHSIG,
-                                                   signal.SIGKILL)
-  except OSError:
-    pass  # Not Linux: the communication timeout ends orphans instead.
 
 
 def _exit_status(code: int) -> str:
@@ -170,7 +157,7 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
           processes.append(subprocess.Popen(
               [sys.executable, '-m', WORKER_MODULE, args_path],
               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-              env=env, preexec_fn=_die_with_parent))
+              env=env))
       _wait(processes, logs, timeout_seconds)
     finally:
       _stop(processes)
