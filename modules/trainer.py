@@ -148,6 +148,7 @@ def run_fn(fn_args: FnArgs) -> None:
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   task = cluster.from_environment()
   if config.workers > 1 and not cluster.has_tf_config():
+    check_files_per_worker(fn_args, config.workers)
     local_workers.train(fn_args, config.workers,
                         config.workers_timeout_seconds)
     return
@@ -155,6 +156,20 @@ def run_fn(fn_args: FnArgs) -> None:
   strategy = (devices.make_multi_worker_strategy(
       config.communication_timeout_seconds) if task else None)
   _train(fn_args, config, task, strategy)
+
+
+def check_files_per_worker(fn_args: FnArgs, workers: int) -> None:
+  """Each worker reads its own files of a split: a split of fewer files
+  than workers is an error, said before any worker starts."""
+  for split, patterns in (('train', fn_args.train_files),
+                          ('eval', fn_args.eval_files)):
+    files = input_pipeline.list_files(patterns)
+    if len(files) < workers:
+      raise ValueError(
+          f'{workers} Trainer workers need at least {workers} files per '
+          f'split, and the {split} split has {len(files)} '
+          f'({", ".join(patterns)}): each worker reads its own files. Write '
+          f'more shards (--num-shards) or train on fewer workers.')
 
 
 def _shard_by_file(dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -228,6 +243,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
       training=False)
   if task:
+    check_files_per_worker(fn_args, task.workers)
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
   callbacks = [

@@ -159,6 +159,11 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
   if args.trainer_workers < 1:
     raise SystemExit(f'error: --trainer-workers {args.trainer_workers}: '
                      'must be 1 or more')
+  if args.trainer_workers > args.num_shards:
+    # Each worker reads its own files (shards) of every split.
+    raise SystemExit(f'error: --trainer-workers {args.trainer_workers} needs '
+                     f'at least as many shards per split, --num-shards is '
+                     f'{args.num_shards}')
   preset = configs.DATASETS.get(args.dataset, {})
   accuracy_threshold = args.accuracy_threshold
   if accuracy_threshold is None:

@@ -308,6 +308,9 @@ def test_curated_schema_is_read_from_the_image(tmp_path):
     (['--trainer-workers', '0'], '--trainer-workers 0: must be 1 or more'),
     (['--trainer-workers', '2'], '--trainer-workers 2: not supported on '
      'open-source Kubeflow Pipelines'),
+    (['--target', 'vertex', '--trainer-workers', '5', '--num-shards', '4',
+      '--vertex-project', 'p', '--vertex-region', 'r'],
+     '--trainer-workers 5 needs at least as many shards per split'),
     (['--target', 'vertex', '--trainer-workers', '2', '--vertex-region', 'r'],
      'needs --vertex-project and --vertex-region'),
 ])

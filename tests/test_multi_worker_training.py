@@ -199,6 +199,17 @@ def test_tf_config_of_vertex_and_of_local_workers():
     cluster.parse('chief')
 
 
+def test_more_workers_than_files_is_refused_before_any_starts(data,
+                                                              tmp_path):
+  fn_args = _fn_args(data, tmp_path, workers=SHARDS + 1)
+  with pytest.raises(ValueError, match=(
+      f'{SHARDS + 1} Trainer workers need at least {SHARDS + 1} files per '
+      f'split, and the train split has {SHARDS} ')):
+    trainer.run_fn(fn_args)
+  assert _workers() == {}
+  assert not os.path.exists(fn_args.model_run_dir)
+
+
 def _vertex_tf_config(addresses, task_type):
   """TF_CONFIG as Vertex AI sets it in a custom job's replicas: pool 0 is
   the chief, pool 1 the workers."""
