@@ -9,6 +9,11 @@ Transform graph does, so serving sees exactly what training saw:
 and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
 The class names are in assets.extra/class_names.txt (line i names class i),
 and what was trained, and why, in assets.extra/training_plan.json.
+
+On several workers (a TF_CONFIG cluster: Vertex AI's replicas, or the
+local processes of modules/local_workers.py) every worker runs run_fn
+under MultiWorkerMirroredStrategy, reading its own files of each split;
+the chief writes the model and the logs.
 """
 
 import dataclasses
