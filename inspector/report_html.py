@@ -283,7 +283,9 @@ def _devices(part: Dict[str, Any]) -> str:
   rows = [['devices', escape(', '.join(part.get('devices') or []) or 'CPU')],
           ['strategy', escape(part.get('strategy'))],
           ['precision', escape(part.get('precision'))],
-          ['global batch', number(part.get('global_batch_size'))]]
+          ['global batch', number(part.get('global_batch_size'))],
+          # Plans written before multi-worker training have no count: one.
+          ['workers', number(part.get('workers', 1))]]
   return (f'<p>{escape(part.get("description", ""))}</p>'
           + table(['', ''], rows))
 

@@ -55,6 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from kubeflow import open_source_kfp  # pylint: disable=g-import-not-at-top,wrong-import-position
+from kubeflow import vertex_training  # pylint: disable=g-import-not-at-top,wrong-import-position
 from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
 from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -108,6 +109,19 @@ def make_parser() -> argparse.ArgumentParser:
       help='Accelerator type for --gpu: the Kubernetes resource on Kubeflow '
       '(default: %(default)s), a machine accelerator type on Vertex AI, e.g. '
       'NVIDIA_TESLA_T4.')
+  kubeflow.add_argument(
+      '--vertex-project', default=None, metavar='PROJECT',
+      help='--target vertex with --trainer-workers N: the Google Cloud '
+      'project of the Trainer\'s Vertex AI custom job.')
+  kubeflow.add_argument(
+      '--vertex-region', default=None, metavar='REGION',
+      help='--target vertex with --trainer-workers N: the region of that '
+      'custom job, e.g. europe-west4.')
+  kubeflow.add_argument(
+      '--trainer-machine-type', default=configs.VERTEX_TRAINER_MACHINE_TYPE,
+      help='--target vertex with --trainer-workers N: the machine of each '
+      'replica (default: %(default)s); --gpu and --gpu-type give each its '
+      'accelerators.')
   kubeflow.add_argument(
       '--s3-endpoint', default=None, metavar='URL',
       help='S3-compatible endpoint for s3:// paths, e.g. MinIO in the '
@@ -210,6 +224,20 @@ def check_args(args: argparse.Namespace) -> None:
                      'Kubeflow allows [a-z0-9-] only, up to 128 characters')
   if args.gpu < 0:
     raise SystemExit(f'error: --gpu {args.gpu}: must be 0 or more')
+  if args.trainer_workers > 1 and args.target == 'kubeflow':
+    # The Trainer's pod would start the workers beside itself, on one
+    # machine: no scaling out. See README's "Scaling out" for what a
+    # cluster needs (Kubeflow's Training Operator).
+    raise SystemExit(
+        f'error: --trainer-workers {args.trainer_workers}: not supported on '
+        'open-source Kubeflow Pipelines (--target kubeflow); --target vertex '
+        'runs the Trainer as a Vertex AI custom job of that many replicas')
+  if args.trainer_workers > 1 and not (args.vertex_project and
+                                       args.vertex_region):
+    raise SystemExit(
+        f'error: --trainer-workers {args.trainer_workers} on Vertex AI needs '
+        '--vertex-project and --vertex-region (where the Trainer\'s custom '
+        'job runs)')
   args.pipeline_root = _location('--pipeline-root', args.pipeline_root,
                                  args.allow_local_paths)
   args.data_dir = _location('--data-dir', args.data_dir, args.allow_local_paths)
@@ -240,6 +268,20 @@ def trainer_resources(gpus: int, gpu_type: str):
       resource_count=str(gpus)))
 
 
+def _vertex_training(args: argparse.Namespace) -> Optional[Dict[str, Any]]:
+  """The Trainer's Vertex AI custom job (--trainer-workers N), or None.
+
+  Its replicas get the accelerators (--gpu): the pipeline's Trainer task
+  only starts the job and waits.
+  """
+  if args.trainer_workers <= 1:
+    return None
+  return vertex_training.trainer_custom_config(
+      args.vertex_project, args.vertex_region, args.image,
+      args.trainer_workers, args.trainer_machine_type, args.gpu,
+      args.gpu_type)
+
+
 def build_pipeline(args: argparse.Namespace):
   """The DAG of `args` with the cluster's paths (check_args first)."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
@@ -258,8 +300,9 @@ def build_pipeline(args: argparse.Namespace):
       enable_cache=not args.no_cache,
       # KFP runs no resolver: the baseline is read from the serving directory.
       baseline='served' if args.target == 'kubeflow' else configs.BASELINE,
+      vertex_training=_vertex_training(args),
       **flags.pipeline_arguments(args))
-  if args.gpu:
+  if args.gpu and not args.trainer_workers > 1:
     [trainer] = [c for c in dag.components if c.id == 'Trainer']
     trainer.with_platform_config(trainer_resources(args.gpu, args.gpu_type))
   return dag
@@ -336,7 +379,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f'  pipeline root: {args.pipeline_root}\n'
         f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'
-        + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else ''))
+        + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else '')
+        + (f'\n  Trainer: a Vertex AI custom job of {args.trainer_workers} '
+           f'replicas ({args.trainer_machine_type}) in {args.vertex_project}/'
+           f'{args.vertex_region}' if args.trainer_workers > 1 else ''))
   return 0
 
 

@@ -9,12 +9,19 @@ Transform graph does, so serving sees exactly what training saw:
 and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
 The class names are in assets.extra/class_names.txt (line i names class i),
 and what was trained, and why, in assets.extra/training_plan.json.
+
+On several workers (a TF_CONFIG cluster: Vertex AI's replicas, or the
+local processes of modules/local_workers.py) every worker runs run_fn
+under MultiWorkerMirroredStrategy, reading its own files of each split;
+the chief writes the model and the logs.
 """
 
 import dataclasses
 import json
 import math
 import os
+import shutil
+import tempfile
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -23,8 +30,10 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+from modules import cluster
 from modules import devices
 from modules import input_pipeline
+from modules import local_workers
 from modules import model as model_lib
 from modules import progress
 from modules import training_plan
@@ -49,6 +58,12 @@ class TrainingConfig:
   shuffle_buffer: int
   mixed_precision: bool  # On GPUs.
   model: model_lib.ModelConfig
+  # Worker processes that train together on this machine when there is no
+  # TF_CONFIG cluster (modules/local_workers.py); a cluster's TF_CONFIG
+  # (Vertex AI, Kubeflow's Training Operator) says how many it has.
+  workers: int
+  workers_timeout_seconds: float  # Local workers: all of training.
+  communication_timeout_seconds: float  # One collective op, any cluster.
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -129,8 +144,62 @@ def export_serving_model(model: keras.Model,
 
 
 def run_fn(fn_args: FnArgs) -> None:
-  """TFX Trainer entry point."""
+  """TFX Trainer entry point.
+
+  Trains in this process, as one of several workers when TF_CONFIG names a
+  cluster, or hands training to local worker processes (config.workers > 1
+  and no TF_CONFIG: nothing else started any).
+  """
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
+  task = cluster.from_environment()
+  if config.workers > 1 and not cluster.has_tf_config():
+    check_files_per_worker(fn_args, config.workers)
+    local_workers.train(fn_args, config.workers,
+                        config.workers_timeout_seconds)
+    return
+  # First thing, before any TensorFlow op (see devices.py).
+  strategy = (devices.make_multi_worker_strategy(
+      config.communication_timeout_seconds) if task else None)
+  _train(fn_args, config, task, strategy)
+
+
+def check_files_per_worker(fn_args: FnArgs, workers: int) -> None:
+  """Each worker reads its own files of a split: a split of fewer files
+  than workers is an error, said before any worker starts."""
+  for split, patterns in (('train', fn_args.train_files),
+                          ('eval', fn_args.eval_files)):
+    files = input_pipeline.list_files(patterns)
+    if len(files) < workers:
+      raise ValueError(
+          f'{workers} Trainer workers need at least {workers} files per '
+          f'split, and the {split} split has {len(files)} '
+          f'({", ".join(patterns)}): each worker reads its own files. Write '
+          f'more shards (--num-shards) or train on fewer workers.')
+
+
+def _shard_by_file(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """Each worker reads its own shards (files) of the split: the dataset
+  needs at least as many files as there are workers."""
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.FILE)
+  return dataset.with_options(options)
+
+
+def _barrier(strategy: tf.distribute.Strategy) -> None:
+  """Returns when every worker got here (one all-reduce)."""
+
+  @tf.function
+  def one():
+    return strategy.run(lambda: tf.constant(1.0))
+
+  strategy.reduce(tf.distribute.ReduceOp.SUM, one(), axis=None)
+
+
+def _train(fn_args: FnArgs, config: TrainingConfig,
+           task: Optional[cluster.Task],
+           strategy: Optional[tf.distribute.Strategy]) -> None:
+  """Trains and exports; with `task`, as that worker of its cluster."""
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
   geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
@@ -139,13 +208,25 @@ def run_fn(fn_args: FnArgs) -> None:
       config.budget, config.model, geometry,
       input_pipeline.count_records(fn_args.train_files))
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
-                             config.mixed_precision)
-  logging.info('Trainer: %s; %d classes %s; images %s; %s.',
+                             config.mixed_precision,
+                             task.workers if task else 1)
+  # The chief writes the model and the logs; any other worker writes its
+  # copies (saving may need every worker's collective ops) to temporary
+  # folders, removed at the end.
+  chief = task is None or task.is_chief
+  temporary = [] if chief else [tempfile.mkdtemp(prefix='trainer-worker-')
+                                for _ in range(2)]
+  model_run_dir, serving_model_dir = (
+      (fn_args.model_run_dir, fn_args.serving_model_dir) if chief
+      else temporary)
+  logging.info('Trainer%s: %s; %d classes %s; images %s; %s.',
+               f' ({task.describe()})' if task else '',
                device_plan.describe(), len(class_names), class_names, geometry,
                plan.describe())
-  device_plan.write(fn_args.model_run_dir)
+  if chief:
+    device_plan.write(model_run_dir)
   keras.mixed_precision.set_global_policy(device_plan.precision)
-  strategy = devices.make_strategy(device_plan)
+  strategy = strategy or devices.make_strategy(device_plan)
 
   with strategy.scope():
     model = model_lib.build(plan.architecture, geometry, len(class_names),
@@ -166,12 +247,14 @@ def run_fn(fn_args: FnArgs) -> None:
   evaluation = input_pipeline.make_dataset(
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
       training=False)
+  if task:
+    check_files_per_worker(fn_args, task.workers)
+    train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
   callbacks = [
       keras.callbacks.LearningRateScheduler(
           lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
-      keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir,
-                                  update_freq='epoch'),
+      keras.callbacks.TensorBoard(log_dir=model_run_dir, update_freq='epoch'),
       # Instead of Keras's own output (verbose=0): see progress.py.
       progress.EpochProgress(device_plan.global_batch_size),
   ]
@@ -179,10 +262,17 @@ def run_fn(fn_args: FnArgs) -> None:
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
             callbacks=callbacks, verbose=0)
   export_serving_model(
-      model, tf_transform_output, class_names, fn_args.serving_model_dir,
+      model, tf_transform_output, class_names, serving_model_dir,
       input_pipeline.first_record(fn_args.train_files),
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry), 'augment': config.model.augment,
        'learning_rate': config.learning_rate,
-       'batch_size': device_plan.global_batch_size})
+       'batch_size': device_plan.global_batch_size,
+       'workers': device_plan.workers})
   keras.mixed_precision.set_global_policy('float32')
+  if task:
+    # No worker returns before the chief's model is written: on Vertex AI
+    # each worker's TFX executor checks that the serving model exists.
+    _barrier(strategy)
+  for directory in temporary:
+    shutil.rmtree(directory)

@@ -102,6 +102,18 @@ SHUFFLE_BUFFER = 60_000  # Records; MNIST's whole training split.
 MIXED_PRECISION = True  # float16 compute on GPUs (never on CPU).
 TRAIN_STEPS = None
 EVAL_STEPS = None
+# Training on several workers (--trainer-workers N): N processes under
+# MultiWorkerMirroredStrategy, the batch size per worker. Locally the
+# Trainer starts them on this machine (modules/local_workers.py); on Vertex
+# AI they are the replicas of a custom job (kubeflow_runner.py).
+TRAINER_WORKERS = 1
+# Local workers: all of training must end within this time, or every
+# worker is stopped (a hung worker never hangs the run).
+TRAINER_WORKERS_TIMEOUT_SECONDS = 24 * 3600
+# Any cluster: a collective op (each training step's all-reduce) that waits
+# this long for the other workers fails, and its worker with it. Longer
+# than any one step or the chief's export of the model.
+COMMUNICATION_TIMEOUT_SECONDS = 600
 # The network (modules/model.py): 'auto' picks from the data's geometry at
 # training time, 'mnist-cnn' or 'small-gap-cnn' force one.
 MODEL = 'auto'
@@ -153,6 +165,8 @@ S3_CREDENTIALS_SECRET = 'mlpipeline-minio-artifact'
 S3_CREDENTIALS_KEYS = ('accesskey', 'secretkey')
 # Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
 IMAGE_PROJECT_DIR = '/pipeline'
+# Machine of each Trainer replica on Vertex AI with --trainer-workers N.
+VERTEX_TRAINER_MACHINE_TYPE = 'n1-standard-8'
 # Accelerator requested by `--gpu N`: the Kubernetes resource name on
 # Kubeflow; Vertex AI wants a machine accelerator type (NVIDIA_TESLA_T4...).
 GPU_TYPE = 'nvidia.com/gpu'

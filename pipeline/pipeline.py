@@ -44,6 +44,7 @@ def create_pipeline(
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
     baseline: str = configs.BASELINE,
+    vertex_training: Optional[Mapping[str, Any]] = None,
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
@@ -53,6 +54,8 @@ def create_pipeline(
   learning_rate, architecture, augment...; see `training_config`).
   baseline: what the Evaluator compares the new model with, 'last_blessed'
   or 'served' (see _baseline).
+  vertex_training: the Trainer runs as a Vertex AI custom job: these
+  custom_config entries describe it (kubeflow/vertex_training.py).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
@@ -94,14 +97,21 @@ def create_pipeline(
       materialize=False).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
-  trainer = tfx.components.Trainer(
+  # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
+  # replicas run TFX's Trainer executor with this same custom_config.
+  trainer_class = tfx.components.Trainer
+  if vertex_training:
+    from tfx.v1.extensions import google_cloud_ai_platform  # pylint: disable=g-import-not-at-top
+    trainer_class = google_cloud_ai_platform.Trainer
+  trainer = trainer_class(
       run_fn=configs.RUN_FN,
       examples=example_gen.outputs['examples'],
       transform_graph=transform.outputs['transform_graph'],
       schema=schema_gen.outputs['schema'],
       train_args=tfx.proto.TrainArgs(num_steps=train_steps),
       eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
-      custom_config={'training': training_config(**(training or {})).to_dict()})
+      custom_config={'training': training_config(**(training or {})).to_dict(),
+                     **(vertex_training or {})})
 
   # What the new model must not be worse than (see _baseline).
   baseline_node, evaluator_class = _baseline(baseline, serving_model_dir)
@@ -189,7 +199,10 @@ def training_config(**overrides) -> TrainingConfig:
   values = dict(
       batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
       shuffle_buffer=configs.SHUFFLE_BUFFER,
-      mixed_precision=configs.MIXED_PRECISION)
+      mixed_precision=configs.MIXED_PRECISION,
+      workers=configs.TRAINER_WORKERS,
+      workers_timeout_seconds=configs.TRAINER_WORKERS_TIMEOUT_SECONDS,
+      communication_timeout_seconds=configs.COMMUNICATION_TIMEOUT_SECONDS)
   for key, value in overrides.items():
     target = (budget_values if key in budget else
               model_values if key in model else values)

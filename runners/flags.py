@@ -134,6 +134,13 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
                      'each epoch, to %s times this in the last (default: '
                      '%%(default)s).' % configs.LAST_EPOCH_LEARNING_RATE)
   train.add_argument(
+      '--trainer-workers', type=int, default=configs.TRAINER_WORKERS,
+      metavar='N',
+      help='Train on N workers under MultiWorkerMirroredStrategy, '
+      '--batch-size per worker (default: %(default)s). Locally: N processes '
+      'on this machine; kubeflow_runner.py --target vertex: a Vertex AI '
+      'custom job of N replicas.')
+  train.add_argument(
       '--accuracy-threshold', type=float, default=None,
       help='Eval-split accuracy a model needs to be blessed and pushed '
       '(default: the --dataset\'s, else %s).' % configs.ACCURACY_THRESHOLD)
@@ -149,6 +156,14 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
     raise SystemExit('error: --image-size and --channels apply to image '
                      'folders only (--input-format images); IDX files declare '
                      'their geometry in their headers')
+  if args.trainer_workers < 1:
+    raise SystemExit(f'error: --trainer-workers {args.trainer_workers}: '
+                     'must be 1 or more')
+  if args.trainer_workers > args.num_shards:
+    # Each worker reads its own files (shards) of every split.
+    raise SystemExit(f'error: --trainer-workers {args.trainer_workers} needs '
+                     f'at least as many shards per split, --num-shards is '
+                     f'{args.num_shards}')
   preset = configs.DATASETS.get(args.dataset, {})
   accuracy_threshold = args.accuracy_threshold
   if accuracy_threshold is None:
@@ -167,7 +182,7 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       span_dir_pattern=args.span_dir_pattern,
       training=dict(epochs=args.epochs, batch_size=args.batch_size,
                     learning_rate=args.learning_rate, architecture=args.model,
-                    augment=args.augment),
+                    augment=args.augment, workers=args.trainer_workers),
       train_steps=args.train_steps,
       eval_steps=args.eval_steps,
       accuracy_threshold=accuracy_threshold)

@@ -34,7 +34,19 @@ def test_the_plan_is_recorded_for_the_run_report(tmp_path):
                          ).read_text())
   assert recorded == {'strategy': 'mirrored', 'devices': ['/gpu:0', '/gpu:1'],
                       'precision': 'mixed_float16', 'global_batch_size': 128,
-                      'description': plan.describe()}
+                      'workers': 1, 'description': plan.describe()}
+
+
+def test_several_workers_multiply_the_batch_and_mirror():
+  cpu = devices.plan([], batch_size=64, workers=3)
+  assert (cpu.strategy, cpu.precision, cpu.global_batch_size, cpu.workers) == (
+      'multi_worker', 'float32', 192, 3)
+  assert cpu.describe().startswith('training on 3 workers, each on CPU')
+  gpus = devices.plan(['/gpu:0', '/gpu:1'], batch_size=64, workers=3)
+  assert (gpus.precision, gpus.global_batch_size) == ('mixed_float16', 384)
+  # Made first thing in a worker's process, never from a plan.
+  with pytest.raises(ValueError, match='make_multi_worker_strategy'):
+    devices.make_strategy(cpu)
 
 
 def test_one_gpu_trains_alone_in_mixed_precision():

@@ -197,6 +197,50 @@ def test_gpu_flag_requests_accelerators_for_the_trainer_only(tmp_path):
   assert 'resources' not in kubeflow_specs.container(plain, 'Trainer')
 
 
+def _trainer_custom_config(spec: dict) -> dict:
+  return json.loads(spec['root']['dag']['tasks']['Trainer']['inputs'][
+      'parameters']['custom_config']['runtimeValue']['constant'])
+
+
+def test_trainer_workers_on_vertex_are_a_custom_job_of_worker_pools(tmp_path):
+  spec = kubeflow_specs.compile_spec(
+      tmp_path / 'workers.json', '--target', 'vertex',
+      *kubeflow_specs.CLUSTER_PATHS, '--trainer-workers', '3',
+      '--vertex-project', 'my-project', '--vertex-region', 'europe-west4',
+      '--trainer-machine-type', 'n1-highmem-16', '--gpu', '2', '--gpu-type',
+      'NVIDIA_TESLA_T4')
+  # The task runs TFX's Vertex AI Trainer executor, which starts the job.
+  assert kubeflow_specs.container(spec, 'Trainer')['args'][:2] == [
+      '--executor_class_path',
+      'tfx.extensions.google_cloud_ai_platform.trainer.executor.'
+      'GenericExecutor']
+  # The accelerators are the replicas', not the task's.
+  assert 'resources' not in kubeflow_specs.container(spec, 'Trainer')
+  config = _trainer_custom_config(spec)
+  machine = {'machine_type': 'n1-highmem-16',
+             'accelerator_type': 'NVIDIA_TESLA_T4', 'accelerator_count': 2}
+  image = {'image_uri': kubeflow_specs.CLUSTER_PATHS[1]}
+  assert config['ai_platform_enable_vertex'] is True
+  assert config['ai_platform_vertex_region'] == 'europe-west4'
+  # Pool 0: the chief; pool 1: the other workers. Vertex AI gives each
+  # replica its TF_CONFIG (chief / worker), which run_fn reads.
+  assert config['ai_platform_training_args'] == {
+      'project': 'my-project',
+      'job_spec': {'worker_pool_specs': [
+          {'machine_spec': machine, 'replica_count': 1,
+           'container_spec': image},
+          {'machine_spec': machine, 'replica_count': 2,
+           'container_spec': image}]}}
+  # The replicas' run_fn gets the training settings, as locally.
+  assert config['training']['workers'] == 3
+  # Without the flag the Trainer is TFX's own, trained in its task.
+  plain = kubeflow_specs.compile_spec(tmp_path / 'one.json', '--target',
+                                      'vertex', *kubeflow_specs.CLUSTER_PATHS)
+  assert kubeflow_specs.container(plain, 'Trainer')['args'][1] == (
+      'tfx.components.trainer.executor.GenericExecutor')
+  assert set(_trainer_custom_config(plain)) == {'training'}
+
+
 def test_s3_endpoint_reaches_beam_and_the_containers(tmp_path):
   spec = kubeflow_specs.compile_spec(
       tmp_path / 's3.yaml', '--image', 'img:1',
@@ -261,6 +305,14 @@ def test_curated_schema_is_read_from_the_image(tmp_path):
     (['--schema', '/etc/hostname'], 'not a file of this project'),
     (['--s3-endpoint', 'minio:9000'], r'expected http\(s\)://HOST:PORT'),
     (['--s3-credentials-keys', 'accesskey'], 'expected ACCESS_KEY,SECRET_KEY'),
+    (['--trainer-workers', '0'], '--trainer-workers 0: must be 1 or more'),
+    (['--trainer-workers', '2'], '--trainer-workers 2: not supported on '
+     'open-source Kubeflow Pipelines'),
+    (['--target', 'vertex', '--trainer-workers', '5', '--num-shards', '4',
+      '--vertex-project', 'p', '--vertex-region', 'r'],
+     '--trainer-workers 5 needs at least as many shards per split'),
+    (['--target', 'vertex', '--trainer-workers', '2', '--vertex-region', 'r'],
+     'needs --vertex-project and --vertex-region'),
 ])
 def test_bad_flags_stop_with_a_clear_message(tmp_path, flags, message):
   output = tmp_path / 'p.yaml'

@@ -1,0 +1,47 @@
+"""The Trainer as a Vertex AI custom job with worker pools (--target vertex
+--trainer-workers N).
+
+TFX's Vertex AI Trainer (tfx.extensions.google_cloud_ai_platform.Trainer)
+runs in the pipeline's task only to start a custom job and wait for it;
+the job's replicas each run TFX's own Trainer executor
+(`python -m tfx.scripts.run_executor`, the command TFX writes into every
+worker pool) in --image, with the same inputs, outputs and custom_config.
+Vertex AI gives each replica a TF_CONFIG: pool 0 is the `chief` (one
+replica), pool 1 the N-1 `worker`s. run_fn (modules/trainer.py) reads it
+and trains under MultiWorkerMirroredStrategy; the chief writes the model.
+"""
+
+from typing import Any, Dict, List
+
+
+def worker_pool_specs(image: str, workers: int, machine_type: str,
+                      gpus: int = 0, gpu_type: str = '') -> List[Dict[str, Any]]:
+  """Vertex AI's workerPoolSpecs: the chief, then the other workers."""
+  machine_spec: Dict[str, Any] = {'machine_type': machine_type}
+  if gpus:
+    machine_spec.update(accelerator_type=gpu_type, accelerator_count=gpus)
+
+  def pool(replicas: int) -> Dict[str, Any]:
+    # TFX sets the command (its executor entrypoint) of every pool.
+    return {'machine_spec': dict(machine_spec), 'replica_count': replicas,
+            'container_spec': {'image_uri': image}}
+
+  return [pool(1)] + ([pool(workers - 1)] if workers > 1 else [])
+
+
+def trainer_custom_config(project: str, region: str, image: str,
+                          workers: int, machine_type: str, gpus: int = 0,
+                          gpu_type: str = '') -> Dict[str, Any]:
+  """The custom_config entries that make TFX's Vertex AI Trainer start the
+  custom job (its keys, from TFX's extension)."""
+  from tfx.extensions.google_cloud_ai_platform import constants  # pylint: disable=g-import-not-at-top
+  from tfx.extensions.google_cloud_ai_platform.trainer import executor  # pylint: disable=g-import-not-at-top
+  return {
+      constants.ENABLE_VERTEX_KEY: True,
+      constants.VERTEX_REGION_KEY: region,
+      executor.TRAINING_ARGS_KEY: {
+          'project': project,
+          'job_spec': {'worker_pool_specs': worker_pool_specs(
+              image, workers, machine_type, gpus, gpu_type)},
+      },
+  }

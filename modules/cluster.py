@@ -1,0 +1,79 @@
+"""Which training cluster this process is part of, as TF_CONFIG says.
+
+TF_CONFIG is the environment variable TensorFlow's distributed runtime
+reads: Vertex AI sets it in every replica of a custom job's worker pools
+(pool 0 is the `chief`, pool 1 the `worker`s), Kubeflow's Training
+Operator in every pod of a TFJob, and modules/local_workers.py in each
+worker process it starts. A TF_CONFIG that names one task, or none, is a
+single-process run.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+TF_CONFIG = 'TF_CONFIG'
+# Task types that train (an `evaluator` or `ps` task would not).
+TRAINING_TASK_TYPES = ('chief', 'worker')
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """This process in the cluster."""
+  task_type: str
+  task_index: int
+  workers: int  # Training tasks in the cluster: the chief and the workers.
+  has_chief: bool  # Whether the cluster has a `chief` task.
+
+  @property
+  def is_chief(self) -> bool:
+    """The one task that writes the model and the logs: the `chief` task, or
+    worker 0 when the cluster has no chief (TensorFlow's own rule)."""
+    return self.task_type == 'chief' or (
+        self.task_type == 'worker' and self.task_index == 0 and
+        not self.has_chief)
+
+  def describe(self) -> str:
+    return (f'{self.task_type} {self.task_index} of {self.workers} training '
+            f'tasks{" (chief)" if self.is_chief else ""}')
+
+
+def parse(tf_config: Optional[str]) -> Optional[Task]:
+  """The task of a TF_CONFIG value; None when it names fewer than two
+  training tasks (one process trains alone)."""
+  if not tf_config:
+    return None
+  try:
+    config = json.loads(tf_config)
+    cluster = config.get('cluster') or {}
+    task = config.get('task') or {}
+  except (ValueError, AttributeError) as e:
+    raise ValueError(f'{TF_CONFIG} is not a JSON object with "cluster" and '
+                     f'"task": {tf_config!r}') from e
+  workers = sum(len(cluster.get(t) or ()) for t in TRAINING_TASK_TYPES)
+  if workers < 2:
+    return None
+  if task.get('type') not in TRAINING_TASK_TYPES:
+    raise ValueError(f'{TF_CONFIG}: task {task!r} is not one of the training '
+                     f'tasks {TRAINING_TASK_TYPES} of cluster {cluster!r}')
+  return Task(task['type'], int(task.get('index', 0)), workers,
+              bool(cluster.get('chief')))
+
+
+def has_tf_config() -> bool:
+  """Whether a cluster manager (Vertex AI, a TFJob...) started this process."""
+  return bool(os.environ.get(TF_CONFIG))
+
+
+def from_environment() -> Optional[Task]:
+  """This process's task, or None for a single-process run."""
+  return parse(os.environ.get(TF_CONFIG))
+
+
+def local_tf_config(addresses: List[str], index: int) -> str:
+  """TF_CONFIG of worker `index` of a cluster of `addresses` (host:port),
+  worker 0 being the chief."""
+  config: Dict[str, Any] = {'cluster': {'worker': list(addresses)},
+                            'task': {'type': 'worker', 'index': index}}
+  return json.dumps(config)

@@ -1,0 +1,202 @@
+"""Multi-worker training on this machine: N worker processes on loopback.
+
+TFX's Trainer calls run_fn inside the pipeline's process, where TensorFlow
+has long been running, and MultiWorkerMirroredStrategy must configure the
+collective ops before a process runs its first TensorFlow op. So with
+`--trainer-workers N` and no cluster of its own (no TF_CONFIG) run_fn hands
+the work to N fresh processes, `python -m modules.trainer_worker`, each
+with a TF_CONFIG naming the N free loopback ports, the FnArgs (as JSON) and
+a share of the machine's cores; worker 0 is the chief. They train together
+(modules/trainer.py) and this process waits for them.
+
+A worker that dies ends the run at once: the others are killed and the
+error names the worker, its exit status and its last lines of output. A
+worker that hangs ends it too: its peers' collective ops time out (the
+communication timeout) and they exit; past the overall timeout every
+worker is killed. Each worker's full output is kept in the ModelRun
+artifact's `workers/` folder.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import attr
+from absl import logging
+import tensorflow as tf
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+from modules import cluster
+from modules import progress
+
+WORKER_MODULE = 'modules.trainer_worker'
+# In the ModelRun artifact: worker-<i>.log, each worker's whole output.
+LOGS_DIR = 'workers'
+# Lines of a failed worker's output the error quotes.
+TAIL_LINES = 15
+_POLL_SECONDS = 0.5
+# An epoch line as the worker prints it (`INFO:absl:Epoch 1/4: ...`, or
+# with absl's own handler `I... progress.py:123] Epoch 1/4: ...`).
+_EPOCH_LINE = re.compile(r'[:\]] ?Epoch (\d+)/(\d+): (.*)$')
+
+
+class WorkerError(RuntimeError):
+  """A worker failed, or the workers did not finish in time."""
+
+
+def fn_args_to_dict(fn_args: FnArgs) -> Dict[str, Any]:
+  """FnArgs as JSON-able values; the data accessor (functions of the
+  pipeline's process) stays behind: run_fn does not use it."""
+  return {k: v for k, v in attr.asdict(fn_args, recurse=False).items()
+          if k != 'data_accessor'}
+
+
+def fn_args_from_dict(values: Dict[str, Any]) -> FnArgs:
+  return FnArgs(**values)
+
+
+def free_ports(count: int) -> List[int]:
+  """`count` distinct loopback ports free right now (all held open until
+  all are chosen, so none is picked twice)."""
+  sockets = []
+  try:
+    for _ in range(count):
+      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      s.bind(('127.0.0.1', 0))
+      sockets.append(s)
+    return [s.getsockname()[1] for s in sockets]
+  finally:
+    for s in sockets:
+      s.close()
+
+
+def threads_per_worker(workers: int, cores: Optional[int] = None) -> int:
+  """The machine's cores shared out: each worker's TensorFlow thread pools
+  (left alone, every worker would size its pools for the whole machine)."""
+  return max(1, (cores or os.cpu_count() or 1) // workers)
+
+
+def _exit_status(code: int) -> str:
+  if code < 0:
+    return f'was killed by {signal.Signals(-code).name}'
+  return f'exited with status {code}'
+
+
+def _tail(path: str, lines: int = TAIL_LINES) -> str:
+  with open(path, errors='replace') as f:
+    return ''.join(f.readlines()[-lines:]).rstrip()
+
+
+class _EpochRelay:
+  """Re-logs the chief's epoch lines in this process, so that the console
+  shows training as it does with one process (runners/run_summary.py)."""
+
+  def __init__(self, path: str):
+    self._path = path
+    self._offset = 0
+
+  def relay(self) -> None:
+    with open(self._path, 'rb') as f:
+      f.seek(self._offset)
+      chunk = f.read()
+    end = chunk.rfind(b'\n') + 1  # Whole lines only.
+    self._offset += end
+    for line in chunk[:end].decode(errors='replace').splitlines():
+      match = _EPOCH_LINE.search(line)
+      if match:
+        logging.info(progress.EPOCH_LINE, int(match[1]), int(match[2]),
+                     match[3])
+
+
+def _stop(processes: Sequence[subprocess.Popen]) -> None:
+  for process in processes:
+    if process.poll() is None:
+      process.kill()
+  for process in processes:
+    process.wait()
+
+
+def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
+  """Trains with `workers` worker processes; returns when all succeeded.
+
+  Raises:
+    WorkerError: a worker failed (naming it, with its last lines), or
+      they had not finished after `timeout_seconds`.
+  """
+  project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  addresses = [f'127.0.0.1:{port}' for port in free_ports(workers)]
+  threads = threads_per_worker(workers)
+  with tempfile.TemporaryDirectory(prefix='trainer-workers-') as tmp:
+    args_path = os.path.join(tmp, 'fn_args.json')
+    with open(args_path, 'w') as f:
+      json.dump({'fn_args': fn_args_to_dict(fn_args), 'threads': threads}, f)
+    logs = [os.path.join(tmp, f'worker-{i}.log') for i in range(workers)]
+    logging.info('Trainer: %d worker processes on %s, %d threads each; '
+                 'worker 0 is the chief.', workers, ', '.join(addresses),
+                 threads)
+    processes = []
+    try:
+      for i in range(workers):
+        env = {**os.environ,
+               cluster.TF_CONFIG: cluster.local_tf_config(addresses, i),
+               # Lines reach the log as they are written (the epoch lines
+               # are relayed from there).
+               'PYTHONUNBUFFERED': '1',
+               # The workers import this very copy of the project.
+               'PYTHONPATH': os.pathsep.join(
+                   [project_root] + [p for p in [os.environ.get('PYTHONPATH')]
+                                     if p])}
+        with open(logs[i], 'wb') as log:
+          processes.append(subprocess.Popen(
+              [sys.executable, '-m', WORKER_MODULE, args_path],
+              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+              env=env))
+      _wait(processes, logs, timeout_seconds)
+    finally:
+      _stop(processes)
+      _keep_logs(logs, fn_args.model_run_dir)
+
+
+def _wait(processes: Sequence[subprocess.Popen], logs: Sequence[str],
+          timeout_seconds: float) -> None:
+  relay = _EpochRelay(logs[0])
+  deadline = time.monotonic() + timeout_seconds
+  while True:
+    relay.relay()
+    codes = [process.poll() for process in processes]
+    failed = [(i, code) for i, code in enumerate(codes) if code]
+    if failed:
+      _stop(processes)
+      # Several at once: the first one killed by a signal is the likelier
+      # cause (its peers then fail for want of it).
+      i, code = sorted(failed, key=lambda f: (f[1] > 0, f[0]))[0]
+      raise WorkerError(
+          f'Trainer worker {i} of {len(processes)} '
+          f'({"chief" if i == 0 else "worker"}) {_exit_status(code)}; '
+          f'its last lines (all of them in the ModelRun\'s {LOGS_DIR}/'
+          f'worker-{i}.log):\n{_tail(logs[i])}')
+    if all(code == 0 for code in codes):
+      return
+    if time.monotonic() > deadline:
+      _stop(processes)
+      raise WorkerError(
+          f'Trainer workers had not finished after {timeout_seconds:.0f}s '
+          '(the workers\' timeout): all stopped; their output is in the '
+          f'ModelRun\'s {LOGS_DIR}/ folder')
+    time.sleep(_POLL_SECONDS)
+
+
+def _keep_logs(logs: Sequence[str], model_run_dir: str) -> None:
+  target = os.path.join(model_run_dir, LOGS_DIR)
+  tf.io.gfile.makedirs(target)
+  for log in logs:
+    if os.path.exists(log):
+      tf.io.gfile.copy(log, os.path.join(target, os.path.basename(log)),
+                       overwrite=True)
