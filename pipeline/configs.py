@@ -70,12 +70,29 @@ BEAM_PIPELINE_ARGS = (
 LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
-# ExampleGen runs on one process: its work on IDX files (numpy, gzip) is
-# lighter than starting worker processes that each import TensorFlow (full
-# MNIST on 2 cores: 1.1 s in memory, 11.8 s multi-processing). These come
-# after BEAM_PIPELINE_ARGS and before --beam-args.
-EXAMPLE_GEN_BEAM_PIPELINE_ARGS = ('--direct_running_mode=in_memory',
-                                  '--direct_num_workers=1')
+# ExampleGen's Beam execution, by the size of its input (pipeline/scale.py;
+# bytes of pixels in IDX files, bytes of image files in folders): in one
+# process below EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES, where starting worker
+# processes that each import TensorFlow costs more than a second core
+# saves; one worker process per core from there on. The crossover, measured
+# on the ImageExampleGen executor over scaled MNIST (data/scaled_mnist.py)
+# on 2 cores: see BENCHMARKS.md's scale section. These come after
+# BEAM_PIPELINE_ARGS and before --beam-args.
+EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 500 * 10**6
+EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
+                                   '--direct_num_workers=1')
+EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS = ('--direct_running_mode=multi_processing',
+                                       '--direct_num_workers=0')
+
+# StatisticsGen: TFDV computes statistics over a sample of each split's
+# record batches when the input holds more than
+# STATISTICS_SAMPLE_ABOVE_RECORDS records (sample rate
+# STATISTICS_SAMPLE_RECORDS / records), over every record below.
+# What a sample leaves out: exact counts (TFDV scales them) and rare values,
+# which the schema's checks (label and pixel domains) do not need at that
+# size; what it saves: see BENCHMARKS.md's scale section.
+STATISTICS_SAMPLE_ABOVE_RECORDS = 1_000_000
+STATISTICS_SAMPLE_RECORDS = 500_000
 
 # Transform and Trainer: module paths (the package is installed, locally and
 # in the Kubeflow image, so no module files are copied around).

@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
+import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
@@ -40,6 +41,7 @@ def create_pipeline(
     accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
     beam_pipeline_args: Sequence[str] = (),
     example_gen_beam_pipeline_args: Sequence[str] = (),
+    statistics_sample_rate: Optional[float] = None,
     metadata_connection_config: Optional[
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
@@ -53,6 +55,8 @@ def create_pipeline(
   learning_rate, architecture, augment...; see `training_config`).
   baseline: what the Evaluator compares the new model with, 'last_blessed'
   or 'served' (see _baseline).
+  statistics_sample_rate: TFDV computes statistics over this fraction of
+  the record batches (None: all; see pipeline/scale.py).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
@@ -60,12 +64,14 @@ def create_pipeline(
       num_shards=num_shards, skip_bad_images=skip_bad_images,
       image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
-  # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
+  # passes pipeline/scale.py's choice by the input's size.
   if example_gen_beam_pipeline_args:
     example_gen.with_beam_pipeline_args(list(example_gen_beam_pipeline_args))
 
   statistics_gen = tfx.components.StatisticsGen(
-      examples=example_gen.outputs['examples'])
+      examples=example_gen.outputs['examples'],
+      stats_options=(tfdv.StatsOptions(sample_rate=statistics_sample_rate)
+                     if statistics_sample_rate else None))
 
   if schema_path:  # A curated schema beats an inferred one.
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)

@@ -33,14 +33,16 @@ TensorFlow's own gzip reader either way.
 
 import os
 import struct
+import uuid
 import zlib
-from typing import List, Sequence
+from typing import Iterable, List, Sequence
 
 import apache_beam as beam
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 import google_crc32c
 from isal import isal_zlib
+import tensorflow as tf
 from tfx.components.example_gen import write_split
 
 # Records that come one per element (image folders, hash-split outputs) are
@@ -124,3 +126,35 @@ def WriteSplit(batches: beam.pvalue.PCollection, split_uri: str,  # pylint: disa
   return batches | 'Write' >> WriteBatchesToTFRecord(
       os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
       num_shards)
+
+
+def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
+  """Shard `shard` of `split_uri`, named as WriteSplit names it."""
+  return os.path.join(
+      split_uri, f'{write_split.DEFAULT_TF_RECORD_FILE_NAME}-'
+      f'{shard:05d}-of-{num_shards:05d}.gz')
+
+
+def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
+  """Writes lists of serialized records as one gzipped TFRecord file, a list
+  at a time (memory holds one list); returns the number of records.
+
+  Written under a temporary name and renamed into place when complete, so
+  a shard's file is whole or absent, and a retried worker (Beam retries
+  failed bundles) replaces it with the same bytes.
+  """
+  tf.io.gfile.makedirs(os.path.dirname(path))
+  temp = f'{path}.temp-{uuid.uuid4().hex}'
+  count = 0
+  writer = _GzipWriter(tf.io.gfile.GFile(temp, 'wb'))
+  try:
+    for records in batches:
+      writer.write(frame(records))
+      count += len(records)
+    writer.close()
+  except BaseException:
+    writer.close()
+    tf.io.gfile.remove(temp)
+    raise
+  tf.io.gfile.rename(temp, path, overwrite=True)
+  return count
