@@ -6,10 +6,12 @@ image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
 TFX's does not do: the driver's work when no driver ran (driver_work.py),
 class names found over all splits before any is read
-(IDX files validated once, up front) and put on the artifact, with the
+(IDX headers and labels read up front, images checked by the workers as
+they read them) and put on the artifact, with the
 images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures); skipped images and the OS files left out of image
+says why, with figures), each IDX shard by the worker that converts it
+(idx_source.py says why); skipped images and the OS files left out of image
 folders gathered (skipped_images.py, os_files.py).
 """
 
