@@ -72,13 +72,18 @@ LOCAL_BEAM_PIPELINE_ARGS = (
 )
 # ExampleGen's Beam execution, by the size of its input (pipeline/scale.py;
 # bytes of pixels in IDX files, bytes of image files in folders): in one
-# process below EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES, where starting worker
-# processes that each import TensorFlow costs more than a second core
-# saves; one worker process per core from there on. The crossover, measured
-# on the ImageExampleGen executor over scaled MNIST (data/scaled_mnist.py)
-# on 2 cores: see BENCHMARKS.md's scale section. These come after
-# BEAM_PIPELINE_ARGS and before --beam-args.
-EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 500 * 10**6
+# process below EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES, a worker per core
+# from there on. Either way memory stays bounded (each shard is written by
+# the worker that converts it); the choice is speed. Measured with the
+# executor on scaled MNIST (data/scaled_mnist.py), 2 cores (AMD EPYC)
+# shared with other jobs (load ~5): 1x 0.96 s in one process against
+# 21.3 s with 2 worker processes (each imports TensorFlow and TFX: ~20 s of
+# start-up), 10x 5.8 against 30.6 s, 100x (4.7 GB of pixels) 65.5 against
+# 74.8 s: the workers' higher rate (~111,000 against ~92,000 examples/s)
+# repays their start-up only from ~11 million images (~9 GB) at that load;
+# on idle cores (estimated, not measured: ~10 s of start-up, twice the
+# rate) from ~4 million (~3 GB). 5 GB: 100x MNIST still in one process.
+EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 5 * 10**9
 EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
                                    '--direct_num_workers=1')
 EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS = ('--direct_running_mode=multi_processing',
