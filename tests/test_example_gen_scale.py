@@ -4,6 +4,7 @@ data found by a worker keeps its clear error, and the runner picks the
 execution mode and StatisticsGen's sampling by the input's size."""
 
 import gzip
+import json
 import os
 
 import pytest
@@ -121,3 +122,20 @@ def test_a_damaged_header_leaves_the_error_to_example_gen(tmp_path):
   datasets.write_idx_dataset(str(tmp_path / 'idx'))
   (tmp_path / 'idx' / 't10k-images-idx3-ubyte.gz').write_bytes(b'<html>')
   assert scale.measure(str(tmp_path / 'idx'), 'idx') is None
+
+
+def test_statistics_gen_samples_at_the_rate_the_pipeline_is_given(tmp_path):
+  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+
+  def stats_options(rate):
+    dag = pipeline.create_pipeline(
+        pipeline_name='p', pipeline_root=str(tmp_path / 'root'),
+        data_root=str(tmp_path / 'data'),
+        serving_model_dir=str(tmp_path / 'serving'),
+        statistics_sample_rate=rate)
+    statistics_gen, = [c for c in dag.components
+                       if c.id == 'StatisticsGen']
+    return statistics_gen.exec_properties.get('stats_options_json')
+
+  assert stats_options(None) is None
+  assert json.loads(stats_options(0.25))['_sample_rate'] == 0.25
