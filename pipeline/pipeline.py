@@ -68,10 +68,12 @@ def create_pipeline(
   if example_gen_beam_pipeline_args:
     example_gen.with_beam_pipeline_args(list(example_gen_beam_pipeline_args))
 
+  # Top-k and uniques from sketches: bounded memory (configs.py says why).
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'],
-      stats_options=(tfdv.StatsOptions(sample_rate=statistics_sample_rate)
-                     if statistics_sample_rate else None))
+      stats_options=tfdv.StatsOptions(
+          sample_rate=statistics_sample_rate,
+          use_sketch_based_topk_uniques=configs.STATISTICS_SKETCH_TOP_K))
 
   if schema_path:  # A curated schema beats an inferred one.
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
@@ -97,7 +99,9 @@ def create_pipeline(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       preprocessing_fn=configs.PREPROCESSING_FN,
-      materialize=False).with_id('Transform')
+      materialize=False,
+      # StatisticsGen's are the data's statistics (configs.py says why).
+      disable_statistics=not configs.TRANSFORM_STATISTICS).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
   trainer = tfx.components.Trainer(
