@@ -137,5 +137,7 @@ def test_statistics_gen_samples_at_the_rate_the_pipeline_is_given(tmp_path):
                        if c.id == 'StatisticsGen']
     return statistics_gen.exec_properties.get('stats_options_json')
 
-  assert stats_options(None) is None
+  assert json.loads(stats_options(None))['_sample_rate'] is None
   assert json.loads(stats_options(0.25))['_sample_rate'] == 0.25
+  # Top-k and uniques from sketches whatever the rate (bounded memory).
+  assert json.loads(stats_options(None))['_use_sketch_based_topk_uniques']
