@@ -113,7 +113,10 @@ STATISTICS_SAMPLE_RECORDS = 500_000
 # image itself: ~4.7 GB at 100x MNIST unsampled, ~0.4 GB for a 500,000
 # record sample); with sketches no buffer above 1 MB. The counts the schema
 # needs (label and pixel domains are integers; SchemaGen gives no string
-# domain to a feature of mostly distinct values) come out the same.
+# domain to a feature of mostly distinct values) come out the same. On 10x
+# MNIST (610,000 records, AMD EPYC, 2 cores): 18.4 s against 32.2 s, peak
+# RSS of the process tree 2.18 GB against 5.84 GB (the runner's 0.88
+# against 3.52 GB).
 STATISTICS_SKETCH_TOP_K = True
 
 # Transform: no pre- and post-transform statistics (TFX computes both by
@@ -130,6 +133,9 @@ STATISTICS_SKETCH_TOP_K = True
 # training split once for its analyzers and buffers nothing above 1 MB,
 # and took 30.0 s against 38.4 s; the process tree's peak RSS during
 # Transform went from 3.17 to 2.54 GB.
+# On 10x MNIST (610,000 records, AMD EPYC, 2 cores): 24.9 s against
+# 77.4 s, peak RSS of the process tree 2.58 GB against 12.60 GB (the
+# runner's 0.88 against 8.89 GB).
 TRANSFORM_STATISTICS = False
 
 # Transform and Trainer: module paths (the package is installed, locally and
