@@ -167,8 +167,15 @@ def _schema_path(args, connection_config) -> Optional[str]:
 def build_pipeline(args: argparse.Namespace):
   """The DAG of `args`, with this machine's paths and its ML Metadata."""
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  from pipeline import scale  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output_dir)
   connection_config = _store(args).connection_config
+  # ExampleGen's Beam execution and StatisticsGen's sampling follow the
+  # input's size; not known for object stores (then: the small-data
+  # settings, and --beam-args).
+  size = (scale.measure(args.data_dir, args.input_format,
+                        args.span_dir_pattern)
+          if '://' not in args.data_dir else None)
   return pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
@@ -182,8 +189,11 @@ def build_pipeline(args: argparse.Namespace):
                           shlex.split(args.beam_args)),
       # --beam-args last, so that they override ExampleGen's own too.
       example_gen_beam_pipeline_args=(
-          list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS) +
+          (scale.example_gen_beam_args(size) if size else
+           list(configs.EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)) +
           shlex.split(args.beam_args)),
+      statistics_sample_rate=scale.statistics_sample_rate(size) if size
+      else None,
       metadata_connection_config=connection_config,
       enable_cache=not args.no_cache,
       **flags.pipeline_arguments(args))

@@ -97,7 +97,8 @@ def main(argv=None) -> int:
     train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
     transform_output = transform_analysis.analyze(
         train_pattern, features.MNIST_GEOMETRY,
-        os.path.join(work_dir, 'transform'), conversion.BEAM_ARGS)
+        os.path.join(work_dir, 'transform'),
+        conversion.example_gen_beam_args(data_dir))
     num_classes = len(features.read_class_names(
         os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
 

@@ -20,12 +20,19 @@ from benchmarks import reference_tutorial
 from benchmarks.timing import Figure, timed
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
+from pipeline import scale
 from tests import example_gen_standalone
 
-# ExampleGen's Beam args in a local run (local_runner.py, pipeline.py).
+# Beam args of every Beam component in a local run (local_runner.py).
 BEAM_ARGS = (list(configs.BEAM_PIPELINE_ARGS) +
-             list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
-             list(configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS))
+             list(configs.LOCAL_BEAM_PIPELINE_ARGS))
+
+
+def example_gen_beam_args(data_dir: str):
+  """ExampleGen's Beam args in a local run on `data_dir`: its execution
+  follows the input's size (pipeline/scale.py)."""
+  return BEAM_ARGS + scale.example_gen_beam_args(scale.measure(data_dir,
+                                                               'idx'))
 
 
 @dataclasses.dataclass
@@ -48,7 +55,7 @@ def _ours(data_dir: str, out_dir: str):
   shutil.rmtree(out_dir, ignore_errors=True)
   return example_gen_standalone.run_example_gen(
       data_dir, out_dir, ImageExampleGenOptions(num_shards=configs.NUM_SHARDS),
-      BEAM_ARGS)
+      example_gen_beam_args(data_dir))
 
 
 def run(data_dir: str, work_dir: str, repetitions: int) -> Result:

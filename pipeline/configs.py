@@ -70,12 +70,73 @@ BEAM_PIPELINE_ARGS = (
 LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
-# ExampleGen runs on one process: its work on IDX files (numpy, gzip) is
-# lighter than starting worker processes that each import TensorFlow (full
-# MNIST on 2 cores: 1.1 s in memory, 11.8 s multi-processing). These come
-# after BEAM_PIPELINE_ARGS and before --beam-args.
-EXAMPLE_GEN_BEAM_PIPELINE_ARGS = ('--direct_running_mode=in_memory',
-                                  '--direct_num_workers=1')
+# ExampleGen's Beam execution, by the size of its input (pipeline/scale.py;
+# bytes of pixels in IDX files, bytes of image files in folders): in one
+# process below EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES, a worker per core
+# from there on. Either way memory stays bounded (each shard is written by
+# the worker that converts it); the choice is speed. Measured with the
+# executor on scaled MNIST (data/scaled_mnist.py), 2 cores (AMD EPYC)
+# shared with other jobs (load ~5): 1x 0.96 s in one process against
+# 21.3 s with 2 worker processes (each imports TensorFlow and TFX: ~20 s of
+# start-up), 10x 5.8 against 30.6 s, 100x (4.7 GB of pixels) 65.5 against
+# 74.8 s: the workers' higher rate (~111,000 against ~92,000 examples/s)
+# repays their start-up only from ~11 million images (~9 GB) at that load;
+# on idle cores (estimated, not measured: ~10 s of start-up, twice the
+# rate) from ~4 million (~3 GB). 5 GB: 100x MNIST still in one process.
+EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 5 * 10**9
+EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
+                                   '--direct_num_workers=1')
+EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS = ('--direct_running_mode=multi_processing',
+                                       '--direct_num_workers=0')
+
+# StatisticsGen: TFDV computes statistics over a sample of each split's
+# record batches when the input holds more than
+# STATISTICS_SAMPLE_ABOVE_RECORDS records (sample rate
+# STATISTICS_SAMPLE_RECORDS / records), over every record below.
+# What a sample leaves out: exact counts (TFDV scales them) and rare values,
+# which the schema's checks (label and pixel domains) do not need at that
+# size. Sampling skips the statistics work on the records left out; the
+# records are still read and parsed (TFDV samples after decoding). Below
+# 1M nothing is sampled: 10x MNIST (610,000 records) took 147 us per
+# record in full against 546 at 1x (worker start-up amortised; 2 shared
+# cores, load ~5); its effect at 100x is not measured yet.
+STATISTICS_SAMPLE_ABOVE_RECORDS = 1_000_000
+STATISTICS_SAMPLE_RECORDS = 500_000
+# TFDV's top-k and unique-value statistics from sketches (Misra-Gries and
+# KMV, combined per worker) instead of its exact generator, which counts
+# every distinct value of every string feature through a GroupByKey: on
+# images every `image` value is distinct, and the DirectRunner holds a
+# GroupByKey's whole input in the runner process. Measured by counting the
+# bytes Beam's runner buffers between stages (12,000 + 2,000 records of
+# random 28x28 images, 2 worker processes): the exact generator's Group
+# held 9.3 MB for the 12,000 training records (~780 bytes a record, the
+# image itself: ~4.7 GB at 100x MNIST unsampled, ~0.4 GB for a 500,000
+# record sample); with sketches no buffer above 1 MB. The counts the schema
+# needs (label and pixel domains are integers; SchemaGen gives no string
+# domain to a feature of mostly distinct values) come out the same. On 10x
+# MNIST (610,000 records, AMD EPYC, 2 cores): 18.4 s against 32.2 s, peak
+# RSS of the process tree 2.18 GB against 5.84 GB (the runner's 0.88
+# against 3.52 GB).
+STATISTICS_SKETCH_TOP_K = True
+
+# Transform: no pre- and post-transform statistics (TFX computes both by
+# default: TFDV over the raw training split, which StatisticsGen already
+# did, and over every split transformed to float images, 4x the raw bytes;
+# nothing in the project reads either). Besides the time, the second
+# one cannot run in bounded memory on the DirectRunner: the transformed
+# records of all splits reach TFDV through a Flatten waiting on a side
+# input (the written transform_fn), a stage boundary where Beam's runner
+# holds them all. Measured by counting the bytes Beam's runner buffers
+# between stages (12,000 + 2,000 records, 2 worker processes):
+# 'FlattenTransformedDatasets' held 36.5 MB (2.6 KB a record: ~1.6 GB at
+# 10x MNIST, ~16 GB at 100x); without the statistics Transform reads the
+# training split once for its analyzers and buffers nothing above 1 MB,
+# and took 30.0 s against 38.4 s; the process tree's peak RSS during
+# Transform went from 3.17 to 2.54 GB.
+# On 10x MNIST (610,000 records, AMD EPYC, 2 cores): 24.9 s against
+# 77.4 s, peak RSS of the process tree 2.58 GB against 12.60 GB (the
+# runner's 0.88 against 8.89 GB).
+TRANSFORM_STATISTICS = False
 
 # Transform and Trainer: module paths (the package is installed, locally and
 # in the Kubeflow image, so no module files are copied around).

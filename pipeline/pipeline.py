@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
+import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
@@ -40,6 +41,7 @@ def create_pipeline(
     accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
     beam_pipeline_args: Sequence[str] = (),
     example_gen_beam_pipeline_args: Sequence[str] = (),
+    statistics_sample_rate: Optional[float] = None,
     metadata_connection_config: Optional[
         metadata_store_pb2.ConnectionConfig] = None,
     enable_cache: bool = True,
@@ -56,6 +58,8 @@ def create_pipeline(
   or 'served' (see _baseline).
   vertex_training: the Trainer runs as a Vertex AI custom job: these
   custom_config entries describe it (kubeflow/vertex_training.py).
+  statistics_sample_rate: TFDV computes statistics over this fraction of
+  the record batches (None: all; see pipeline/scale.py).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, input_format=input_format,
@@ -63,12 +67,16 @@ def create_pipeline(
       num_shards=num_shards, skip_bad_images=skip_bad_images,
       image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
-  # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
+  # passes pipeline/scale.py's choice by the input's size.
   if example_gen_beam_pipeline_args:
     example_gen.with_beam_pipeline_args(list(example_gen_beam_pipeline_args))
 
+  # Top-k and uniques from sketches: bounded memory (configs.py says why).
   statistics_gen = tfx.components.StatisticsGen(
-      examples=example_gen.outputs['examples'])
+      examples=example_gen.outputs['examples'],
+      stats_options=tfdv.StatsOptions(
+          sample_rate=statistics_sample_rate,
+          use_sketch_based_topk_uniques=configs.STATISTICS_SKETCH_TOP_K))
 
   if schema_path:  # A curated schema beats an inferred one.
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
@@ -94,7 +102,9 @@ def create_pipeline(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       preprocessing_fn=configs.PREPROCESSING_FN,
-      materialize=False).with_id('Transform')
+      materialize=False,
+      # StatisticsGen's are the data's statistics (configs.py says why).
+      disable_statistics=not configs.TRANSFORM_STATISTICS).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose

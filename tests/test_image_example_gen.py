@@ -54,7 +54,7 @@ def test_idx_to_examples(tmp_path):
 
 
 def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
-  monkeypatch.setattr(idx_source, '_RECORDS_PER_CHUNK', 7)
+  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 7 * 8 * 6 * 3)  # 7 images.
   geometry = features.ImageGeometry(8, 6, 3)
   written = datasets.write_idx_dataset(
       str(tmp_path / 'in'), {'train': 30, 't10k': 9}, geometry, compress=False,
@@ -336,7 +336,7 @@ def test_progress_lines_name_the_split_and_count_its_images(
     tmp_path, monkeypatch, layout):
   # A line at every count, as on an input that takes long.
   monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0)
-  monkeypatch.setattr(idx_source, '_RECORDS_PER_CHUNK', 10)
+  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 10 * 28 * 28)  # 10 images.
   if layout == 'idx':
     datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 30, 't10k': 20})
     options = ImageExampleGenOptions(num_shards=1)

@@ -1,5 +1,7 @@
 """The error every input reader raises for bad data."""
 
+from typing import Optional
+
 
 class InputDataError(ValueError):
   """Bad input data. The message always starts with the offending path."""
@@ -12,3 +14,22 @@ class InputDataError(ValueError):
   def __reduce__(self):
     # Beam pickles exceptions raised in workers; keep both fields.
     return (InputDataError, (self.path, self.problem))
+
+
+def find_input_data_error(error: BaseException) -> Optional[InputDataError]:
+  """The InputDataError behind `error`, if any: in its chain of causes, or
+  in its text (Beam's workers send their errors back as text:
+  '... InputDataError: PATH: PROBLEM'; PATH is taken up to the first ': ',
+  so a path with ': ' in it is split wrongly)."""
+  seen = error
+  while seen is not None:
+    if isinstance(seen, InputDataError):
+      return seen
+    seen = seen.__cause__ or seen.__context__
+  marker = InputDataError.__name__ + ': '
+  for line in str(error).splitlines():
+    if marker in line:
+      path, _, problem = line.split(marker, 1)[1].strip().partition(': ')
+      if problem:
+        return InputDataError(path, problem)
+  return None

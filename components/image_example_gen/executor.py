@@ -6,10 +6,12 @@ image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
 TFX's does not do: the driver's work when no driver ran (driver_work.py),
 class names found over all splits before any is read
-(IDX files validated once, up front) and put on the artifact, with the
+(IDX headers and labels read up front, images checked by the workers as
+they read them) and put on the artifact, with the
 images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures); skipped images and the OS files left out of image
+says why, with figures), each IDX shard by the worker that converts it
+(idx_source.py says why); skipped images and the OS files left out of image
 folders gathered (skipped_images.py, os_files.py).
 """
 
@@ -28,6 +30,7 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import driver_work
+from components.image_example_gen import errors
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
@@ -88,24 +91,44 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _ImageToExample
 
-  def _example_batches_by_split(
+  def _write_splits(
       self, pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
       input_config: example_gen_pb2.Input,
-      output_config: example_gen_pb2.Output) -> Dict[str, beam.PCollection]:
-    """{output split: PCollection of lists of serialized Examples}."""
+      output_config: example_gen_pb2.Output,
+      examples_channel: List[Any]) -> None:
+    """Writes every output split's shards."""
+    options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+
+    def split_uri(split):
+      return artifact_utils.get_split_uri(examples_channel, split)
+
     if output_config.split_config.splits:
       # One input split hashed into output splits: TFX's own code, record
       # by record, batched again for writing.
-      return {
+      batches = {
           split: records | f'Batch[{split}]' >> beam.BatchElements(
               max_batch_size=tfrecord_sink.RECORDS_PER_WRITE)
           for split, records in self.GenerateExamplesByBeam(
               pipeline, exec_properties).items()}
-    return {
-        split.name: pipeline
-        | f'InputToRecord[{split.name}]' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
-            exec_properties, split.pattern)
-        for split in input_config.splits}
+    elif options.input_format == 'idx':
+      # Each worker writes its own shards (idx_source.py says why).
+      input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+      for split in input_config.splits:
+        files = exec_properties[_IDX_FILES_KEY][
+            os.path.join(input_base, split.pattern)]
+        _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
+            files, exec_properties[_CLASS_NAMES_KEY], options.num_shards,
+            options.image_encoding, split_uri(split.name))
+      return
+    else:
+      batches = {
+          split.name: pipeline
+          | f'InputToRecord[{split.name}]' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
+              exec_properties, split.pattern)
+          for split in input_config.splits}
+    for split, split_batches in batches.items():
+      _ = split_batches | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
+          split_uri(split), options.num_shards)
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
@@ -149,12 +172,18 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     logging.info('Generating examples of %s images with classes %s.',
                  geometry, class_names)
     progress.reset()
-    with self._make_beam_pipeline() as pipeline:
-      for split, batches in self._example_batches_by_split(
-          pipeline, exec_properties, input_config, output_config).items():
-        _ = batches | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
-            artifact_utils.get_split_uri(examples_channel, split),
-            options.num_shards)
+    try:
+      with self._make_beam_pipeline() as pipeline:
+        self._write_splits(pipeline, exec_properties, input_config,
+                           output_config, examples_channel)
+    except Exception as e:  # pylint: disable=broad-except
+      # Bad data a worker found (a truncated IDX file, a corrupt image):
+      # the same error as when found before Beam started, whatever the
+      # runner made of it on the way.
+      bad_data = errors.find_input_data_error(e)
+      if bad_data is None or bad_data is e:
+        raise
+      raise bad_data from e
     if options.skip_bad_images:
       skipped_images.record(examples, patterns, skipped_files)
     if not is_idx:

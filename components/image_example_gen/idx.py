@@ -15,7 +15,7 @@ import zlib
 
 from isal import igzip
 from isal import isal_zlib
-from typing import BinaryIO, Tuple
+from typing import BinaryIO, Iterator, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -172,7 +172,11 @@ class ItemReader:
       self._next = 0
     # On a gzipped file a seek decompresses up to the offset, which keeps
     # workers independent of each other (each opens the files it reads).
-    self._stream.seek((start - self._next) * header.item_size, 1)
+    try:
+      self._stream.seek((start - self._next) * header.item_size, 1)
+    except _GZIP_ERRORS as e:
+      raise InputDataError(header.path,
+                           f'corrupt or truncated gzip data: {e}') from e
     n = stop - start
     data = _read_exactly(self._stream, n * header.item_size, header.path,
                          f'items {start}..{stop}')
@@ -180,10 +184,40 @@ class ItemReader:
     return np.frombuffer(data, dtype=header.dtype).reshape(
         (n,) + header.item_shape)
 
+  def check_end(self) -> None:
+    """After reading the last item: raises if the file holds more."""
+    header = self.header
+    if self._stream is None or self._next != header.count:
+      raise ValueError('check_end follows a read of the last item')
+    try:
+      extra = self._stream.read(1)
+    except _GZIP_ERRORS as e:
+      raise InputDataError(header.path,
+                           f'corrupt or truncated gzip data: {e}') from e
+    if extra:
+      raise InputDataError(
+          header.path, f'file has data beyond the {header.data_size} bytes '
+          f'its header declares for shape {header.shape}')
+
   def close(self) -> None:
     if self._stream is not None:
       self._stream.close()
       self._stream = None
+
+
+def iter_items(header: IdxHeader,
+               max_bytes: int = _READ_BLOCK) -> Iterator[Tuple[int, np.ndarray]]:
+  """(start, items) of the whole file, front to back, at most `max_bytes`
+  of items at a time; the file's end is checked too."""
+  step = max(1, max_bytes // max(header.item_size, 1))
+  reader = ItemReader(header)
+  try:
+    for start in range(0, header.count, step):
+      yield start, reader.read(start, min(start + step, header.count))
+    if header.count:
+      reader.check_end()
+  finally:
+    reader.close()
 
 
 def read_items(header: IdxHeader, start: int, stop: int) -> np.ndarray:
@@ -213,5 +247,6 @@ def write(path: str, array: np.ndarray, compress: bool = True) -> None:
     f.write(payload)
 
 
-__all__ = ['IdxHeader', 'ItemReader', 'read_header', 'validate', 'read_items',
+__all__ = ['IdxHeader', 'ItemReader', 'read_header', 'validate', 'iter_items',
+           'read_items',
            'read_all', 'write', 'InputDataError']

@@ -1,13 +1,37 @@
 """IDX splits into Beam: the files of a split, its class names, its records.
 
 idx.py reads IDX files; this module plans and runs the reading of a whole
-split through Beam: it pairs and checks the images and labels files before
-any worker starts, checks the labels against the class names, and cuts the
-split into chunks that workers turn into lists of serialized Examples.
+split through Beam. Before any worker starts it pairs the images and
+labels files by their headers and reads the labels (small: a byte per
+image) against the class names; the images are read once, by the workers,
+which find a truncated or damaged file as they reach it.
+
+`WriteIdxSplit` is how a split is converted: one element per output shard,
+(shard, first record, end), and each worker reads its shards' records
+from the files, turns them into Examples and writes the shard itself, a
+chunk of at most CHUNK_BYTES of pixels at a time: nothing but those small
+elements passes between workers (no shuffle of the records, which Beam's
+DirectRunner would hold in memory whole), so memory per worker is bounded
+by CHUNK_BYTES, whatever the split's size, and the workers convert in
+parallel. Shard s holds records [s * count / num_shards, (s + 1) * count
+/ num_shards) in file order: the same input gives the same files.
+
+A gzipped file has no random access: a worker reaches its first record by
+decompressing the file up to it. The shards go to the workers in turns
+(the DirectRunner deals the grouped elements out round-robin, in key
+order: with 2 workers one converts shards 0, 2, 4..., the other 1, 3,
+5...), each worker reads its shards front to back on one open stream
+(idx.ItemReader), so each decompresses the file once, beside the other,
+and they share the conversion evenly. Measured against giving each worker
+one contiguous half: that halves the decompression of the first worker
+but leaves the second with the whole file plus half the conversion.
+
+`IdxToExampleBatches` (lists of Examples, for the hash-split output
+configs that TFX's own code partitions) reads chunks the same way.
 """
 
 import os
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, Iterator, List, Sequence, Tuple
 
 from absl import logging
 import apache_beam as beam
@@ -16,12 +40,14 @@ import tensorflow as tf
 
 from components.image_example_gen import idx
 from components.image_example_gen import progress
+from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from records import features
 
-# IDX files are read in chunks of at most this many records, one chunk per
-# work item and a whole number of chunks per output shard.
-_RECORDS_PER_CHUNK = 10_000
+# The most bytes of pixels a worker reads, turns into Examples and writes
+# at once (a chunk): 10,700 MNIST images, 55 of 224x224x3. Its Examples,
+# their framing and gzip take about 3x that again.
+CHUNK_BYTES = 8 << 20
 
 # A split's files: (images, labels).
 SplitFiles = Tuple[idx.IdxHeader, idx.IdxHeader]
@@ -34,9 +60,11 @@ def split_files(split_pattern: str) -> SplitFiles:
     raise InputDataError(split_pattern, 'no files match this split pattern')
   images, labels = [], []
   for path in paths:
-    header = idx.validate(path)
+    # The header only: the data of an images file is checked as the workers
+    # read it (a labels file, a byte per image, is read whole below).
+    header = idx.read_header(path)
     if len(header.shape) == 1:
-      labels.append(header)
+      labels.append(idx.validate(path))
     elif len(header.shape) in (3, 4):
       images.append(header)
     else:
@@ -93,53 +121,125 @@ def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
 
 def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
   """'0'..'n-1' where n-1 is the largest label over all splits."""
-  largest = max(int(idx.read_all(labels).max()) for _, labels in splits)
+  largest = max(max(int(values.max()) for _, values in idx.iter_items(labels))
+                for _, labels in splits)
   return [str(i) for i in range(largest + 1)]
 
 
 def _check_labels(labels: idx.IdxHeader, class_names: Sequence[str]) -> None:
-  values = idx.read_all(labels)
-  bad = (values < 0) | (values >= len(class_names))
-  if bad.any():
-    first = int(bad.argmax())
+  """Every label in 0..len(class_names)-1; read a block at a time."""
+  bad_count, first = 0, None
+  for start, values in idx.iter_items(labels):
+    bad = (values < 0) | (values >= len(class_names))
+    if bad.any():
+      bad_count += int(bad.sum())
+      if first is None:
+        at = int(bad.argmax())
+        first = (int(values[at]), start + at)
+  if bad_count:
     raise InputDataError(
-        labels.path, f'{int(bad.sum())} labels outside the class range '
-        f'0..{len(class_names) - 1} (first: label {int(values[first])} of '
-        f'record {first})')
+        labels.path, f'{bad_count} labels outside the class range '
+        f'0..{len(class_names) - 1} (first: label {first[0]} of '
+        f'record {first[1]})')
 
 
-def _chunks(count: int, num_shards: int) -> List[Tuple[int, int]]:
-  """[start, stop) ranges: num_shards x k of them, each at most
-  _RECORDS_PER_CHUNK records, so that the shards come out even."""
-  per_shard = -(-count // (num_shards * _RECORDS_PER_CHUNK))
-  bounds = np.linspace(0, count, num_shards * per_shard + 1).astype(int)
-  return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+def records_per_chunk(images: idx.IdxHeader) -> int:
+  return max(1, CHUNK_BYTES // images.item_size)
+
+
+def shard_ranges(count: int, num_shards: int) -> List[Tuple[int, int]]:
+  """[start, stop) of each shard, in file order, as even as can be."""
+  bounds = np.linspace(0, count, num_shards + 1).astype(int)
+  return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _chunks(count: int, num_shards: int,
+            per_chunk: int) -> List[Tuple[int, int]]:
+  """[start, stop) ranges of at most `per_chunk` records, a whole number of
+  them per shard (so that the shards come out even)."""
+  return [(a + i, min(b, a + i + per_chunk))
+          for a, b in shard_ranges(count, num_shards)
+          for i in range(0, b - a, per_chunk)]
+
+
+class _Reader:
+  """Reads record ranges of one split's files into serialized Examples.
+
+  Keeps its streams open from one range to the next (reading forward
+  continues them), and checks that the images file ends where its header
+  says once its last record is read. Plain values only until first used:
+  Beam pickles it with its DoFn.
+  """
+
+  def __init__(self, files: SplitFiles, encoding: str):
+    self._images, self._labels = files
+    self._encoding = encoding
+    self._geometry = geometry(self._images)
+    self._per_chunk = records_per_chunk(self._images)
+    self._readers = None
+    self._progress = progress.SplitProgress(
+        os.path.basename(self._images.path), self._images.count)
+
+  def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
+    """Lists of serialized Examples of records [start, stop), a chunk at
+    a time."""
+    if self._readers is None:
+      self._readers = (idx.ItemReader(self._images),
+                       idx.ItemReader(self._labels))
+    images_reader, labels_reader = self._readers
+    for a in range(start, stop, self._per_chunk):
+      b = min(stop, a + self._per_chunk)
+      yield features.make_examples(images_reader.read(a, b),
+                                   labels_reader.read(a, b), self._geometry,
+                                   self._encoding)
+      self._progress.add(b - a)
+    if stop == self._images.count and stop > start:
+      images_reader.check_end()
+
+  def close(self) -> None:
+    for reader in self._readers or ():
+      reader.close()
+    self._readers = None
 
 
 class _ChunkToExamples(beam.DoFn):
   """(start, stop) -> the list of serialized Examples of those records."""
 
   def __init__(self, files: SplitFiles, encoding: str):
-    self._images, self._labels = files
-    self._encoding = encoding
-    self._geometry = geometry(self._images)
-    self._readers = None
-    self._progress = progress.SplitProgress(
-        os.path.basename(self._images.path), self._images.count)
+    self._reader = _Reader(files, encoding)
 
   def process(self, chunk: Tuple[int, int]):
-    if self._readers is None:  # Kept open: the next chunk continues them.
-      self._readers = (idx.ItemReader(self._images),
-                       idx.ItemReader(self._labels))
-    start, stop = chunk
-    images, labels = (reader.read(start, stop) for reader in self._readers)
-    yield features.make_examples(images, labels, self._geometry,
-                                 self._encoding)
-    self._progress.add(stop - start)
+    yield from self._reader.examples(*chunk)
 
   def teardown(self):
-    for reader in self._readers or ():
-      reader.close()
+    self._reader.close()
+
+
+class _WriteShard(beam.DoFn):
+  """(shard, [(start, stop)]) -> writes that shard's file; yields its path."""
+
+  def __init__(self, files: SplitFiles, encoding: str, split_uri: str,
+               num_shards: int):
+    self._reader = _Reader(files, encoding)
+    self._split_uri = split_uri
+    self._num_shards = num_shards
+
+  def process(self, element: Tuple[int, Iterable[Tuple[int, int]]]):
+    shard, ranges = element
+    (start, stop), = ranges  # One range per shard key.
+    path = tfrecord_sink.shard_path(self._split_uri, shard, self._num_shards)
+    tfrecord_sink.write_shard(path, self._reader.examples(start, stop))
+    yield path
+
+  def teardown(self):
+    self._reader.close()
+
+
+def _log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
+  images, labels = files
+  _check_labels(labels, class_names)
+  logging.info('IDX split: %d images of %s from %s', images.count,
+               geometry(images), images.path)
 
 
 @beam.ptransform_fn
@@ -149,15 +249,35 @@ def IdxToExampleBatches(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
     num_shards: int, encoding: str = 'raw') -> beam.pvalue.PCollection:
   """Reads one split's files (from `split_files`) into lists of serialized
-  Examples, in num_shards x k chunks."""
-  images, labels = files
-  _check_labels(labels, class_names)
-  logging.info('IDX split: %d images of %s from %s', images.count,
-               geometry(images), images.path)
-  # In file order, not reshuffled: a worker reading consecutive chunks
-  # decompresses each file once. The write's grouping by shard spreads the
-  # gzip work (most of the work) over the workers.
+  Examples, chunks of at most CHUNK_BYTES of pixels."""
+  _log_split(files, class_names)
+  images, _ = files
   return (pipeline
-          | 'Chunks' >> beam.Create(_chunks(images.count, num_shards),
-                                    reshuffle=False)
+          | 'Chunks' >> beam.Create(
+              _chunks(images.count, num_shards, records_per_chunk(images)),
+              reshuffle=False)
+          | 'Distribute' >> beam.Reshuffle()
           | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding)))
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(beam.Pipeline)
+@beam.typehints.with_output_types(str)
+def WriteIdxSplit(  # pylint: disable=invalid-name
+    pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
+    num_shards: int, encoding: str,
+    split_uri: str) -> beam.pvalue.PCollection:
+  """Converts one split's files (from `split_files`) into num_shards
+  gzipped TFRecord files in `split_uri` (see the module docstring);
+  returns the paths written."""
+  _log_split(files, class_names)
+  images, _ = files
+  return (pipeline
+          | 'Shards' >> beam.Create(
+              list(enumerate(shard_ranges(images.count, num_shards))),
+              reshuffle=False)
+          # Keyed by shard: the workers get the shards in turns, each in
+          # increasing order (see the module docstring).
+          | 'Deal' >> beam.GroupByKey()
+          | 'Write' >> beam.ParDo(_WriteShard(files, encoding, split_uri,
+                                              num_shards)))

@@ -1,0 +1,54 @@
+"""How big an ImageExampleGen input is, before anything reads it: what
+the runner sizes ExampleGen's Beam execution and StatisticsGen's sampling
+by (pipeline/scale.py).
+
+IDX: the images files' headers (records, and bytes of pixels: what the
+conversion handles, whatever the gzip ratio). Image folders: the image
+files and their bytes on disk. Local paths only; with a span pattern, every
+span counts (the newest span is TFX's driver's to find, at run time).
+"""
+
+import dataclasses
+import glob
+import os
+import re
+
+from tfx.proto import example_gen_pb2
+
+from components.image_example_gen import idx
+from components.image_example_gen import image_folder
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSize:
+  records: int  # Over all splits.
+  bytes: int
+  train_records: int  # In the splits named 'train'.
+
+
+def _glob_pattern(input_base: str, split_pattern: str) -> str:
+  # {SPAN}, {SPAN:4}, {VERSION}, {YYYY}...: any span, version or date.
+  return os.path.join(input_base, re.sub(r'\{[A-Z]+(:\d+)?\}', '*',
+                                         split_pattern))
+
+
+def measure(input_base: str, input_config: example_gen_pb2.Input,
+            input_format: str) -> InputSize:
+  records = size = train = 0
+  for split in input_config.splits:
+    split_records = 0
+    for path in sorted(glob.glob(_glob_pattern(input_base, split.pattern))):
+      if not os.path.isfile(path):
+        continue
+      if input_format == 'idx':
+        header = idx.read_header(path)
+        if len(header.shape) > 1:  # Images, not labels.
+          split_records += header.count
+          size += header.data_size
+      elif not image_folder.is_os_file(path):
+        split_records += 1
+        size += os.path.getsize(path)
+    records += split_records
+    if split.name == 'train':
+      train += split_records
+  return InputSize(records=records, bytes=size, train_records=train)
