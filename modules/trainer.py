@@ -46,9 +46,9 @@ class TrainingConfig:
   budget: training_plan.Budget  # Epochs and learning rate decay.
   batch_size: int
   learning_rate: float
-  shuffle_buffer: int
   mixed_precision: bool  # On GPUs.
   model: model_lib.ModelConfig
+  input: input_pipeline.InputConfig  # Cache or stream, and their sizes.
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -58,6 +58,7 @@ class TrainingConfig:
     d = dict(d)
     d['budget'] = training_plan.Budget(**d['budget'])
     d['model'] = model_lib.ModelConfig.from_dict(d['model'])
+    d['input'] = input_pipeline.InputConfig(**d['input'])
     return cls(**d)
 
 
@@ -135,9 +136,13 @@ def run_fn(fn_args: FnArgs) -> None:
   geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
 
-  plan = training_plan.plan(
-      config.budget, config.model, geometry,
-      input_pipeline.count_records(fn_args.train_files))
+  train_plan, eval_plan = input_pipeline.plan_inputs(
+      input_pipeline.measure(fn_args.train_files),
+      input_pipeline.measure(fn_args.eval_files), config.input)
+  for input_plan in (train_plan, eval_plan):
+    logging.info('Trainer input: %s.', input_plan.describe())
+  plan = training_plan.plan(config.budget, config.model, geometry,
+                            train_plan.size.records)
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision)
   logging.info('Trainer: %s; %d classes %s; images %s; %s.',
@@ -159,13 +164,12 @@ def run_fn(fn_args: FnArgs) -> None:
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
-  train = input_pipeline.make_dataset(
+  train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
-      training=True, shuffle_buffer=config.shuffle_buffer,
-      repeat=bool(steps_per_epoch))
-  evaluation = input_pipeline.make_dataset(
+      train_plan, repeat=bool(steps_per_epoch))
+  evaluation = input_pipeline.make_planned_dataset(
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
-      training=False)
+      eval_plan)
 
   callbacks = [
       keras.callbacks.LearningRateScheduler(
@@ -184,5 +188,6 @@ def run_fn(fn_args: FnArgs) -> None:
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry), 'augment': config.model.augment,
        'learning_rate': config.learning_rate,
-       'batch_size': device_plan.global_batch_size})
+       'batch_size': device_plan.global_batch_size,
+       'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
   keras.mixed_precision.set_global_policy('float32')
