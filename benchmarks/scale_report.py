@@ -49,7 +49,8 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
       f'a fresh output directory, the Trainer at a fixed {steps} steps of '
       f'{batch} (`--epochs 1 --train-steps {steps}`). Peak memory: the '
       'resident memory of the whole process tree (the runner and every Beam '
-      f'worker, summed), sampled every {scale.SAMPLE_S} s. Method: '
+      'worker, their proportional set sizes summed: shared pages count '
+      f'once), sampled every {scale.SAMPLE_S} s. Method: '
       '`benchmarks/scale.py`.',
       '',
       '| goal | measured | |',
@@ -66,7 +67,7 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
       lines.append(f'| {r.name} | {r.train:,} + {r.eval:,} | '
                    f'{_gb(r.raw_pixel_bytes)} | skipped: {r.skipped} | | | |')
       continue
-    peak = _gb(r.peak_rss.get(scale.WHOLE_RUN))
+    peak = _gb(r.peak_memory.get(scale.WHOLE_RUN))
     if r.cgroup_max_usage is not None:
       peak += (f' (the cgroup\'s peak, page cache included: '
                f'{_gb(r.cgroup_max_usage)})')
@@ -94,8 +95,8 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
     return f'{r.seconds[c]:,.1f}' + (f' ({rate:,.0f}/s)' if rate else '')
 
   table('Wall time per component, s (examples/s):', time_cell)
-  table('Peak resident memory of the process tree while the component ran, '
-        'GB:', lambda r, c: _gb(r.peak_rss.get(c)))
+  table('Peak memory (PSS) of the process tree while the component ran, '
+        'GB:', lambda r, c: _gb(r.peak_memory.get(c)))
   table('Bytes on disk, MB (the component\'s artifacts):',
         lambda r, c: _mb(r.disk_bytes.get(c)) if c != scale.WHOLE_RUN
         else _mb(sum(r.disk_bytes.values())))

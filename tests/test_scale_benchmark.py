@@ -16,7 +16,7 @@ def _row(copies, seconds, peak, cap=None, failed='', skipped=''):
   if cap:
     row = scale.plan_rows([], copies, cap, 300, 128)[0]
   row.seconds = {**seconds, scale.WHOLE_RUN: sum(seconds.values())}
-  row.peak_rss = {scale.WHOLE_RUN: peak,
+  row.peak_memory = {scale.WHOLE_RUN: peak,
                   **{c: peak // 2 for c in seconds}}
   row.disk_bytes = {c: 10**6 for c in seconds}
   row.failed, row.skipped = failed, skipped
