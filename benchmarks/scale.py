@@ -359,6 +359,8 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
       'bare read': lambda: input_speed.bare_read(pattern, batch_size),
   }
   rate = {name: Figure() for name in makers}
+  for make in makers.values():  # Warm-up: TensorFlow's one-off costs.
+    input_speed.epoch(make().take(50))
   for _ in range(repetitions):
     for name, make in makers.items():
       dataset = make()

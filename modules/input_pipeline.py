@@ -11,7 +11,9 @@ splits together, the training split decided first):
              interleave `cycle_length` shards at a time in parallel -> shuffle
              through a buffer bounded in bytes (training) -> ...
 
-and then, both: batch -> parse the whole batch at once
+Training reads each shard in blocks of READ_BLOCK records, unbatched after
+the interleave and the cache (see there why); and then, both: batch ->
+parse the whole batch at once
 (`tf.io.parse_example`) -> apply the transform graph to the batch ->
 prefetch. Evaluation reads in a deterministic order, unshuffled.
 
@@ -37,12 +39,20 @@ AUTOTUNE = tf.data.AUTOTUNE
 
 # What a record held in memory (tf.data's cache, a shuffle buffer) costs on
 # top of its serialized bytes: its tensor and the allocator's rounding.
-# Measured on MNIST (915-byte records): caching 60,000 grew the process by
-# 464 bytes per record beyond their bytes; a shuffle over the cache shares
-# the cache's buffers (+77 bytes per record). Rounded up.
+# Measured on MNIST (915-byte records): caching 60,000 one by one grew the
+# process by 464 bytes per record beyond their bytes; a shuffle over the
+# cache shares the cache's buffers (+77 bytes per record). Rounded up (the
+# cache holds blocks of records now, which costs less).
 RECORD_OVERHEAD_BYTES = 512
 # Records per batch when measuring a split (one pass over its shards).
 _MEASURE_BATCH = 4096
+# Training reads each shard in blocks of this many records and unbatches
+# them after the interleave (and after the cache): the parallel interleave
+# then hands over a block where it handed over a record. Measured on MNIST
+# (60,000 records, 2 cores): reading took 0.42 CPU s per epoch record by
+# record and 0.30 in blocks, the bare read 0.28. The records are still
+# shuffled one by one.
+READ_BLOCK = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,12 +244,16 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   dataset = tf.data.Dataset.from_tensor_slices(files)
   if training:  # A new order of shards each epoch (each iteration).
     dataset = dataset.shuffle(len(files), reshuffle_each_iteration=True)
+  # Evaluation interleaves single records, in a fixed order.
+  block = READ_BLOCK if training else None
   dataset = dataset.interleave(
-      lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
+      lambda path: _read_shard(path, block),
       cycle_length=min(cycle_length or len(files), len(files)),
       num_parallel_calls=AUTOTUNE, deterministic=not training)
   if cache:
     dataset = dataset.cache()
+  if block:
+    dataset = dataset.unbatch()
   if training:
     dataset = dataset.shuffle(shuffle_buffer, reshuffle_each_iteration=True)
   if repeat:
@@ -248,6 +262,11 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   dataset = dataset.map(parse_and_transform(tf_transform_output),
                         num_parallel_calls=AUTOTUNE, deterministic=not training)
   return dataset.prefetch(AUTOTUNE)
+
+
+def _read_shard(path: tf.Tensor, block: Optional[int]) -> tf.data.Dataset:
+  records = tf.data.TFRecordDataset(path, compression_type='GZIP')
+  return records.batch(block) if block else records
 
 
 def make_planned_dataset(file_patterns: Union[str, Sequence[str]],
