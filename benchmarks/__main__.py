@@ -2,11 +2,14 @@
 
   .venv/bin/python -m benchmarks --data-dir ../shared/data/mnist
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
+  .venv/bin/python -m benchmarks --scale --work-dir ../scale   # 1x, 10x, 100x
 
 Prints a Markdown report and writes it to BENCHMARKS.md (--output). The
 sections and what they compare are described in each module:
 conversion.py, input_speed.py, training_speed.py, whole_dag.py; the
-baseline they compare against is reference_tutorial.py.
+baseline they compare against is reference_tutorial.py. --scale runs only
+the scale section (scale.py; hours at 100x, not in CI) and replaces only
+that section of the report; the other sections keep it.
 """
 
 import argparse
@@ -59,28 +62,89 @@ def make_parser() -> argparse.ArgumentParser:
                       'little.')
   parser.add_argument('--work-dir', default=None,
                       help='Scratch space (default: a temporary directory, '
-                      'removed afterwards).')
+                      'removed afterwards). With --scale, given again, it '
+                      'resumes at the first size not yet measured.')
+  scale = parser.add_argument_group('scale (--scale)')
+  scale.add_argument('--scale', action='store_true',
+                     help='Only the scale section: the whole DAG at each '
+                     '--scale-copies, and once under a memory cap.')
+  scale.add_argument('--scale-copies', default='1,10,100',
+                     help='Sizes, in copies of MNIST (default: %(default)s).')
+  scale.add_argument('--scale-cap-copies', type=int, default=100,
+                     help='The size run again under the memory cap (0: '
+                     'none; default: %(default)s).')
+  scale.add_argument('--scale-cap-mb', type=int, default=None,
+                     help='The cap in MB (default: 85%% of that size\'s '
+                     'raw pixels, 4.0 GB at 100x).')
+  scale.add_argument('--scale-stream-copies', type=int, default=10,
+                     help='The size at which the streaming input_fn is '
+                     'compared with the bare read (0: not; default: '
+                     '%(default)s).')
+  scale.add_argument('--scale-train-steps', type=int, default=None,
+                     help='The Trainer\'s fixed step budget (default: '
+                     'benchmarks/scale.py\'s TRAIN_STEPS).')
+  scale.add_argument('--keep-data', action='store_true',
+                     help='Keep the generated data in --work-dir.')
   return parser
+
+
+def main_scale(args, argv) -> int:
+  """The scale section alone, spliced into --output."""
+  from benchmarks import scale  # pylint: disable=g-import-not-at-top
+  from benchmarks import scale_report  # pylint: disable=g-import-not-at-top
+  from pipeline import configs  # pylint: disable=g-import-not-at-top
+  copies = [int(n) for n in args.scale_copies.split(',') if n.strip()]
+  rows = scale.plan_rows(
+      copies, args.scale_cap_copies or None,
+      args.scale_cap_mb and args.scale_cap_mb * 10**6,
+      args.scale_train_steps or scale.TRAIN_STEPS, configs.BATCH_SIZE)
+  work_dir = args.work_dir or tempfile.mkdtemp(prefix='benchmarks-scale-')
+  os.makedirs(work_dir, exist_ok=True)
+  try:
+    rows, stream = scale.run(
+        _data_dir(args), work_dir, rows, args.scale_stream_copies or None,
+        (), repetitions=args.repetitions, keep_data=args.keep_data)
+  finally:
+    if not args.work_dir:
+      shutil.rmtree(work_dir, ignore_errors=True)
+  text = scale_report.render(rows, stream, ' '.join(
+      ['python -m benchmarks', *(shlex.quote(a) for a in argv)]))
+  print(text)
+  existing = ''
+  if os.path.exists(args.output):
+    with open(args.output) as f:
+      existing = f.read()
+  with open(args.output, 'w') as f:
+    f.write(scale_report.splice(existing, text))
+  print(f'Written to {args.output} (its scale section)')
+  return 0
+
+
+def _data_dir(args) -> str:
+  data_dir = args.data_dir
+  if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):
+    data_dir = os.path.join(PROJECT_DIR, data_dir)  # Relative to the project.
+  if not os.path.isdir(data_dir):
+    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+  return os.path.abspath(data_dir)
 
 
 def main(argv=None) -> int:
   args = make_parser().parse_args(argv)
+  if args.scale:
+    return main_scale(args, sys.argv[1:] if argv is None else argv)
   # Imported here: --help should not wait for TensorFlow.
   from benchmarks import conversion  # pylint: disable=g-import-not-at-top
   from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
   from benchmarks import report  # pylint: disable=g-import-not-at-top
+  from benchmarks import scale_report  # pylint: disable=g-import-not-at-top
   from benchmarks import training_speed  # pylint: disable=g-import-not-at-top
   from benchmarks import whole_dag  # pylint: disable=g-import-not-at-top
   from benchmarks import data  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
 
-  data_dir = args.data_dir
-  if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):
-    data_dir = os.path.join(PROJECT_DIR, data_dir)  # Relative to the project.
-  if not os.path.isdir(data_dir):
-    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
-  data_dir = os.path.abspath(data_dir)
+  data_dir = _data_dir(args)
   work_dir = args.work_dir or tempfile.mkdtemp(prefix='benchmarks-')
   os.makedirs(work_dir, exist_ok=True)
   repetitions, train_steps, warmup = (
@@ -130,8 +194,12 @@ def main(argv=None) -> int:
     if not args.work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)
   print(text)
-  with open(args.output, 'w') as f:
-    f.write(text)
+  existing = ''
+  if os.path.exists(args.output):
+    with open(args.output) as f:
+      existing = f.read()
+  with open(args.output, 'w') as f:  # Keeping the scale section, if any.
+    f.write(scale_report.keep_section(existing, text))
   print(f'Written to {args.output}')
   return 0
 

@@ -40,6 +40,7 @@ from data import shapes  # pylint: disable=g-import-not-at-top
 from modules import input_pipeline  # pylint: disable=g-import-not-at-top
 from modules import transform  # pylint: disable=g-import-not-at-top
 from pipeline import configs  # pylint: disable=g-import-not-at-top
+from pipeline import pipeline  # pylint: disable=g-import-not-at-top
 from records import features  # pylint: disable=g-import-not-at-top
 from tests import example_gen_standalone  # pylint: disable=g-import-not-at-top
 from tests import transform_analysis  # pylint: disable=g-import-not-at-top
@@ -110,9 +111,10 @@ def run(work_dir: str, per_class: int, repetitions: int,
     _epoch(cached)
     measure('keras, cached', cached)
     for encoding in ENCODINGS:
-      dataset = input_pipeline.make_dataset(
-          patterns[encoding], outputs[encoding], batch_size, training=True,
-          shuffle_buffer=configs.SHUFFLE_BUFFER)
+      dataset = input_pipeline.make_planned_dataset(
+          patterns[encoding], outputs[encoding], batch_size,
+          input_pipeline.plan_training(patterns[encoding],
+                                       pipeline.training_config().input))
       measure(f'ours {encoding}, cold', dataset)
       measure(f'ours {encoding}, cached', dataset)
 

@@ -27,7 +27,7 @@ class Results:
   dag_skipped: str = ''  # Why there is no DAG section.
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
   try:
     with open('/proc/cpuinfo') as f:
       for line in f:
@@ -101,7 +101,7 @@ def render(r: Results) -> str:
       '# Benchmarks' + (' (quick mode: a small subset, not the real figures)'
                         if r.quick else ''),
       '',
-      f'{datetime.date.today()}, {os.cpu_count()} CPU cores ({_cpu_model()}), '
+      f'{datetime.date.today()}, {os.cpu_count()} CPU cores ({cpu_model()}), '
       f'{_gpus()}; {_versions()}.',
       '',
       f'    {r.command}',

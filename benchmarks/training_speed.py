@@ -64,9 +64,11 @@ def run(pattern: str, transform_output: tft.TFTransformOutput,
   geometry = features.ImageGeometry(*transform_output.transformed_feature_spec()[
       features.IMAGE_KEY].shape)
   datasets = {
-      'ours': input_pipeline.make_dataset(
-          pattern, transform_output, batch_size, training=True,
-          shuffle_buffer=configs.SHUFFLE_BUFFER, repeat=True),
+      'ours': input_pipeline.make_planned_dataset(
+          pattern, transform_output, batch_size,
+          input_pipeline.plan_training(pattern,
+                                       pipeline.training_config().input),
+          repeat=True),
       'in memory': _in_memory(pattern, transform_output, batch_size),
   }
   feeds = {}

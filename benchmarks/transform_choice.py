@@ -27,7 +27,6 @@ from tfx_bsl.public import tfxio
 
 import benchmarks
 from modules import input_pipeline
-from pipeline import configs
 from records import features
 from inspector import queries
 from inspector import store as store_lib
@@ -111,10 +110,12 @@ def main() -> int:
   materialise_s = materialise(raw_pattern, transform_dir, work, num_shards)
   floats_pattern = os.path.join(work, '*')
 
+  # The Trainer's shuffle (the whole split, as it plans one that fits).
+  shuffle_buffer = input_pipeline.count_records(raw_pattern)
   variants = {
       'raw records + transform per batch, cold': lambda: (
           input_pipeline.make_dataset(raw_pattern, output, args.batch_size,
-                                      training=True, shuffle_buffer=configs.SHUFFLE_BUFFER,
+                                      training=True, shuffle_buffer=shuffle_buffer,
                                       cache=False)),
       'materialised floats, cold': lambda: materialised_dataset(
           floats_pattern, output, args.batch_size, cache=False),
@@ -122,7 +123,7 @@ def main() -> int:
   cached = {
       'raw records + transform per batch, cached': input_pipeline.make_dataset(
           raw_pattern, output, args.batch_size, training=True,
-          shuffle_buffer=configs.SHUFFLE_BUFFER, cache=True),
+          shuffle_buffer=shuffle_buffer, cache=True),
       'materialised floats, cached': materialised_dataset(
           floats_pattern, output, args.batch_size, cache=True),
   }

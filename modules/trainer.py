@@ -55,7 +55,6 @@ class TrainingConfig:
   budget: training_plan.Budget  # Epochs and learning rate decay.
   batch_size: int
   learning_rate: float
-  shuffle_buffer: int
   mixed_precision: bool  # On GPUs.
   model: model_lib.ModelConfig
   # Worker processes that train together on this machine when there is no
@@ -64,6 +63,7 @@ class TrainingConfig:
   workers: int
   workers_timeout_seconds: float  # Local workers: all of training.
   communication_timeout_seconds: float  # One collective op, any cluster.
+  input: input_pipeline.InputConfig  # Cache or stream, and their sizes.
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -73,6 +73,7 @@ class TrainingConfig:
     d = dict(d)
     d['budget'] = training_plan.Budget(**d['budget'])
     d['model'] = model_lib.ModelConfig.from_dict(d['model'])
+    d['input'] = input_pipeline.InputConfig(**d['input'])
     return cls(**d)
 
 
@@ -204,9 +205,13 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
 
-  plan = training_plan.plan(
-      config.budget, config.model, geometry,
-      input_pipeline.count_records(fn_args.train_files))
+  train_plan, eval_plan = input_pipeline.plan_inputs(
+      input_pipeline.measure(fn_args.train_files),
+      input_pipeline.measure(fn_args.eval_files), config.input)
+  for input_plan in (train_plan, eval_plan):
+    logging.info('Trainer input: %s.', input_plan.describe())
+  plan = training_plan.plan(config.budget, config.model, geometry,
+                            train_plan.size.records)
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision,
                              task.workers if task else 1)
@@ -240,13 +245,12 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
-  train = input_pipeline.make_dataset(
+  train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
-      training=True, shuffle_buffer=config.shuffle_buffer,
-      repeat=bool(steps_per_epoch))
-  evaluation = input_pipeline.make_dataset(
+      train_plan, repeat=bool(steps_per_epoch))
+  evaluation = input_pipeline.make_planned_dataset(
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
-      training=False)
+      eval_plan)
   if task:
     check_files_per_worker(fn_args, task.workers)
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
@@ -268,7 +272,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
        'geometry': str(geometry), 'augment': config.model.augment,
        'learning_rate': config.learning_rate,
        'batch_size': device_plan.global_batch_size,
-       'workers': device_plan.workers})
+       'workers': device_plan.workers,
+       'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
   keras.mixed_precision.set_global_policy('float32')
   if task:
     # No worker returns before the chief's model is written: on Vertex AI

@@ -15,6 +15,7 @@ from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
 from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
+from modules.input_pipeline import InputConfig
 from modules.model import ModelConfig
 from modules.training_plan import Budget
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
@@ -187,11 +188,12 @@ def training_config(**overrides) -> TrainingConfig:
   """The Trainer's settings: configs.py's values, with `overrides`.
 
   Overrides may name TrainingConfig fields (batch_size, learning_rate...),
-  Budget fields (epochs...) and ModelConfig fields (architecture,
-  augment...).
+  Budget fields (epochs...), ModelConfig fields (architecture,
+  augment...) and InputConfig fields (memory_budget...).
   """
   budget = {field.name for field in dataclasses.fields(Budget)}
   model = {field.name for field in dataclasses.fields(ModelConfig)}
+  inputs = {field.name for field in dataclasses.fields(InputConfig)}
   budget_values = dict(
       epochs=configs.EPOCHS, training_examples=configs.TRAINING_EXAMPLES,
       min_epochs=configs.MIN_EPOCHS, max_epochs=configs.MAX_EPOCHS,
@@ -206,19 +208,24 @@ def training_config(**overrides) -> TrainingConfig:
       gap_dropout=configs.GAP_DROPOUT, augment=configs.AUGMENT,
       augment_shift=configs.AUGMENT_SHIFT,
       augment_brightness=configs.AUGMENT_BRIGHTNESS)
+  input_values = dict(
+      memory_budget=configs.INPUT_MEMORY_BUDGET,
+      cycle_length=configs.INPUT_CYCLE_LENGTH,
+      shuffle_buffer_bytes=configs.INPUT_SHUFFLE_BUFFER_BYTES)
   values = dict(
       batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
-      shuffle_buffer=configs.SHUFFLE_BUFFER,
       mixed_precision=configs.MIXED_PRECISION,
       workers=configs.TRAINER_WORKERS,
       workers_timeout_seconds=configs.TRAINER_WORKERS_TIMEOUT_SECONDS,
       communication_timeout_seconds=configs.COMMUNICATION_TIMEOUT_SECONDS)
   for key, value in overrides.items():
     target = (budget_values if key in budget else
-              model_values if key in model else values)
+              model_values if key in model else
+              input_values if key in inputs else values)
     target[key] = value
   return TrainingConfig(budget=Budget(**budget_values),
-                        model=ModelConfig(**model_values), **values)
+                        model=ModelConfig(**model_values),
+                        input=InputConfig(**input_values), **values)
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:

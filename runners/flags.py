@@ -124,6 +124,12 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
       '--train-steps', type=int, default=configs.TRAIN_STEPS,
       help='Train this many steps (spread over --epochs) instead of whole '
       'epochs (default: whole epochs).')
+  train.add_argument(
+      '--input-memory-budget', type=int,
+      default=configs.INPUT_MEMORY_BUDGET >> 20, metavar='MB',
+      help='Memory the Trainer\'s input may hold, in MiB: a split that fits '
+      '(training split first) is cached and shuffled whole, one that does '
+      'not is streamed from its shards each epoch (default: %(default)s).')
   train.add_argument('--eval-steps', type=int, default=configs.EVAL_STEPS,
                      help='Validation batches per epoch (default: all).')
   train.add_argument('--batch-size', type=int, default=configs.BATCH_SIZE,
@@ -182,7 +188,8 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       span_dir_pattern=args.span_dir_pattern,
       training=dict(epochs=args.epochs, batch_size=args.batch_size,
                     learning_rate=args.learning_rate, architecture=args.model,
-                    augment=args.augment, workers=args.trainer_workers),
+                    augment=args.augment, workers=args.trainer_workers,
+                    memory_budget=args.input_memory_budget << 20),
       train_steps=args.train_steps,
       eval_steps=args.eval_steps,
       accuracy_threshold=accuracy_threshold)
