@@ -22,10 +22,10 @@ TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
 # Trained, its TensorBoard logs written, the model not yet saved.
 TRAINER_EXPORTS = 'modules.trainer:export_serving_model'
 # Inside ExampleGen's Beam pipeline (in this process: ONE_PROCESS), the
-# first batch of records about to be written to a shard file Beam has
-# opened under the execution's output directory.
+# first shard file written whole, about to be closed (still under its
+# temporary name) in the execution's output directory.
 EXAMPLE_GEN_WRITES = ('components.image_example_gen.tfrecord_sink:'
-                      '_TFRecordBatchSink.write_record')
+                      '_GzipWriter.close')
 
 
 def _node_outputs(out, node_id, key):
@@ -88,10 +88,10 @@ def test_killed_during_example_gen_publishes_nothing(tmp_path):
   store = mlmd.open_store(str(out))
   assert mlmd.execution_states(store) == {'ImageExampleGen': ['RUNNING']}
   assert mlmd.live_artifacts(store, 'Examples') == []
-  # Killed while writing: a shard file Beam had begun is on disk.
+  # Killed while writing: a shard file begun (not yet renamed) is on disk.
   [killed_dir] = _node_outputs(out, 'ImageExampleGen', 'examples')
   assert glob.glob(str(out / 'pipeline' / 'ImageExampleGen' / 'examples' /
-                       killed_dir / '**' / '*.gz'), recursive=True)
+                       killed_dir / '**' / '*.gz.temp-*'), recursive=True)
 
   result = local_run.run(*args)
   assert result.returncode == 0, result.stderr
