@@ -2,11 +2,23 @@
 
   .venv/bin/python -m benchmarks --data-dir ../shared/data/mnist
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
+  .venv/bin/python -m benchmarks --section time-to-accuracy --section shapes
 
 Prints a Markdown report and writes it to BENCHMARKS.md (--output). The
 sections and what they compare are described in each module:
-conversion.py, input_speed.py, training_speed.py, whole_dag.py; the
-baseline they compare against is reference_tutorial.py.
+  core              (the default) conversion.py, input_speed.py,
+                    training_speed.py, whole_dag.py; the baseline they
+                    compare against is reference_tutorial.py;
+  time-to-accuracy  time_to_accuracy.py: MNIST, training defaults of before
+                    and now, whole runs;
+  shapes            shapes_run.py: colour 96x96 shapes through the whole DAG
+                    at default settings;
+  encodings         encodings.py: raw, PNG and JPEG records at 96x96x3 and
+                    224x224x3 (bytes, input examples/s), and Keras's
+                    image_dataset_from_directory at 96x96x3.
+The core sections are BENCHMARKS.md's head; each other section is a block
+of its own there, replaced when that section runs again
+(results_file.py).
 """
 
 import argparse
@@ -23,6 +35,7 @@ DEFAULT_DATA_DIR = os.path.join('..', 'shared', 'data', 'mnist')
 # Quick mode: this fraction of MNIST (3,500 examples), one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05
+SECTIONS = ('core', 'time-to-accuracy', 'shapes', 'encodings')
 QUICK_RUNNER_ARGS = ('--epochs', '1', '--train-steps', '5',
                      '--accuracy-threshold', '0',
                      '--beam-args=--direct_running_mode=in_memory '
@@ -57,23 +70,118 @@ def make_parser() -> argparse.ArgumentParser:
                       'a few training steps, a tiny DAG run in one process. '
                       'Checks that the benchmark works; the figures mean '
                       'little.')
+  parser.add_argument('--section', action='append', choices=SECTIONS,
+                      default=None, dest='sections',
+                      help='Run this section (repeatable; default: core).')
+  parser.add_argument('--candidate', action='append', default=[],
+                      metavar='NAME=FLAGS',
+                      help='time-to-accuracy: one more variant, local_runner '
+                      'flags on top of the defaults (repeatable).')
   parser.add_argument('--work-dir', default=None,
                       help='Scratch space (default: a temporary directory, '
                       'removed afterwards).')
   return parser
 
 
-def main(argv=None) -> int:
-  args = make_parser().parse_args(argv)
-  # Imported here: --help should not wait for TensorFlow.
+def _command(argv) -> str:
+  return ' '.join(['python -m benchmarks',
+                   *(shlex.quote(a) for a in (argv or sys.argv[1:]))])
+
+
+def _core(args, argv, data_dir: str, work_dir: str) -> str:
+  """Conversion, input pipeline, training, whole DAG."""
   from benchmarks import conversion  # pylint: disable=g-import-not-at-top
   from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
   from benchmarks import report  # pylint: disable=g-import-not-at-top
   from benchmarks import training_speed  # pylint: disable=g-import-not-at-top
   from benchmarks import whole_dag  # pylint: disable=g-import-not-at-top
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
+  repetitions, train_steps, warmup = (
+      (1, 5, 2) if args.quick else
+      (args.repetitions, args.train_steps, args.warmup_steps))
+  print('1/4 conversion ...', flush=True)
+  conv = conversion.run(data_dir, work_dir, repetitions)
+  train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
+  transform_output = transform_analysis.analyze(
+      train_pattern, features.MNIST_GEOMETRY,
+      os.path.join(work_dir, 'transform'), conversion.BEAM_ARGS)
+  num_classes = len(features.read_class_names(
+      os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
+
+  print('2/4 input pipeline ...', flush=True)
+  inputs = input_speed.run(conv.reference_files['train'], train_pattern,
+                           transform_output, 256, repetitions)
+  print('3/4 training ...', flush=True)
+  training = training_speed.run(train_pattern, transform_output,
+                                num_classes, train_steps, warmup,
+                                repetitions)
+  dag, skipped = None, ''
+  if args.skip_dag:
+    skipped = 'left out (--skip-dag)'
+    print('4/4 whole DAG: skipped', flush=True)
+  else:
+    print('4/4 whole DAG ...', flush=True)
+    dag = whole_dag.run(
+        data_dir, work_dir, QUICK_RUNNER_ARGS if args.quick else (),
+        runs=1 if args.quick else args.dag_runs, reruns=repetitions,
+        data_dir_shown=(f'<{QUICK_FRACTION:.0%} of {args.data_dir}>'
+                        if args.quick else args.data_dir))
+
+  return report.render(report.Results(
+      command=_command(argv),
+      quick=args.quick, repetitions=repetitions, conversion=conv,
+      input=inputs, training=training, dag=dag, dag_skipped=skipped))
+
+
+def _time_to_accuracy(args, argv, data_dir: str, work_dir: str) -> str:
+  from benchmarks import report  # pylint: disable=g-import-not-at-top
+  from benchmarks import time_to_accuracy  # pylint: disable=g-import-not-at-top
+  result = time_to_accuracy.run(
+      data_dir, work_dir, QUICK_RUNNER_ARGS if args.quick else (),
+      [time_to_accuracy.parse_candidate(c) for c in args.candidate],
+      data_dir_shown=_data_dir_shown(args))
+  return time_to_accuracy.render(
+      result, f'{report.machine_line()}\n\n    {_command(argv)}')
+
+
+def _shapes(args, argv, data_dir: str, work_dir: str) -> str:
+  del data_dir  # The section writes its own data.
+  from benchmarks import report  # pylint: disable=g-import-not-at-top
+  from benchmarks import shapes_run  # pylint: disable=g-import-not-at-top
+  result = shapes_run.run(work_dir, quick=args.quick)
+  return shapes_run.render(
+      result, f'{report.machine_line()}\n\n    {_command(argv)}')
+
+
+def _encodings(args, argv, data_dir: str, work_dir: str) -> str:
+  del data_dir  # The section writes its own data.
+  from benchmarks import encodings  # pylint: disable=g-import-not-at-top
+  from benchmarks import report  # pylint: disable=g-import-not-at-top
+  return encodings.run(
+      work_dir, quick=args.quick, repetitions=1 if args.quick else
+      args.repetitions,
+      header=f'{report.machine_line()}\n\n    {_command(argv)}')
+
+
+_SECTION_RUNNERS = {
+    'core': _core,
+    'time-to-accuracy': _time_to_accuracy,
+    'shapes': _shapes,
+    'encodings': _encodings,
+}
+
+
+def _data_dir_shown(args) -> str:
+  return (f'<{QUICK_FRACTION:.0%} of {args.data_dir}>' if args.quick
+          else args.data_dir)
+
+
+def main(argv=None) -> int:
+  args = make_parser().parse_args(argv)
+  # Imported here: --help should not wait for TensorFlow.
+  from benchmarks import data  # pylint: disable=g-import-not-at-top
+  from benchmarks import results_file  # pylint: disable=g-import-not-at-top
 
   data_dir = args.data_dir
   if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):
@@ -83,54 +191,26 @@ def main(argv=None) -> int:
   data_dir = os.path.abspath(data_dir)
   work_dir = args.work_dir or tempfile.mkdtemp(prefix='benchmarks-')
   os.makedirs(work_dir, exist_ok=True)
-  repetitions, train_steps, warmup = (
-      (1, 5, 2) if args.quick else
-      (args.repetitions, args.train_steps, args.warmup_steps))
+  sections = args.sections or ['core']
+  texts = {}
   try:
     if args.quick:
       subset_dir = os.path.join(work_dir, 'subset')
       data.write_subset(data_dir, subset_dir, QUICK_FRACTION)
       data_dir = subset_dir
-
-    print('1/4 conversion ...', flush=True)
-    conv = conversion.run(data_dir, work_dir, repetitions)
-    train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
-    transform_output = transform_analysis.analyze(
-        train_pattern, features.MNIST_GEOMETRY,
-        os.path.join(work_dir, 'transform'), conversion.BEAM_ARGS)
-    num_classes = len(features.read_class_names(
-        os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
-
-    print('2/4 input pipeline ...', flush=True)
-    inputs = input_speed.run(conv.reference_files['train'], train_pattern,
-                             transform_output, 256, repetitions)
-    print('3/4 training ...', flush=True)
-    training = training_speed.run(train_pattern, transform_output,
-                                  num_classes, train_steps, warmup,
-                                  repetitions)
-    dag, skipped = None, ''
-    if args.skip_dag:
-      skipped = 'left out (--skip-dag)'
-      print('4/4 whole DAG: skipped', flush=True)
-    else:
-      print('4/4 whole DAG ...', flush=True)
-      dag = whole_dag.run(
-          data_dir, work_dir, QUICK_RUNNER_ARGS if args.quick else (),
-          runs=1 if args.quick else args.dag_runs, reruns=repetitions,
-          data_dir_shown=(f'<{QUICK_FRACTION:.0%} of {args.data_dir}>'
-                          if args.quick else args.data_dir))
-
-    text = report.render(report.Results(
-        command=' '.join(['python -m benchmarks',
-                          *(shlex.quote(a) for a in (argv or sys.argv[1:]))]),
-        quick=args.quick, repetitions=repetitions, conversion=conv,
-        input=inputs, training=training, dag=dag, dag_skipped=skipped))
+    for name in SECTIONS:
+      if name in sections:
+        print(f'section {name} ...', flush=True)
+        texts[name] = _SECTION_RUNNERS[name](args, argv, data_dir, work_dir)
   finally:
     if not args.work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)
-  print(text)
-  with open(args.output, 'w') as f:
-    f.write(text)
+  for name, text in texts.items():
+    print(text)
+    if name == 'core':
+      results_file.write_head(args.output, text)
+    else:
+      results_file.write_section(args.output, name, text)
   print(f'Written to {args.output}')
   return 0
 

@@ -30,7 +30,9 @@ class Result:
   resolvers: List[str]  # Nodes with no execution to cache.
 
 
-def _run(args: Sequence[str]) -> tuple:
+def run_local_runner(args: Sequence[str]) -> tuple:
+  """(wall seconds, {component: (seconds, cached)}, stdout) of one
+  local_runner.py process; a failed run stops the benchmark."""
   command = [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
              *args]
   seconds, result = timed(lambda: subprocess.run(
@@ -43,6 +45,11 @@ def _run(args: Sequence[str]) -> tuple:
   if not nodes:
     raise SystemExit('error: no component progress lines in the output of '
                      f'{" ".join(command)}:\n{result.stdout}')
+  return seconds, nodes, result.stdout
+
+
+def _run(args: Sequence[str]) -> tuple:
+  seconds, nodes, _ = run_local_runner(args)
   return seconds, nodes
 
 

@@ -26,8 +26,11 @@ INPUT_FORMAT = 'idx'  # or 'images'
 IMAGE_GEOMETRY = features.MNIST_GEOMETRY
 # How records hold the pixels: 'raw' uint8 (the fastest to read: a
 # byte copy), or a 'png' (lossless) or 'jpeg' (lossy) file, smaller on disk
-# for photographs, decoded by the Transform graph in the input_fn.
-IMAGE_ENCODING = 'raw'
+# for photographs, decoded by the Transform graph in the input_fn; 'auto':
+# png for images of at least PNG_MIN_PIXELS pixels (height x width), raw
+# below. Chosen by measurement (BENCHMARKS.md, "Encodings"): TODO.
+IMAGE_ENCODING = 'auto'
+PNG_MIN_PIXELS = 128 * 128
 # Output files per split: enough for the Trainer to interleave reads.
 NUM_SHARDS = 16
 # Data in drops, one folder per span (e.g. 'span-{SPAN}'): None reads

@@ -58,7 +58,8 @@ def create_pipeline(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
       num_shards=num_shards, skip_bad_images=skip_bad_images,
-      image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
+      image_encoding=image_encoding, png_min_pixels=configs.PNG_MIN_PIXELS,
+      span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
   # passes configs.EXAMPLE_GEN_BEAM_PIPELINE_ARGS (see there why).
   if example_gen_beam_pipeline_args:
