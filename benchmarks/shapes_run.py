@@ -76,8 +76,9 @@ def run(work_dir: str, quick: bool = False) -> Result:
   output_dir = os.path.join(work_dir, 'shapes-run')
   flags = (*RUNNER_FLAGS, *(QUICK_FLAGS if quick else ()))
   print('  shapes: whole run', flush=True)
-  seconds, nodes, stdout = whole_dag.run_local_runner(
+  local_run = whole_dag.run_local_runner(
       ['--data-dir', data_dir, '--output-dir', output_dir, *flags])
+  stdout = local_run.stdout
   epochs = [m.groups() for m in _EPOCH.finditer(stdout)]
   if not epochs:
     raise SystemExit(f'error: no epoch lines in the shapes run:\n{stdout}')
@@ -97,7 +98,8 @@ def run(work_dir: str, quick: bool = False) -> Result:
       command=['local_runner.py', '--data-dir', 'SHAPES', *flags],
       train_images=per_class * len(shapes.SHAPES),
       eval_images=eval_per_class * len(shapes.SHAPES),
-      whole_run_s=seconds, trainer_s=nodes['Trainer'][0], plan=plan,
+      whole_run_s=local_run.seconds, trainer_s=local_run.nodes['Trainer'][0],
+      plan=plan,
       epoch_s=[float(e[2]) for e in epochs],
       val_accuracy=[float(e[3]) for e in epochs],
       test_accuracy=float((classes == labels).mean()), test_count=len(labels),

@@ -133,7 +133,7 @@ def test_augmentation_acts_in_training_only(architecture):
 
 
 @pytest.mark.parametrize('records, epochs', [
-    (60_000, 4), (3_000, 60), (10_000, 24), (1_000_000, 3)])
+    (60_000, 3), (3_000, 60), (10_000, 18), (1_000_000, 3)])
 def test_the_budget_scales_with_the_dataset(records, epochs):
   budget = pipeline.training_config().budget
   assert training_plan.epochs_for(budget, records) == epochs
