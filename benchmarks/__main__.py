@@ -192,26 +192,26 @@ def main(argv=None) -> int:
   work_dir = args.work_dir or tempfile.mkdtemp(prefix='benchmarks-')
   os.makedirs(work_dir, exist_ok=True)
   sections = args.sections or ['core']
-  texts = {}
   try:
     if args.quick:
       subset_dir = os.path.join(work_dir, 'subset')
       data.write_subset(data_dir, subset_dir, QUICK_FRACTION)
       data_dir = subset_dir
     for name in SECTIONS:
-      if name in sections:
-        print(f'section {name} ...', flush=True)
-        texts[name] = _SECTION_RUNNERS[name](args, argv, data_dir, work_dir)
+      if name not in sections:
+        continue
+      print(f'section {name} ...', flush=True)
+      text = _SECTION_RUNNERS[name](args, argv, data_dir, work_dir)
+      print(text)
+      # Each section as soon as it is measured: a later one may fail.
+      if name == 'core':
+        results_file.write_head(args.output, text)
+      else:
+        results_file.write_section(args.output, name, text)
+      print(f'Written to {args.output}', flush=True)
   finally:
     if not args.work_dir:
       shutil.rmtree(work_dir, ignore_errors=True)
-  for name, text in texts.items():
-    print(text)
-    if name == 'core':
-      results_file.write_head(args.output, text)
-    else:
-      results_file.write_section(args.output, name, text)
-  print(f'Written to {args.output}')
   return 0
 
 

@@ -134,7 +134,8 @@ def test_folder_input_benchmark_reports_every_variant(tmp_path):
   _, rows = _table(report, '## Image folders at 96x96x3')
   assert [row[0] for row in rows] == [
       'keras', 'keras, cached', 'ours raw, cold', 'ours raw, cached',
-      'ours png, cold', 'ours png, cached']
+      'ours png, cold', 'ours png, cached', 'ours jpeg, cold',
+      'ours jpeg, cached']
   for row in rows:
     assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[2])
   assert '30 training images' in report
