@@ -184,7 +184,9 @@ def training_config(**overrides) -> TrainingConfig:
       conv_filters=configs.CONV_FILTERS, kernel_size=configs.KERNEL_SIZE,
       dense_units=configs.DENSE_UNITS, dropout=configs.DROPOUT,
       gap_conv_filters=configs.GAP_CONV_FILTERS,
-      gap_dropout=configs.GAP_DROPOUT, augment=configs.AUGMENT,
+      gap_dropout=configs.GAP_DROPOUT,
+      gap_batch_norm_momentum=configs.GAP_BATCH_NORM_MOMENTUM,
+      augment=configs.AUGMENT,
       augment_shift=configs.AUGMENT_SHIFT,
       augment_brightness=configs.AUGMENT_BRIGHTNESS)
   values = dict(
