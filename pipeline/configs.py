@@ -28,8 +28,13 @@ IMAGE_GEOMETRY = features.MNIST_GEOMETRY
 # byte copy), or a 'png' (lossless) or 'jpeg' (lossy) file, smaller on disk
 # for photographs, decoded by the Transform graph in the input_fn; 'auto':
 # png for images of at least PNG_MIN_PIXELS pixels (height x width), raw
-# below. Chosen by measurement (BENCHMARKS.md, "Encodings"): TODO.
-IMAGE_ENCODING = 'auto'
+# below. The default stays raw until the input speed of each encoding at
+# 96x96x3 and 224x224x3 is measured on a quiet machine (`python -m
+# benchmarks --section encodings`): PNG files are 0.80-0.83x the bytes of
+# gzipped raw records on the shapes dataset at both sizes (JPEG 0.2x, but
+# lossy), too small a saving to pay a decode per image per epoch for
+# without figures of that cost.
+IMAGE_ENCODING = 'raw'
 PNG_MIN_PIXELS = 128 * 128
 # Output files per split: enough for the Trainer to interleave reads.
 NUM_SHARDS = 16
