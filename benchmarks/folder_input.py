@@ -1,5 +1,6 @@
-"""Image folders at 96x96x3: Keras's image_dataset_from_directory against
-our ExampleGen + the Trainer's input_fn, one epoch of the train split.
+"""Image folders: Keras's image_dataset_from_directory against our
+ExampleGen + the Trainer's input_fn, one epoch of the train split (96x96x3
+unless told; benchmarks/encodings.py also runs it at 224x224x3).
 
   .venv/bin/python -m benchmarks.folder_input            # 3,000 images, 5 repetitions
   .venv/bin/python -m benchmarks.folder_input --quick    # 200 images, 1 repetition: does it work?
@@ -15,14 +16,16 @@ labels:
   ours raw         modules/input_pipeline.make_dataset on the records
                    ExampleGen wrote with --image-encoding raw, cold (first
                    epoch) and cached (second);
-  ours png         the same on --image-encoding png records: the PNG files
-                   decoded in the transform graph, per batch, in parallel.
+  ours png, jpeg   the same on --image-encoding png or jpeg records: the
+                   files decoded in the transform graph, per batch, in
+                   parallel.
 Ours also pays a one-off conversion (ExampleGen), reported with the bytes
 each variant reads. Figures are median (min-max) of interleaved
 repetitions; on a contended machine they say little.
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -46,9 +49,8 @@ from tests import example_gen_standalone  # pylint: disable=g-import-not-at-top
 from tests import transform_analysis  # pylint: disable=g-import-not-at-top
 
 SIZE = 96
-GEOMETRY = features.ImageGeometry(SIZE, SIZE, 3)
 IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
-ENCODINGS = ('raw', 'png')
+ENCODINGS = features.IMAGE_ENCODINGS
 
 
 def _epoch(dataset: tf.data.Dataset) -> int:
@@ -59,10 +61,10 @@ def _bytes(pattern: str) -> int:
   return sum(tf.io.gfile.stat(f).length for f in tf.io.gfile.glob(pattern))
 
 
-def keras_dataset(train_dir: str, batch_size: int, mean, variance,
+def keras_dataset(train_dir: str, size: int, batch_size: int, mean, variance,
                   cache: bool) -> tf.data.Dataset:
   dataset = keras.utils.image_dataset_from_directory(
-      train_dir, label_mode='int', color_mode='rgb', image_size=(SIZE, SIZE),
+      train_dir, label_mode='int', color_mode='rgb', image_size=(size, size),
       batch_size=batch_size, shuffle=True, seed=0)
   # It yields float32 0..255 images: the same normalisation as ours.
   dataset = dataset.map(
@@ -74,70 +76,100 @@ def keras_dataset(train_dir: str, batch_size: int, mean, variance,
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def run(work_dir: str, per_class: int, repetitions: int,
-        batch_size: int) -> str:
-  """Builds the data, measures, returns the Markdown report."""
-  data_dir = os.path.join(work_dir, 'shapes')
-  shapes.write(data_dir, per_class, SIZE, eval_per_class=max(1, per_class // 5))
+@dataclasses.dataclass
+class Result:
+  geometry: features.ImageGeometry
+  images: int  # Training images, read once per epoch.
+  per_class: int
+  batch_size: int
+  repetitions: int
+  conversion_s: Dict[str, float]  # Encoding -> ExampleGen's seconds.
+  rates: Dict[str, Figure]  # Variant -> examples/s.
+  bytes_read: Dict[str, int]  # Variant -> bytes of the files it reads.
+
+
+def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
+            size: int = SIZE, encodings=ENCODINGS,
+            with_keras: bool = True) -> Result:
+  """Builds the data, measures every variant."""
+  geometry = features.ImageGeometry(size, size, 3)
+  data_dir = os.path.join(work_dir, f'shapes-{size}')
+  shapes.write(data_dir, per_class, size, eval_per_class=max(1, per_class // 5))
   patterns, outputs, conversion = {}, {}, {}
-  for encoding in ENCODINGS:
-    out = os.path.join(work_dir, f'examples-{encoding}')
+  for encoding in encodings:
+    out = os.path.join(work_dir, f'examples-{size}-{encoding}')
     seconds, examples = timed(lambda: example_gen_standalone.run_example_gen(  # pylint: disable=cell-var-from-loop
         data_dir, out, ImageExampleGenOptions(
-            input_format='images', geometry=GEOMETRY,
+            input_format='images', geometry=geometry,
             num_shards=configs.NUM_SHARDS, image_encoding=encoding),
         IN_MEMORY))
     conversion[encoding] = seconds
     patterns[encoding] = os.path.join(examples.uri, 'Split-train', '*')
     outputs[encoding] = transform_analysis.analyze(
-        patterns[encoding], GEOMETRY, os.path.join(work_dir, f'tft-{encoding}'),
-        IN_MEMORY, encoding)
+        patterns[encoding], geometry,
+        os.path.join(work_dir, f'tft-{size}-{encoding}'), IN_MEMORY, encoding)
+  first = encodings[0]
   mean, variance = transform.normalisation_constants(
-      outputs['raw'], input_pipeline.first_record(patterns['raw']))
+      outputs[first], input_pipeline.first_record(patterns[first]))
   train_dir = os.path.join(data_dir, 'train')
 
   rates: Dict[str, Figure] = {}
   examples = 0
 
-  def measure(name: str, dataset: tf.data.Dataset) -> None:
+  def run_epoch(name: str, dataset: tf.data.Dataset) -> None:
     nonlocal examples
     seconds, examples = timed(lambda: _epoch(dataset))
     rates.setdefault(name, Figure()).add(examples / seconds)
 
   for _ in range(repetitions):  # Interleaved, so noise hits all alike.
-    measure('keras', keras_dataset(train_dir, batch_size, mean, variance,
-                                   cache=False))
-    cached = keras_dataset(train_dir, batch_size, mean, variance, cache=True)
-    _epoch(cached)
-    measure('keras, cached', cached)
-    for encoding in ENCODINGS:
+    if with_keras:
+      run_epoch('keras', keras_dataset(train_dir, size, batch_size, mean,
+                                       variance, cache=False))
+      cached = keras_dataset(train_dir, size, batch_size, mean, variance,
+                             cache=True)
+      _epoch(cached)
+      run_epoch('keras, cached', cached)
+    for encoding in encodings:
       dataset = input_pipeline.make_planned_dataset(
           patterns[encoding], outputs[encoding], batch_size,
           input_pipeline.plan_training(patterns[encoding],
                                        pipeline.training_config().input))
-      measure(f'ours {encoding}, cold', dataset)
-      measure(f'ours {encoding}, cached', dataset)
+      run_epoch(f'ours {encoding}, cold', dataset)
+      run_epoch(f'ours {encoding}, cached', dataset)
 
   png_bytes = sum(os.path.getsize(os.path.join(folder, name))
                   for folder, _, names in os.walk(train_dir) for name in names)
-  read = {'keras': png_bytes, 'keras, cached': png_bytes,
-          **{f'ours {e}, {s}': _bytes(patterns[e]) for e in ENCODINGS
-             for s in ('cold', 'cached')}}
+  read = {f'ours {e}, {s}': _bytes(patterns[e]) for e in encodings
+          for s in ('cold', 'cached')}
+  if with_keras:
+    read.update({'keras': png_bytes, 'keras, cached': png_bytes})
+  return Result(geometry=geometry, images=examples, per_class=per_class,
+                batch_size=batch_size, repetitions=repetitions,
+                conversion_s=conversion, rates=rates, bytes_read=read)
+
+
+def render(r: Result) -> str:
   lines = [
-      f'## Image folders at {GEOMETRY}: image_dataset_from_directory vs ours',
+      f'## Image folders at {r.geometry}: image_dataset_from_directory vs ours',
       '',
-      f'{examples:,} training images ({per_class} per class), batch '
-      f'{batch_size}, {repetitions} repetition(s), {os.cpu_count()} CPU '
+      f'{r.images:,} training images ({r.per_class} per class), batch '
+      f'{r.batch_size}, {r.repetitions} repetition(s), {os.cpu_count()} CPU '
       f'cores, {time.strftime("%Y-%m-%d")}. One-off conversion by our '
-      'ExampleGen: ' + ', '.join(f'{e} {conversion[e]:.1f} s'
-                                for e in ENCODINGS) + '.',
+      'ExampleGen: ' + ', '.join(f'{e} {s:.1f} s'
+                                for e, s in r.conversion_s.items()) + '.',
       '',
       '| variant | examples/s | files read (bytes) |',
       '|---|---|---|',
   ]
-  lines += [f'| {name} | {figure.format()} | {read[name]:,} |'
-            for name, figure in rates.items()]
+  lines += [f'| {name} | {figure.format()} | {r.bytes_read[name]:,} |'
+            for name, figure in r.rates.items()]
   return '\n'.join(lines) + '\n'
+
+
+def run(work_dir: str, per_class: int, repetitions: int,
+        batch_size: int) -> str:
+  """Builds the data, measures, returns the Markdown report."""
+  return render(measure(work_dir, per_class, repetitions, batch_size))
 
 
 def main(argv: List[str] = None) -> int:

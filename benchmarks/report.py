@@ -54,6 +54,12 @@ def _gpus() -> str:
   return f'{len(gpus)} GPU(s)' if gpus else 'no GPU'
 
 
+def machine_line() -> str:
+  """Date, CPU, GPUs and versions: the first line of every section."""
+  return (f'{datetime.date.today()}, {os.cpu_count()} CPU cores '
+          f'({cpu_model()}), {_gpus()}; {_versions()}.')
+
+
 def _goal(name: str, measured: str, met: bool) -> str:
   return f'| {name} | {measured} | {"met" if met else "**not met**"} |'
 
@@ -101,8 +107,7 @@ def render(r: Results) -> str:
       '# Benchmarks' + (' (quick mode: a small subset, not the real figures)'
                         if r.quick else ''),
       '',
-      f'{datetime.date.today()}, {os.cpu_count()} CPU cores ({cpu_model()}), '
-      f'{_gpus()}; {_versions()}.',
+      machine_line(),
       '',
       f'    {r.command}',
       '',

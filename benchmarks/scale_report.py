@@ -1,8 +1,8 @@
 """The scale section of BENCHMARKS.md: goals, then per component and size
 the wall time, examples/s, peak memory and bytes on disk.
 
-The section sits between two markers, so `--scale` replaces only it, and
-the other benchmarks' report keeps it (`keep_section`).
+benchmarks/results_file.py writes it as a block of its own in BENCHMARKS.md,
+so `--scale` replaces only it and the other sections keep it.
 """
 
 import datetime
@@ -11,10 +11,6 @@ from typing import List, Optional, Sequence
 
 from benchmarks import report
 from benchmarks import scale
-
-BEGIN = '<!-- scale: python -m benchmarks --scale writes this section -->'
-END = '<!-- /scale -->'
-
 
 def _verdict(met: Optional[bool]) -> str:
   return '' if met is None else 'met' if met else '**not met**'
@@ -36,7 +32,6 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
   steps = rows[0].train_steps if rows else 0
   batch = rows[0].batch_size if rows else 0
   lines: List[str] = [
-      BEGIN,
       '## Scale: 1x, 10x and 100x MNIST through the whole DAG',
       '',
       f'{datetime.date.today()}, {os.cpu_count()} CPU cores '
@@ -116,23 +111,4 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
     for name, figure in stream.rate.items():
       lines.append(f'| {name} | {figure.format()} | '
                    f'{figure.median / bare:.0%} |')
-  lines.append(END)
   return '\n'.join(lines) + '\n'
-
-
-def splice(existing: str, section: str) -> str:
-  """`existing` with its scale section replaced by `section` (appended
-  when it has none)."""
-  start, end = existing.find(BEGIN), existing.find(END)
-  if start < 0 or end < start:
-    return existing.rstrip('\n') + '\n\n' + section
-  return existing[:start] + section + existing[end + len(END):].lstrip('\n')
-
-
-def keep_section(existing: str, new: str) -> str:
-  """`new` (the other benchmarks' report) with `existing`'s scale section,
-  if it had one: `python -m benchmarks` does not measure scale."""
-  start, end = existing.find(BEGIN), existing.find(END)
-  if start < 0 or end < start:
-    return new
-  return splice(new, existing[start:end + len(END)] + '\n')

@@ -12,9 +12,11 @@ import os
 import re
 import subprocess
 import sys
-from typing import Dict, List, Sequence
+import threading
+import time
+from typing import Dict, List, Optional, Sequence
 
-from benchmarks.timing import Figure, timed
+from benchmarks.timing import Figure
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$', re.MULTILINE)
@@ -30,20 +32,71 @@ class Result:
   resolvers: List[str]  # Nodes with no execution to cache.
 
 
-def _run(args: Sequence[str]) -> tuple:
+_STARTED = re.compile(r'^▶ (\S+)')
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+  """CPU time of process `pid`, all its threads (Linux's /proc), or None."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+  except OSError:
+    return None
+  return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+@dataclasses.dataclass
+class LocalRun:
+  seconds: float  # Wall time of the process.
+  nodes: Dict[str, tuple]  # component -> (seconds, cached)
+  stdout: str
+  # component -> CPU seconds of the runner's own process while it ran
+  # (components that run in it, as the Trainer does; not Beam's workers).
+  # Unlike wall time, hardly changed by other work on the machine.
+  cpu_seconds: Dict[str, float]
+
+
+def run_local_runner(args: Sequence[str]) -> LocalRun:
+  """One local_runner.py process, its output read as it comes; a failed run
+  stops the benchmark."""
   command = [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
              *args]
-  seconds, result = timed(lambda: subprocess.run(
-      command, cwd=PROJECT_DIR, capture_output=True, text=True))
-  if result.returncode:
-    raise SystemExit(f'error: {" ".join(command)} failed:\n{result.stdout}'
-                     f'\n{result.stderr}')
-  nodes = {m[1]: (float(m[2]), bool(m[3]))
-           for m in _FINISHED.finditer(result.stdout)}
+  lines, cpu_at_start, cpu = [], {}, {}
+  start = time.perf_counter()
+  with subprocess.Popen(command, cwd=PROJECT_DIR, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True) as process:
+    # stderr to a thread, so neither pipe fills while the other is read.
+    errors = []
+    reader = threading.Thread(target=lambda: errors.append(
+        process.stderr.read()))
+    reader.start()
+    for line in process.stdout:
+      lines.append(line)
+      started, finished = _STARTED.match(line), _FINISHED.match(line.rstrip())
+      if started:
+        cpu_at_start[started[1]] = _cpu_seconds(process.pid)
+      elif finished and cpu_at_start.get(finished[1]) is not None:
+        now = _cpu_seconds(process.pid)
+        if now is not None:
+          cpu[finished[1]] = now - cpu_at_start[finished[1]]
+    returncode = process.wait()
+    reader.join()
+  seconds = time.perf_counter() - start
+  stdout = ''.join(lines)
+  if returncode:
+    raise SystemExit(f'error: {" ".join(command)} failed:\n{stdout}'
+                     f'\n{"".join(errors)}')
+  nodes = {m[1]: (float(m[2]), bool(m[3])) for m in _FINISHED.finditer(stdout)}
   if not nodes:
     raise SystemExit('error: no component progress lines in the output of '
-                     f'{" ".join(command)}:\n{result.stdout}')
-  return seconds, nodes
+                     f'{" ".join(command)}:\n{stdout}')
+  return LocalRun(seconds=seconds, nodes=nodes, stdout=stdout,
+                  cpu_seconds=cpu)
+
+
+def _run(args: Sequence[str]) -> tuple:
+  run = run_local_runner(args)
+  return run.seconds, run.nodes
 
 
 def _add(figures: Dict[str, Figure], seconds: float, nodes: dict) -> None:

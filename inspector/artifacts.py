@@ -1,5 +1,6 @@
 """The few properties that say what an artifact is, per artifact type."""
 
+import json
 from typing import Any, Dict, List, Optional
 
 from records import features
@@ -25,6 +26,14 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
           props[features.CLASS_NAMES_PROPERTY])
     if 'span' in props:
       out['span'] = props['span']
+    # What ExampleGen read but left out of the records (image folders).
+    for count_key, list_key in (
+        (features.OS_FILES_PROPERTY, features.OS_FILES_LIST_PROPERTY),
+        (features.SKIPPED_IMAGES_PROPERTY,
+         features.SKIPPED_IMAGES_LIST_PROPERTY)):
+      if props.get(count_key):
+        out[count_key] = props[count_key]
+        out[list_key] = json.loads(props.get(list_key) or '[]')
   elif artifact.type == 'ModelBlessing':
     if 'blessed' in props:
       out['blessed'] = bool(props['blessed'])
@@ -74,6 +83,17 @@ def summary_text(properties: Dict[str, Any]) -> str:
   if names:
     shown = ', '.join(names[:10]) + (', ...' if len(names) > 10 else '')
     parts.append(f'{len(names)} classes: {shown}')
+  if features.OS_FILES_PROPERTY in properties:
+    parts.append(_left_out(
+        f'{properties[features.OS_FILES_PROPERTY]:,} hidden or OS files left '
+        f'out (not images, all in {features.OS_FILES_FILE})',
+        [f['path'] for f in properties[features.OS_FILES_LIST_PROPERTY]]))
+  if features.SKIPPED_IMAGES_PROPERTY in properties:
+    parts.append(_left_out(
+        f'{properties[features.SKIPPED_IMAGES_PROPERTY]:,} unreadable images '
+        f'skipped (all in {features.SKIPPED_IMAGES_FILE})',
+        [f'{f["path"]} ({f["reason"]})' for f in
+         properties[features.SKIPPED_IMAGES_LIST_PROPERTY]]))
   if 'blessed' in properties:
     parts.append('blessed' if properties['blessed'] else 'NOT blessed')
   if 'current_model_id' in properties:
@@ -87,6 +107,13 @@ def summary_text(properties: Dict[str, Any]) -> str:
     parts.append('anomalies in ' + ', '.join(properties['anomalies_in'])
                  if properties['anomalies_in'] else 'no anomalies')
   return '; '.join(parts)
+
+
+def _left_out(what: str, listed: List[str], shown: int = 3) -> str:
+  """'2 ... left out (...): a/.DS_Store, b/Thumbs.db'."""
+  more = len(listed) > shown
+  return (f'{what}: ' + ', '.join(listed[:shown]) + (', ...' if more else '')
+          if listed else what)
 
 
 def listing(md: queries.Metadata, type_name: Optional[str] = None,

@@ -44,6 +44,7 @@ class ModelConfig:
   # small-gap-cnn.
   gap_conv_filters: Tuple[int, ...]
   gap_dropout: float
+  gap_batch_norm_momentum: float  # Of batch norm's moving averages.
   # Augmentation, training only.
   augment: bool
   augment_shift: float  # Fraction of the height and width.
@@ -118,7 +119,8 @@ def _small_gap_cnn_features(x, config: ModelConfig):
     # No bias: batch norm's offset does its job.
     x = keras.layers.Conv2D(filters, 3, padding='same', use_bias=False,
                             name=f'conv{i + 1}')(x)
-    x = keras.layers.BatchNormalization(name=f'bn{i + 1}')(x)
+    x = keras.layers.BatchNormalization(
+        momentum=config.gap_batch_norm_momentum, name=f'bn{i + 1}')(x)
     x = keras.layers.ReLU(name=f'relu{i + 1}')(x)
     if min(x.shape[1], x.shape[2]) >= 2:  # Small images stop shrinking.
       x = keras.layers.MaxPool2D(name=f'pool{i + 1}')(x)

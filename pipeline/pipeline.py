@@ -66,7 +66,8 @@ def create_pipeline(
       input_base=data_root, input_format=input_format,
       class_names=class_names, image_geometry=image_geometry,
       num_shards=num_shards, skip_bad_images=skip_bad_images,
-      image_encoding=image_encoding, span_dir_pattern=span_dir_pattern)
+      image_encoding=image_encoding, png_min_pixels=configs.PNG_MIN_PIXELS,
+      span_dir_pattern=span_dir_pattern)
   # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
   # passes pipeline/scale.py's choice by the input's size.
   if example_gen_beam_pipeline_args:
@@ -205,7 +206,9 @@ def training_config(**overrides) -> TrainingConfig:
       conv_filters=configs.CONV_FILTERS, kernel_size=configs.KERNEL_SIZE,
       dense_units=configs.DENSE_UNITS, dropout=configs.DROPOUT,
       gap_conv_filters=configs.GAP_CONV_FILTERS,
-      gap_dropout=configs.GAP_DROPOUT, augment=configs.AUGMENT,
+      gap_dropout=configs.GAP_DROPOUT,
+      gap_batch_norm_momentum=configs.GAP_BATCH_NORM_MOMENTUM,
+      augment=configs.AUGMENT,
       augment_shift=configs.AUGMENT_SHIFT,
       augment_brightness=configs.AUGMENT_BRIGHTNESS)
   input_values = dict(

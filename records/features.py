@@ -23,7 +23,7 @@ requests may leave them out.
 
 import dataclasses
 import json
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -55,6 +55,9 @@ GEOMETRY_PROPERTIES = ('image_height', 'image_width', 'image_channels')
 IMAGE_ENCODINGS = ('raw', 'png', 'jpeg')
 IMAGE_ENCODING_PROPERTY = 'image_encoding'
 JPEG_QUALITY = 95
+# ExampleGen's choice by image size: PNG from `png_min_pixels` (height x
+# width) up, raw below (resolve_encoding). The artifact records the result.
+AUTO_ENCODING = 'auto'
 
 # Images skipped as unreadable (ExampleGen's skip_bad_images option): their
 # number and a JSON list of the first ones ({split, path, reason}) as custom
@@ -110,6 +113,18 @@ class ImageGeometry:
 
 
 MNIST_GEOMETRY = ImageGeometry(height=28, width=28, channels=1)
+
+
+def resolve_encoding(encoding: str, geometry: 'ImageGeometry',
+                     png_min_pixels: Optional[int]) -> str:
+  """The encoding records of `geometry` get: `encoding`, unless it is
+  AUTO_ENCODING, which means png for images of at least `png_min_pixels`
+  pixels (height x width) and raw for smaller ones."""
+  if encoding != AUTO_ENCODING:
+    return encoding
+  if png_min_pixels is None:
+    raise ValueError(f'image encoding {AUTO_ENCODING!r} needs png_min_pixels')
+  return 'png' if geometry.height * geometry.width >= png_min_pixels else 'raw'
 
 
 def encode_image(pixels: bytes, geometry: ImageGeometry, encoding: str) -> bytes:

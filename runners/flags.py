@@ -74,11 +74,14 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       '3 (RGB) (default: %d). IDX files declare their own.' %
       configs.IMAGE_GEOMETRY.channels)
   data.add_argument(
-      '--image-encoding', choices=features.IMAGE_ENCODINGS,
+      '--image-encoding',
+      choices=(features.AUTO_ENCODING, *features.IMAGE_ENCODINGS),
       default=configs.IMAGE_ENCODING,
       help='How the Examples hold the pixels: raw uint8, or a PNG (lossless) '
       'or JPEG (quality %d) file of them, decoded in the Trainer\'s input_fn '
-      'and in serving (default: %%(default)s).' % features.JPEG_QUALITY)
+      'and in serving; auto: png for images of at least %d pixels (height x '
+      'width), raw for smaller ones (default: %%(default)s).' % (
+          features.JPEG_QUALITY, configs.PNG_MIN_PIXELS))
   data.add_argument(
       '--num-shards', type=int, default=configs.NUM_SHARDS,
       help='TFRecord files written per split (default: %(default)s).')

@@ -134,7 +134,25 @@ def test_folder_input_benchmark_reports_every_variant(tmp_path):
   _, rows = _table(report, '## Image folders at 96x96x3')
   assert [row[0] for row in rows] == [
       'keras', 'keras, cached', 'ours raw, cold', 'ours raw, cached',
-      'ours png, cold', 'ours png, cached']
+      'ours png, cold', 'ours png, cached', 'ours jpeg, cold',
+      'ours jpeg, cached']
   for row in rows:
     assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[2])
   assert '30 training images' in report
+
+
+def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
+  from benchmarks import results_file  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / 'BENCHMARKS.md')
+  results_file.write_head(path, '# Benchmarks\n\ncore figures 1\n')
+  results_file.write_section(path, 'shapes', '## Shapes\n\n84%\n')
+  results_file.write_section(path, 'encodings', '## Encodings\n\npng\n')
+  # Run again: each replaces only its own part, in place.
+  results_file.write_section(path, 'shapes', '## Shapes\n\n97%\n')
+  results_file.write_head(path, '# Benchmarks\n\ncore figures 2\n')
+  text = open(path).read()
+  assert text.startswith('# Benchmarks\n\ncore figures 2\n')
+  assert 'core figures 1' not in text and '84%' not in text
+  assert text.index('97%') < text.index('## Encodings')
+  assert text.count('<!-- section shapes -->') == 1
+  assert text.count('<!-- end encodings -->') == 1

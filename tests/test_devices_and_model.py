@@ -11,6 +11,7 @@ import tf_keras as keras
 from modules import devices
 from modules import model as model_lib
 from modules import training_plan
+from pipeline import configs
 from pipeline import pipeline
 from records import features
 
@@ -116,6 +117,10 @@ def test_small_gap_cnn_does_not_grow_with_the_image():
     sizes[side] = model.count_params()
   assert len(set(sizes.values())) == 1 and sizes[96] < 500_000
   assert model.get_layer('bn1') and model.get_layer('gap')
+  # Moving averages that keep up with a few thousand images' training.
+  assert {layer.momentum for layer in model.layers
+          if isinstance(layer, keras.layers.BatchNormalization)} == {
+              configs.GAP_BATCH_NORM_MOMENTUM} == {0.9}
   # Against the Flatten -> Dense head at 96x96: 37.7M parameters.
   mnist = model_lib.build_cnn(features.ImageGeometry(96, 96, 3), 10, CONFIG)
   assert mnist.count_params() > 37_000_000
@@ -145,7 +150,7 @@ def test_augmentation_acts_in_training_only(architecture):
 
 
 @pytest.mark.parametrize('records, epochs', [
-    (60_000, 4), (3_000, 60), (10_000, 24), (1_000_000, 3)])
+    (60_000, 3), (3_000, 60), (10_000, 18), (1_000_000, 3)])
 def test_the_budget_scales_with_the_dataset(records, epochs):
   budget = pipeline.training_config().budget
   assert training_plan.epochs_for(budget, records) == epochs

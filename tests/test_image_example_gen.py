@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
@@ -227,6 +228,13 @@ def test_options_round_trip():
       input_format='images', class_names=['x', 'y'],
       geometry=features.ImageGeometry(32, 30, 3), num_shards=3,
       skip_bad_images=True, image_encoding='jpeg')
+  auto = ImageExampleGenOptions(num_shards=1, image_encoding='auto',
+                                png_min_pixels=5000)
+  for options in (options, auto):
+    exec_properties = {standard_component_specs.CUSTOM_CONFIG_KEY:
+                       proto_utils.proto_to_json(options.to_custom_config())}
+    assert ImageExampleGenOptions.from_exec_properties(
+        exec_properties) == options
   exec_properties = {standard_component_specs.CUSTOM_CONFIG_KEY:
                      proto_utils.proto_to_json(options.to_custom_config())}
   assert ImageExampleGenOptions.from_exec_properties(exec_properties) == options
@@ -236,6 +244,36 @@ def test_options_round_trip():
     ImageExampleGenOptions(image_encoding='gif', num_shards=1)
   # The default number of shards is written once, in the pipeline's configs.
   np.testing.assert_equal(configs.NUM_SHARDS, 16)
+
+
+def test_auto_encoding_follows_the_image_size(tmp_path):
+  # IDX files: the size is known only once their headers are read. 28x28
+  # is at the threshold: PNG files, and the artifact says so.
+  datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 6, 't10k': 2})
+  examples = run_executor(
+      tmp_path / 'in', tmp_path / 'out',
+      ImageExampleGenOptions(num_shards=1, image_encoding='auto',
+                             png_min_pixels=28 * 28))
+  assert examples.get_string_custom_property(
+      features.IMAGE_ENCODING_PROPERTY) == 'png'
+  [shard] = examples_io.split_files(examples.uri, 'eval')
+  for record in tf.data.TFRecordDataset(shard, compression_type='GZIP'):
+    image = tf.train.Example.FromString(record.numpy()).features.feature[
+        features.IMAGE_KEY].bytes_list.value[0]
+    assert image.startswith(b'\x89PNG\r\n\x1a\n')
+
+
+def test_auto_encoding_needs_its_threshold():
+  with pytest.raises(ValueError, match='png_min_pixels'):
+    ImageExampleGenOptions(num_shards=1, image_encoding='auto')
+  geometry = features.ImageGeometry(96, 96, 3)
+  assert features.resolve_encoding('auto', geometry, 96 * 96) == 'png'
+  assert features.resolve_encoding('auto', geometry, 96 * 96 + 1) == 'raw'
+  assert features.resolve_encoding('jpeg', geometry, None) == 'jpeg'
+  # The pipeline's default and threshold are written once, in configs.
+  parser = argparse.ArgumentParser()
+  flags.add_data_flags(parser, 'data', 'data')
+  assert parser.parse_args([]).image_encoding == configs.IMAGE_ENCODING
 
 
 def test_num_shards_is_required():

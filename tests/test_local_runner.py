@@ -15,6 +15,7 @@ from tests import datasets
 from tests import examples_io
 from tests import local_run
 from tests import mlmd
+from tests import tiny_runs
 
 run = local_run.run
 
@@ -82,6 +83,19 @@ def test_image_folder_as_people_have_them(tmp_path):
   assert train[0]['image'].shape == (16, 16, 3)
   assert features.decode_class_names(
       examples.custom_properties['class_names'].string_value) == ['cat', 'dog', 'fish']
+
+  # The inspect tool shows them on the Examples too, not only the summary.
+  [shown] = tiny_runs.inspect_json(tmp_path / 'out', 'artifacts', '--type',
+                                   'Examples')
+  assert shown['properties']['os_files_left_out'] == 3
+  assert {f['path'] for f in shown['properties']['os_files_left_out_list']} == {
+      f'{data}/{litter}' for litter in ('train/cat/.DS_Store',
+                                        'train/dog/._0.png',
+                                        'eval/fish/Thumbs.db')}
+  text = tiny_runs.inspect(tmp_path / 'out', 'artifacts', '--type',
+                           'Examples').stdout
+  assert '3 hidden or OS files left out' in text
+  assert 'Thumbs.db' in text
 
 
 def test_curated_schema_accepts_mnist_format_data(tmp_path):

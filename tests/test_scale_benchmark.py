@@ -80,24 +80,13 @@ def test_what_was_not_measured_is_neither_met_nor_not_met():
   assert skipped.cap_bytes == int(0.85 * 6_010_000 * 784)
 
 
-def test_the_section_replaces_only_itself_and_survives_other_reports():
+def test_the_section_shows_each_component_and_the_streaming_read():
   rows = [_row(10, TEN, 3 * GB), _row(100, HUNDRED, 4 * GB)]
   section = scale_report.render(rows, _stream(80, 100), 'python -m x')
-  assert section.startswith(scale_report.BEGIN)
-  assert section.rstrip().endswith(scale_report.END)
+  assert section.startswith('## Scale: 1x, 10x and 100x MNIST')
+  assert '    python -m x' in section
   assert '| ImageExampleGen | 4.0 (152,500/s) | 35.0 (171,714/s) |' in section
   assert '| streaming input_fn | 80 | 80% |' in section
-
-  report = '# Benchmarks\n\nold figures\n'
-  once = scale_report.splice(report, section)
-  assert once.startswith(report) and once.endswith(section)
-  newer = section.replace('python -m x', 'python -m y')
-  twice = scale_report.splice(once, newer)
-  assert twice == once.replace('python -m x', 'python -m y')
-  # The other benchmarks rewrite the file, keeping the scale section.
-  kept = scale_report.keep_section(twice, '# Benchmarks\n\nnew figures\n')
-  assert kept == '# Benchmarks\n\nnew figures\n\n' + newer
-  assert scale_report.keep_section(report, 'new\n') == 'new\n'
 
 
 def test_a_measured_row_is_read_back_as_it_was_saved():

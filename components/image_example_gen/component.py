@@ -59,6 +59,7 @@ class ImageExampleGen(FileBasedExampleGen):
       num_shards: int,
       skip_bad_images: bool = False,
       image_encoding: str = 'raw',
+      png_min_pixels: Optional[int] = None,
       span_dir_pattern: Optional[str] = None,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
@@ -66,7 +67,8 @@ class ImageExampleGen(FileBasedExampleGen):
     options = ImageExampleGenOptions(
         input_format=input_format, class_names=class_names,
         geometry=image_geometry, num_shards=num_shards,
-        skip_bad_images=skip_bad_images, image_encoding=image_encoding)
+        skip_bad_images=skip_bad_images, image_encoding=image_encoding,
+        png_min_pixels=png_min_pixels)
     super().__init__(
         input_base=input_base,
         input_config=input_config or default_input_config(

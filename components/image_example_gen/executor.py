@@ -47,6 +47,7 @@ from records import features
 _CLASS_NAMES_KEY = '_class_names'
 _IDX_FILES_KEY = '_idx_files'
 _SKIPPED_FILES_KEY = '_skipped_files'
+_IMAGE_ENCODING_KEY = '_image_encoding'  # Resolved: never 'auto'.
 
 
 @beam.ptransform_fn
@@ -63,12 +64,12 @@ def _ImageToExampleBatches(pipeline: beam.Pipeline,
   if options.input_format == 'idx':
     return pipeline | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
         exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-        options.num_shards, options.image_encoding)
+        options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
   skipped_file = exec_properties[_SKIPPED_FILES_KEY].get(split_pattern)
   return (pipeline
           | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
               split_pattern, class_names, options.geometry, skipped_file,
-              options.image_encoding)
+              exec_properties[_IMAGE_ENCODING_KEY])
           | 'Batch' >> beam.BatchElements(
               max_batch_size=tfrecord_sink.RECORDS_PER_WRITE))
 
@@ -165,12 +166,15 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                                                       output_config))
     skipped_files = (skipped_images.files(examples.uri, patterns)
                      if options.skip_bad_images else {})
+    encoding = features.resolve_encoding(options.image_encoding, geometry,
+                                         options.png_min_pixels)
     exec_properties = {**exec_properties, _CLASS_NAMES_KEY: class_names,
                        _IDX_FILES_KEY: idx_files,
-                       _SKIPPED_FILES_KEY: skipped_files}
+                       _SKIPPED_FILES_KEY: skipped_files,
+                       _IMAGE_ENCODING_KEY: encoding}
 
-    logging.info('Generating examples of %s images with classes %s.',
-                 geometry, class_names)
+    logging.info('Generating examples of %s images (%s) with classes %s.',
+                 geometry, encoding, class_names)
     progress.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
@@ -201,5 +205,5 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     for key, value in geometry.to_dict().items():
       examples.set_int_custom_property(key, value)
     examples.set_string_custom_property(features.IMAGE_ENCODING_PROPERTY,
-                                        options.image_encoding)
+                                        encoding)
     logging.info('Examples generated.')

@@ -35,7 +35,11 @@ class ImageExampleGenOptions:
     (corrupt, empty, not an image) instead of failing, and record which on
     the Examples artifact. Off by default: bad data stops the run.
   image_encoding: how records hold the pixels: 'raw', or a 'png' or 'jpeg'
-    file (features.IMAGE_ENCODINGS); the Transform decodes them.
+    file (features.IMAGE_ENCODINGS); the Transform decodes them. Or 'auto'
+    (features.AUTO_ENCODING): png for images of at least `png_min_pixels`
+    pixels (height x width), raw below, decided once the geometry is known
+    (an IDX file's is in its header).
+  png_min_pixels: 'auto' only (pipeline/configs.py has the pipeline's).
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
@@ -43,6 +47,7 @@ class ImageExampleGenOptions:
   geometry: features.ImageGeometry = features.MNIST_GEOMETRY
   skip_bad_images: bool = False
   image_encoding: str = 'raw'
+  png_min_pixels: Optional[int] = None
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -50,9 +55,15 @@ class ImageExampleGenOptions:
                        f'got {self.input_format!r}')
     if self.num_shards < 1:
       raise ValueError(f'num_shards must be at least 1, got {self.num_shards}')
-    if self.image_encoding not in features.IMAGE_ENCODINGS:
-      raise ValueError(f'image_encoding must be one of '
-                       f'{features.IMAGE_ENCODINGS}, got {self.image_encoding!r}')
+    encodings = (features.AUTO_ENCODING, *features.IMAGE_ENCODINGS)
+    if self.image_encoding not in encodings:
+      raise ValueError(f'image_encoding must be one of {encodings}, got '
+                       f'{self.image_encoding!r}')
+    if (self.image_encoding == features.AUTO_ENCODING and
+        (self.png_min_pixels is None or self.png_min_pixels < 1)):
+      raise ValueError(f'image_encoding {features.AUTO_ENCODING!r} needs '
+                       f'png_min_pixels of at least 1, got '
+                       f'{self.png_min_pixels!r}')
     if self.skip_bad_images and self.input_format != 'images':
       raise ValueError('skip_bad_images applies to image folders only '
                        "(input_format 'images')")
@@ -71,6 +82,7 @@ class ImageExampleGenOptions:
         'num_shards': self.num_shards,
         'skip_bad_images': self.skip_bad_images,
         'image_encoding': self.image_encoding,
+        'png_min_pixels': self.png_min_pixels,
     }
 
   @classmethod
@@ -83,7 +95,9 @@ class ImageExampleGenOptions:
             int(d['image_channels'])),
         num_shards=int(d['num_shards']),
         skip_bad_images=bool(d.get('skip_bad_images', False)),
-        image_encoding=d.get('image_encoding', 'raw'))
+        image_encoding=d.get('image_encoding', 'raw'),
+        png_min_pixels=(int(d['png_min_pixels'])
+                        if d.get('png_min_pixels') is not None else None))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()
