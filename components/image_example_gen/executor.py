@@ -119,7 +119,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
             os.path.join(input_base, split.pattern)]
         _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
             files, exec_properties[_CLASS_NAMES_KEY], options.num_shards,
-            options.image_encoding, split_uri(split.name))
+            exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name))
       return
     else:
       batches = {
