@@ -61,8 +61,7 @@ def _fn_args(data, out, workers, timeout=600, **training) -> FnArgs:
   examples_uri, transform_dir = data
   config = pipeline.training_config(**{
       'epochs': 4, 'batch_size': 16, 'learning_rate': 3e-3,
-      'shuffle_buffer': TRAIN, 'workers': workers,
-      'workers_timeout_seconds': timeout, **training})
+      'workers': workers, 'workers_timeout_seconds': timeout, **training})
   return FnArgs(
       working_dir=str(out / 'work'),
       train_files=[os.path.join(examples_uri, 'Split-train', '*')],
