@@ -186,3 +186,20 @@ def test_the_trainer_logs_and_records_its_choice(data, tmp_path, caplog):
   assert recorded['eval']['read'] == 'stream'
   assert recorded['train']['size']['records'] == TRAIN
   assert recorded['eval']['budget'] == 0
+
+
+def test_chunk_shuffle_permutes_each_chunk_anew_each_epoch():
+  # 1,000 records in blocks of 10, as shards are read; chunks of 100.
+  blocks = tf.data.Dataset.range(1000).batch(10)
+  tf.random.set_seed(7)  # A global seed must not replay epoch one's order.
+  try:
+    chunked = input_pipeline.shuffle_chunks(blocks, 100)
+    epochs = [[chunk.numpy().tolist() for chunk in chunked] for _ in range(2)]
+  finally:
+    tf.random.set_seed(None)
+  for chunks in epochs:
+    assert [len(c) for c in chunks] == [100] * 10
+    for i, chunk in enumerate(chunks):  # Each chunk: its own 100 records.
+      assert sorted(chunk) == list(range(100 * i, 100 * (i + 1)))
+      assert chunk != sorted(chunk)
+  assert epochs[0] != epochs[1]
