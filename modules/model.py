@@ -18,7 +18,7 @@ and evaluation see the images as they are.
 """
 
 import dataclasses
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import tf_keras as keras
 
@@ -45,8 +45,8 @@ class ModelConfig:
   gap_conv_filters: Tuple[int, ...]
   gap_dropout: float
   gap_batch_norm_momentum: float  # Of batch norm's moving averages.
-  # Augmentation, training only.
-  augment: bool
+  # Augmentation, training only; None: for colour images (choose_augment).
+  augment: Optional[bool]
   augment_shift: float  # Fraction of the height and width.
   augment_brightness: float  # Standard deviations of the training pixels.
 
@@ -78,6 +78,16 @@ def choose(config: ModelConfig,
                   f'{config.mnist_cnn_max_pixels})'))
 
 
+def choose_augment(config: ModelConfig,
+                   geometry: features.ImageGeometry) -> Tuple[bool, str]:
+  """(augment, why) for images of `geometry`."""
+  if config.augment is not None:
+    return config.augment, 'as configured'
+  if geometry.channels > 1:
+    return True, 'auto: colour images'
+  return False, 'auto: grey images (a flip may change what they show)'
+
+
 def build(architecture: str, geometry: features.ImageGeometry,
           num_classes: int, config: ModelConfig) -> keras.Model:
   """Images [batch, H, W, C] (normalised floats) -> logits [batch, classes].
@@ -87,7 +97,8 @@ def build(architecture: str, geometry: features.ImageGeometry,
   precision.
   """
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
-  x = _augmentation(config)(inputs) if config.augment else inputs
+  augment, _ = choose_augment(config, geometry)
+  x = _augmentation(config)(inputs) if augment else inputs
   if architecture == MNIST_CNN:
     x = _mnist_cnn_features(x, config)
   elif architecture == SMALL_GAP_CNN:

@@ -1,5 +1,6 @@
 """What a training run does, decided from the data: the network for the
-images' geometry (model.choose), and a budget that grows with the dataset.
+images' geometry (model.choose) and whether to augment them
+(model.choose_augment), and a budget that grows with the dataset.
 
 The budget is counted in examples seen: epochs = ceil(training_examples /
 training records), within [min_epochs, max_epochs], so that MNIST's 60,000
@@ -33,6 +34,8 @@ class Budget:
 class TrainingPlan:
   architecture: str
   why: str  # Why this architecture.
+  augment: bool
+  augment_why: str
   epochs: int
   learning_rate_decay: float
   train_records: int
@@ -41,9 +44,10 @@ class TrainingPlan:
     return dataclasses.asdict(self)
 
   def describe(self) -> str:
-    return (f'{self.architecture} ({self.why}); {self.epochs} epochs over '
-            f'{self.train_records} training records, learning rate x'
-            f'{self.learning_rate_decay:.3f} per epoch')
+    return (f'{self.architecture} ({self.why}); augmentation '
+            f'{"on" if self.augment else "off"} ({self.augment_why}); '
+            f'{self.epochs} epochs over {self.train_records} training '
+            f'records, learning rate x{self.learning_rate_decay:.3f} per epoch')
 
 
 def epochs_for(budget: Budget, train_records: int) -> int:
@@ -62,7 +66,9 @@ def decay_for(budget: Budget, epochs: int) -> float:
 def plan(budget: Budget, model: model_lib.ModelConfig,
          geometry: features.ImageGeometry, train_records: int) -> TrainingPlan:
   architecture, why = model_lib.choose(model, geometry)
+  augment, augment_why = model_lib.choose_augment(model, geometry)
   epochs = epochs_for(budget, train_records)
-  return TrainingPlan(architecture=architecture, why=why, epochs=epochs,
+  return TrainingPlan(architecture=architecture, why=why, augment=augment,
+                      augment_why=augment_why, epochs=epochs,
                       learning_rate_decay=decay_for(budget, epochs),
                       train_records=train_records)

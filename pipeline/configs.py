@@ -222,11 +222,13 @@ GAP_DROPOUT = 0.3
 # accuracy rose to 70%; at 0.9 it follows the training-mode accuracy from
 # the first epochs.
 GAP_BATCH_NORM_MOMENTUM = 0.9
-# --augment: random horizontal flips, shifts of up to this fraction of the
-# height and width, and brightness shifts of up to this many standard
-# deviations of the training pixels; in training only. Off by default:
-# flipping digits or text changes what they say.
-AUGMENT = False
+# Augmentation: random horizontal flips, shifts of up to this fraction of
+# the height and width, and brightness shifts of up to this many standard
+# deviations of the training pixels; in training only. None: on for colour
+# images (photos and the like: a few thousand of them overfit without it),
+# off for grey ones (digits and text: a flip changes what they say); True
+# or False (--augment, --no-augment) force it.
+AUGMENT = None
 AUGMENT_SHIFT = 0.1
 AUGMENT_BRIGHTNESS = 0.2
 

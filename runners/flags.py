@@ -120,9 +120,11 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
       'images of at most %d pixels, small-gap-cnn for larger or colour ones '
       '(default: %%(default)s).' % configs.MNIST_CNN_MAX_PIXELS)
   train.add_argument(
-      '--augment', action='store_true', default=configs.AUGMENT,
+      '--augment', action=argparse.BooleanOptionalAction,
+      default=configs.AUGMENT,
       help='Random horizontal flips, shifts and brightness changes in '
-      'training (never in evaluation or serving). Not for digits or text.')
+      'training (never in evaluation or serving). Default: on for colour '
+      'images, off for grey ones (digits, text: a flip changes them).')
   train.add_argument(
       '--train-steps', type=int, default=configs.TRAIN_STEPS,
       help='Train this many steps (spread over --epochs) instead of whole '

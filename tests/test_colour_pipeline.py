@@ -1,5 +1,5 @@
 """A colour image-folder run at 64x64 through Pusher, on tiny data: the
-small GAP CNN chosen from the geometry, trained with --augment on records
+small GAP CNN and augmentation chosen from the geometry, trained on records
 holding PNG files, and both signatures answering (serving_default decoding
 PNG Examples), the same answers every time (augmentation acts in training
 only). Accuracy is not asserted on data this small."""
@@ -27,7 +27,7 @@ def pushed(tmp_path_factory):
                shapes=CLASSES)
   result = local_run.run(
       '--data-dir', str(tmp / 'data'), '--input-format', 'images',
-      '--image-size', f'{SIZE}x{SIZE}', '--channels', '3', '--augment',
+      '--image-size', f'{SIZE}x{SIZE}', '--channels', '3',
       '--image-encoding', 'png',
       '--output-dir', str(tmp / 'out'), '--accuracy-threshold', '0',
       '--epochs', '2', '--train-steps', '6', '--batch-size', '8',
@@ -44,7 +44,8 @@ def test_the_small_gap_cnn_is_chosen_logged_and_recorded(pushed):
     plan = json.load(f)
   assert plan['architecture'] == 'small-gap-cnn'
   assert plan['why'] == 'auto: colour images'
-  assert plan['geometry'] == f'{SIZE}x{SIZE}x3' and plan['augment'] is True
+  assert plan['geometry'] == f'{SIZE}x{SIZE}x3'
+  assert plan['augment'] is True and plan['augment_why'] == 'auto: colour images'
   assert plan['train_records'] == 10 * len(CLASSES)
   logs = list((tmp / 'out' / 'logs').glob('*.log'))
   assert any('small-gap-cnn (auto: colour images)' in log.read_text()

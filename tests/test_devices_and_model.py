@@ -108,6 +108,19 @@ def test_auto_picks_the_network_from_the_geometry(geometry, architecture):
   assert model_lib.choose(forced, geometry) == ('mnist-cnn', 'as configured')
 
 
+@pytest.mark.parametrize('channels, augment', [(1, False), (3, True)])
+def test_auto_augments_colour_images_only(channels, augment):
+  geometry = features.ImageGeometry(96, 96, channels)
+  chosen, why = model_lib.choose_augment(CONFIG, geometry)
+  assert chosen is augment and why.startswith('auto: ')
+  model = model_lib.build('small-gap-cnn', geometry, 10, CONFIG)
+  assert any(layer.name == 'augmentation' for layer in model.layers) is augment
+  for forced in (True, False):
+    config = pipeline.training_config(augment=forced).model
+    assert model_lib.choose_augment(config, geometry) == (forced,
+                                                           'as configured')
+
+
 def test_small_gap_cnn_does_not_grow_with_the_image():
   sizes = {}
   for side in (28, 64, 96):
@@ -132,8 +145,10 @@ def test_augmentation_acts_in_training_only(architecture):
   augmented = model_lib.build(
       architecture, geometry, 5,
       pipeline.training_config(augment=True).model)
-  plain = model_lib.build(architecture, geometry, 5, CONFIG)
+  plain = model_lib.build(architecture, geometry, 5,
+                          pipeline.training_config(augment=False).model)
   assert augmented.get_layer('augmentation')
+  assert all(layer.name != 'augmentation' for layer in plain.layers)
   plain.set_weights(augmented.get_weights())  # Augmentation has none.
   images = np.random.default_rng(0).normal(size=(4, *geometry.shape)).astype(
       np.float32)
