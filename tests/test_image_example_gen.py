@@ -111,6 +111,31 @@ def test_output_config_hash_splits_one_input(tmp_path):
                                             for i in images)
 
 
+def test_output_config_hash_splits_an_image_folder(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data), per_class={'train': 6})
+  (data / 'train' / 'dog' / '1.jpg').write_bytes(b'')
+  examples = run_executor(
+      data, tmp_path / 'out',
+      ImageExampleGenOptions(input_format='images', num_shards=2,
+                             skip_bad_images=True),
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='all', pattern='train/*/*')]),
+      output_config=example_gen_pb2.Output(
+          split_config=example_gen_pb2.SplitConfig(splits=[
+              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=2),
+              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+  splits = {split: examples_io.read_split(examples.uri, split)
+            for split in ('train', 'eval')}
+  assert len(splits['train']) > len(splits['eval']) > 0
+  assert sorted(r['label'] for records in splits.values()
+                for r in records) == [0] * 6 + [1] * 5 + [2] * 6
+  listed = json.loads(examples.get_string_custom_property(
+      features.SKIPPED_IMAGES_LIST_PROPERTY))
+  assert [(s['split'], s['path']) for s in listed] == [
+      ('all', str(data / 'train' / 'dog' / '1.jpg'))]
+
+
 def test_image_folder_png_and_jpeg(tmp_path):
   datasets.write_image_folder(str(tmp_path / 'in'))
   examples = run_executor(
