@@ -54,39 +54,25 @@ _IMAGE_ENCODING_KEY = '_image_encoding'  # Resolved: never 'auto'.
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(List[bytes])
-def _ImageToExampleBatches(pipeline: beam.Pipeline,
-                           exec_properties: Dict[str, Any],
-                           split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads one split into lists of serialized Examples (for the hash split
-  of an output_config, through GenerateExamplesByBeam)."""
+@beam.typehints.with_output_types(bytes)
+def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+                    split_pattern: str) -> beam.pvalue.PCollection:
+  """Reads one split into serialized Examples, one per element (for the
+  hash split of an output_config, through GenerateExamplesByBeam)."""
   options = ImageExampleGenOptions.from_exec_properties(exec_properties)
   class_names = exec_properties[_CLASS_NAMES_KEY]
   split_pattern = os.path.join(
       exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
   if options.input_format == 'idx':
-    return pipeline | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
-        exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-        options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
-  skipped_file = exec_properties[_SKIPPED_FILES_KEY].get(split_pattern)
-  return (pipeline
-          | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-              split_pattern, class_names, options.geometry, skipped_file,
-              exec_properties[_IMAGE_ENCODING_KEY])
-          | 'Batch' >> beam.BatchElements(
-              max_batch_size=tfrecord_sink.RECORDS_PER_WRITE))
-
-
-@beam.ptransform_fn
-@beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(bytes)
-def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                    split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads one split into serialized Examples, one per element."""
-  return (pipeline
-          | 'Batches' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
-              exec_properties, split_pattern)
-          | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+    return (pipeline
+            | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
+                exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
+                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
+            | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+  return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
+      split_pattern, class_names, options.geometry,
+      exec_properties[_SKIPPED_FILES_KEY].get(split_pattern),
+      exec_properties[_IMAGE_ENCODING_KEY])
 
 
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
