@@ -1,6 +1,7 @@
 """The ImageExampleGen executor through a real Beam pipeline."""
 
 import argparse
+import glob
 import json
 import logging
 import os
@@ -13,6 +14,8 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import idx_source
+from components.image_example_gen import image_folder
+from components.image_example_gen import image_folder_source
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen import progress
@@ -108,6 +111,31 @@ def test_output_config_hash_splits_one_input(tmp_path):
                                             for i in images)
 
 
+def test_output_config_hash_splits_an_image_folder(tmp_path):
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data), per_class={'train': 6})
+  (data / 'train' / 'dog' / '1.jpg').write_bytes(b'')
+  examples = run_executor(
+      data, tmp_path / 'out',
+      ImageExampleGenOptions(input_format='images', num_shards=2,
+                             skip_bad_images=True),
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='all', pattern='train/*/*')]),
+      output_config=example_gen_pb2.Output(
+          split_config=example_gen_pb2.SplitConfig(splits=[
+              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=2),
+              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+  splits = {split: examples_io.read_split(examples.uri, split)
+            for split in ('train', 'eval')}
+  assert len(splits['train']) > len(splits['eval']) > 0
+  assert sorted(r['label'] for records in splits.values()
+                for r in records) == [0] * 6 + [1] * 5 + [2] * 6
+  listed = json.loads(examples.get_string_custom_property(
+      features.SKIPPED_IMAGES_LIST_PROPERTY))
+  assert [(s['split'], s['path']) for s in listed] == [
+      ('all', str(data / 'train' / 'dog' / '1.jpg'))]
+
+
 def test_image_folder_png_and_jpeg(tmp_path):
   datasets.write_image_folder(str(tmp_path / 'in'))
   examples = run_executor(
@@ -127,6 +155,66 @@ def test_image_folder_png_and_jpeg(tmp_path):
   # Each class was drawn 60 grey levels brighter than the one before.
   mean = {r['label']: r['image'].mean() for r in train}
   assert mean[0] < mean[1] < mean[2]
+
+
+def _shard_bytes(examples_uri, split):
+  """{shard file name: its bytes}."""
+  return {os.path.basename(path): open(path, 'rb').read()
+          for path in examples_io.split_files(examples_uri, split)}
+
+
+def _shard_labels(shard_path):
+  return [tf.train.Example.FromString(raw.numpy()).features.feature[
+      features.LABEL_KEY].int64_list.value[0]
+          for raw in tf.data.TFRecordDataset(shard_path,
+                                             compression_type='GZIP')]
+
+
+def test_image_folder_shards_hold_every_image_once_mixed_and_reproducibly(
+    tmp_path, monkeypatch):
+  geometry = features.ImageGeometry(12, 10, 3)
+  # Lists of 4 records: a shard of 6 is written in two, the second short.
+  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 4 * geometry.num_bytes)
+  assert image_folder_source.records_per_write(geometry) == 4
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data), per_class={'train': 6, 'eval': 1})
+  options = ImageExampleGenOptions(input_format='images', geometry=geometry,
+                                   num_shards=3)
+  first = run_executor(data, tmp_path / 'a', options)
+  again = run_executor(data, tmp_path / 'b', options)
+
+  shards = _shard_bytes(first.uri, 'train')
+  assert sorted(shards) == [
+      f'data_tfrecord-0000{i}-of-00003.gz' for i in range(3)]
+  # The same input gives the same files, byte for byte.
+  assert _shard_bytes(again.uri, 'train') == shards
+  assert _shard_bytes(again.uri, 'eval') == _shard_bytes(first.uri, 'eval')
+  # Every image exactly once: the decoded files, as a multiset.
+  want = sorted(
+      (image_folder.label_of(path, ['cat', 'dog', 'fish']),
+       image_folder.decode_image(path, open(path, 'rb').read(), geometry))
+      for path in glob.glob(str(data / 'train' / '*' / '*')))
+  got = sorted((r['label'], r['image'].tobytes())
+               for r in examples_io.read_split(first.uri, 'train'))
+  assert got == want
+  # Each shard holds 6 images of more than one class (in sorted order
+  # each would hold one class folder).
+  per_shard = [_shard_labels(path)
+               for path in examples_io.split_files(first.uri, 'train')]
+  assert [len(labels) for labels in per_shard] == [6, 6, 6]
+  assert all(len(set(labels)) > 1 for labels in per_shard), per_shard
+
+
+def test_shard_plan_is_fixed_whatever_the_listing_order():
+  paths = [f'/in/train/{c}/{i}.png' for c in 'abcd' for i in range(10)]
+  plan = image_folder_source.shard_paths(paths, 4)
+  assert plan == image_folder_source.shard_paths(paths[::-1], 4)
+  assert sorted(p for shard in plan for p in shard) == sorted(paths)
+  assert [len(shard) for shard in plan] == [10] * 4
+  # More shards than images: the extra shards are empty, none is lost.
+  few = image_folder_source.shard_paths(paths[:2], 3)
+  assert [len(shard) for shard in few] == [1, 1, 0]
+  assert sorted(p for shard in few for p in shard) == paths[:2]
 
 
 def test_os_files_are_left_out_and_listed(tmp_path):
@@ -213,14 +301,26 @@ def test_split_without_files(tmp_path):
                  ImageExampleGenOptions(num_shards=configs.NUM_SHARDS))
 
 
-def test_corrupt_image_in_a_worker_names_the_file(tmp_path):
+def test_corrupt_image_in_a_worker_names_the_file_and_leaves_no_shard(
+    tmp_path):
   data = tmp_path / 'in'
   datasets.write_image_folder(str(data))
-  (data / 'train' / 'dog' / '1.jpg').write_bytes(b'\xff\xd8\xff garbage')
-  with pytest.raises(Exception, match=r'train/dog/1.jpg: cannot decode image'):
-    run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(input_format='images',
-                                        num_shards=configs.NUM_SHARDS))
+  bad = data / 'train' / 'dog' / '1.jpg'
+  bad.write_bytes(b'\xff\xd8\xff garbage')
+  with pytest.raises(InputDataError,
+                     match=r'train/dog/1.jpg: cannot decode image'):
+    run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+        input_format='images', num_shards=3))
+  plan = image_folder_source.shard_paths(
+      image_folder.list_split(str(data / 'train' / '*' / '*'))[0], 3)
+  bad_shard, = [i for i, paths in enumerate(plan) if str(bad) in paths]
+  written = [os.path.relpath(os.path.join(root, name), tmp_path / 'out')
+             for root, _, names in os.walk(tmp_path / 'out')
+             for name in names]
+  # Neither the failed shard nor any temporary file is left behind.
+  assert not [w for w in written if '.temp-' in w or
+              w == f'Split-train/data_tfrecord-0000{bad_shard}-of-00003.gz'
+              ], written
 
 
 def test_options_round_trip():

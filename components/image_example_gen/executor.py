@@ -10,8 +10,10 @@ class names found over all splits before any is read
 they read them) and put on the artifact, with the
 images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures), each IDX shard by the worker that converts it
-(idx_source.py says why); skipped images and the OS files left out of image
+says why, with figures), each shard by the worker that converts it
+(idx_source.py and image_folder_source.py say why; the hash split of an
+`output_config` goes through TFX's record-by-record partition and Beam's
+file sink instead); skipped images and the OS files left out of image
 folders gathered (skipped_images.py, os_files.py).
 """
 
@@ -52,38 +54,25 @@ _IMAGE_ENCODING_KEY = '_image_encoding'  # Resolved: never 'auto'.
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(List[bytes])
-def _ImageToExampleBatches(pipeline: beam.Pipeline,
-                           exec_properties: Dict[str, Any],
-                           split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads one split into lists of serialized Examples."""
+@beam.typehints.with_output_types(bytes)
+def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+                    split_pattern: str) -> beam.pvalue.PCollection:
+  """Reads one split into serialized Examples, one per element (for the
+  hash split of an output_config, through GenerateExamplesByBeam)."""
   options = ImageExampleGenOptions.from_exec_properties(exec_properties)
   class_names = exec_properties[_CLASS_NAMES_KEY]
   split_pattern = os.path.join(
       exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
   if options.input_format == 'idx':
-    return pipeline | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
-        exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-        options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
-  skipped_file = exec_properties[_SKIPPED_FILES_KEY].get(split_pattern)
-  return (pipeline
-          | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-              split_pattern, class_names, options.geometry, skipped_file,
-              exec_properties[_IMAGE_ENCODING_KEY])
-          | 'Batch' >> beam.BatchElements(
-              max_batch_size=tfrecord_sink.RECORDS_PER_WRITE))
-
-
-@beam.ptransform_fn
-@beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(bytes)
-def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                    split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads one split into serialized Examples, one per element."""
-  return (pipeline
-          | 'Batches' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
-              exec_properties, split_pattern)
-          | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+    return (pipeline
+            | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
+                exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
+                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
+            | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+  return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
+      split_pattern, class_names, options.geometry,
+      exec_properties[_SKIPPED_FILES_KEY].get(split_pattern),
+      exec_properties[_IMAGE_ENCODING_KEY])
 
 
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
@@ -106,30 +95,31 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if output_config.split_config.splits:
       # One input split hashed into output splits: TFX's own code, record
       # by record, batched again for writing.
-      batches = {
-          split: records | f'Batch[{split}]' >> beam.BatchElements(
-              max_batch_size=tfrecord_sink.RECORDS_PER_WRITE)
-          for split, records in self.GenerateExamplesByBeam(
-              pipeline, exec_properties).items()}
-    elif options.input_format == 'idx':
-      # Each worker writes its own shards (idx_source.py says why).
-      input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-      for split in input_config.splits:
-        files = exec_properties[_IDX_FILES_KEY][
-            os.path.join(input_base, split.pattern)]
-        _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
-            files, exec_properties[_CLASS_NAMES_KEY], options.num_shards,
-            exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name))
+      for split, records in self.GenerateExamplesByBeam(
+          pipeline, exec_properties).items():
+        _ = (records
+             | f'Batch[{split}]' >> beam.BatchElements(
+                 max_batch_size=tfrecord_sink.RECORDS_PER_WRITE)
+             | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
+                 split_uri(split), options.num_shards))
       return
-    else:
-      batches = {
-          split.name: pipeline
-          | f'InputToRecord[{split.name}]' >> _ImageToExampleBatches(  # pylint: disable=no-value-for-parameter
-              exec_properties, split.pattern)
-          for split in input_config.splits}
-    for split, split_batches in batches.items():
-      _ = split_batches | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
-          split_uri(split), options.num_shards)
+    # Each worker writes its own shards (idx_source.py and
+    # image_folder_source.py say why).
+    input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+    encoding = exec_properties[_IMAGE_ENCODING_KEY]
+    class_names = exec_properties[_CLASS_NAMES_KEY]
+    for split in input_config.splits:
+      pattern = os.path.join(input_base, split.pattern)
+      if options.input_format == 'idx':
+        _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
+            exec_properties[_IDX_FILES_KEY][pattern], class_names,
+            options.num_shards, encoding, split_uri(split.name))
+      else:
+        _ = (pipeline
+             | f'FolderToShards[{split.name}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
+                 pattern, class_names, options.geometry, options.num_shards,
+                 encoding, split_uri(split.name),
+                 exec_properties[_SKIPPED_FILES_KEY].get(pattern)))
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],

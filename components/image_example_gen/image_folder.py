@@ -73,11 +73,11 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
   return sorted(names)
 
 
-def check_split(split_pattern: str, class_names: Sequence[str]) -> int:
+def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
   """Fails early on a missing split, an empty or unknown class folder.
 
   Returns:
-    The number of files in the split's class folders (for progress).
+    The split's image candidates, sorted (`list_split`, OS files apart).
   """
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
@@ -91,7 +91,6 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> int:
     raise InputDataError(
         split_dir, 'no class folders found (expected '
         f'{split_dir}/<class_name>/<image>{"|".join(IMAGE_EXTENSIONS)})')
-  files = 0
   for d in dirs:
     name = os.path.basename(d.rstrip('/'))
     if name not in class_names:
@@ -107,8 +106,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> int:
     candidates = [e for e in entries if not _is_os_name(e)]
     if not candidates:
       raise InputDataError(d, f'class folder {name!r} holds no images')
-    files += len(candidates)
-  return files
+  return list_split(split_pattern)[0]
 
 
 def label_of(path: str, class_names: Sequence[str]) -> int:

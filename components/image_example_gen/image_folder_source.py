@@ -1,34 +1,78 @@
 """Image-folder splits into Beam: <split>/<class_name>/<image> to Examples.
 
-image_folder.py decodes one image; this module reads a whole split through
-Beam, strictly (an unreadable image fails the run) or, with a skipped-images
-file, writing what it could not read there (skipped_images.py gathers those
+image_folder.py lists a split and decodes one image; this module plans and
+runs the conversion of a whole split through Beam, strictly (an unreadable
+image fails the run, naming the file) or, with a skipped-images file,
+writing what it could not read there (skipped_images.py gathers those
 files onto the Examples artifact).
+
+The split is listed once, before any worker starts (image_folder.check_split;
+OS files are left out there, and os_files.py records them).
+
+`WriteFolderSplit` is how a split is converted, as idx_source.WriteIdxSplit
+converts IDX files: one element per output shard, (shard, its image
+paths), and each worker decodes its shards' images and writes each shard
+itself (tfrecord_sink.write_shard), a list of at most `records_per_write`
+records at a time: nothing but the paths passes between workers (no
+shuffle of the records, which Beam's DirectRunner would hold in memory
+whole), so memory per worker is bounded by idx_source.CHUNK_BYTES of pixels
+(and tfrecord_sink.RECORDS_PER_WRITE records), whatever the split's size,
+and the workers convert in parallel.
+
+The shards mix the classes: the sorted paths are put in a fixed-seed
+random order before they are cut into shards (in sorted order each shard
+would hold one or two class folders, and the Trainer's streaming reader,
+which interleaves a few shards at a time, would see a few classes at a
+time). The same files give the same shards, byte for byte.
+
+`ImageFolderToExample` (one Example per element, for the hash-split output
+configs that TFX's own code partitions) decodes the same listing.
 """
 
 import json
-from typing import Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
-from apache_beam.io import fileio
+import numpy as np
 import tensorflow as tf
 
+from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import progress
+from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from records import features
 
 _SKIPPED = 'skipped'
+# Seeds the order the images are dealt into shards in: fixed, so that the
+# same files give the same shards in every run.
+_ORDER_SEED = 0
 
 
-def _image_file_to_example(readable: fileio.ReadableFile,
-                           class_names: Sequence[str],
+def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
+  """`files` in a fixed-seed random order (of their sorted paths), cut into
+  `num_shards` groups as even as can be: each group is a shard's images,
+  in the order they are written."""
+  paths = sorted(files)
+  order = np.random.default_rng(_ORDER_SEED).permutation(len(paths))
+  return [[paths[i] for i in group]
+          for group in np.array_split(order, num_shards)]
+
+
+def records_per_write(geometry: features.ImageGeometry) -> int:
+  """The most records a worker decodes and writes at once: at most
+  idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE."""
+  return max(1, min(tfrecord_sink.RECORDS_PER_WRITE,
+                    idx_source.CHUNK_BYTES // geometry.num_bytes))
+
+
+def _image_file_to_example(path: str, class_names: Sequence[str],
                            geometry: features.ImageGeometry,
                            encoding: str) -> bytes:
-  path = readable.metadata.path
   label = image_folder.label_of(path, class_names)
   try:
-    data = readable.read()
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      data = f.read()
   except (IOError, tf.errors.OpError) as e:
     raise InputDataError(path, f'cannot read file: {e}') from e
   return features.make_example(
@@ -36,33 +80,134 @@ def _image_file_to_example(readable: fileio.ReadableFile,
       encoding)
 
 
-class _DecodeImages(beam.DoFn):
-  """Image files to serialized Examples.
+class _Decoder:
+  """Image files to serialized Examples, counted for progress.
 
-  Strict by default: an unreadable image fails the run. With `skip_bad`, it
-  goes to the 'skipped' output instead, as {'path', 'reason'}.
+  Strict by default: an unreadable image raises its InputDataError. With
+  `skip_bad`, it is returned as {'path', 'reason'} instead. Plain values
+  only: Beam pickles it with its DoFn.
   """
 
   def __init__(self, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
                encoding: str, split_progress: progress.SplitProgress):
-    super().__init__()
-    self._progress = split_progress
-    self._encoding = encoding
-    self._class_names = class_names
+    self._class_names = list(class_names)
     self._geometry = geometry
     self._skip_bad = skip_bad
+    self._encoding = encoding
+    self._progress = split_progress
 
-  def process(self, readable: fileio.ReadableFile):
+  def decode(self, path: str) -> Tuple[Optional[bytes], Optional[dict]]:
+    """(the Example, None), or (None, what was skipped)."""
     try:
-      yield _image_file_to_example(readable, self._class_names, self._geometry,
-                                   self._encoding)
+      example = _image_file_to_example(path, self._class_names,
+                                       self._geometry, self._encoding)
     except InputDataError as e:
       if not self._skip_bad:
         raise
-      yield beam.pvalue.TaggedOutput(_SKIPPED,
-                                     {'path': e.path, 'reason': e.problem})
-    self._progress.add(1)
+      return None, {'path': e.path, 'reason': e.problem}
+    finally:
+      self._progress.add(1)
+    return example, None
+
+
+class _DecodeImages(beam.DoFn):
+  """Image path -> its serialized Example (or, skipped, to 'skipped')."""
+
+  def __init__(self, decoder: _Decoder):
+    self._decoder = decoder
+
+  def process(self, path: str):
+    example, skipped = self._decoder.decode(path)
+    if skipped is None:
+      yield example
+    else:
+      yield beam.pvalue.TaggedOutput(_SKIPPED, skipped)
+
+
+class _WriteShard(beam.DoFn):
+  """(shard, its paths) -> writes that shard's file; yields its path (and,
+  to 'skipped', the images it skipped)."""
+
+  def __init__(self, decoder: _Decoder, per_write: int, split_uri: str,
+               num_shards: int):
+    self._decoder = decoder
+    self._per_write = per_write
+    self._split_uri = split_uri
+    self._num_shards = num_shards
+
+  def _batches(self, paths: Iterable[str],
+               skipped: List[dict]) -> Iterator[List[bytes]]:
+    batch = []
+    for path in paths:
+      example, bad = self._decoder.decode(path)
+      if bad is not None:
+        skipped.append(bad)
+        continue
+      batch.append(example)
+      if len(batch) == self._per_write:
+        yield batch
+        batch = []
+    if batch:
+      yield batch
+
+  def process(self, element: Tuple[int, List[str]]):
+    shard, paths = element
+    path = tfrecord_sink.shard_path(self._split_uri, shard, self._num_shards)
+    skipped = []
+    # A bad image (strict) fails the shard: write_shard leaves no file.
+    tfrecord_sink.write_shard(path, self._batches(paths, skipped))
+    yield path
+    for bad in skipped:
+      yield beam.pvalue.TaggedOutput(_SKIPPED, bad)
+
+
+def _plan(split_pattern: str, class_names: Sequence[str],
+          geometry: features.ImageGeometry, skipped_file: Optional[str],
+          encoding: str) -> Tuple[List[str], _Decoder]:
+  """The split's image files (listed once, here) and their decoder."""
+  files = image_folder.check_split(split_pattern, class_names)
+  # Progress is named by the split's folder/*/*, short of the input base.
+  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
+  return files, _Decoder(class_names, geometry, bool(skipped_file), encoding,
+                         progress.SplitProgress(label, len(files)))
+
+
+def _write_skipped(skipped: beam.pvalue.PCollection,
+                   skipped_file: Optional[str]) -> None:
+  """What was skipped, one JSON object per line, to `skipped_file`."""
+  if skipped_file:
+    _ = (skipped
+         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
+         | 'WriteSkipped' >> beam.io.WriteToText(
+             skipped_file, num_shards=1, shard_name_template=''))
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(beam.Pipeline)
+@beam.typehints.with_output_types(str)
+def WriteFolderSplit(  # pylint: disable=invalid-name
+    pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
+    geometry: features.ImageGeometry, num_shards: int, encoding: str,
+    split_uri: str,
+    skipped_file: Optional[str] = None) -> beam.pvalue.PCollection:
+  """Converts a split of class folders into num_shards gzipped TFRecord
+  files in `split_uri` (see the module docstring); with `skipped_file`,
+  skips unreadable images and writes them there, one JSON object per line.
+  Returns the paths written."""
+  files, decoder = _plan(split_pattern, class_names, geometry, skipped_file,
+                         encoding)
+  written = (pipeline
+             | 'Shards' >> beam.Create(
+                 list(enumerate(shard_paths(files, num_shards))),
+                 reshuffle=False)
+             # So that the workers take different shards.
+             | 'Distribute' >> beam.Reshuffle()
+             | 'Write' >> beam.ParDo(_WriteShard(
+                 decoder, records_per_write(geometry), split_uri,
+                 num_shards)).with_outputs(_SKIPPED, main='paths'))
+  _write_skipped(written[_SKIPPED], skipped_file)
+  return written.paths
 
 
 @beam.ptransform_fn
@@ -72,27 +217,15 @@ def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
     geometry: features.ImageGeometry, skipped_file: Optional[str] = None,
     encoding: str = 'raw') -> beam.pvalue.PCollection:
-  """Reads a split of class folders into serialized Examples; with
-  `skipped_file`, skips unreadable images and writes them there, one JSON
-  object per line."""
-  files = image_folder.check_split(split_pattern, class_names)
-  # Named by the split's folder/*/*, short of the input base.
-  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
+  """Reads a split of class folders into serialized Examples, one per
+  element; with `skipped_file`, skips unreadable images and writes them
+  there, one JSON object per line."""
+  files, decoder = _plan(split_pattern, class_names, geometry, skipped_file,
+                         encoding)
   decoded = (pipeline
-             | 'Match' >> fileio.MatchFiles(split_pattern)
-             # Listed by the executor (os_files.py), not decoded.
-             | 'LeaveOutOsFiles' >> beam.Filter(
-                 lambda match: not image_folder.is_os_file(match.path))
+             | 'Files' >> beam.Create(files, reshuffle=False)
              | 'Distribute' >> beam.Reshuffle()
-             | 'Read' >> fileio.ReadMatches()
-             | 'Decode' >> beam.ParDo(_DecodeImages(
-                 class_names, geometry, skip_bad=bool(skipped_file),
-                 encoding=encoding,
-                 split_progress=progress.SplitProgress(label, files))
-                                     ).with_outputs(_SKIPPED, main='examples'))
-  if skipped_file:
-    _ = (decoded[_SKIPPED]
-         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
-         | 'WriteSkipped' >> beam.io.WriteToText(
-             skipped_file, num_shards=1, shard_name_template=''))
+             | 'Decode' >> beam.ParDo(_DecodeImages(decoder)).with_outputs(
+                 _SKIPPED, main='examples'))
+  _write_skipped(decoded[_SKIPPED], skipped_file)
   return decoded.examples

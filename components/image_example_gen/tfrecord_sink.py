@@ -6,7 +6,10 @@ per worker, too few for the Trainer's parallel interleaved reads), and
 elements that are *lists* of serialized records. The sink is Beam's own
 `FileBasedSink` (temporary files, `num_shards`, renamed into place only
 when every shard is written); each list is framed in one go and compressed
-in one call. The files are ordinary gzipped TFRecord files.
+in one call. The files are ordinary gzipped TFRecord files. It writes the
+hash split of an output_config; the splits the input gives are written
+shard by shard by the workers that convert them (`write_shard`, from
+idx_source.py and image_folder_source.py), the same format.
 
 Why not `beam.io.WriteToTFRecord`: it takes one record per element (per
 record a Beam element, a framing call and a gzip `compress` call) and
@@ -62,8 +65,9 @@ import numpy as np
 import tensorflow as tf
 from tfx.components.example_gen import write_split
 
-# Records that come one per element (image folders, hash-split outputs) are
-# batched into lists of up to this many for the writer.
+# The most records in one list for the writer: records that come one per
+# element (hash-split outputs) are batched into lists of up to this many,
+# and image-folder workers write at most this many at a time.
 RECORDS_PER_WRITE = 1000
 GZIP_LEVEL = 1
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
