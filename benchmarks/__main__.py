@@ -18,7 +18,7 @@ sections and what they compare are described in each module:
                     224x224x3 (bytes, input examples/s), and Keras's
                     image_dataset_from_directory at 96x96x3;
   scale             scale.py: 1x, 10x and 100x MNIST through the whole DAG,
-                    once under a memory cap (hours at 100x; --scale is
+                    once under a memory cap (~25 min on 2 cores; --scale is
                     short for --section scale).
 The core sections are BENCHMARKS.md's head; each other section is a block
 of its own there, replaced when that section runs again
