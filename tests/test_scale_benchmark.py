@@ -1,6 +1,8 @@
 """The scale benchmark's logic (its goals, its report section, resuming),
-on made-up measurements: the runs themselves are hours long, and live in
-`python -m benchmarks --scale`, not in CI."""
+on made-up measurements: the runs themselves take half an hour, and live
+in `python -m benchmarks --scale`, not in CI."""
+
+import numpy as np
 
 from benchmarks import scale
 from benchmarks import scale_report
@@ -93,3 +95,15 @@ def test_a_measured_row_is_read_back_as_it_was_saved():
   row = _row(10, TEN, 3 * GB)
   row.trainer_input = ['train: cached in memory: ...']
   assert scale.Row.from_json(row.to_json()) == row
+
+
+def test_an_epoch_is_timed_to_its_last_record_not_the_end_of_the_sequence():
+  def batches():  # 3 batches of 4 records, then a stall never waited for.
+    for _ in range(3):
+      yield np.zeros((4, 2))
+    raise AssertionError('read past the last record')
+
+  assert scale._to_last_record(batches(), 12) == 12  # pylint: disable=protected-access
+  # Tuples (images, labels), as the input_fn yields them.
+  assert scale._to_last_record(  # pylint: disable=protected-access
+      iter([(np.zeros((5, 2)), np.zeros(5))] * 2), 10) == 10
