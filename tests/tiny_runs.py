@@ -63,7 +63,8 @@ def two_runs(tmp_path_factory):
 @pytest.fixture(scope='session')
 def stopped_run(tmp_path_factory):
   """32x32 images against the curated 28x28 schema: the gate stops the run.
-  Its output is in ../run.out."""
+  Its output is in ../run.out (stdout, then stderr), and apart in
+  ../run.stdout and ../run.stderr."""
   tmp = tmp_path_factory.mktemp('stopped')
   datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
                              geometry=features.ImageGeometry(32, 32, 1))
@@ -71,5 +72,7 @@ def stopped_run(tmp_path_factory):
                          configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
                          local_run.ONE_PROCESS)
   (tmp / 'run.out').write_text(result.stdout + result.stderr)
+  (tmp / 'run.stdout').write_text(result.stdout)
+  (tmp / 'run.stderr').write_text(result.stderr)
   assert result.returncode == 1
   return tmp / 'out'
