@@ -30,12 +30,23 @@ BUCKET = 'pipelines'
 ROOT = f's3://{BUCKET}/tfx'
 DATA = f's3://{BUCKET}/data'
 SERVING = f'{ROOT}/serving_model'
-TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
-                 '--beam-args=--direct_running_mode=in_memory '
-                 '--direct_num_workers=1']
+ONE_PROCESS = ('--beam-args=--direct_running_mode=in_memory '
+               '--direct_num_workers=1')
+# (spec, threshold, training, records of the span) of each run. Run 1
+# trains as the local whole-pipeline test does: its model must reach 0.3.
+# No model reaches run 2's threshold, so what it learns does not matter:
+# it trains the fewest steps, on a smaller span.
+RUNS = [
+    ('pipeline.yaml', 0.3,
+     ['--epochs', '2', '--train-steps', '60', '--batch-size', '32'],
+     {'train': 300, 't10k': 100}),
+    ('impossible.yaml', 1.01,
+     ['--epochs', '1', '--train-steps', '2', '--batch-size', '8'],
+     {'train': 40, 't10k': 20}),
+]
 
 
-def _compile(tmp, endpoint, name, threshold):
+def _compile(tmp, endpoint, name, threshold, training):
   path = str(tmp / name)
   compiled = subprocess.run(
       [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
@@ -43,7 +54,7 @@ def _compile(tmp, endpoint, name, threshold):
        '--output', path, '--image', 'unused:local', '--pipeline-root', ROOT,
        '--data-dir', DATA, '--span-dir-pattern', 'span-{SPAN}',
        '--s3-endpoint', endpoint, '--accuracy-threshold', str(threshold),
-       *TINY_TRAINING], capture_output=True, text=True, timeout=300)
+       *training, ONE_PROCESS], capture_output=True, text=True, timeout=300)
   assert compiled.returncode == 0, compiled.stderr[-3000:]
   return path
 
@@ -74,14 +85,13 @@ def runs(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('kubeflow_s3')
   with s3_server.running(str(tmp / 's3.log')) as endpoint:
     s3_server.client(endpoint).create_bucket(Bucket=BUCKET)
-    specs = [_compile(tmp, endpoint, 'pipeline.yaml', 0.3),
-             _compile(tmp, endpoint, 'impossible.yaml', 1.01)]
     backend = kfp_launcher.Backend()
     launchers, served = [], [_served_versions(endpoint)]
-    for span, spec in enumerate(specs, start=1):
+    for span, (name, threshold, training, records) in enumerate(RUNS,
+                                                                 start=1):
+      spec = _compile(tmp, endpoint, name, threshold, training)
       # A new span lands before each scheduled run.
-      datasets.write_idx_dataset(str(tmp / f'span-{span}'),
-                                 {'train': 300, 't10k': 100})
+      datasets.write_idx_dataset(str(tmp / f'span-{span}'), records)
       s3_server.upload_dir(endpoint, str(tmp / f'span-{span}'), BUCKET,
                            f'data/span-{span}')
       # The credentials reach the tasks only as the cluster would give

@@ -1,12 +1,14 @@
 """Only a model that passes the Evaluator is served, and a re-run does not
 push the served model again.
 
-A first run pushes a good model. Each later case starts from the output
-directory exactly as that run left it, whatever the other tests did (each
-test runs alone and in any order): the same run again pushes nothing new; a
-much worse model (above the threshold, below the served one) is not pushed;
-the same worse model against a higher threshold is not pushed either. In
-each, the first model stays the newest version.
+The runs are tests/tiny_runs.py's `two_runs` (shared with the inspection
+tests): a first run pushes a good model, and the same run again pushes
+nothing new. Each later case starts from the output directory exactly as
+those two runs left it, and puts it back afterwards, whatever the other
+tests did (each test runs alone and in any order): a much worse model
+(above the threshold, below the served one) is not pushed; the same worse
+model against a higher threshold is not pushed either. In each, the first
+model stays the newest version.
 """
 
 import os
@@ -15,12 +17,10 @@ import shutil
 import pytest
 import tensorflow_model_analysis as tfma
 
-from tests import datasets
 from tests import local_run
 from tests import mlmd
+from tests import tiny_runs
 
-TINY_TRAINING = ['--epochs', '2', '--train-steps', '60', '--batch-size', '32',
-                 local_run.ONE_PROCESS]
 # A learning rate this small leaves the model at its random start: ~10%.
 UNTRAINED = ['--learning-rate', '1e-9']
 
@@ -38,62 +38,58 @@ def _failures(store):
 
 
 def _run(workspace, *args):
+  """A run on the shared runs' data and output directory, with their
+  training settings and `args` (which may override them)."""
   return local_run.run('--data-dir', str(workspace / 'data'), '--output-dir',
-                       str(workspace / 'out'), *TINY_TRAINING, *args)
-
-
-@pytest.fixture(scope='module')
-def first_run(tmp_path_factory):
-  """(folder, result) of the first run, a good model pushed; the output
-  directory it left is also kept aside, never run on, in `after_first_run`."""
-  tmp = tmp_path_factory.mktemp('gating')
-  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 300, 't10k': 100})
-  result = _run(tmp, '--accuracy-threshold', '0.3')
-  shutil.copytree(tmp / 'out', tmp / 'after_first_run', symlinks=True)
-  return tmp, result
+                       str(workspace / 'out'), *tiny_runs.TINY_TRAINING,
+                       *args)
 
 
 @pytest.fixture
-def workspace(first_run):
-  """The folder whose `out` holds the output directory as the first run
-  left it, put back for each test.
+def workspace(two_runs):
+  """The shared runs' folder, for a test that runs again on their output
+  directory: put back as the two runs left it once the test is done, for
+  the other tests that read it.
 
-  Put back at the same path, not copied to a folder of the test's own: ML
-  Metadata's artifact URIs and the PushedModel's destination are absolute
-  paths under `out`, so a copy elsewhere would still read and write here.
+  Put back at the same path, not run on in a copy elsewhere: ML Metadata's
+  artifact URIs and the PushedModel's destination are absolute paths under
+  `out`, so a copy elsewhere would still read and write here.
   """
-  tmp, result = first_run
-  assert result.returncode == 0, 'the first run failed:\n' + result.stderr
-  shutil.rmtree(tmp / 'out')
-  shutil.copytree(tmp / 'after_first_run', tmp / 'out', symlinks=True)
-  return tmp
+  out, kept = two_runs / 'out', two_runs / 'out-as-the-two-runs-left-it'
+  shutil.copytree(out, kept, symlinks=True)
+  try:
+    yield two_runs
+  finally:
+    shutil.rmtree(out)
+    os.rename(kept, out)
 
 
 def _served(workspace):
   return sorted(os.listdir(workspace / 'out' / 'serving_model'), key=int)
 
 
-def test_1_a_good_model_is_pushed(first_run, workspace):
-  _, result = first_run
-  assert result.returncode == 0, result.stderr
-  assert len(_served(workspace)) == 1
-  pushed = _runs_newest(mlmd.open_store(str(workspace / 'out')), 'PushedModel')
-  assert pushed.custom_properties['pushed'].int_value == 1
+def test_1_a_good_model_is_pushed(two_runs):
+  # The first run's push (its outcome is also checked in the fixture).
+  assert len(_served(two_runs)) == 1
+  first_pushed = sorted(mlmd.open_store(str(two_runs / 'out'))
+                        .get_artifacts_by_type('PushedModel'),
+                        key=lambda a: a.id)[0]
+  assert first_pushed.custom_properties['pushed'].int_value == 1
+  assert 'already_served' not in first_pushed.custom_properties
 
 
-def test_2_a_rerun_does_not_push_the_same_model_again(workspace):
-  [version] = _served(workspace)
-  result = _run(workspace, '--accuracy-threshold', '0.3')
-  assert result.returncode == 0, result.stderr
-  assert _served(workspace) == [version]
-  store = mlmd.open_store(str(workspace / 'out'))
+def test_2_a_rerun_does_not_push_the_same_model_again(two_runs):
+  # The second of the two runs is the unchanged re-run.
+  [version] = _served(two_runs)
+  rerun_stdout = (two_runs / 'run-2.stdout').read_text()
+  store = mlmd.open_store(str(two_runs / 'out'))
   pushed = _runs_newest(store, 'PushedModel')
   # ML Metadata still says where the model is served.
   assert pushed.custom_properties['pushed'].int_value == 1
   assert pushed.custom_properties['already_served'].int_value == 1
   assert pushed.custom_properties['pushed_version'].string_value == version
-  destination = str(workspace / 'out' / 'serving_model' / version)
-  assert f'already served from {destination}; not pushed again' in result.stdout
+  destination = str(two_runs / 'out' / 'serving_model' / version)
+  assert f'already served from {destination}; not pushed again' in rerun_stdout
   assert mlmd.execution_states(store)['Trainer'] == ['COMPLETE', 'CACHED']
 
 

@@ -43,7 +43,9 @@ def inspect_json(out_dir, *args):
 @pytest.fixture(scope='session')
 def two_runs(tmp_path_factory):
   """A full run on tiny MNIST-format data, then an unchanged re-run; their
-  output in run-1.out and run-2.out (stdout, then stderr)."""
+  output in run-1.out and run-2.out (stdout, then stderr), their stdout
+  alone in run-1.stdout and run-2.stdout. tests/test_model_gating.py runs
+  again on this output directory and puts it back as it was."""
   tmp = tmp_path_factory.mktemp('inspect')
   data = tmp / 'data'
   datasets.write_idx_dataset(str(data), {'train': TRAIN_RECORDS,
@@ -53,6 +55,7 @@ def two_runs(tmp_path_factory):
                            str(tmp / 'out'), '--accuracy-threshold',
                            ACCURACY_THRESHOLD, *TINY_TRAINING)
     (tmp / f'run-{number}.out').write_text(result.stdout + result.stderr)
+    (tmp / f'run-{number}.stdout').write_text(result.stdout)
     assert result.returncode == 0, result.stderr[-3000:]
   return tmp
 
@@ -60,7 +63,8 @@ def two_runs(tmp_path_factory):
 @pytest.fixture(scope='session')
 def stopped_run(tmp_path_factory):
   """32x32 images against the curated 28x28 schema: the gate stops the run.
-  Its output is in ../run.out."""
+  Its output is in ../run.out (stdout, then stderr), and apart in
+  ../run.stdout and ../run.stderr."""
   tmp = tmp_path_factory.mktemp('stopped')
   datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
                              geometry=features.ImageGeometry(32, 32, 1))
@@ -68,5 +72,7 @@ def stopped_run(tmp_path_factory):
                          configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
                          local_run.ONE_PROCESS)
   (tmp / 'run.out').write_text(result.stdout + result.stderr)
+  (tmp / 'run.stdout').write_text(result.stdout)
+  (tmp / 'run.stderr').write_text(result.stderr)
   assert result.returncode == 1
   return tmp / 'out'
