@@ -249,12 +249,15 @@ def shuffle_chunks(blocks: tf.data.Dataset, records: int) -> tf.data.Dataset:
           .prefetch(1))
 
 
-def parse_block(tf_transform_output: tft.TFTransformOutput) -> int:
-  """Records per parse-and-transform call (PARSE_BLOCK, PARSE_BLOCK_BYTES)."""
+def parse_block(tf_transform_output: tft.TFTransformOutput,
+                batch_size: int) -> int:
+  """Records per parse-and-transform call: PARSE_BLOCK, fewer if their
+  pixels exceed PARSE_BLOCK_BYTES, never fewer than a batch (a block of
+  exactly a batch is not cut again)."""
   shape = tf.TensorShape(tf_transform_output.transformed_feature_spec()[
       features.IMAGE_KEY].shape)
   record_bytes = 4 * max(1, shape.num_elements() or 1)
-  return max(1, min(PARSE_BLOCK, PARSE_BLOCK_BYTES // record_bytes))
+  return max(batch_size, min(PARSE_BLOCK, PARSE_BLOCK_BYTES // record_bytes))
 
 
 def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
@@ -313,12 +316,14 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
     dataset = dataset.repeat()
   # Chunks are cut into blocks (rebatch: exact sizes but the last), single
   # records batched into them.
-  block = parse_block(tf_transform_output)
+  block = parse_block(tf_transform_output, batch_size)
   dataset = (dataset.rebatch(block) if streamed_training
              else dataset.batch(block))
   dataset = dataset.map(parse_and_transform(tf_transform_output),
                         num_parallel_calls=AUTOTUNE, deterministic=not training)
-  return dataset.rebatch(batch_size).prefetch(AUTOTUNE)
+  if block != batch_size:
+    dataset = dataset.rebatch(batch_size)
+  return dataset.prefetch(AUTOTUNE)
 
 
 def _read_shard(path: tf.Tensor, block: Optional[int]) -> tf.data.Dataset:

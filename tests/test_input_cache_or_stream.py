@@ -203,3 +203,15 @@ def test_chunk_shuffle_permutes_each_chunk_anew_each_epoch():
       assert sorted(chunk) == list(range(100 * i, 100 * (i + 1)))
       assert chunk != sorted(chunk)
   assert epochs[0] != epochs[1]
+
+
+def test_parse_blocks_are_bounded_in_bytes_but_never_below_a_batch(data):
+  # MNIST: 28x28x1 float32 pixels, 3,136 bytes a record.
+  assert input_pipeline.parse_block(data.output, 128) == (
+      input_pipeline.PARSE_BLOCK)
+  assert input_pipeline.parse_block(data.output, 4096) == 4096
+  # Batches come out whole whatever the block: 64 records in batches of 24.
+  dataset = input_pipeline.make_dataset(
+      _pattern(data.uri, 'train'), data.output, 24, training=False,
+      cache=False)
+  assert [int(images.shape[0]) for images, _ in dataset] == [24, 24, 16]
