@@ -154,11 +154,13 @@ RUN_FN = 'modules.trainer.run_fn'
 # Training. The budget grows with the dataset (modules/training_plan.py):
 # EPOCHS = ceil(TRAINING_EXAMPLES / training records) within MIN_EPOCHS..
 # MAX_EPOCHS (MNIST's 60,000: 3 epochs; 3,000 images: 60) unless EPOCHS is
-# set. Measured on MNIST (BENCHMARKS.md, "MNIST time to accuracy", one
-# side-by-side run): 3 epochs gave 99.30% on the official test set with
-# 39% of the Trainer CPU time of the 8 epochs before (99.39%); 2 epochs
-# gave 99.19%, 4 epochs 99.37% with 53%. TRAIN_STEPS, when set, trains that many
-# steps instead, spread over the epochs (tests use it for tiny runs).
+# set. Measured on MNIST (BENCHMARKS.md, "MNIST time to accuracy", side by
+# side on a quiet machine): 3 epochs gave 99.34% on the official test set
+# in 47% of the Trainer wall time (40% of its CPU time) of the 8 epochs
+# before (99.44%); an earlier run on a busy machine: 3 epochs 99.30%, 2
+# epochs 99.19%, 4 epochs 99.37% with 53% of the CPU time. TRAIN_STEPS, when
+# set, trains that many steps instead, spread over the epochs (tests use
+# it for tiny runs).
 EPOCHS = None
 TRAINING_EXAMPLES = 180_000
 MIN_EPOCHS = 3
