@@ -24,16 +24,16 @@ SERVING_MODEL_DIR_NAME = 'serving_model'
 INPUT_FORMAT = 'idx'  # or 'images'
 # Geometry that image folders are converted to (IDX files carry their own).
 IMAGE_GEOMETRY = features.MNIST_GEOMETRY
-# How records hold the pixels: 'raw' uint8 (the fastest to read: a
-# byte copy), or a 'png' (lossless) or 'jpeg' (lossy) file, smaller on disk
-# for photographs, decoded by the Transform graph in the input_fn; 'auto':
-# png for images of at least PNG_MIN_PIXELS pixels (height x width), raw
-# below. The default stays raw until the input speed of each encoding at
-# 96x96x3 and 224x224x3 is measured on a quiet machine (`python -m
-# benchmarks --section encodings`): PNG files are 0.80-0.83x the bytes of
-# gzipped raw records on the shapes dataset at both sizes (JPEG 0.2x, but
-# lossy), too small a saving to pay a decode per image per epoch for
-# without figures of that cost.
+# How records hold the pixels: 'raw' uint8 (a byte copy to read), or a
+# 'png' (lossless) or 'jpeg' (lossy) file, decoded by the Transform graph in
+# the input_fn; 'auto': png for images of at least PNG_MIN_PIXELS pixels
+# (height x width), raw below. Raw at every size, by measurement
+# (BENCHMARKS.md, "Encodings": the shapes dataset, 2 cores): PNG records
+# are 0.79x (96x96x3) and 0.82x (224x224x3) the bytes of gzipped raw ones
+# but read 1.5x and 2-4x slower (a decode per image per epoch); JPEG is
+# 0.2x the bytes and about as fast to read, but lossy, which a pipeline
+# whose records are the data should not be by default. png (or auto) is
+# for input bound by its storage's bandwidth, not its CPU.
 IMAGE_ENCODING = 'raw'
 PNG_MIN_PIXELS = 128 * 128
 # Output files per split: enough for the Trainer to interleave reads.
