@@ -88,17 +88,25 @@ def test_idx_splits_of_different_geometries(tmp_path):
                  ImageExampleGenOptions(num_shards=1))
 
 
+def _hash_split(pattern, train_buckets):
+  """One input split 'all' hashed into train (train_buckets) and eval (1)."""
+  return dict(
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='all', pattern=pattern)]),
+      output_config=example_gen_pb2.Output(
+          split_config=example_gen_pb2.SplitConfig(splits=[
+              example_gen_pb2.SplitConfig.Split(
+                  name='train', hash_buckets=train_buckets),
+              example_gen_pb2.SplitConfig.Split(name='eval',
+                                                hash_buckets=1)])))
+
+
 def test_output_config_hash_splits_one_input(tmp_path):
   written = datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 80})
   examples = run_executor(
       tmp_path / 'in', tmp_path / 'out',
       ImageExampleGenOptions(num_shards=2),
-      input_config=example_gen_pb2.Input(splits=[
-          example_gen_pb2.Input.Split(name='all', pattern='train-*')]),
-      output_config=example_gen_pb2.Output(
-          split_config=example_gen_pb2.SplitConfig(splits=[
-              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=3),
-              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+      **_hash_split('train-*', train_buckets=3))
   assert json.loads(examples.split_names) == ['train', 'eval']
   splits = {split: examples_io.read_split(examples.uri, split)
             for split in ('train', 'eval')}
@@ -119,12 +127,7 @@ def test_output_config_hash_splits_an_image_folder(tmp_path):
       data, tmp_path / 'out',
       ImageExampleGenOptions(input_format='images', num_shards=2,
                              skip_bad_images=True),
-      input_config=example_gen_pb2.Input(splits=[
-          example_gen_pb2.Input.Split(name='all', pattern='train/*/*')]),
-      output_config=example_gen_pb2.Output(
-          split_config=example_gen_pb2.SplitConfig(splits=[
-              example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=2),
-              example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])))
+      **_hash_split('train/*/*', train_buckets=2))
   splits = {split: examples_io.read_split(examples.uri, split)
             for split in ('train', 'eval')}
   assert len(splits['train']) > len(splits['eval']) > 0
