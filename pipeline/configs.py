@@ -44,8 +44,11 @@ SPAN_DIR_PATTERN = None
 # Image folders: unreadable images stop the run, unless skipped (and listed).
 SKIP_BAD_IMAGES = False
 
-# Known datasets (`--dataset NAME`): their class names and the accuracy a
-# model must reach on them to be pushed.
+# Known datasets (`--dataset NAME`): their class names, the accuracy a
+# model must reach on them to be pushed, and, where the budget's 3 epochs
+# for 60,000 images do not reach it, their epochs (`--epochs` overrides).
+# Fashion-MNIST at 3 epochs: 90.97% validation accuracy, not pushed; at 8:
+# 92.52% (benchmarks/results/full_run-fashion-mnist.md).
 DATASETS = {
     'mnist': dict(
         class_names=[str(digit) for digit in range(10)],
@@ -53,7 +56,8 @@ DATASETS = {
     'fashion-mnist': dict(
         class_names=['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
                      'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
-        accuracy_threshold=0.91),
+        accuracy_threshold=0.91,
+        epochs=8),
 }
 
 # A hand-curated schema for MNIST-format data (28x28 grey images, labels

@@ -54,7 +54,8 @@ def add_data_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       help='Layout of --data-dir (default: %(default)s).')
   data.add_argument(
       '--dataset', choices=sorted(configs.DATASETS), default=None,
-      help='A known dataset: sets its class names and accuracy threshold '
+      help='A known dataset: sets its class names, accuracy threshold '
+      'and, where it needs more than the budget gives, training epochs '
       '(explicit flags still win).')
   data.add_argument(
       '--class-names', default=None,
@@ -191,7 +192,8 @@ def pipeline_arguments(args: argparse.Namespace) -> Dict[str, Any]:
       skip_bad_images=args.skip_bad_images,
       image_encoding=args.image_encoding,
       span_dir_pattern=args.span_dir_pattern,
-      training=dict(epochs=args.epochs, batch_size=args.batch_size,
+      training=dict(epochs=args.epochs or preset.get('epochs'),
+                    batch_size=args.batch_size,
                     learning_rate=args.learning_rate, architecture=args.model,
                     augment=args.augment, workers=args.trainer_workers,
                     memory_budget=args.input_memory_budget << 20),

@@ -1,6 +1,7 @@
 """Device plans (chosen on a CPU-only machine for any GPU count), the
 networks, which one a geometry gets, augmentation and the training budget."""
 
+import argparse
 import json
 
 import numpy as np
@@ -14,6 +15,7 @@ from modules import training_plan
 from pipeline import configs
 from pipeline import pipeline
 from records import features
+from runners import flags
 
 CONFIG = pipeline.training_config().model
 
@@ -183,3 +185,18 @@ def test_the_plan_says_what_and_why():
                             features.ImageGeometry(64, 64, 3), 3_000)
   assert (plan.architecture, plan.epochs) == ('small-gap-cnn', 60)
   assert 'colour images' in plan.describe()
+
+
+def test_a_dataset_preset_brings_its_epochs_and_flags_win():
+  parser = argparse.ArgumentParser()
+  flags.add_data_flags(parser, 'data', 'data')
+  flags.add_training_flags(parser)
+
+  def epochs(*argv):
+    args = parser.parse_args(list(argv))
+    return flags.pipeline_arguments(args)['training']['epochs']
+
+  assert epochs('--dataset', 'fashion-mnist') == 8
+  assert epochs('--dataset', 'fashion-mnist', '--epochs', '3') == 3
+  assert epochs('--dataset', 'mnist') is None  # The budget decides.
+  assert epochs() is None
