@@ -147,6 +147,8 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
   results_file.write_head(path, '# Benchmarks\n\ncore figures 1\n')
   results_file.write_section(path, 'shapes', '## Shapes\n\n84%\n')
   results_file.write_section(path, 'encodings', '## Encodings\n\npng\n')
+  with open(path, 'a') as f:  # Notes written by hand after the blocks.
+    f.write('\n### Notes on encodings\n\nwhy png\n')
   # Run again: each replaces only its own part, in place.
   results_file.write_section(path, 'shapes', '## Shapes\n\n97%\n')
   results_file.write_head(path, '# Benchmarks\n\ncore figures 2\n')
@@ -156,3 +158,7 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
   assert text.index('97%') < text.index('## Encodings')
   assert text.count('<!-- section shapes -->') == 1
   assert text.count('<!-- end encodings -->') == 1
+  assert text.endswith('### Notes on encodings\n\nwhy png\n')
+  results_file.write_section(path, 'scale', '## Scale\n')  # A new one.
+  text = open(path).read()
+  assert 'why png' in text and text.index('why png') < text.index('## Scale')
