@@ -184,9 +184,10 @@ LEARNING_RATE_DECAY = None
 # MNIST's 60,000 training records take 82 MiB, its eval split 14 MiB). A
 # split that does not fit is streamed from its shards each epoch: they are
 # reshuffled each epoch, INPUT_CYCLE_LENGTH of them read at once, and
-# training records shuffled through INPUT_SHUFFLE_BUFFER_BYTES (~47,000
-# MNIST records; never more than the budget). 1 GiB caches ~10x MNIST
-# (600,000 records, 0.80 GiB) and streams 100x.
+# training records shuffled within chunks that together hold at most
+# INPUT_SHUFFLE_BUFFER_BYTES (three chunks of ~15,700 MNIST records; never
+# more than the budget). 1 GiB caches ~10x MNIST (600,000 records, 0.80 GiB)
+# and streams 100x.
 INPUT_MEMORY_BUDGET = 1 << 30  # Bytes.
 INPUT_CYCLE_LENGTH = 8  # Shards; enough parallel reads for several cores.
 INPUT_SHUFFLE_BUFFER_BYTES = 64 << 20
