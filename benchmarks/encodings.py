@@ -20,6 +20,7 @@ import os
 from typing import Dict, List
 
 from benchmarks import folder_input
+from benchmarks.timing import rate_rows
 from pipeline import configs
 from records import features
 
@@ -79,11 +80,8 @@ def render(results: Dict[int, folder_input.Result], header: str) -> str:
         '| input | examples/s | vs Keras, cold | files read (bytes) |',
         '|---|---|---|---|',
     ]
-    base = keras.rates['keras'].median
-    for name, figure in keras.rates.items():
-      lines.append(f'| {name} | {figure.format()} | '
-                   f'{figure.median / base:.1f}x | '
-                   f'{keras.bytes_read[name]:,} |')
+    lines += rate_rows(keras.rates, 'keras', '{:.1f}x', {
+        name: f'{read:,}' for name, read in keras.bytes_read.items()})
   lines += [
       '',
       f'The default, `configs.IMAGE_ENCODING = {configs.IMAGE_ENCODING!r}`,'

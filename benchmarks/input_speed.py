@@ -29,7 +29,7 @@ memory: `parse` (tf.io.parse_example of the raw feature spec) and
 
 import dataclasses
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -73,12 +73,22 @@ def stage_datasets(file_pattern: str, transform_output: tft.TFTransformOutput,
   return stages
 
 
-def epoch(dataset: tf.data.Dataset) -> int:
-  """Iterates one epoch; returns the number of examples seen."""
+def epoch(dataset: tf.data.Dataset, records: Optional[int] = None) -> int:
+  """Iterates one epoch; returns the number of examples seen.
+
+  With `records`, stops at the epoch's last record instead of waiting for
+  the end of the sequence: tf.data's parallel interleave signalled it up to
+  ~1 s after the last batch in some epochs, of the bare read and ours alike
+  (measured at 10x MNIST: the last of 600,000 records at 1.55 s, the end at
+  2.57 s), more often while other processes ran, which made both rates jump
+  between ~230,000 and ~450,000 examples/s.
+  """
   count = 0
   for batch in dataset:
     first = batch[0] if isinstance(batch, tuple) else batch
     count += int(first.shape[0])
+    if records is not None and count >= records:
+      break
   return count
 
 

@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 
 from benchmarks import report
 from benchmarks import scale
+from benchmarks.timing import rate_rows
 
 def _verdict(met: Optional[bool]) -> str:
   return '' if met is None else 'met' if met else '**not met**'
@@ -107,8 +108,5 @@ def render(rows: Sequence[scale.Row], stream: Optional[scale.StreamResult],
         '| input | examples/s | vs bare read |',
         '|---|---|---|',
     ]
-    bare = stream.rate['bare read'].median
-    for name, figure in stream.rate.items():
-      lines.append(f'| {name} | {figure.format()} | '
-                   f'{figure.median / bare:.0%} |')
+    lines += rate_rows(stream.rate, 'bare read', '{:.0%}')
   return '\n'.join(lines) + '\n'

@@ -3,7 +3,7 @@
 import dataclasses
 import statistics
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 
 @dataclasses.dataclass
@@ -35,3 +35,14 @@ def timed(fn: Callable[[], object]) -> Tuple[float, object]:
 
 def ratio(a: Figure, b: Figure) -> float:
   return a.median / b.median
+
+
+def rate_rows(rates: Dict[str, Figure], base: str, ratio_format: str,
+              extra: Optional[Dict[str, str]] = None) -> List[str]:
+  """Markdown rows `| name | median (min-max) | its ratio to rates[base] |`
+  (the ratio as `ratio_format` formats it, e.g. '{:.1f}x' or '{:.0%}'),
+  each with `extra[name]` as a last cell when given."""
+  return [f'| {name} | {figure.format()} | '
+          f'{ratio_format.format(ratio(figure, rates[base]))} |' +
+          (f' {extra[name]} |' if extra else '')
+          for name, figure in rates.items()]

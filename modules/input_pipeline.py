@@ -299,9 +299,9 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   if training:  # A new order of shards each epoch (each iteration).
     dataset = dataset.shuffle(len(files), reshuffle_each_iteration=True)
   # Evaluation interleaves single records, in a fixed order.
-  block = READ_BLOCK if training else None
+  read_block = READ_BLOCK if training else None
   dataset = dataset.interleave(
-      lambda path: _read_shard(path, block),
+      lambda path: _read_shard(path, read_block),
       cycle_length=min(cycle_length or len(files), len(files)),
       num_parallel_calls=AUTOTUNE, deterministic=not training)
   streamed_training = training and not cache
@@ -316,12 +316,12 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
     dataset = dataset.repeat()
   # Chunks are cut into blocks (rebatch: exact sizes but the last), single
   # records batched into them.
-  block = parse_block(tf_transform_output, batch_size)
-  dataset = (dataset.rebatch(block) if streamed_training
-             else dataset.batch(block))
+  parse_size = parse_block(tf_transform_output, batch_size)
+  dataset = (dataset.rebatch(parse_size) if streamed_training
+             else dataset.batch(parse_size))
   dataset = dataset.map(parse_and_transform(tf_transform_output),
                         num_parallel_calls=AUTOTUNE, deterministic=not training)
-  if block != batch_size:
+  if parse_size != batch_size:
     dataset = dataset.rebatch(batch_size)
   return dataset.prefetch(AUTOTUNE)
 

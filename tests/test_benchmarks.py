@@ -162,3 +162,11 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
   results_file.write_section(path, 'scale', '## Scale\n')  # A new one.
   text = open(path).read()
   assert 'why png' in text and text.index('why png') < text.index('## Scale')
+
+
+def test_rate_rows_give_each_rate_its_ratio_to_the_base():
+  from benchmarks.timing import Figure, rate_rows  # pylint: disable=g-import-not-at-top
+  rates = {'keras': Figure([4000, 3900, 4400]), 'ours': Figure([6000])}
+  assert rate_rows(rates, 'keras', '{:.1f}x', {'keras': '5', 'ours': '7'}) == [
+      '| keras | 4,000 (3,900-4,400) | 1.0x | 5 |', '| ours | 6,000 | 1.5x | 7 |']
+  assert rate_rows(rates, 'keras', '{:.0%}')[1] == '| ours | 6,000 | 150% |'

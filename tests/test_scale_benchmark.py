@@ -4,6 +4,7 @@ in `python -m benchmarks --scale`, not in CI."""
 
 import numpy as np
 
+from benchmarks import input_speed
 from benchmarks import scale
 from benchmarks import scale_report
 from benchmarks.timing import Figure
@@ -103,7 +104,7 @@ def test_an_epoch_is_timed_to_its_last_record_not_the_end_of_the_sequence():
       yield np.zeros((4, 2))
     raise AssertionError('read past the last record')
 
-  assert scale._to_last_record(batches(), 12) == 12  # pylint: disable=protected-access
+  assert input_speed.epoch(batches(), 12) == 12
   # Tuples (images, labels), as the input_fn yields them.
-  assert scale._to_last_record(  # pylint: disable=protected-access
+  assert input_speed.epoch(
       iter([(np.zeros((5, 2)), np.zeros(5))] * 2), 10) == 10
