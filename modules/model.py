@@ -5,10 +5,14 @@ mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
                dense 1024, dropout 0.4, dense classes. Its Flatten -> Dense
                head grows with the image area (3.2M parameters at 28x28,
                37.7M at 96x96): right for small grey images only.
-small-gap-cnn  blocks of conv 3x3, batch norm, ReLU and 2x2 max-pool, then
-               global average pooling, dropout and dense classes: the same
-               parameter count at any image size, and batch norm keeps it
-               trainable on colour images whose backgrounds vary.
+small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
+               stride 2, a 2x2 max-pool after each later block but the
+               last; then global average pooling, dropout and dense
+               classes. The same parameter count at any image size, batch
+               norm keeps it trainable on colour images whose backgrounds
+               vary, and halving the image at every block lets the last
+               features see most of it (77 pixels square: at 96x96 a
+               shape's whole outline, not pieces of it).
 'auto' picks mnist-cnn for grey images of at most `mnist_cnn_max_pixels`
 pixels and small-gap-cnn for anything larger or in colour.
 
@@ -126,15 +130,18 @@ def _mnist_cnn_features(x, config: ModelConfig):
 
 
 def _small_gap_cnn_features(x, config: ModelConfig):
-  for i, filters in enumerate(config.gap_conv_filters):
-    # No bias: batch norm's offset does its job.
-    x = keras.layers.Conv2D(filters, 3, padding='same', use_bias=False,
-                            name=f'conv{i + 1}')(x)
+  last = len(config.gap_conv_filters)
+  for i, filters in enumerate(config.gap_conv_filters, start=1):
+    # The first conv halves the image itself: cheaper than a full-size
+    # conv and a pool. No bias: batch norm's offset does its job.
+    x = keras.layers.Conv2D(filters, 3, strides=2 if i == 1 else 1,
+                            padding='same', use_bias=False, name=f'conv{i}')(x)
     x = keras.layers.BatchNormalization(
-        momentum=config.gap_batch_norm_momentum, name=f'bn{i + 1}')(x)
-    x = keras.layers.ReLU(name=f'relu{i + 1}')(x)
-    if min(x.shape[1], x.shape[2]) >= 2:  # Small images stop shrinking.
-      x = keras.layers.MaxPool2D(name=f'pool{i + 1}')(x)
+        momentum=config.gap_batch_norm_momentum, name=f'bn{i}')(x)
+    x = keras.layers.ReLU(name=f'relu{i}')(x)
+    # Small images stop shrinking.
+    if 1 < i < last and min(x.shape[1], x.shape[2]) >= 2:
+      x = keras.layers.MaxPool2D(name=f'pool{i}')(x)
   x = keras.layers.GlobalAveragePooling2D(name='gap')(x)
   return keras.layers.Dropout(config.gap_dropout)(x)
 
