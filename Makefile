@@ -5,6 +5,10 @@ VENV ?= .venv
 STAMP := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
+# The tests run on 2 pytest-xdist workers: CI has 2 cores, and many tests
+# start multi-process runs of their own that more workers would only crowd.
+# PYTEST_ARGS="-n 0" runs them in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: run test bench venv clean
 
@@ -12,7 +16,7 @@ run: $(STAMP)
 	$(VENV)/bin/python local_runner.py $(ARGS)
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Side-by-side benchmarks into BENCHMARKS.md (README: Benchmarks).
 bench: $(STAMP)

@@ -329,7 +329,7 @@ def test_an_empty_store_is_an_error(tmp_path):
   assert 'holds no pipeline runs' in _error(tmp_path, 'stats', 'latest')
 
 
-def test_unknown_ids_and_runs_are_errors(two_runs, stopped_run):
+def test_unknown_ids_and_runs_are_errors(two_runs):
   out = two_runs / 'out'
   assert 'no artifact with id 9999' in _error(out, 'lineage', '9999')
   assert 'not an artifact id' in _error(out, 'lineage', 'model')
@@ -341,6 +341,11 @@ def test_unknown_ids_and_runs_are_errors(two_runs, stopped_run):
   assert 'not Examples' in _error(out, 'samples', str(model['id']), '--png',
                                   str(out / 'x.png'))
   assert not (out / 'x.png').exists()
+
+
+# Apart from the errors above: a test of both shared runs would put them on
+# one xdist worker (tests/xdist_groups.py).
+def test_a_run_that_never_trained_has_no_metrics_or_models(stopped_run):
   # The stopped run never trained: nothing to evaluate or to trace.
   assert 'no model has been evaluated' in _error(stopped_run, 'metrics')
   assert 'holds no models' in _error(stopped_run, 'confusion')
