@@ -89,21 +89,22 @@ def _write_html(path: str, page: str) -> Dict[str, str]:
 
 def _stats(md: queries.Metadata, args) -> Any:
   from inspector import data  # pylint: disable=g-import-not-at-top
-  run = md.run(args.run)
-  result = data.statistics_summary(md, run, args.split)
-  if args.html:
-    result['html'] = _write_html(args.html,
-                                 data.statistics_html(md, run, args.split))
-  return result
+  return _split_view(md, args, data.statistics_summary, data.statistics_html)
 
 
 def _anomalies(md: queries.Metadata, args) -> Any:
   from inspector import data  # pylint: disable=g-import-not-at-top
+  return _split_view(md, args, data.anomalies_summary, data.anomalies_html)
+
+
+def _split_view(md: queries.Metadata, args, summary: Callable,
+                html: Callable) -> Any:
+  """A run's split seen through `summary`, and through `html` into the
+  --html file when asked."""
   run = md.run(args.run)
-  result = data.anomalies_summary(md, run, args.split)
+  result = summary(md, run, args.split)
   if args.html:
-    result['html'] = _write_html(args.html,
-                                 data.anomalies_html(md, run, args.split))
+    result['html'] = _write_html(args.html, html(md, run, args.split))
   return result
 
 

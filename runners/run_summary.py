@@ -155,38 +155,47 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
   return ''
 
 
-def _skipped_images(examples, shown: int = 5) -> List[str]:
+def _skipped_images(examples) -> List[str]:
   """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
   from records import features  # pylint: disable=g-import-not-at-top
-  props = examples.custom_properties
-  if features.SKIPPED_IMAGES_PROPERTY not in props:
+  if features.SKIPPED_IMAGES_PROPERTY not in examples.custom_properties:
     return []
-  count = props[features.SKIPPED_IMAGES_PROPERTY].int_value
-  listed = json.loads(
-      props[features.SKIPPED_IMAGES_LIST_PROPERTY].string_value)[:shown]
-  lines = [f'skipped {count} unreadable images'
-           f'{", listed in " + features.SKIPPED_IMAGES_FILE if count else ""}']
-  lines += [f'  {s["path"]}: {s["reason"]}' for s in listed]
-  if count > len(listed):
-    lines.append(f'  ... and {count - len(listed)} more')
-  return lines
+  count, listed = _listed_files(examples, features.SKIPPED_IMAGES_PROPERTY,
+                                features.SKIPPED_IMAGES_LIST_PROPERTY)
+  head = f'skipped {count} unreadable images'
+  if count:
+    head += f', listed in {features.SKIPPED_IMAGES_FILE}'
+  return _list_lines(head, count,
+                     [f'{s["path"]}: {s["reason"]}' for s in listed])
 
 
-def _os_files(examples, shown: int = 5) -> List[str]:
+def _os_files(examples) -> List[str]:
   """Lines on the hidden and OS metadata files left out of image folders."""
   from records import features  # pylint: disable=g-import-not-at-top
-  props = examples.custom_properties
-  count = (props[features.OS_FILES_PROPERTY].int_value
-           if features.OS_FILES_PROPERTY in props else 0)
+  if features.OS_FILES_PROPERTY not in examples.custom_properties:
+    return []
+  count, listed = _listed_files(examples, features.OS_FILES_PROPERTY,
+                                features.OS_FILES_LIST_PROPERTY)
   if not count:
     return []
-  listed = json.loads(
-      props[features.OS_FILES_LIST_PROPERTY].string_value)[:shown]
-  lines = [f'left out {count} hidden or OS metadata files (not images), '
-           f'listed in {features.OS_FILES_FILE}']
-  lines += [f'  {s["path"]}' for s in listed]
-  if count > len(listed):
-    lines.append(f'  ... and {count - len(listed)} more')
+  return _list_lines(f'left out {count} hidden or OS metadata files (not '
+                     f'images), listed in {features.OS_FILES_FILE}', count,
+                     [s['path'] for s in listed])
+
+
+def _listed_files(examples, count_property: str, list_property: str,
+                  shown: int = 5) -> Tuple[int, List[Dict[str, str]]]:
+  """(how many, the first `shown` of them) from the artifact's properties:
+  ExampleGen records a count and a JSON list of the files it names."""
+  props = examples.custom_properties
+  return (props[count_property].int_value,
+          json.loads(props[list_property].string_value)[:shown])
+
+
+def _list_lines(head: str, count: int, shown: List[str]) -> List[str]:
+  lines = [head] + [f'  {line}' for line in shown]
+  if count > len(shown):
+    lines.append(f'  ... and {count - len(shown)} more')
   return lines
 
 
