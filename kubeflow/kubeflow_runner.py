@@ -294,7 +294,8 @@ def build_pipeline(args: argparse.Namespace):
           name=configs.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
       schema_path=args.schema,
       serving_model_dir=args.serving_model_dir,
-      beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
+      beam_pipeline_args=(list(configs.IMAGE_BEAM_PIPELINE_ARGS) +
+                          list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
                           shlex.split(args.beam_args)),
       metadata_connection_config=None,  # The cluster's ML Metadata.
       enable_cache=not args.no_cache,

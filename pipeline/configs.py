@@ -79,7 +79,8 @@ BEAM_PIPELINE_ARGS = (
 # local_runner.py adds: the workers need the project's code, and a remote
 # runner gets it from this setup.py (the DirectRunner ignores the flag).
 # Without some dependency flag TFX builds an sdist of TFX itself in every
-# Beam component's executor (~2.5 s each).
+# Beam component's executor (~2.5 s each) and leaves it in a temporary
+# directory (~52 MB each; found filling a developer's disk).
 LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
@@ -272,6 +273,13 @@ S3_CREDENTIALS_SECRET = 'mlpipeline-minio-artifact'
 S3_CREDENTIALS_KEYS = ('accesskey', 'secretkey')
 # Where kubeflow/Dockerfile puts the project inside the image (its WORKDIR).
 IMAGE_PROJECT_DIR = '/pipeline'
+# kubeflow_runner.py puts this first in every Beam component's args, as
+# local_runner.py puts LOCAL_BEAM_PIPELINE_ARGS: a remote runner (Dataflow)
+# gets the project's code from the image's setup.py. Without a dependency
+# flag, TFX builds an sdist of TFX itself (~52 MB in a temporary directory
+# it never removes, ~2.5 s) in every Beam component's executor, of no use:
+# it holds TFX, not the project.
+IMAGE_BEAM_PIPELINE_ARGS = ('--setup_file=' + IMAGE_PROJECT_DIR + '/setup.py',)
 # Machine of each Trainer replica on Vertex AI with --trainer-workers N.
 VERTEX_TRAINER_MACHINE_TYPE = 'n1-standard-8'
 # Accelerator requested by `--gpu N`: the Kubernetes resource name on

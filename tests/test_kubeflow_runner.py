@@ -8,6 +8,7 @@ import json
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
+from tfx.utils import dependency_utils
 
 import local_runner
 from kubeflow import kubeflow_runner
@@ -175,6 +176,11 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path, target):
                            '--region=r'], name
       defaults = len(configs.BEAM_PIPELINE_ARGS)
       assert args[-3 - defaults:-3] == list(configs.BEAM_PIPELINE_ARGS)
+      beam_args = args[-4 - defaults:]
+      assert beam_args[0] == f'--setup_file={configs.IMAGE_PROJECT_DIR}/setup.py'
+      # The image's setup.py is the dependency flag TFX looks for: it adds
+      # no sdist of itself (built, and left in /tmp, in every executor).
+      assert dependency_utils.make_beam_dependency_flags(beam_args) == beam_args
   if target == 'vertex':  # TFX's ExampleGen driver, as a pre-cache check.
     hook = kubeflow_specs.container(spec, 'ImageExampleGen')['lifecycle'][
         'preCacheCheck']
