@@ -375,11 +375,13 @@ def test_a_made_up_flag_is_reported(checker):
       'make run ARGS="--epochs 3 --no-such-make-flag"',
       '.venv/bin/python -m inspector runs --no-such-inspect-flag',
       'python kubeflow/submit.py kfp run --host URL --no-such-submit-flag',
+      'image-pipeline-inspect runs --limit 3 --no-such-console-flag',
   ), 'snippet')
   for flag in ('--no-such-flag', '--no-such-make-flag',
-               '--no-such-inspect-flag', '--no-such-submit-flag'):
+               '--no-such-inspect-flag', '--no-such-submit-flag',
+               '--no-such-console-flag'):
     assert any(f'no flag {flag}' in p for p in problems), (flag, problems)
-  assert len(problems) == 4, problems
+  assert len(problems) == 5, problems
 
 
 def test_a_made_up_make_target_module_script_or_subcommand_is_reported(
