@@ -74,7 +74,7 @@ def image_encoding(examples: types.Artifact) -> str:
   if examples.has_custom_property(features.IMAGE_ENCODING_PROPERTY):
     return examples.get_string_custom_property(
         features.IMAGE_ENCODING_PROPERTY)
-  return 'raw'  # What Examples written before there was a choice hold.
+  return 'raw'  # Examples without the property hold raw pixels.
 
 
 class Executor(transform_executor.Executor):

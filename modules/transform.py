@@ -7,15 +7,12 @@ second half, `normalise`, with the values the analyzers learnt.
 
 Materialise or not? The Transform component runs with `materialize=False`
 and the Trainer applies this graph to each parsed batch in its input_fn.
-Measured side by side on full MNIST (benchmarks/transform_choice.py, output
-in benchmarks/results/transform_choice.md, 2 cores, batch 128): reading raw
-records and transforming per batch fed 145k examples/s cold and 282k/s from
-tf.data's cache; the materialised float records fed 95k/s and 197k/s, and
-materialising cost another 13.5 s of Transform and 16 MB on disk next to
-the 11 MB of raw records. Both are far above what the CNN consumes on a CPU
-(~3k examples/s), so the simpler and cheaper path wins: no second copy of
-the data, and the transform graph is applied the same way in training and
-serving.
+Reading raw records and transforming per batch feeds the Trainer faster
+than reading materialised float records, which also cost Transform time
+and a second copy of the data on disk (benchmarks/transform_choice.py
+measures both); either is far above what the CNN consumes on a CPU. So
+the simpler and cheaper path wins, and the transform graph is applied the
+same way in training and serving.
 
 The analyzers (`tft.mean`, `tft.var` per channel) earn their place: the
 same module normalises MNIST, Fashion-MNIST (a different brightness

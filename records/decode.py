@@ -19,8 +19,8 @@ def _geometry_checks(heights: tf.Tensor, widths: tf.Tensor,
                      geometry: features.ImageGeometry) -> List[tf.Operation]:
   # Plain Assert ops with string-only messages: tf.debugging.assert_equal
   # wraps its Assert in a tf.cond when the message holds numbers (to format
-  # them only on failure), and three conds per batch cost about a third of the
-  # graph's CPU time (the transform stage of benchmarks/input_speed.py).
+  # them only on failure), and three conds per batch are a large share of
+  # the graph's CPU time (BENCHMARKS.md, section 2, the transform stage).
   return [
       tf.debugging.Assert(
           tf.reduce_all(tf.equal(values, expected)),

@@ -179,8 +179,9 @@ def make_examples(images: np.ndarray, labels: np.ndarray,
   bytes around the image's pixels (a fixed-length `bytes` field), so one
   `make_example` per distinct (label, pixel_min, pixel_max) gives a
   template, and each record is that template's prefix + the image's pixels +
-  its suffix (raw encoding; PNG and JPEG records are built one by one). Building 70,000 protos one by one in Python was most of
-  ExampleGen's work on MNIST; MNIST has a few dozen distinct templates.
+  its suffix (raw encoding; PNG and JPEG records are built one by one).
+  Building every proto in Python would be most of ExampleGen's work;
+  MNIST has a few dozen distinct templates.
   """
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:

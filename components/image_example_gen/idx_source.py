@@ -22,9 +22,9 @@ decompressing the file up to it. The shards go to the workers in turns
 order: with 2 workers one converts shards 0, 2, 4..., the other 1, 3,
 5...), each worker reads its shards front to back on one open stream
 (idx.ItemReader), so each decompresses the file once, beside the other,
-and they share the conversion evenly. Measured against giving each worker
-one contiguous half: that halves the decompression of the first worker
-but leaves the second with the whole file plus half the conversion.
+and they share the conversion evenly. Giving each worker one contiguous
+half instead would halve the first worker's decompression but leave the
+second with the whole file plus half the conversion.
 
 `IdxToExampleBatches` (lists of Examples, for the hash-split output
 configs that TFX's own code partitions) reads chunks the same way.
@@ -45,8 +45,8 @@ from components.image_example_gen.errors import InputDataError
 from records import features
 
 # The most bytes of pixels a worker reads, turns into Examples and writes
-# at once (a chunk): 10,700 MNIST images, 55 of 224x224x3. Its Examples,
-# their framing and gzip take about 3x that again.
+# at once (a chunk); its Examples, their framing and gzip take a few times
+# that again.
 CHUNK_BYTES = 8 << 20
 
 # A split's files: (images, labels).
