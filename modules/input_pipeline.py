@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from modules.training_config import InputConfig
 from records import features
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -63,15 +64,6 @@ PARSE_BLOCK_BYTES = 8 << 20
 # Streaming: chunks shuffled at once, as a share of the shuffle buffer (one
 # chunk filling, one shuffled and waiting, one being cut into blocks).
 CHUNKS_IN_FLIGHT = 3
-
-
-@dataclasses.dataclass(frozen=True)
-class InputConfig:
-  """How the input_fn may use memory; pipeline/configs.py holds the values."""
-  memory_budget: int  # Bytes the input may hold, both splits together.
-  cycle_length: int  # Shards read at once when streaming.
-  # Streaming: the training shuffle buffer (at most the budget).
-  shuffle_buffer_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)

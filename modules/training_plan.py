@@ -13,21 +13,11 @@ the schedule the classic CNN was tuned with).
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from modules import model as model_lib
+from modules.training_config import Budget
 from records import features
-
-
-@dataclasses.dataclass(frozen=True)
-class Budget:
-  """How long to train; pipeline/configs.py holds the values."""
-  epochs: Optional[int]  # None: from training_examples.
-  training_examples: int
-  min_epochs: int
-  max_epochs: int
-  learning_rate_decay: Optional[float]  # Per epoch; None: from the next.
-  last_epoch_learning_rate: float  # A fraction of the first epoch's.
 
 
 @dataclasses.dataclass(frozen=True)
