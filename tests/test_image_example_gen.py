@@ -22,7 +22,7 @@ from components.image_example_gen import progress
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from pipeline.knobs import DataConfig
+from pipeline.knobs import DataConfig, parse_span_dir_pattern  # pylint: disable=g-multiple-import
 from records import features
 from runners import flags
 from tests import artifacts
@@ -407,9 +407,9 @@ def test_span_dir_pattern_has_one_check():
     with pytest.raises(ValueError) as raised:
       default_input_config('images', bad)
     assert str(raised.value) == message
-    # The flag says it its own way, through argparse.
-    with pytest.raises(argparse.ArgumentTypeError) as raised:
-      flags._span_dir_pattern(bad)  # pylint: disable=protected-access
+    # The flag says it its own way.
+    with pytest.raises(ValueError) as raised:
+      parse_span_dir_pattern(bad)
     assert str(raised.value) == (
         f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
         f'got {bad!r}')
