@@ -1,18 +1,18 @@
 """The networks, and which one an image geometry gets.
 
 mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
-               tutorial): conv 5x5x32, max-pool, conv 5x5x64, max-pool,
-               dense 1024, dropout 0.4, dense classes. Its Flatten -> Dense
-               head grows with the image area (3.2M parameters at 28x28,
-               37.7M at 96x96): right for small grey images only.
+               tutorial): conv, max-pool, conv, max-pool, dense, dropout,
+               dense classes (sizes: ModelConfig). Its Flatten -> Dense
+               head grows with the image area: right for small grey images
+               only.
 small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
                stride 2, a 2x2 max-pool after each later block but the
                last; then global average pooling, dropout and dense
                classes. The same parameter count at any image size, batch
                norm keeps it trainable on colour images whose backgrounds
                vary, and halving the image at every block lets the last
-               features see most of it (77 pixels square: at 96x96 a
-               shape's whole outline, not pieces of it).
+               features see most of it (at 96x96 a shape's whole outline,
+               not pieces of it).
 'auto' picks mnist-cnn for grey images of at most `mnist_cnn_max_pixels`
 pixels and small-gap-cnn for anything larger or in colour.
 

@@ -3,12 +3,11 @@ images' geometry (model.choose) and whether to augment them
 (model.choose_augment), and a budget that grows with the dataset.
 
 The budget is counted in examples seen: epochs = ceil(training_examples /
-training records), within [min_epochs, max_epochs], so that MNIST's 60,000
-images get a few epochs (3: BENCHMARKS.md, "MNIST time to accuracy") and a
-few thousand images get dozens. The learning rate decays by the same factor each epoch,
+training records), within [min_epochs, max_epochs], so that MNIST gets a
+few epochs (BENCHMARKS.md, "MNIST time to accuracy") and a few thousand
+images get dozens. The learning rate decays by the same factor each epoch,
 down to `last_epoch_learning_rate` times its start in the last epoch,
-whatever the number of epochs (8 epochs decaying by 0.75 each end at 0.13,
-the schedule the classic CNN was tuned with).
+whatever the number of epochs (Budget's fields, modules/training_config.py).
 """
 
 import dataclasses

@@ -22,11 +22,11 @@ GROUPS = (
 )
 
 
-def _fields(config_class) -> Iterator[dataclasses.Field]:
+def knob_fields(config_class) -> Iterator[dataclasses.Field]:
   """Every knob of `config_class`, nested configs' in their place."""
   for field in dataclasses.fields(config_class):
     if dataclasses.is_dataclass(field.default_factory):
-      yield from _fields(field.default_factory)
+      yield from knob_fields(field.default_factory)
     else:
       yield field
 
@@ -35,7 +35,7 @@ def _defaults() -> Dict[str, Any]:
   """Every knob's default, by field name (what help texts refer to)."""
   return {field.name: field.default
           for _, classes in GROUPS for config_class in classes
-          for field in _fields(config_class)}
+          for field in knob_fields(config_class)}
 
 
 def _parser(parse):
@@ -73,7 +73,7 @@ def add_flags(parser: argparse.ArgumentParser, data_dir_default: str,
       group.add_argument('--data-dir', default=data_dir_default,
                          help=data_dir_help)
     for config_class in classes:
-      for field in _fields(config_class):
+      for field in knob_fields(config_class):
         if field.metadata.get('flag'):
           _add_flag(group, field, defaults)
 

@@ -34,7 +34,7 @@ def _knob_flags():
   declared = {}
   for _, classes in flags.GROUPS:
     for config_class in classes:
-      for field in flags._fields(config_class):  # pylint: disable=protected-access
+      for field in flags.knob_fields(config_class):
         flag = field.metadata.get('flag')
         if flag:
           declared.setdefault(flag, []).append(field.name)
