@@ -12,6 +12,7 @@ report (one HTML page) in OUT/report.html.
 """
 
 import argparse
+import dataclasses
 import datetime
 import logging
 import os
@@ -25,6 +26,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from inspector import store as inspect_store  # pylint: disable=g-import-not-at-top
 from pipeline import configs  # pylint: disable=g-import-not-at-top
+from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top
 from runners import flags  # pylint: disable=g-import-not-at-top
 from runners import local_store  # pylint: disable=g-import-not-at-top
 
@@ -32,13 +34,12 @@ from runners import local_store  # pylint: disable=g-import-not-at-top
 def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  flags.add_data_flags(
+  flags.add_flags(
       parser, data_dir_default=configs.MNIST_DIR, data_dir_help=(
           'Dataset directory (input_base of ExampleGen). idx: train-* and '
           't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
           'eval/<class>/<image>, in any format Pillow reads. Default: %(default)s, where MNIST '
           'is downloaded (checksums verified) when missing.'))
-  flags.add_training_flags(parser)
 
   run = parser.add_argument_group('run')
   run.add_argument(
@@ -78,8 +79,8 @@ def make_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _check_data_dir(args) -> None:
-  if args.data_dir == configs.MNIST_DIR and args.input_format == 'idx':
+def _check_data_dir(args, data: knobs_lib.DataConfig) -> None:
+  if args.data_dir == configs.MNIST_DIR and data.input_format == 'idx':
     from data import mnist  # pylint: disable=g-import-not-at-top
     if mnist.missing_files(args.data_dir):
       print(f'MNIST is missing from {args.data_dir}; downloading it.')
@@ -147,10 +148,11 @@ def _store(args) -> local_store.LocalStore:
                              inspect_store.mysql_options(args))
 
 
-def _schema_path(args, connection_config) -> Optional[str]:
+def _schema_path(args, schema: Optional[str],
+                 connection_config) -> Optional[str]:
   """--schema, or with --freeze-schema the last validated run's schema."""
-  if args.schema:
-    return os.path.abspath(args.schema)
+  if schema:
+    return os.path.abspath(schema)
   if not args.freeze_schema:
     return None
   from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
@@ -168,40 +170,42 @@ def build_pipeline(args: argparse.Namespace):
   """The DAG of `args`, with this machine's paths and its ML Metadata."""
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   from pipeline import scale  # pylint: disable=g-import-not-at-top
+  knobs = flags.knobs_from_args(args)
   output_dir = os.path.abspath(args.output_dir)
   connection_config = _store(args).connection_config
+  local = '://' not in args.data_dir
   # ExampleGen's Beam execution and StatisticsGen's sampling follow the
   # input's size; not known for object stores (then: the small-data
   # settings, and --beam-args).
-  size = (scale.measure(args.data_dir, args.input_format,
-                        args.span_dir_pattern)
-          if '://' not in args.data_dir else None)
+  size = (scale.measure(args.data_dir, knobs.data.input_format,
+                        knobs.data.span_dir_pattern) if local else None)
+  beam_args = shlex.split(args.beam_args)
   return pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
-      data_root=os.path.abspath(args.data_dir) if '://' not in args.data_dir
-      else args.data_dir,
-      schema_path=_schema_path(args, connection_config),
+      data_root=os.path.abspath(args.data_dir) if local else args.data_dir,
       serving_model_dir=os.path.join(output_dir,
                                      configs.SERVING_MODEL_DIR_NAME),
-      beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
-                          list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
-                          shlex.split(args.beam_args)),
-      # --beam-args last, so that they override ExampleGen's own too.
-      example_gen_beam_pipeline_args=(
-          (scale.example_gen_beam_args(size) if size else
-           list(configs.EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)) +
-          shlex.split(args.beam_args)),
-      statistics_sample_rate=scale.statistics_sample_rate(size) if size
-      else None,
-      metadata_connection_config=connection_config,
-      enable_cache=not args.no_cache,
-      **flags.pipeline_arguments(args))
+      data=dataclasses.replace(knobs.data, schema=_schema_path(
+          args, knobs.data.schema, connection_config)),
+      training=knobs.training,
+      evaluation=knobs.evaluation,
+      infrastructure=knobs_lib.InfrastructureConfig(
+          beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
+                              list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
+                              beam_args),
+          # --beam-args last, so that they override ExampleGen's own too.
+          example_gen_beam_pipeline_args=(scale.example_gen_beam_args(size) +
+                                          beam_args),
+          statistics_sample_rate=scale.statistics_sample_rate(size),
+          metadata_connection_config=connection_config,
+          enable_cache=not args.no_cache))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
-  _check_data_dir(args)
+  data = flags.knobs_from_args(args).data  # Exits on contradicting flags.
+  _check_data_dir(args, data)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from runners import interrupted_runs  # pylint: disable=g-import-not-at-top
@@ -233,7 +237,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   progress = run_summary.ComponentProgress(connection_config, args.pipeline_name)
   logging.getLogger('absl').addHandler(progress)
   print(f'Running pipeline {args.pipeline_name!r} on {args.data_dir} '
-        f'({args.input_format}); log: {log_path}')
+        f'({data.input_format}); log: {log_path}')
   run_options = None
   if args.to_node:
     from tfx.orchestration import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top

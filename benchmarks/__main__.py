@@ -195,12 +195,12 @@ def _encodings(args, argv, data_dir: str, work_dir: str) -> str:
 def _scale(args, argv, data_dir: str, work_dir: str) -> str:
   from benchmarks import scale  # pylint: disable=g-import-not-at-top
   from benchmarks import scale_report  # pylint: disable=g-import-not-at-top
-  from pipeline import configs  # pylint: disable=g-import-not-at-top
+  from modules.training_config import TrainingConfig  # pylint: disable=g-import-not-at-top
   copies = [int(n) for n in args.scale_copies.split(',') if n.strip()]
   rows = scale.plan_rows(
       copies, args.scale_cap_copies or None,
       args.scale_cap_mb and args.scale_cap_mb * 10**6,
-      args.scale_train_steps or scale.TRAIN_STEPS, configs.BATCH_SIZE)
+      args.scale_train_steps or scale.TRAIN_STEPS, TrainingConfig().batch_size)
   rows, stream = scale.run(
       data_dir, work_dir, rows, args.scale_stream_copies or None,
       (), repetitions=args.repetitions, keep_data=args.keep_data)

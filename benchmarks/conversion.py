@@ -20,6 +20,7 @@ from benchmarks import reference_tutorial
 from benchmarks.timing import Figure, timed
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
+from pipeline.knobs import DataConfig
 from pipeline import scale
 from tests import example_gen_standalone
 
@@ -54,7 +55,7 @@ def _reference(data_dir: str, out_dir: str):
 def _ours(data_dir: str, out_dir: str):
   shutil.rmtree(out_dir, ignore_errors=True)
   return example_gen_standalone.run_example_gen(
-      data_dir, out_dir, ImageExampleGenOptions(num_shards=configs.NUM_SHARDS),
+      data_dir, out_dir, ImageExampleGenOptions(num_shards=DataConfig().num_shards),
       example_gen_beam_args(data_dir))
 
 

@@ -13,7 +13,7 @@ cache of the raw records, so PNG/JPEG are decoded again). Bytes: the
 train split's gzipped TFRecord shards on disk. At 96x96x3 Keras's
 image_dataset_from_directory reads the same folder (cold: decoding every
 PNG file; cached: .cache() after decoding). The last table is the default
-configs.py derives from these figures for each size.
+pipeline/knobs.py derives from these figures for each size.
 """
 
 import os
@@ -21,7 +21,8 @@ from typing import Dict, List
 
 from benchmarks import folder_input
 from benchmarks.timing import rate_rows
-from pipeline import configs
+from modules.training_config import TrainingConfig
+from pipeline.knobs import DataConfig
 from records import features
 
 SIZES = (96, 224)
@@ -36,7 +37,7 @@ def run(work_dir: str, quick: bool, repetitions: int, header: str) -> str:
   for size in SIZES:
     print(f'  encodings: {size}x{size}x3', flush=True)
     results[size] = folder_input.measure(
-        work_dir, per_class, repetitions, configs.BATCH_SIZE, size=size,
+        work_dir, per_class, repetitions, TrainingConfig().batch_size, size=size,
         with_keras=size == KERAS_SIZE)
   return render(results, header)
 
@@ -84,9 +85,9 @@ def render(results: Dict[int, folder_input.Result], header: str) -> str:
         name: f'{read:,}' for name, read in keras.bytes_read.items()})
   lines += [
       '',
-      f'The default, `configs.IMAGE_ENCODING = {configs.IMAGE_ENCODING!r}`,'
+      f'The default, `DataConfig.image_encoding = {DataConfig().image_encoding!r}`,'
       ' gives: ' + '; '.join(
-          f'{r.geometry} {features.resolve_encoding(configs.IMAGE_ENCODING, r.geometry, configs.PNG_MIN_PIXELS)}'
+          f'{r.geometry} {features.resolve_encoding(DataConfig().image_encoding, r.geometry, DataConfig().png_min_pixels)}'
           for r in results.values()) + '.',
   ]
   return '\n'.join(lines) + '\n'

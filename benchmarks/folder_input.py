@@ -42,8 +42,8 @@ from components.image_example_gen.options import ImageExampleGenOptions  # pylin
 from data import shapes  # pylint: disable=g-import-not-at-top
 from modules import input_pipeline  # pylint: disable=g-import-not-at-top
 from modules import transform  # pylint: disable=g-import-not-at-top
-from pipeline import configs  # pylint: disable=g-import-not-at-top
-from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+from modules.training_config import InputConfig, TrainingConfig  # pylint: disable=g-import-not-at-top,g-multiple-import
+from pipeline.knobs import DataConfig  # pylint: disable=g-import-not-at-top
 from records import features  # pylint: disable=g-import-not-at-top
 from tests import example_gen_standalone  # pylint: disable=g-import-not-at-top
 from tests import transform_analysis  # pylint: disable=g-import-not-at-top
@@ -101,7 +101,7 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
     seconds, examples = timed(lambda: example_gen_standalone.run_example_gen(  # pylint: disable=cell-var-from-loop
         data_dir, out, ImageExampleGenOptions(
             input_format='images', geometry=geometry,
-            num_shards=configs.NUM_SHARDS, image_encoding=encoding),
+            num_shards=DataConfig().num_shards, image_encoding=encoding),
         IN_MEMORY))
     conversion[encoding] = seconds
     patterns[encoding] = os.path.join(examples.uri, 'Split-train', '*')
@@ -133,7 +133,7 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
       dataset = input_pipeline.make_planned_dataset(
           patterns[encoding], outputs[encoding], batch_size,
           input_pipeline.plan_training(patterns[encoding],
-                                       pipeline.training_config().input))
+                                       InputConfig()))
       run_epoch(f'ours {encoding}, cold', dataset)
       run_epoch(f'ours {encoding}, cached', dataset)
 
@@ -178,7 +178,7 @@ def main(argv: List[str] = None) -> int:
       formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--per-class', type=int, default=300)
   parser.add_argument('--repetitions', type=int, default=5)
-  parser.add_argument('--batch-size', type=int, default=configs.BATCH_SIZE)
+  parser.add_argument('--batch-size', type=int, default=TrainingConfig().batch_size)
   parser.add_argument('--quick', action='store_true',
                       help='20 images per class, 1 repetition: checks that '
                       'the benchmark works; the figures mean little.')

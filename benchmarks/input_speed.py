@@ -37,7 +37,7 @@ import tensorflow_transform as tft
 from benchmarks import reference_tutorial
 from benchmarks.timing import Figure, timed
 from modules import input_pipeline
-from pipeline import pipeline
+from modules.training_config import InputConfig
 from records import features
 
 
@@ -114,7 +114,7 @@ def run(reference_files: List[str], our_pattern: str,
         repetitions: int) -> Result:
   # As the Trainer decides (full MNIST: cached, a whole-split shuffle).
   plan = input_pipeline.plan_training(our_pattern,
-                                      pipeline.training_config().input)
+                                      InputConfig())
   makers: Dict[str, Callable[[], tf.data.Dataset]] = {
       'reference': lambda: reference_tutorial.input_fn(
           reference_files, batch_size, repeat=False),

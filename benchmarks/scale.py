@@ -342,7 +342,7 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
   from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
   from benchmarks.timing import timed  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
-  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training_config import InputConfig  # pylint: disable=g-import-not-at-top
   root = os.path.join(out_dir, 'pipeline')
   examples = _newest(os.path.join(root, 'ImageExampleGen', 'examples'))
   graph = _newest(os.path.join(root, 'Transform', 'transform_graph'))
@@ -351,7 +351,7 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
   size = input_pipeline.measure(pattern)
   # As the Trainer reads a split one byte too large for its budget.
   plan = input_pipeline.plan_split(
-      'train', size, pipeline.training_config().input, training=True,
+      'train', size, InputConfig(), training=True,
       budget=size.memory_bytes - 1)
   makers = {
       'streaming input_fn': lambda: input_pipeline.make_planned_dataset(

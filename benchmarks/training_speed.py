@@ -20,14 +20,13 @@ import tf_keras as keras
 from benchmarks.timing import Figure, timed
 from modules import input_pipeline
 from modules import model as model_lib
-from pipeline import configs
-from pipeline import pipeline
+from modules.training_config import TrainingConfig
 from records import features
 
 
 def _compiled_cnn(geometry: features.ImageGeometry, num_classes: int):
   """As modules/trainer.run_fn builds and compiles it (on CPU)."""
-  training = pipeline.training_config()
+  training = TrainingConfig()
   model = model_lib.build_cnn(geometry, num_classes, training.model)
   model.compile(
       optimizer=keras.optimizers.Adam(training.learning_rate),
@@ -60,14 +59,14 @@ class Result:
 def run(pattern: str, transform_output: tft.TFTransformOutput,
         num_classes: int, steps: int, warmup_steps: int,
         repetitions: int) -> Result:
-  batch_size = configs.BATCH_SIZE
+  batch_size = TrainingConfig().batch_size
   geometry = features.ImageGeometry(*transform_output.transformed_feature_spec()[
       features.IMAGE_KEY].shape)
   datasets = {
       'ours': input_pipeline.make_planned_dataset(
           pattern, transform_output, batch_size,
           input_pipeline.plan_training(pattern,
-                                       pipeline.training_config().input),
+                                       TrainingConfig().input),
           repeat=True),
       'in memory': _in_memory(pattern, transform_output, batch_size),
   }

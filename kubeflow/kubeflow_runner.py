@@ -41,6 +41,7 @@ schedules either.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -57,6 +58,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 from kubeflow import open_source_kfp  # pylint: disable=g-import-not-at-top,wrong-import-position
 from kubeflow import vertex_training  # pylint: disable=g-import-not-at-top,wrong-import-position
 from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
+from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
 from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
@@ -105,7 +107,7 @@ def make_parser() -> argparse.ArgumentParser:
       help='GPUs the Trainer requests (default: none). The image needs the '
       'CUDA libraries: build it with --build-arg WITH_GPU=1.')
   kubeflow.add_argument(
-      '--gpu-type', default=configs.GPU_TYPE,
+      '--gpu-type', default='nvidia.com/gpu',
       help='Accelerator type for --gpu: the Kubernetes resource on Kubeflow '
       '(default: %(default)s), a machine accelerator type on Vertex AI, e.g. '
       'NVIDIA_TESLA_T4.')
@@ -118,7 +120,7 @@ def make_parser() -> argparse.ArgumentParser:
       help='--target vertex with --trainer-workers N: the region of that '
       'custom job, e.g. europe-west4.')
   kubeflow.add_argument(
-      '--trainer-machine-type', default=configs.VERTEX_TRAINER_MACHINE_TYPE,
+      '--trainer-machine-type', default='n1-standard-8',
       help='--target vertex with --trainer-workers N: the machine of each '
       'replica (default: %(default)s); --gpu and --gpu-type give each its '
       'accelerators.')
@@ -129,19 +131,19 @@ def make_parser() -> argparse.ArgumentParser:
       'pods\' AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (--target kubeflow: '
       'from a secret, see --s3-credentials-secret).')
   kubeflow.add_argument(
-      '--s3-credentials-secret', default=configs.S3_CREDENTIALS_SECRET,
+      '--s3-credentials-secret', default='mlpipeline-minio-artifact',
       metavar='NAME',
       help='--target kubeflow with s3:// locations: the Kubernetes secret in '
       'the run\'s namespace whose keys become every task\'s '
       'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: %(default)s, '
       'the one Kubeflow Pipelines keeps for its MinIO).')
   kubeflow.add_argument(
-      '--s3-credentials-keys', default=','.join(configs.S3_CREDENTIALS_KEYS),
+      '--s3-credentials-keys', default='accesskey,secretkey',
       metavar='ACCESS_KEY,SECRET_KEY',
       help='The keys of that secret holding the access key and the secret '
       'key (default: %(default)s).')
   kubeflow.add_argument(
-      '--s3-region', default=configs.S3_REGION,
+      '--s3-region', default='us-east-1',
       help='Region for --s3-endpoint (default: %(default)s; MinIO accepts '
       'any).')
   kubeflow.add_argument(
@@ -151,13 +153,12 @@ def make_parser() -> argparse.ArgumentParser:
       '--allow-local-paths', action='store_true',
       help='Accept local paths for --pipeline-root, --data-dir and '
       '--serving-model-dir (tests; a cluster whose pods share a volume).')
-  flags.add_data_flags(
+  flags.add_flags(
       parser, data_dir_default=None, data_dir_help=(
           'Required. Dataset location on object storage (default of the '
           'runtime parameter %s). idx: train-* and t10k-* IDX files; images: '
           'train/<class>/<image> and eval/<class>/<image>.' %
           configs.DATA_ROOT_PARAMETER))
-  flags.add_training_flags(parser)
   return parser
 
 
@@ -187,7 +188,7 @@ def _schema_location(schema: str) -> str:
   return f'{configs.IMAGE_PROJECT_DIR}/{relative}'
 
 
-def _s3_settings(endpoint: Optional[str], region: str = configs.S3_REGION):
+def _s3_settings(endpoint: Optional[str], region: str):
   """(Beam args, container env) that point S3 clients at `endpoint`."""
   if not endpoint:
     return [], {}
@@ -207,8 +208,9 @@ def _s3_settings(endpoint: Optional[str], region: str = configs.S3_REGION):
   return beam_args, env
 
 
-def check_args(args: argparse.Namespace) -> None:
-  """Normalises locations in place; exits with a message on bad flags."""
+def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
+  """The knobs of `args`, the schema as the containers see it; normalises
+  locations in place. Exits with a message on bad flags."""
   if not args.output.endswith(SPEC_EXTENSIONS):
     raise SystemExit(f'error: --output {args.output}: the file name must end '
                      f'with {", ".join(SPEC_EXTENSIONS)}')
@@ -224,18 +226,19 @@ def check_args(args: argparse.Namespace) -> None:
                      'Kubeflow allows [a-z0-9-] only, up to 128 characters')
   if args.gpu < 0:
     raise SystemExit(f'error: --gpu {args.gpu}: must be 0 or more')
-  if args.trainer_workers > 1 and args.target == 'kubeflow':
+  knobs = flags.knobs_from_args(args)
+  workers = knobs.training.workers
+  if workers > 1 and args.target == 'kubeflow':
     # The Trainer's pod would start the workers beside itself, on one
     # machine: no scaling out. See README's "Scaling out" for what a
     # cluster needs (Kubeflow's Training Operator).
     raise SystemExit(
-        f'error: --trainer-workers {args.trainer_workers}: not supported on '
+        f'error: --trainer-workers {workers}: not supported on '
         'open-source Kubeflow Pipelines (--target kubeflow); --target vertex '
         'runs the Trainer as a Vertex AI custom job of that many replicas')
-  if args.trainer_workers > 1 and not (args.vertex_project and
-                                       args.vertex_region):
+  if workers > 1 and not (args.vertex_project and args.vertex_region):
     raise SystemExit(
-        f'error: --trainer-workers {args.trainer_workers} on Vertex AI needs '
+        f'error: --trainer-workers {workers} on Vertex AI needs '
         '--vertex-project and --vertex-region (where the Trainer\'s custom '
         'job runs)')
   args.pipeline_root = _location('--pipeline-root', args.pipeline_root,
@@ -247,12 +250,14 @@ def check_args(args: argparse.Namespace) -> None:
   args.serving_model_dir = _location('--serving-model-dir',
                                      args.serving_model_dir,
                                      args.allow_local_paths)
-  if args.schema:
-    args.schema = _schema_location(args.schema)
   keys = args.s3_credentials_keys.split(',')
   if len(keys) != 2 or not all(keys):
     raise SystemExit(f'error: --s3-credentials-keys '
                      f'{args.s3_credentials_keys}: expected ACCESS_KEY,SECRET_KEY')
+  if knobs.data.schema:
+    knobs = knobs._replace(data=dataclasses.replace(
+        knobs.data, schema=_schema_location(knobs.data.schema)))
+  return knobs
 
 
 def trainer_resources(gpus: int, gpu_type: str):
@@ -268,42 +273,49 @@ def trainer_resources(gpus: int, gpu_type: str):
       resource_count=str(gpus)))
 
 
-def _vertex_training(args: argparse.Namespace) -> Optional[Dict[str, Any]]:
+def _vertex_training(args: argparse.Namespace,
+                     workers: int) -> Optional[Dict[str, Any]]:
   """The Trainer's Vertex AI custom job (--trainer-workers N), or None.
 
   Its replicas get the accelerators (--gpu): the pipeline's Trainer task
   only starts the job and waits.
   """
-  if args.trainer_workers <= 1:
+  if workers <= 1:
     return None
   return vertex_training.trainer_custom_config(
       args.vertex_project, args.vertex_region, args.image,
-      args.trainer_workers, args.trainer_machine_type, args.gpu,
+      workers, args.trainer_machine_type, args.gpu,
       args.gpu_type)
 
 
-def build_pipeline(args: argparse.Namespace):
-  """The DAG of `args` with the cluster's paths (check_args first)."""
+def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
+  """The DAG of `args` and `knobs` (from check_args) with the cluster's
+  paths."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   s3_beam_args, _ = _s3_settings(args.s3_endpoint, args.s3_region)
+  workers = knobs.training.workers
+  evaluation = knobs.evaluation
+  if args.target == 'kubeflow':
+    # KFP runs no resolver: the baseline is read from the serving directory.
+    evaluation = dataclasses.replace(evaluation, baseline='served')
   dag = pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=args.pipeline_root,
       data_root=tfx.dsl.experimental.RuntimeParameter(
           name=configs.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
-      schema_path=args.schema,
       serving_model_dir=args.serving_model_dir,
-      beam_pipeline_args=(list(configs.IMAGE_BEAM_PIPELINE_ARGS) +
-                          list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
-                          shlex.split(args.beam_args)),
-      metadata_connection_config=None,  # The cluster's ML Metadata.
-      enable_cache=not args.no_cache,
-      # KFP runs no resolver: the baseline is read from the serving directory.
-      baseline='served' if args.target == 'kubeflow' else configs.BASELINE,
-      vertex_training=_vertex_training(args),
-      **flags.pipeline_arguments(args))
-  if args.gpu and not args.trainer_workers > 1:
+      data=knobs.data,
+      training=knobs.training,
+      evaluation=evaluation,
+      infrastructure=knobs_lib.InfrastructureConfig(
+          beam_pipeline_args=(list(configs.IMAGE_BEAM_PIPELINE_ARGS) +
+                              list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
+                              shlex.split(args.beam_args)),
+          metadata_connection_config=None,  # The cluster's ML Metadata.
+          enable_cache=not args.no_cache,
+          vertex_training=_vertex_training(args, workers)))
+  if args.gpu and not workers > 1:
     [trainer] = [c for c in dag.components if c.id == 'Trainer']
     trainer.with_platform_config(trainer_resources(args.gpu, args.gpu_type))
   return dag
@@ -372,18 +384,19 @@ def task_summary(job: Dict[str, Any]) -> List[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
-  check_args(args)
-  job = compile_pipeline(build_pipeline(args), args)
+  knobs = check_args(args)
+  job = compile_pipeline(build_pipeline(args, knobs), args)
   write_spec(job, args.output)
+  workers = knobs.training.workers
   print(f'Wrote {args.output}: pipeline {args.pipeline_name!r} for '
         f'{args.target}, {len(task_summary(job))} tasks, image {args.image}\n'
         f'  pipeline root: {args.pipeline_root}\n'
         f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'
         + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else '')
-        + (f'\n  Trainer: a Vertex AI custom job of {args.trainer_workers} '
+        + (f'\n  Trainer: a Vertex AI custom job of {workers} '
            f'replicas ({args.trainer_machine_type}) in {args.vertex_project}/'
-           f'{args.vertex_region}' if args.trainer_workers > 1 else ''))
+           f'{args.vertex_region}' if workers > 1 else ''))
   return 0
 
 

@@ -18,8 +18,8 @@ and then, both: blocks of PARSE_BLOCK records -> parse each block at once
 (`tf.io.parse_example`) -> apply the transform graph to it -> cut into
 batches -> prefetch. Evaluation reads in a deterministic order, unshuffled.
 
-The cache holds the raw serialized records (MNIST's 60,000 are ~80 MB in
-memory), not the transformed floats (4x larger): parsing and the transform
+The cache holds the raw serialized records, not the transformed floats
+(4 bytes a pixel where a record holds 1): parsing and the transform
 are vectorised per batch and cheap, and caching *before* the record shuffle
 lets every epoch see a new order (a cache after the shuffle would replay
 epoch one's order). A split that fits gets a uniform shuffle over all of
@@ -34,44 +34,31 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from modules.training_config import InputConfig
 from records import features
 
 AUTOTUNE = tf.data.AUTOTUNE
 
 # What a record held in memory (tf.data's cache, a shuffle buffer) costs on
-# top of its serialized bytes: its tensor and the allocator's rounding.
-# Measured on MNIST (915-byte records): caching 60,000 one by one grew the
-# process by 464 bytes per record beyond their bytes; a shuffle over the
-# cache shares the cache's buffers (+77 bytes per record). Rounded up (the
-# cache holds blocks of records now, which costs less).
+# top of its serialized bytes: its tensor and the allocator's rounding
+# (measured by caching MNIST, rounded up; a shuffle over the cache shares
+# the cache's buffers).
 RECORD_OVERHEAD_BYTES = 512
 # Records per batch when measuring a split (one pass over its shards).
 _MEASURE_BATCH = 4096
 # Training reads each shard in blocks of this many records: the parallel
-# interleave then hands over a block where it handed over a record.
-# Measured on MNIST (60,000 records, 2 cores): reading took 0.42 CPU s per
-# epoch record by record and 0.30 in blocks, the bare read 0.28.
+# interleave then hands over a block where it handed over a record, which
+# brings the read's CPU time close to the bare read's.
 READ_BLOCK = 64
 # Records parsed and transformed in one call, then cut into batches: each
-# call of the transform graph has a fixed cost that batches of 128 repeat
-# 8x as often as blocks of 1024 do (MNIST 10x, 600,000 records, 2 cores,
-# CPU s an epoch of the bare read followed by parse and transform: 5.3 in
-# batches of 128, 3.6 in blocks of 512). Bounded in bytes too (of
-# transformed float32 pixels): large images need no such amortising.
+# call of the transform graph has a fixed cost, which small batches would
+# repeat many times an epoch. Bounded in bytes too (of transformed float32
+# pixels): large images need no such amortising.
 PARSE_BLOCK = 1024
 PARSE_BLOCK_BYTES = 8 << 20
 # Streaming: chunks shuffled at once, as a share of the shuffle buffer (one
 # chunk filling, one shuffled and waiting, one being cut into blocks).
 CHUNKS_IN_FLIGHT = 3
-
-
-@dataclasses.dataclass(frozen=True)
-class InputConfig:
-  """How the input_fn may use memory; pipeline/configs.py holds the values."""
-  memory_budget: int  # Bytes the input may hold, both splits together.
-  cycle_length: int  # Shards read at once when streaming.
-  # Streaming: the training shuffle buffer (at most the budget).
-  shuffle_buffer_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,10 +220,8 @@ def shuffle_chunks(blocks: tf.data.Dataset, records: int) -> tf.data.Dataset:
   random order (the last chunk of an epoch may be shorter).
 
   A chunk is shuffled by one vectorised op, where a tf.data shuffle buffer
-  hands every record over one by one. On MNIST 10x (600,000 records, 2
-  cores, parse and transform included) a streaming epoch took 7.0-8.0 CPU s
-  through a 47,000-record buffer against 4.6-4.9 in chunks of a third of
-  it; the bare read took 2.2-2.8. What a chunk mixes: the `cycle_length`
+  hands every record over one by one, at a CPU cost per record that a
+  streaming epoch feels. What a chunk mixes: the `cycle_length`
   shards being read, READ_BLOCK records of each in turn; shards are listed
   in a new order each epoch and so are the chunks' records.
   """

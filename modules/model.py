@@ -1,18 +1,18 @@
 """The networks, and which one an image geometry gets.
 
 mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
-               tutorial): conv 5x5x32, max-pool, conv 5x5x64, max-pool,
-               dense 1024, dropout 0.4, dense classes. Its Flatten -> Dense
-               head grows with the image area (3.2M parameters at 28x28,
-               37.7M at 96x96): right for small grey images only.
+               tutorial): conv, max-pool, conv, max-pool, dense, dropout,
+               dense classes (sizes: ModelConfig). Its Flatten -> Dense
+               head grows with the image area: right for small grey images
+               only.
 small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
                stride 2, a 2x2 max-pool after each later block but the
                last; then global average pooling, dropout and dense
                classes. The same parameter count at any image size, batch
                norm keeps it trainable on colour images whose backgrounds
                vary, and halving the image at every block lets the last
-               features see most of it (77 pixels square: at 96x96 a
-               shape's whole outline, not pieces of it).
+               features see most of it (at 96x96 a shape's whole outline,
+               not pieces of it).
 'auto' picks mnist-cnn for grey images of at most `mnist_cnn_max_pixels`
 pixels and small-gap-cnn for anything larger or in colour.
 
@@ -21,50 +21,18 @@ preprocessing layers) come first; they act only in training, so serving
 and evaluation see the images as they are.
 """
 
-import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from typing import Tuple
 
 import tf_keras as keras
 
-from modules.architectures import ARCHITECTURES, AUTO, MNIST_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
+from modules.architectures import AUTO, MNIST_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
+from modules.training_config import ModelConfig
 from records import features
 
 # Inputs are normalised per channel (zero mean, unit variance), so their
 # range is a few standard deviations; RandomBrightness clips to its value
 # range, set this wide so that it shifts and never clips.
 _NORMALISED_RANGE = (-10.0, 10.0)
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-  """Which network and its size; pipeline/configs.py holds the values."""
-  architecture: str  # AUTO or one of ARCHITECTURES.
-  mnist_cnn_max_pixels: int  # AUTO: mnist-cnn for grey images up to this.
-  # mnist-cnn.
-  conv_filters: Tuple[int, ...]
-  kernel_size: int
-  dense_units: int
-  dropout: float
-  # small-gap-cnn.
-  gap_conv_filters: Tuple[int, ...]
-  gap_dropout: float
-  gap_batch_norm_momentum: float  # Of batch norm's moving averages.
-  # Augmentation, training only; None: for colour images (choose_augment).
-  augment: Optional[bool]
-  augment_shift: float  # Fraction of the height and width.
-  augment_brightness: float  # Standard deviations of the training pixels.
-
-  def __post_init__(self):
-    if self.architecture not in (AUTO, *ARCHITECTURES):
-      raise ValueError(f'architecture must be {AUTO!r} or one of '
-                       f'{ARCHITECTURES}, got {self.architecture!r}')
-
-  @classmethod
-  def from_dict(cls, d: Dict[str, Any]) -> 'ModelConfig':
-    d = dict(d)
-    for key in ('conv_filters', 'gap_conv_filters'):
-      d[key] = tuple(int(f) for f in d[key])
-    return cls(**d)
 
 
 def choose(config: ModelConfig,

@@ -16,7 +16,6 @@ under MultiWorkerMirroredStrategy, reading its own files of each split;
 the chief writes the model and the logs.
 """
 
-import dataclasses
 import json
 import math
 import os
@@ -38,6 +37,7 @@ from modules import model as model_lib
 from modules import progress
 from modules import training_plan
 from modules import transform
+from modules.training_config import TrainingConfig
 from records import decode
 from records import features
 
@@ -47,34 +47,6 @@ PROBABILITIES = 'probabilities'
 CLASSES = 'classes'
 # In the serving model's assets.extra: the network, why, and the budget.
 TRAINING_PLAN_FILE = 'training_plan.json'
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-  """Training settings; pipeline/configs.py holds their values."""
-  budget: training_plan.Budget  # Epochs and learning rate decay.
-  batch_size: int
-  learning_rate: float
-  mixed_precision: bool  # On GPUs.
-  model: model_lib.ModelConfig
-  # Worker processes that train together on this machine when there is no
-  # TF_CONFIG cluster (modules/local_workers.py); a cluster's TF_CONFIG
-  # (Vertex AI, Kubeflow's Training Operator) says how many it has.
-  workers: int
-  workers_timeout_seconds: float  # Local workers: all of training.
-  communication_timeout_seconds: float  # One collective op, any cluster.
-  input: input_pipeline.InputConfig  # Cache or stream, and their sizes.
-
-  def to_dict(self) -> Dict[str, Any]:
-    return dataclasses.asdict(self)
-
-  @classmethod
-  def from_dict(cls, d: Dict[str, Any]) -> 'TrainingConfig':
-    d = dict(d)
-    d['budget'] = training_plan.Budget(**d['budget'])
-    d['model'] = model_lib.ModelConfig.from_dict(d['model'])
-    d['input'] = input_pipeline.InputConfig(**d['input'])
-    return cls(**d)
 
 
 def class_names_for(train_files: List[str]) -> List[str]:

@@ -3,31 +3,20 @@ images' geometry (model.choose) and whether to augment them
 (model.choose_augment), and a budget that grows with the dataset.
 
 The budget is counted in examples seen: epochs = ceil(training_examples /
-training records), within [min_epochs, max_epochs], so that MNIST's 60,000
-images get a few epochs (3: BENCHMARKS.md, "MNIST time to accuracy") and a
-few thousand images get dozens. The learning rate decays by the same factor each epoch,
+training records), within [min_epochs, max_epochs], so that MNIST gets a
+few epochs (BENCHMARKS.md, "MNIST time to accuracy") and a few thousand
+images get dozens. The learning rate decays by the same factor each epoch,
 down to `last_epoch_learning_rate` times its start in the last epoch,
-whatever the number of epochs (8 epochs decaying by 0.75 each end at 0.13,
-the schedule the classic CNN was tuned with).
+whatever the number of epochs (Budget's fields, modules/training_config.py).
 """
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from modules import model as model_lib
+from modules.training_config import Budget
 from records import features
-
-
-@dataclasses.dataclass(frozen=True)
-class Budget:
-  """How long to train; pipeline/configs.py holds the values."""
-  epochs: Optional[int]  # None: from training_examples.
-  training_examples: int
-  min_epochs: int
-  max_epochs: int
-  learning_rate_decay: Optional[float]  # Per epoch; None: from the next.
-  last_epoch_learning_rate: float  # A fraction of the first epoch's.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,1 +1,2 @@
-"""The TFX DAG (pipeline.py) and every knob of it (configs.py)."""
+"""The TFX DAG (pipeline.py), its knobs (knobs.py) and fixed names
+(configs.py)."""

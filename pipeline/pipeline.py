@@ -1,9 +1,5 @@
 """The TFX DAG, in one screen."""
 
-import dataclasses
-from typing import Any, Mapping, Optional, Sequence
-
-from ml_metadata.proto import metadata_store_pb2
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
@@ -15,11 +11,9 @@ from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
 from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
-from modules.input_pipeline import InputConfig
-from modules.model import ModelConfig
-from modules.training_plan import Budget
-from modules.trainer import PROBABILITIES, SERVING_SIGNATURE, TrainingConfig
+from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
+from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
 from records import features
 
 
@@ -28,60 +22,37 @@ def create_pipeline(
     pipeline_root: str,
     data_root: str,
     serving_model_dir: str,
-    input_format: str = configs.INPUT_FORMAT,
-    class_names: Optional[Sequence[str]] = None,
-    image_geometry: features.ImageGeometry = configs.IMAGE_GEOMETRY,
-    num_shards: int = configs.NUM_SHARDS,
-    skip_bad_images: bool = configs.SKIP_BAD_IMAGES,
-    image_encoding: str = configs.IMAGE_ENCODING,
-    span_dir_pattern: Optional[str] = configs.SPAN_DIR_PATTERN,
-    schema_path: Optional[str] = None,
-    training: Mapping[str, Any] = None,
-    train_steps: Optional[int] = configs.TRAIN_STEPS,
-    eval_steps: Optional[int] = configs.EVAL_STEPS,
-    accuracy_threshold: float = configs.ACCURACY_THRESHOLD,
-    beam_pipeline_args: Sequence[str] = (),
-    example_gen_beam_pipeline_args: Sequence[str] = (),
-    statistics_sample_rate: Optional[float] = None,
-    metadata_connection_config: Optional[
-        metadata_store_pb2.ConnectionConfig] = None,
-    enable_cache: bool = True,
-    baseline: str = configs.BASELINE,
-    vertex_training: Optional[Mapping[str, Any]] = None,
+    data: DataConfig = DataConfig(),
+    training: TrainingConfig = TrainingConfig(),
+    evaluation: EvaluationConfig = EvaluationConfig(),
+    infrastructure: InfrastructureConfig = InfrastructureConfig(),
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
-  image_geometry: what image folders are converted to; IDX files declare
-  their own. Transform and Trainer take the geometry from the Examples.
-  training: settings that override configs.py's (epochs, batch_size,
-  learning_rate, architecture, augment...; see `training_config`).
-  baseline: what the Evaluator compares the new model with, 'last_blessed'
-  or 'served' (see _baseline).
-  vertex_training: the Trainer runs as a Vertex AI custom job: these
-  custom_config entries describe it (kubeflow/vertex_training.py).
-  statistics_sample_rate: TFDV computes statistics over this fraction of
-  the record batches (None: all; see pipeline/scale.py).
+  data_root: where ExampleGen reads (a path, or a RuntimeParameter). The
+  configs are pipeline/knobs.py's.
   """
   example_gen = ImageExampleGen(
-      input_base=data_root, input_format=input_format,
-      class_names=class_names, image_geometry=image_geometry,
-      num_shards=num_shards, skip_bad_images=skip_bad_images,
-      image_encoding=image_encoding, png_min_pixels=configs.PNG_MIN_PIXELS,
-      span_dir_pattern=span_dir_pattern)
-  # After beam_pipeline_args, so these win for ExampleGen; local_runner.py
-  # passes pipeline/scale.py's choice by the input's size.
-  if example_gen_beam_pipeline_args:
-    example_gen.with_beam_pipeline_args(list(example_gen_beam_pipeline_args))
+      input_base=data_root, input_format=data.input_format,
+      class_names=data.class_names, image_geometry=data.image_geometry,
+      num_shards=data.num_shards, skip_bad_images=data.skip_bad_images,
+      image_encoding=data.image_encoding, png_min_pixels=data.png_min_pixels,
+      span_dir_pattern=data.span_dir_pattern)
+  if infrastructure.example_gen_beam_pipeline_args:
+    example_gen.with_beam_pipeline_args(
+        list(infrastructure.example_gen_beam_pipeline_args))
 
-  # Top-k and uniques from sketches: bounded memory (configs.py says why).
+  # Top-k and uniques from sketches, not TFDV's exact generator, whose
+  # GroupByKey over every distinct image holds them all in the runner's
+  # memory: bounded memory at any size, the same counts for the schema.
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'],
       stats_options=tfdv.StatsOptions(
-          sample_rate=statistics_sample_rate,
-          use_sketch_based_topk_uniques=configs.STATISTICS_SKETCH_TOP_K))
+          sample_rate=infrastructure.statistics_sample_rate,
+          use_sketch_based_topk_uniques=True))
 
-  if schema_path:  # A curated schema beats an inferred one.
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
+  if data.schema:
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=data.schema)
   else:
     # SchemaGen's inference, plus domains for geometry, labels and pixel
     # range (see components/image_schema_gen.py).
@@ -105,14 +76,16 @@ def create_pipeline(
       schema=schema_gen.outputs['schema'],
       preprocessing_fn=configs.PREPROCESSING_FN,
       materialize=False,
-      # StatisticsGen's are the data's statistics (configs.py says why).
-      disable_statistics=not configs.TRANSFORM_STATISTICS).with_id('Transform')
+      # No pre- and post-transform statistics: StatisticsGen's are the
+      # data's, nothing reads these, and the post-transform ones hold every
+      # transformed split in the runner's memory on the DirectRunner.
+      disable_statistics=True).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
   # replicas run TFX's Trainer executor with this same custom_config.
   trainer_class = tfx.components.Trainer
-  if vertex_training:
+  if infrastructure.vertex_training:
     from tfx.v1.extensions import google_cloud_ai_platform  # pylint: disable=g-import-not-at-top
     trainer_class = google_cloud_ai_platform.Trainer
   trainer = trainer_class(
@@ -120,14 +93,15 @@ def create_pipeline(
       examples=example_gen.outputs['examples'],
       transform_graph=transform.outputs['transform_graph'],
       schema=schema_gen.outputs['schema'],
-      train_args=tfx.proto.TrainArgs(num_steps=train_steps),
-      eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
-      custom_config={'training': training_config(**(training or {})).to_dict(),
-                     **(vertex_training or {})})
+      train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
+      eval_args=tfx.proto.EvalArgs(num_steps=training.eval_steps),
+      custom_config={'training': training.to_dict(),
+                     **(infrastructure.vertex_training or {})})
 
   # What the new model must not be worse than (see _baseline).
-  baseline_node, evaluator_class = _baseline(baseline, serving_model_dir)
-  if baseline == 'served':
+  baseline_node, evaluator_class = _baseline(evaluation.baseline,
+                                             serving_model_dir)
+  if evaluation.baseline == 'served':
     # Read what is served as late as it can be: once the model is trained.
     baseline_node.add_upstream_node(trainer)
   evaluator = evaluator_class(
@@ -135,7 +109,7 @@ def create_pipeline(
       example_splits=['eval'],
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],
-      eval_config=_eval_config(accuracy_threshold))
+      eval_config=_eval_config(evaluation.accuracy_threshold))
 
   # TFX's Pusher, except that the model already served is not pushed again
   # (see components/push_once.py).
@@ -154,9 +128,9 @@ def create_pipeline(
           validation_gate, transform, trainer, baseline_node, evaluator,
           pusher,
       ],
-      enable_cache=enable_cache,
-      metadata_connection_config=metadata_connection_config,
-      beam_pipeline_args=list(beam_pipeline_args),
+      enable_cache=infrastructure.enable_cache,
+      metadata_connection_config=infrastructure.metadata_connection_config,
+      beam_pipeline_args=list(infrastructure.beam_pipeline_args),
   )
 
 
@@ -183,52 +157,6 @@ def _baseline(baseline: str, serving_model_dir: str):
     return (ServedModel(serving_model_dir=serving_model_dir),
             baseline_evaluator.Evaluator)
   raise ValueError(f'baseline {baseline!r}: last_blessed or served')
-
-
-def training_config(**overrides) -> TrainingConfig:
-  """The Trainer's settings: configs.py's values, with `overrides`.
-
-  Overrides may name TrainingConfig fields (batch_size, learning_rate...),
-  Budget fields (epochs...), ModelConfig fields (architecture,
-  augment...) and InputConfig fields (memory_budget...).
-  """
-  budget = {field.name for field in dataclasses.fields(Budget)}
-  model = {field.name for field in dataclasses.fields(ModelConfig)}
-  inputs = {field.name for field in dataclasses.fields(InputConfig)}
-  budget_values = dict(
-      epochs=configs.EPOCHS, training_examples=configs.TRAINING_EXAMPLES,
-      min_epochs=configs.MIN_EPOCHS, max_epochs=configs.MAX_EPOCHS,
-      learning_rate_decay=configs.LEARNING_RATE_DECAY,
-      last_epoch_learning_rate=configs.LAST_EPOCH_LEARNING_RATE)
-  model_values = dict(
-      architecture=configs.MODEL,
-      mnist_cnn_max_pixels=configs.MNIST_CNN_MAX_PIXELS,
-      conv_filters=configs.CONV_FILTERS, kernel_size=configs.KERNEL_SIZE,
-      dense_units=configs.DENSE_UNITS, dropout=configs.DROPOUT,
-      gap_conv_filters=configs.GAP_CONV_FILTERS,
-      gap_dropout=configs.GAP_DROPOUT,
-      gap_batch_norm_momentum=configs.GAP_BATCH_NORM_MOMENTUM,
-      augment=configs.AUGMENT,
-      augment_shift=configs.AUGMENT_SHIFT,
-      augment_brightness=configs.AUGMENT_BRIGHTNESS)
-  input_values = dict(
-      memory_budget=configs.INPUT_MEMORY_BUDGET,
-      cycle_length=configs.INPUT_CYCLE_LENGTH,
-      shuffle_buffer_bytes=configs.INPUT_SHUFFLE_BUFFER_BYTES)
-  values = dict(
-      batch_size=configs.BATCH_SIZE, learning_rate=configs.LEARNING_RATE,
-      mixed_precision=configs.MIXED_PRECISION,
-      workers=configs.TRAINER_WORKERS,
-      workers_timeout_seconds=configs.TRAINER_WORKERS_TIMEOUT_SECONDS,
-      communication_timeout_seconds=configs.COMMUNICATION_TIMEOUT_SECONDS)
-  for key, value in overrides.items():
-    target = (budget_values if key in budget else
-              model_values if key in model else
-              input_values if key in inputs else values)
-    target[key] = value
-  return TrainingConfig(budget=Budget(**budget_values),
-                        model=ModelConfig(**model_values),
-                        input=InputConfig(**input_values), **values)
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:

@@ -1,13 +1,31 @@
 """Settings that follow the size of the data, decided when the DAG is
 built for a known input (local_runner.py): ExampleGen's Beam execution and
-StatisticsGen's sampling (the thresholds are configs.py's)."""
+StatisticsGen's sampling."""
 
 from typing import List, Optional
 
 from components.image_example_gen import input_size
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.errors import InputDataError
-from pipeline import configs
+
+# ExampleGen in one process below this many bytes of input (pixels in IDX
+# files, image files in folders), a worker per core from there on. Memory
+# stays bounded either way (each shard is written by the worker that
+# converts it); the choice is speed: each worker process imports TensorFlow
+# and TFX first, which its higher rate repays only on inputs of several GB
+# (BENCHMARKS.md).
+EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 5 * 10**9
+EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
+                                   '--direct_num_workers=1')
+EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS = ('--direct_running_mode=multi_processing',
+                                       '--direct_num_workers=0')
+# StatisticsGen: TFDV computes statistics over a sample of the record
+# batches, STATISTICS_SAMPLE_RECORDS of them, when the input holds more than
+# STATISTICS_SAMPLE_ABOVE_RECORDS records. A sample loses exact counts
+# (TFDV scales them) and rare values, which the schema's checks (label and
+# pixel domains) do not need at that size; the records are still read.
+STATISTICS_SAMPLE_ABOVE_RECORDS = 1_000_000
+STATISTICS_SAMPLE_RECORDS = 500_000
 
 
 def measure(data_root: str, input_format: str,
@@ -25,15 +43,18 @@ def measure(data_root: str, input_format: str,
     return None
 
 
-def example_gen_beam_args(size: input_size.InputSize) -> List[str]:
-  """In one process for small inputs, a worker per core for large ones."""
-  return list(configs.EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS
-              if size.bytes >= configs.EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES
-              else configs.EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
+def example_gen_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
+  """In one process for small (or unknown: None) inputs, a worker per core
+  for large ones."""
+  return list(EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS
+              if size and size.bytes >= EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES
+              else EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
 
 
-def statistics_sample_rate(size: input_size.InputSize) -> Optional[float]:
-  """TFDV's sample rate, or None (every record) for small inputs."""
-  if size.records <= configs.STATISTICS_SAMPLE_ABOVE_RECORDS:
+def statistics_sample_rate(size: Optional[input_size.InputSize]
+                           ) -> Optional[float]:
+  """TFDV's sample rate, or None (every record) for small or unknown
+  inputs."""
+  if not size or size.records <= STATISTICS_SAMPLE_ABOVE_RECORDS:
     return None
-  return configs.STATISTICS_SAMPLE_RECORDS / size.records
+  return STATISTICS_SAMPLE_RECORDS / size.records

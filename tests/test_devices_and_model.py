@@ -12,12 +12,11 @@ import tf_keras as keras
 from modules import devices
 from modules import model as model_lib
 from modules import training_plan
-from pipeline import configs
-from pipeline import pipeline
+from modules.training_config import Budget, ModelConfig, TrainingConfig
 from records import features
 from runners import flags
 
-CONFIG = pipeline.training_config().model
+CONFIG = ModelConfig()
 
 
 def test_cpu_plan_trains_in_float32_with_the_default_strategy():
@@ -106,7 +105,7 @@ def test_logits_stay_float32_under_mixed_precision():
 def test_auto_picks_the_network_from_the_geometry(geometry, architecture):
   chosen, why = model_lib.choose(CONFIG, geometry)
   assert chosen == architecture and why.startswith('auto: ')
-  forced = pipeline.training_config(architecture='mnist-cnn').model
+  forced = ModelConfig(architecture='mnist-cnn')
   assert model_lib.choose(forced, geometry) == ('mnist-cnn', 'as configured')
 
 
@@ -118,7 +117,7 @@ def test_auto_augments_colour_images_only(channels, augment):
   model = model_lib.build('small-gap-cnn', geometry, 10, CONFIG)
   assert any(layer.name == 'augmentation' for layer in model.layers) is augment
   for forced in (True, False):
-    config = pipeline.training_config(augment=forced).model
+    config = ModelConfig(augment=forced)
     assert model_lib.choose_augment(config, geometry) == (forced,
                                                            'as configured')
 
@@ -135,7 +134,7 @@ def test_small_gap_cnn_does_not_grow_with_the_image():
   # Moving averages that keep up with a few thousand images' training.
   assert {layer.momentum for layer in model.layers
           if isinstance(layer, keras.layers.BatchNormalization)} == {
-              configs.GAP_BATCH_NORM_MOMENTUM} == {0.9}
+              ModelConfig().gap_batch_norm_momentum} == {0.9}
   # Against the Flatten -> Dense head at 96x96: 37.7M parameters.
   mnist = model_lib.build_cnn(features.ImageGeometry(96, 96, 3), 10, CONFIG)
   assert mnist.count_params() > 37_000_000
@@ -171,9 +170,9 @@ def test_augmentation_acts_in_training_only(architecture):
   geometry = features.ImageGeometry(32, 32, 3)
   augmented = model_lib.build(
       architecture, geometry, 5,
-      pipeline.training_config(augment=True).model)
+      ModelConfig(augment=True))
   plain = model_lib.build(architecture, geometry, 5,
-                          pipeline.training_config(augment=False).model)
+                          ModelConfig(augment=False))
   assert augmented.get_layer('augmentation')
   assert all(layer.name != 'augmentation' for layer in plain.layers)
   plain.set_weights(augmented.get_weights())  # Augmentation has none.
@@ -194,18 +193,18 @@ def test_augmentation_acts_in_training_only(architecture):
 @pytest.mark.parametrize('records, epochs', [
     (60_000, 3), (3_000, 60), (10_000, 18), (1_000_000, 3)])
 def test_the_budget_scales_with_the_dataset(records, epochs):
-  budget = pipeline.training_config().budget
+  budget = Budget()
   assert training_plan.epochs_for(budget, records) == epochs
   decay = training_plan.decay_for(budget, epochs)
   assert decay ** (epochs - 1) == pytest.approx(budget.last_epoch_learning_rate)
   # Set explicitly, epochs and decay are what they say.
-  fixed = pipeline.training_config(epochs=8, learning_rate_decay=0.75).budget
+  fixed = Budget(epochs=8, learning_rate_decay=0.75)
   assert training_plan.epochs_for(fixed, records) == 8
   assert training_plan.decay_for(fixed, 8) == 0.75
 
 
 def test_the_plan_says_what_and_why():
-  config = pipeline.training_config()
+  config = TrainingConfig()
   plan = training_plan.plan(config.budget, config.model,
                             features.ImageGeometry(64, 64, 3), 3_000)
   assert (plan.architecture, plan.epochs) == ('small-gap-cnn', 60)
@@ -214,12 +213,11 @@ def test_the_plan_says_what_and_why():
 
 def test_a_dataset_preset_brings_its_epochs_and_flags_win():
   parser = argparse.ArgumentParser()
-  flags.add_data_flags(parser, 'data', 'data')
-  flags.add_training_flags(parser)
+  flags.add_flags(parser, 'data', 'data')
 
   def epochs(*argv):
     args = parser.parse_args(list(argv))
-    return flags.pipeline_arguments(args)['training']['epochs']
+    return flags.knobs_from_args(args).training.budget.epochs
 
   assert epochs('--dataset', 'fashion-mnist') == 8
   assert epochs('--dataset', 'fashion-mnist', '--epochs', '3') == 3

@@ -13,7 +13,6 @@ import tensorflow as tf
 from components.image_example_gen import idx_source
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import configs
 from pipeline import scale
 from tests import artifacts
 from tests import datasets
@@ -104,15 +103,15 @@ def test_execution_mode_and_statistics_sampling_follow_the_input_size(
 
   for size in (idx_size, folder_size):
     assert scale.example_gen_beam_args(size) == list(
-        configs.EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
+        scale.EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
     assert scale.statistics_sample_rate(size) is None
-    monkeypatch.setattr(configs, 'EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES',
+    monkeypatch.setattr(scale, 'EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES',
                         size.bytes)
     assert scale.example_gen_beam_args(size) == list(
-        configs.EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS)
-    monkeypatch.setattr(configs, 'STATISTICS_SAMPLE_ABOVE_RECORDS',
+        scale.EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS)
+    monkeypatch.setattr(scale, 'STATISTICS_SAMPLE_ABOVE_RECORDS',
                         size.records - 1)
-    monkeypatch.setattr(configs, 'STATISTICS_SAMPLE_RECORDS', 3)
+    monkeypatch.setattr(scale, 'STATISTICS_SAMPLE_RECORDS', 3)
     assert scale.statistics_sample_rate(size) == pytest.approx(
         3 / size.records)
     monkeypatch.undo()
@@ -125,6 +124,7 @@ def test_a_damaged_header_leaves_the_error_to_example_gen(tmp_path):
 
 
 def test_statistics_gen_samples_at_the_rate_the_pipeline_is_given(tmp_path):
+  from pipeline import knobs  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
 
   def stats_options(rate):
@@ -132,7 +132,7 @@ def test_statistics_gen_samples_at_the_rate_the_pipeline_is_given(tmp_path):
         pipeline_name='p', pipeline_root=str(tmp_path / 'root'),
         data_root=str(tmp_path / 'data'),
         serving_model_dir=str(tmp_path / 'serving'),
-        statistics_sample_rate=rate)
+        infrastructure=knobs.InfrastructureConfig(statistics_sample_rate=rate))
     statistics_gen, = [c for c in dag.components
                        if c.id == 'StatisticsGen']
     return statistics_gen.exec_properties.get('stats_options_json')

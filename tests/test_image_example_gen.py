@@ -22,12 +22,14 @@ from components.image_example_gen import progress
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from pipeline import configs
+from pipeline.knobs import DataConfig, parse_span_dir_pattern  # pylint: disable=g-multiple-import
 from records import features
 from runners import flags
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
+
+NUM_SHARDS = DataConfig().num_shards
 
 run_executor = artifacts.run_example_gen
 
@@ -66,7 +68,7 @@ def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
   examples = run_executor(
       tmp_path / 'in', tmp_path / 'out',
       ImageExampleGenOptions(class_names=['a', 'b', 'c', 'd'],
-                             num_shards=configs.NUM_SHARDS))
+                             num_shards=NUM_SHARDS))
   records = examples_io.read_split(examples.uri, 'train')
   assert sorted(r['image'].tobytes() for r in records) == sorted(
       i.tobytes() for i in written['train'][0])
@@ -285,7 +287,7 @@ def test_bad_idx_input_names_the_file(tmp_path, damage, message):
   with pytest.raises(InputDataError, match=message):
     run_executor(data, tmp_path / 'out',
                  ImageExampleGenOptions(class_names=[str(i) for i in range(10)],
-                                        num_shards=configs.NUM_SHARDS))
+                                        num_shards=NUM_SHARDS))
 
 
 def test_empty_split(tmp_path):
@@ -293,7 +295,7 @@ def test_empty_split(tmp_path):
   datasets.write_idx_dataset(data, {'train': 0, 't10k': 5})
   with pytest.raises(InputDataError, match='train-images-idx3-ubyte.gz: the split holds no images'):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
-        class_names=['0', '1', '2', '3', '4'], num_shards=configs.NUM_SHARDS))
+        class_names=['0', '1', '2', '3', '4'], num_shards=NUM_SHARDS))
 
 
 def test_split_without_files(tmp_path):
@@ -301,7 +303,7 @@ def test_split_without_files(tmp_path):
   datasets.write_idx_dataset(data, {'train': 5})
   with pytest.raises(InputDataError, match=r't10k-\*: no files match'):
     run_executor(data, tmp_path / 'out',
-                 ImageExampleGenOptions(num_shards=configs.NUM_SHARDS))
+                 ImageExampleGenOptions(num_shards=NUM_SHARDS))
 
 
 def test_corrupt_image_in_a_worker_names_the_file_and_leaves_no_shard(
@@ -345,8 +347,8 @@ def test_options_round_trip():
     ImageExampleGenOptions(input_format='csv', num_shards=1)
   with pytest.raises(ValueError, match='image_encoding'):
     ImageExampleGenOptions(image_encoding='gif', num_shards=1)
-  # The default number of shards is written once, in the pipeline's configs.
-  np.testing.assert_equal(configs.NUM_SHARDS, 16)
+  # The default number of shards is written once, in the pipeline's knobs.
+  np.testing.assert_equal(NUM_SHARDS, 16)
 
 
 def test_auto_encoding_follows_the_image_size(tmp_path):
@@ -373,10 +375,11 @@ def test_auto_encoding_needs_its_threshold():
   assert features.resolve_encoding('auto', geometry, 96 * 96) == 'png'
   assert features.resolve_encoding('auto', geometry, 96 * 96 + 1) == 'raw'
   assert features.resolve_encoding('jpeg', geometry, None) == 'jpeg'
-  # The pipeline's default and threshold are written once, in configs.
+  # The pipeline's default and threshold are written once, in its knobs.
   parser = argparse.ArgumentParser()
-  flags.add_data_flags(parser, 'data', 'data')
-  assert parser.parse_args([]).image_encoding == configs.IMAGE_ENCODING
+  flags.add_flags(parser, 'data', 'data')
+  assert flags.knobs_from_args(parser.parse_args([])).data.image_encoding == (
+      DataConfig().image_encoding)
 
 
 def test_num_shards_is_required():
@@ -404,9 +407,9 @@ def test_span_dir_pattern_has_one_check():
     with pytest.raises(ValueError) as raised:
       default_input_config('images', bad)
     assert str(raised.value) == message
-    # The flag says it its own way, through argparse.
-    with pytest.raises(argparse.ArgumentTypeError) as raised:
-      flags._span_dir_pattern(bad)  # pylint: disable=protected-access
+    # The flag says it its own way.
+    with pytest.raises(ValueError) as raised:
+      parse_span_dir_pattern(bad)
     assert str(raised.value) == (
         f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
         f'got {bad!r}')
@@ -419,7 +422,7 @@ def test_skip_bad_images_records_what_it_skipped(tmp_path):
   (data / 'eval' / 'cat' / '0.png').write_bytes(b'')
   examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
       input_format='images', skip_bad_images=True,
-      num_shards=configs.NUM_SHARDS))
+      num_shards=NUM_SHARDS))
   assert len(examples_io.read_split(examples.uri, 'train')) == 11
   assert len(examples_io.read_split(examples.uri, 'eval')) == 5
   want = [
@@ -452,7 +455,7 @@ def test_skip_bad_images_still_fails_a_split_left_empty(tmp_path):
                      match=r"/eval: all 3 images of split 'eval' are unreadable"):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
         input_format='images', skip_bad_images=True,
-        num_shards=configs.NUM_SHARDS))
+        num_shards=NUM_SHARDS))
 
 
 def test_skip_bad_images_is_for_image_folders():

@@ -16,7 +16,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
 from modules import trainer
-from pipeline import pipeline
+from modules.training_config import Budget, InputConfig, TrainingConfig
 from records import features
 from tests import artifacts
 from tests import datasets
@@ -156,8 +156,8 @@ def test_the_trainer_logs_and_records_its_choice(data, tmp_path, caplog):
   uri, output = data.uri, data.output
   train, evaluation = data.train, data.evaluation
   # Room for the training split's cache, none left for evaluation.
-  config = pipeline.training_config(
-      epochs=1, batch_size=16, memory_budget=train.memory_bytes)
+  config = TrainingConfig(budget=Budget(epochs=1), batch_size=16,
+                          input=InputConfig(memory_budget=train.memory_bytes))
   fn_args = FnArgs(
       train_files=[_pattern(uri, 'train')], eval_files=[_pattern(uri, 'eval')],
       train_steps=2, eval_steps=1,

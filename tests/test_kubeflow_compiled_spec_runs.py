@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from pipeline import configs
+from pipeline.knobs import DataConfig
 from records import features
 from tests import datasets
 from tests import kfp_launcher
@@ -74,7 +75,7 @@ def test_examples_carry_shards_class_names_and_the_driver_span(run):
   for split in ('train', 'eval'):
     shards = glob.glob(os.path.join(examples.uri, f'Split-{split}',
                                     'data_tfrecord-*.gz'))
-    assert len(shards) == configs.NUM_SHARDS
+    assert len(shards) == DataConfig().num_shards
   records = sum(1 for _ in tf.data.TFRecordDataset(
       glob.glob(os.path.join(examples.uri, 'Split-eval', '*.gz')),
       compression_type='GZIP'))

@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from kubeflow import kubeflow_runner
 from pipeline import configs
 from tests import datasets
 from tests import kfp_launcher
@@ -30,6 +31,7 @@ BUCKET = 'pipelines'
 ROOT = f's3://{BUCKET}/tfx'
 DATA = f's3://{BUCKET}/data'
 SERVING = f'{ROOT}/serving_model'
+KUBEFLOW_PARSER = kubeflow_runner.make_parser()
 ONE_PROCESS = ('--beam-args=--direct_running_mode=in_memory '
                '--direct_num_workers=1')
 # (spec, threshold, training, records of the span) of each run. Run 1
@@ -99,9 +101,9 @@ def runs(tmp_path_factory):
       launcher = kfp_launcher.LocalLauncher(
           spec, ROOT, mode='kubeflow', backend=backend,
           log_dir=str(tmp / f'run-{span}'),
-          secrets={configs.S3_CREDENTIALS_SECRET: dict(zip(
-              configs.S3_CREDENTIALS_KEYS,
-              (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
+          secrets={KUBEFLOW_PARSER.get_default('s3_credentials_secret'): dict(
+              zip(KUBEFLOW_PARSER.get_default('s3_credentials_keys').split(','),
+                  (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
       launcher.run()
       launchers.append(launcher)
       served.append(_served_versions(endpoint))

@@ -22,6 +22,7 @@ RESOLVER_TASKS = {f'{RESOLVER}-model-blessing-resolver': RESOLVER,
 # Settings both runners take, not the defaults, so that they are seen to pass.
 SHARED_FLAGS = ['--dataset', 'fashion-mnist', '--epochs', '3',
                 '--batch-size', '64', '--num-shards', '4']
+S3_REGION = kubeflow_runner.make_parser().get_default('s3_region')
 # Exactly what may differ between the local and the Kubeflow DAG.
 EXPECTED_DIFFERENCES = {('ImageExampleGen', 'input_base'),  # runtime parameter
                         ('Pusher', 'push_destination')}  # serving directory
@@ -56,8 +57,7 @@ def kubeflow_dag(*flags):
   """The DAG of kubeflow_runner.py with `flags` (give --target)."""
   args = kubeflow_runner.make_parser().parse_args(
       ['--output', 'unused.yaml', *kubeflow_specs.CLUSTER_PATHS, *flags])
-  kubeflow_runner.check_args(args)
-  return kubeflow_runner.build_pipeline(args)
+  return kubeflow_runner.build_pipeline(args, kubeflow_runner.check_args(args))
 
 
 def test_both_formats_parse_as_the_same_pipeline_spec(compiled):
@@ -258,11 +258,10 @@ def test_s3_endpoint_reaches_beam_and_the_containers(tmp_path):
     assert {'name': 'S3_ENDPOINT',
             'value': 'http://minio-service.kubeflow:9000'} in container['env']
     assert {'name': 'S3_USE_HTTPS', 'value': '0'} in container['env']
-    assert {'name': 'AWS_REGION', 'value': configs.S3_REGION} in (
-        container['env'])
+    assert {'name': 'AWS_REGION', 'value': S3_REGION} in container['env']
   args = kubeflow_specs.container(spec, 'StatisticsGen')['args']
   assert '--s3_endpoint_url=http://minio-service.kubeflow:9000' in args
-  assert f'--s3_region_name={configs.S3_REGION}' in args
+  assert f'--s3_region_name={S3_REGION}' in args
 
 
 def test_s3_credentials_come_from_a_secret_on_kubeflow(tmp_path):

@@ -10,6 +10,7 @@ from PIL import Image
 import pytest
 
 from pipeline import configs
+from pipeline import knobs
 from records import features
 from tests import datasets
 from tests import examples_io
@@ -111,7 +112,7 @@ def test_curated_schema_accepts_mnist_format_data(tmp_path):
   [examples] = mlmd.live_artifacts(store, 'Examples')
   assert features.decode_class_names(
       examples.custom_properties['class_names'].string_value) == (
-          configs.DATASETS['fashion-mnist']['class_names'])
+          knobs.DATASETS['fashion-mnist']['class_names'])
 
 
 def test_anomalies_stop_the_run_and_say_why(stopped_run):

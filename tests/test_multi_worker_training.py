@@ -22,8 +22,8 @@ from modules import cluster
 from modules import devices
 from modules import local_workers
 from modules import trainer
+from modules.training_config import Budget, TrainingConfig
 from pipeline import configs
-from pipeline import pipeline
 from records import features
 from tests import artifacts
 from tests import datasets
@@ -57,11 +57,11 @@ def data(tmp_path_factory):
   return examples.uri, str(tmp / 'transform')
 
 
-def _fn_args(data, out, workers, timeout=600, **training) -> FnArgs:
+def _fn_args(data, out, workers, timeout=600, epochs=4) -> FnArgs:
   examples_uri, transform_dir = data
-  config = pipeline.training_config(**{
-      'epochs': 4, 'batch_size': 16, 'learning_rate': 3e-3,
-      'workers': workers, 'workers_timeout_seconds': timeout, **training})
+  config = TrainingConfig(budget=Budget(epochs=epochs), batch_size=16,
+                          learning_rate=3e-3, workers=workers,
+                          workers_timeout_seconds=timeout)
   return FnArgs(
       working_dir=str(out / 'work'),
       train_files=[os.path.join(examples_uri, 'Split-train', '*')],

@@ -138,7 +138,7 @@ def test_3x_tiny_scaled_dataset_through_the_whole_dag(tmp_path):
   assert 'train: 300 records in 16 shards; eval: 50 records' in result.stdout
   assert os.listdir(tmp_path / 'out' / configs.SERVING_MODEL_DIR_NAME)
   # Transform computed no statistics of its own (StatisticsGen's are the
-  # data's; configs.TRANSFORM_STATISTICS says why): its statistics outputs
+  # data's; pipeline/pipeline.py says why): its statistics outputs
   # hold no file, where TFX's default writes pre- and post-transform ones.
   transform_dir = tmp_path / 'out' / configs.PIPELINE_ROOT_NAME / 'Transform'
   for output in ('pre_transform_stats', 'post_transform_stats'):

@@ -44,7 +44,7 @@ class ImageExampleGen(FileBasedExampleGen):
   Spans, versions, `input_config`/`output_config` splits and `range_config`
   work exactly as for any FileBasedExampleGen; see records/features.py for
   the record format. `num_shards`, the output files per split, has no
-  default: the pipeline's is pipeline/configs.py's NUM_SHARDS.
+  default: the pipeline's is pipeline/knobs.py's DataConfig.num_shards.
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)

@@ -23,7 +23,7 @@ INPUT_FORMATS = ('idx', 'images')
 class ImageExampleGenOptions:
   """What to read and how to write it.
 
-  num_shards: output files per split, required (pipeline/configs.py has the
+  num_shards: output files per split, required (pipeline/knobs.py has the
     pipeline's). Beam's DirectRunner writes one file per worker (two on a
     laptop), too few for the Trainer to interleave reads.
   input_format: 'idx' (MNIST-style files) or 'images' (class folders).
@@ -39,7 +39,7 @@ class ImageExampleGenOptions:
     (features.AUTO_ENCODING): png for images of at least `png_min_pixels`
     pixels (height x width), raw below, decided once the geometry is known
     (an IDX file's is in its header).
-  png_min_pixels: 'auto' only (pipeline/configs.py has the pipeline's).
+  png_min_pixels: 'auto' only (pipeline/knobs.py has the pipeline's).
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'

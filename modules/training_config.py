@@ -1,0 +1,170 @@
+"""The Trainer's settings: each one declared once, with its default and help.
+
+Free of TensorFlow, so that runners/flags.py can turn these fields into
+flags without slowing `--help`. A field whose metadata names a `flag` is
+one (its help is the flag's; runners/flags.py generates it); the others are
+settings without a flag. The pipeline hands a TrainingConfig to the
+Trainer's run_fn (another process, or another container) as a dict in its
+custom_config: `to_dict` and `from_dict`.
+"""
+
+import argparse
+import dataclasses
+from typing import Any, Dict, Optional, Tuple
+
+from modules.architectures import ARCHITECTURES, AUTO
+
+
+def knob(default: Any, help: str, flag: Optional[str] = None,  # pylint: disable=redefined-builtin
+         **argparse_kwargs) -> Any:
+  """A dataclass field with its help and, if it is one, its flag.
+
+  help: a %-template: %(default)s is the field's default (as the flag takes
+  it), %(NAME)s the default of any other knob. argparse_kwargs: type,
+  choices, metavar, action; `parse` (a function raising ValueError with a
+  message), `from_flag` and `to_flag` (the flag's unit to the field's and
+  back).
+  """
+  return dataclasses.field(default=default,
+                           metadata=dict(help=help, flag=flag,
+                                         **argparse_kwargs))
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  """How long to train (modules/training_plan.py)."""
+  epochs: Optional[int] = knob(
+      None, 'Passes over the training split (default: from the dataset\'s '
+      'size, ceil(%(training_examples)d / training records) within '
+      '%(min_epochs)d..%(max_epochs)d).', flag='--epochs', type=int)
+  training_examples: int = knob(
+      180_000, 'Examples the budget shows the model: the epochs are this '
+      'over the training records (BENCHMARKS.md, "MNIST time to accuracy").')
+  min_epochs: int = knob(3, 'Fewest epochs the budget gives.')
+  max_epochs: int = knob(60, 'Most epochs the budget gives.')
+  learning_rate_decay: Optional[float] = knob(
+      None, 'Learning rate factor per epoch; None: from '
+      'last_epoch_learning_rate.')
+  last_epoch_learning_rate: float = knob(
+      0.13, 'The last epoch\'s learning rate as a fraction of the first\'s, '
+      'whatever the epochs: the schedule the classic CNN was tuned with.')
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+  """Which network (modules/model.py) and its size."""
+  architecture: str = knob(
+      AUTO, 'The network: mnist-cnn (the classic MNIST CNN), small-gap-cnn '
+      '(conv blocks with batch norm and a global-average-pooling head, its '
+      'size independent of the image size), or auto: mnist-cnn for grey '
+      'images of at most %(mnist_cnn_max_pixels)d pixels, small-gap-cnn for '
+      'larger or colour ones (default: %(default)s).', flag='--model',
+      choices=(AUTO, *ARCHITECTURES))
+  mnist_cnn_max_pixels: int = knob(
+      32 * 32, 'auto: mnist-cnn for grey images up to this many pixels (its '
+      'Flatten -> Dense head grows with the image area).')
+  # mnist-cnn.
+  conv_filters: Tuple[int, ...] = knob((32, 64), 'mnist-cnn: conv widths.')
+  kernel_size: int = knob(5, 'mnist-cnn: conv kernel size.')
+  dense_units: int = knob(1024, 'mnist-cnn: units of its dense layer.')
+  dropout: float = knob(0.4, 'mnist-cnn: dropout before the logits.')
+  # small-gap-cnn.
+  gap_conv_filters: Tuple[int, ...] = knob(
+      (32, 64, 128, 256, 256), 'small-gap-cnn: one conv block per width; '
+      'enough blocks that its last features see most of a 96x96 image '
+      '(BENCHMARKS.md, "Colour images").')
+  gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
+  gap_batch_norm_momentum: float = knob(
+      0.9, 'small-gap-cnn: how much of their value batch norm\'s moving '
+      'averages keep per step. Keras\'s 0.99 remembers too many steps on a '
+      'few thousand images, while the weights change under them: '
+      'evaluation then normalises with stale statistics.')
+  augment: Optional[bool] = knob(
+      None, 'Random horizontal flips, shifts and brightness changes in '
+      'training (never in evaluation or serving). Default: on for colour '
+      'images, off for grey ones (digits, text: a flip changes them).',
+      flag='--augment', action=argparse.BooleanOptionalAction)
+  augment_shift: float = knob(
+      0.1, 'Augmentation: shifts of up to this fraction of the height and '
+      'width.')
+  augment_brightness: float = knob(
+      0.2, 'Augmentation: brightness shifts of up to this many standard '
+      'deviations of the training pixels.')
+
+  def __post_init__(self):
+    if self.architecture not in (AUTO, *ARCHITECTURES):
+      raise ValueError(f'architecture must be {AUTO!r} or one of '
+                       f'{ARCHITECTURES}, got {self.architecture!r}')
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> 'ModelConfig':
+    d = dict(d)
+    for key in ('conv_filters', 'gap_conv_filters'):
+      d[key] = tuple(int(f) for f in d[key])
+    return cls(**d)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputConfig:
+  """How the input_fn (modules/input_pipeline.py) may use memory."""
+  memory_budget: int = knob(
+      1 << 30, 'Memory the Trainer\'s input may hold, in MiB: a split that '
+      'fits (training split first) is cached and shuffled whole, one that '
+      'does not is streamed from its shards each epoch (default: '
+      '%(default)s).', flag='--input-memory-budget', type=int, metavar='MB',
+      from_flag=lambda mib: mib << 20, to_flag=lambda size: size >> 20)
+  cycle_length: int = knob(
+      8, 'Streaming: shards read at once, enough parallel reads for several '
+      'cores.')
+  shuffle_buffer_bytes: int = knob(
+      64 << 20, 'Streaming: the training shuffle buffer (at most the '
+      'memory budget).')
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+  """Everything the Trainer is told. The fields' order is their flags'."""
+  budget: Budget = dataclasses.field(default_factory=Budget)
+  model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+  # TFX's TrainArgs and EvalArgs (the Trainer's FnArgs carry them).
+  train_steps: Optional[int] = knob(
+      None, 'Train this many steps (spread over --epochs) instead of whole '
+      'epochs (default: whole epochs).', flag='--train-steps', type=int)
+  input: InputConfig = dataclasses.field(default_factory=InputConfig)
+  eval_steps: Optional[int] = knob(
+      None, 'Validation batches per epoch (default: all).',
+      flag='--eval-steps', type=int)
+  batch_size: int = knob(
+      128, 'Batch size per GPU, or on CPU (default: %(default)s).',
+      flag='--batch-size', type=int)
+  learning_rate: float = knob(
+      1e-3, 'Adam learning rate of the first epoch; it decays each epoch, to '
+      '%(last_epoch_learning_rate)s times this in the last (default: '
+      '%(default)s).', flag='--learning-rate', type=float)
+  mixed_precision: bool = knob(True, 'float16 compute on GPUs (never on CPU).')
+  # A cluster's TF_CONFIG (Vertex AI, Kubeflow's Training Operator) says
+  # how many workers it has; without one, run_fn starts this many.
+  workers: int = knob(
+      1, 'Train on N workers under MultiWorkerMirroredStrategy, '
+      '--batch-size per worker (default: %(default)s). Locally: N processes '
+      'on this machine; kubeflow_runner.py --target vertex: a Vertex AI '
+      'custom job of N replicas.', flag='--trainer-workers', type=int,
+      metavar='N')
+  workers_timeout_seconds: float = knob(
+      24 * 3600, 'Local workers: all of training must end within this time, '
+      'or every worker is stopped (a hung worker never hangs the run).')
+  communication_timeout_seconds: float = knob(
+      600, 'Any cluster: a collective op that waits this long for the other '
+      'workers fails, and its worker with it. Longer than any one step or '
+      'the chief\'s export of the model.')
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> 'TrainingConfig':
+    d = dict(d)
+    d['budget'] = Budget(**d['budget'])
+    d['model'] = ModelConfig.from_dict(d['model'])
+    d['input'] = InputConfig(**d['input'])
+    return cls(**d)

@@ -1,0 +1,178 @@
+"""The pipeline's knobs, each declared once with its default and help.
+
+  DataConfig            what ExampleGen reads and writes, and the schema
+  TrainingConfig        the Trainer's (modules/training_config.py)
+  EvaluationConfig      when the Evaluator blesses a model
+  InfrastructureConfig  how and where the DAG runs: set by the runner
+
+A field whose metadata names a `flag` is one; runners/flags.py generates
+the flags from these fields and maps parsed flags back onto them, and
+create_pipeline() hands each config to the components that use it.
+"""
+
+import dataclasses
+import os
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from ml_metadata.proto import metadata_store_pb2
+
+from components.image_example_gen.span_pattern import check_span_dir_pattern
+from modules.training_config import TrainingConfig, knob
+from pipeline import configs
+from records import features
+
+# Known datasets (`--dataset NAME`): the knobs each one sets unless a flag
+# does; any knob left out keeps its default (MNIST's are the defaults).
+# Fashion-MNIST reaches its threshold only with more epochs than the budget
+# gives its 60,000 images.
+DATASETS = {
+    'mnist': dict(class_names=[str(digit) for digit in range(10)]),
+    'fashion-mnist': dict(
+        class_names=['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
+                     'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
+        accuracy_threshold=0.91,
+        epochs=8),
+}
+
+
+def parse_class_names(value: str) -> Optional[List[str]]:
+  """A comma-separated list, or @FILE with one name per line."""
+  if not value:
+    return None
+  if not value.startswith('@'):
+    return [name.strip() for name in value.split(',')]
+  try:
+    with open(value[1:]) as f:
+      return [line.strip() for line in f if line.strip()]
+  except OSError as e:
+    raise ValueError(f'cannot read {value[1:]}: {e.strerror}') from None
+
+
+def parse_image_size(value: str) -> Tuple[int, int]:
+  try:
+    height, width = (int(v) for v in value.lower().split('x'))
+    return height, width
+  except ValueError:
+    raise ValueError(
+        f'expected HEIGHTxWIDTH, e.g. 28x28, got {value!r}') from None
+
+
+def parse_span_dir_pattern(value: str) -> str:
+  try:
+    return check_span_dir_pattern(value)
+  except ValueError:
+    raise ValueError(
+        f'expected one folder name with {{SPAN}} in it, e.g. span-{{SPAN}}, '
+        f'got {value!r}') from None
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+  """What ExampleGen reads and writes, and the schema it is checked against."""
+  input_format: str = knob(
+      'idx', 'Layout of --data-dir (default: %(default)s).',
+      flag='--input-format', choices=('idx', 'images'))
+  dataset: Optional[str] = knob(
+      None, 'A known dataset: sets its class names, accuracy threshold '
+      'and, where it needs more than the budget gives, training epochs '
+      '(explicit flags still win).', flag='--dataset',
+      choices=sorted(DATASETS))
+  class_names: Optional[Sequence[str]] = knob(
+      None, 'Names of labels 0..n-1: a comma-separated list or @FILE with one '
+      'name per line. Default: the --dataset\'s; else idx uses the label '
+      'values, images the sorted class folder names.', flag='--class-names',
+      parse=parse_class_names)
+  # Of image folders; IDX files carry their own geometry. None: MNIST's.
+  image_size: Optional[Tuple[int, int]] = knob(
+      None, 'images only: the size images are resized to (default: %dx%d). '
+      'IDX files declare their own in their headers; Transform and Trainer '
+      'always take the geometry from the Examples.' % (
+          features.MNIST_GEOMETRY.height, features.MNIST_GEOMETRY.width),
+      flag='--image-size', parse=parse_image_size, metavar='HxW')
+  channels: Optional[int] = knob(
+      None, 'images only: the channels images are converted to, 1 (grey) or '
+      '3 (RGB) (default: %d). IDX files declare their own.' %
+      features.MNIST_GEOMETRY.channels, flag='--channels', type=int,
+      choices=features.SUPPORTED_CHANNELS)
+  # Raw by default: PNG reads slower for a little less disk, JPEG is lossy
+  # (BENCHMARKS.md, "Encodings"); png or auto are for input bound by its
+  # storage's bandwidth, not its CPU.
+  image_encoding: str = knob(
+      'raw', 'How the Examples hold the pixels: raw uint8, or a PNG '
+      '(lossless) or JPEG (quality %d) file of them, decoded in the '
+      'Trainer\'s input_fn and in serving; auto: png for images of at least '
+      '%%(png_min_pixels)d pixels (height x width), raw for smaller ones '
+      '(default: %%(default)s).' % features.JPEG_QUALITY,
+      flag='--image-encoding',
+      choices=(features.AUTO_ENCODING, *features.IMAGE_ENCODINGS))
+  png_min_pixels: int = knob(
+      128 * 128, 'image_encoding auto: PNG from this many pixels (height x '
+      'width) on.')
+  num_shards: int = knob(
+      16, 'TFRecord files written per split (default: %(default)s).',
+      flag='--num-shards', type=int)
+  span_dir_pattern: Optional[str] = knob(
+      None, 'Data arrives in drops, one folder per span under --data-dir, '
+      'each laid out as usual, e.g. "span-{SPAN}" for span-1/, span-2/, ...: '
+      'a run reads the newest span, whose number goes on the Examples '
+      'artifact.', flag='--span-dir-pattern', parse=parse_span_dir_pattern,
+      metavar='PATTERN')
+  skip_bad_images: bool = knob(
+      False, 'images only: skip files that cannot be read as images (corrupt, '
+      'empty, not an image) instead of stopping the run; how many and which '
+      'are recorded on the Examples artifact and shown in the summary.',
+      flag='--skip-bad-images', action='store_true')
+  # A curated schema beats an inferred one.
+  schema: Optional[str] = knob(
+      None, 'Use this schema instead of inferring one, e.g. the curated '
+      'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA,
+                                           configs.PROJECT_DIR),
+      flag='--schema', metavar='SCHEMA_PBTXT')
+
+  @property
+  def image_geometry(self) -> features.ImageGeometry:
+    """What image folders are converted to; IDX files declare their own."""
+    default = features.MNIST_GEOMETRY
+    return features.ImageGeometry(
+        *(self.image_size or (default.height, default.width)),
+        self.channels or default.channels)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+  """When the Evaluator blesses (and the Pusher pushes) a model."""
+  accuracy_threshold: float = knob(
+      0.99, 'Eval-split accuracy a model needs to be blessed and pushed '
+      '(default: the --dataset\'s, else %(default)s).',
+      flag='--accuracy-threshold', type=float)
+  # Set by the runner: Kubeflow Pipelines runs no resolver.
+  baseline: str = knob(
+      'last_blessed', 'What a new model must be no worse than: '
+      '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
+      'Vertex AI) or \'served\' (the newest version in the serving '
+      'directory). See pipeline.py\'s _baseline.')
+
+
+@dataclasses.dataclass(frozen=True)
+class InfrastructureConfig:
+  """How and where the DAG runs: what each runner sets, none of it a flag."""
+  beam_pipeline_args: Sequence[str] = ()
+  # After beam_pipeline_args, so these win for ExampleGen (pipeline/scale.py
+  # picks them by the input's size).
+  example_gen_beam_pipeline_args: Sequence[str] = ()
+  # TFDV's statistics over this fraction of the record batches; None: all.
+  statistics_sample_rate: Optional[float] = None
+  # None: the orchestrator's own ML Metadata (Kubeflow).
+  metadata_connection_config: Optional[
+      metadata_store_pb2.ConnectionConfig] = None
+  enable_cache: bool = True
+  # The Trainer as a Vertex AI custom job: these custom_config entries
+  # describe it (kubeflow/vertex_training.py).
+  vertex_training: Optional[Mapping[str, Any]] = None
+
+
+class Knobs(NamedTuple):
+  """The configs the flags set: create_pipeline(**knobs._asdict())."""
+  data: DataConfig = DataConfig()
+  training: TrainingConfig = TrainingConfig()
+  evaluation: EvaluationConfig = EvaluationConfig()

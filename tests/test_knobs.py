@@ -1,0 +1,194 @@
+"""Every flag of the DAG is one knob (a config field, declared once with its
+default and help), and a flag's value reaches the component that uses it:
+parsed flags -> config objects -> the built pipeline's exec properties."""
+
+import argparse
+import dataclasses
+import json
+import re
+
+import pytest
+
+from components.image_example_gen.options import ImageExampleGenOptions
+from inspector import store as inspect_store
+import local_runner
+from modules.training_config import TrainingConfig
+from pipeline import configs
+from pipeline import knobs
+from runners import flags
+
+# local_runner.py's own flags: paths and how this machine runs the DAG,
+# none of them a knob of the DAG (kubeflow_runner.py has its own).
+RUNNER_FLAGS = {'--help', '--data-dir', '--output-dir', '--pipeline-name',
+                '--beam-args', '--to-node', '--freeze-schema', '--no-cache',
+                '--verbose'}
+FASHION = knobs.DATASETS['fashion-mnist']
+
+
+def _flags_in_usage(parser: argparse.ArgumentParser):
+  return set(re.findall(r'(--[a-z][a-z0-9-]*)', parser.format_usage()))
+
+
+def _knob_flags():
+  """{flag: [fields declaring it]} over every config the flags set."""
+  declared = {}
+  for _, classes in flags.GROUPS:
+    for config_class in classes:
+      for field in flags.knob_fields(config_class):
+        flag = field.metadata.get('flag')
+        if flag:
+          declared.setdefault(flag, []).append(field.name)
+          if field.metadata.get('action') is argparse.BooleanOptionalAction:
+            declared.setdefault('--no-' + flag[2:], []).append(field.name)
+  return declared
+
+
+def _component(dag, node_id):
+  [component] = [c for c in dag.components if c.id == node_id]
+  return component.exec_properties
+
+
+def _example_gen(dag) -> ImageExampleGenOptions:
+  return ImageExampleGenOptions.from_exec_properties(
+      _component(dag, 'ImageExampleGen'))
+
+
+def _training(dag) -> TrainingConfig:
+  return TrainingConfig.from_dict(
+      json.loads(_component(dag, 'Trainer')['custom_config'])['training'])
+
+
+def _steps(dag, key):
+  return json.loads(_component(dag, 'Trainer')[key]).get('num_steps')
+
+
+def _accuracy_threshold(dag):
+  eval_config = json.loads(_component(dag, 'Evaluator')['eval_config'])
+  [threshold] = [
+      metric['threshold']['value_threshold']['lower_bound']
+      for spec in eval_config['metrics_specs'] for metric in spec['metrics']
+      if metric['class_name'] == 'SparseCategoricalAccuracy']
+  return threshold
+
+
+IMAGES = ['--input-format', 'images']
+# flag: (command line, where its value lands in the built DAG, that value).
+CASES = {
+    '--input-format': (IMAGES, lambda dag: _example_gen(dag).input_format,
+                       'images'),
+    '--dataset': (['--dataset', 'fashion-mnist'], lambda dag: (
+        _example_gen(dag).class_names, _training(dag).budget.epochs,
+        _accuracy_threshold(dag)), (
+            FASHION['class_names'], FASHION['epochs'],
+            FASHION['accuracy_threshold'])),
+    '--class-names': (['--class-names', 'a, b'],
+                      lambda dag: _example_gen(dag).class_names, ['a', 'b']),
+    '--image-size': ([*IMAGES, '--image-size', '32x48'],
+                     lambda dag: _example_gen(dag).geometry.shape[:2],
+                     (32, 48)),
+    '--channels': ([*IMAGES, '--channels', '3'],
+                   lambda dag: _example_gen(dag).geometry.channels, 3),
+    '--image-encoding': (['--image-encoding', 'png'],
+                         lambda dag: _example_gen(dag).image_encoding, 'png'),
+    '--num-shards': (['--num-shards', '4'],
+                     lambda dag: _example_gen(dag).num_shards, 4),
+    '--span-dir-pattern': (
+        ['--span-dir-pattern', 'span-{SPAN}'],
+        lambda dag: json.loads(_component(dag, 'ImageExampleGen')[
+            'input_config'])['splits'][0]['pattern'], 'span-{SPAN}/train-*'),
+    '--skip-bad-images': ([*IMAGES, '--skip-bad-images'],
+                          lambda dag: _example_gen(dag).skip_bad_images, True),
+    '--schema': (['--schema', configs.MNIST_SCHEMA],
+                 lambda dag: [c.exec_properties['schema_file']
+                              for c in dag.components
+                              if c.id == 'ImportSchemaGen'],
+                 [configs.MNIST_SCHEMA]),
+    '--epochs': (['--epochs', '5'],
+                 lambda dag: _training(dag).budget.epochs, 5),
+    '--model': (['--model', 'small-gap-cnn'],
+                lambda dag: _training(dag).model.architecture,
+                'small-gap-cnn'),
+    '--augment': (['--augment'], lambda dag: _training(dag).model.augment,
+                  True),
+    '--no-augment': (['--no-augment'],
+                     lambda dag: _training(dag).model.augment, False),
+    '--train-steps': (['--train-steps', '7'],
+                      lambda dag: _steps(dag, 'train_args'), 7),
+    '--input-memory-budget': (
+        ['--input-memory-budget', '10'],
+        lambda dag: _training(dag).input.memory_budget, 10 << 20),
+    '--eval-steps': (['--eval-steps', '3'],
+                     lambda dag: _steps(dag, 'eval_args'), 3),
+    '--batch-size': (['--batch-size', '64'],
+                     lambda dag: _training(dag).batch_size, 64),
+    '--learning-rate': (['--learning-rate', '0.01'],
+                        lambda dag: _training(dag).learning_rate, 0.01),
+    '--trainer-workers': (['--trainer-workers', '2'],
+                          lambda dag: _training(dag).workers, 2),
+    '--accuracy-threshold': (['--accuracy-threshold', '0.5'],
+                             _accuracy_threshold, 0.5),
+}
+
+
+def test_every_flag_is_one_knob_or_the_runners_own():
+  parser = local_runner.make_parser()
+  declared = _knob_flags()
+  assert {flag: fields for flag, fields in declared.items()
+          if len(fields) != 1} == {}
+  mysql = argparse.ArgumentParser(add_help=False)
+  inspect_store.add_mysql_flags(mysql)
+  runner_flags = RUNNER_FLAGS | _flags_in_usage(mysql)
+  assert _flags_in_usage(parser) - runner_flags == set(declared)
+  assert not runner_flags & set(declared)
+
+
+def test_every_knob_flag_is_checked_below():
+  assert set(CASES) == set(_knob_flags())
+
+
+def test_a_flag_not_given_leaves_the_default():
+  knobs_of_no_flags = flags.knobs_from_args(
+      local_runner.make_parser().parse_args([]))
+  assert knobs_of_no_flags == knobs.Knobs()
+
+
+def _dag(tmp_path, *argv):
+  args = local_runner.make_parser().parse_args(
+      ['--data-dir', str(tmp_path), '--output-dir', str(tmp_path / 'out'),
+       *argv])
+  return local_runner.build_pipeline(args)
+
+
+@pytest.fixture(scope='module')
+def default_dag(tmp_path_factory):
+  return _dag(tmp_path_factory.mktemp('default'))
+
+
+@pytest.mark.parametrize('flag', sorted(CASES))
+def test_a_flag_reaches_its_component(flag, default_dag, tmp_path):
+  argv, where, value = CASES[flag]
+  assert where(_dag(tmp_path, *argv)) == value
+  assert where(default_dag) != value  # The flag did it.
+
+
+def test_explicit_flags_win_over_the_dataset_preset(tmp_path):
+  dag = _dag(tmp_path, '--dataset', 'fashion-mnist', '--epochs', '3',
+             '--accuracy-threshold', '0.5', '--class-names', 'a,b')
+  assert (_example_gen(dag).class_names, _training(dag).budget.epochs,
+          _accuracy_threshold(dag)) == (['a', 'b'], 3, 0.5)
+
+
+def test_the_training_config_survives_the_trip_to_the_trainer():
+  config = TrainingConfig()
+  config = dataclasses.replace(
+      config, batch_size=32,
+      model=dataclasses.replace(config.model, conv_filters=(8, 16)))
+  assert TrainingConfig.from_dict(json.loads(json.dumps(
+      config.to_dict()))) == config
+
+
+def test_a_class_names_file_that_cannot_be_read_is_named(tmp_path, capsys):
+  with pytest.raises(SystemExit):
+    local_runner.make_parser().parse_args(
+        ['--class-names', f'@{tmp_path}/names.txt'])
+  assert f'cannot read {tmp_path}/names.txt' in capsys.readouterr().err
