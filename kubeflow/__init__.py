@@ -7,7 +7,7 @@ in one environment: whichever `kubeflow/` comes first on sys.path extends
 the package with the others. The unified `kubeflow` SDK ships a regular
 `kubeflow/__init__.py` that extends nothing: with it, this package must
 come first on sys.path, as it does wherever the project runs its Kubeflow
-modules (`python -m kubeflow.…` from the repository root or the image's
+modules (`python -m kubeflow.MODULE` from the repository root or the image's
 WORKDIR, kubeflow_runner.py as a script). tests/test_kubeflow_namespace.py
 checks both.
 """

@@ -68,7 +68,7 @@ def test_beside_kubeflow_training_in_either_order(tmp_path, project_first):
 
 
 def test_beside_the_unified_kubeflow_sdk_as_the_project_runs(tmp_path):
-  # The project first: `python -m kubeflow.…` from the repository root or
+  # The project first: `python -m kubeflow.MODULE` from the repository root or
   # the image's WORKDIR puts the working directory first.
   sdk_dir, sdk_module = _sdk(tmp_path, 'kubeflow')
   who, ours = _imports(tmp_path, [PROJECT_DIR, sdk_dir, sdk_module])
