@@ -24,6 +24,8 @@ from tfx.types import standard_component_specs
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
+from components import tfx_workarounds
+
 # Set to 1 on a PushedModel whose model was found already served.
 ALREADY_SERVED_KEY = 'already_served'
 _CHUNK_BYTES = 1 << 20
@@ -92,8 +94,7 @@ class Executor(pusher_executor.Executor):
             output_dict[standard_component_specs.PUSHED_MODEL_KEY])
         # As TFX's Pusher does: the artifact keeps a copy of what is served.
         io_utils.copy_dir(model_path, model_push.uri)
-        self._MarkPushed(model_push, pushed_destination=serving_path,
-                         pushed_version=version)
+        tfx_workarounds.mark_pushed(model_push, serving_path, version)
         model_push.set_int_custom_property(ALREADY_SERVED_KEY, 1)
         return
     super().Do(input_dict, output_dict, exec_properties)

@@ -13,13 +13,12 @@ Nothing served yet (the first run): the Model artifact holds no SavedModel,
 and the Evaluator (components/baseline_evaluator.py) then checks the
 accuracy threshold only.
 
-It must never be answered from a stale cache. TFX 1.16 has no per-node
-cache switch for LocalDagRunner (its compiler sets every node's caching
-from the pipeline's), so the driver below puts the served version into the
-execution properties before the cache is looked up: the cache key changes
-exactly when what is served changes, and an unchanged re-run may still be
-cached. The Kubeflow runner turns caching off for its task instead (KFP
-runs no TFX driver).
+It must never be answered from a stale cache. On LocalDagRunner its driver
+puts the served version into the execution properties before the cache is
+looked up (tfx_workarounds.ExecPropertiesDriver says why a driver): the
+cache key changes exactly when what is served changes, and an unchanged
+re-run may still be cached. The Kubeflow runner turns caching off for its
+task instead (KFP runs no TFX driver).
 """
 
 import os
@@ -28,15 +27,9 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_component
-from tfx.dsl.components.base import base_driver
 from tfx.dsl.components.base import base_executor
 from tfx.dsl.components.base import executor_spec
 from tfx.dsl.io import fileio
-from tfx.orchestration import data_types_utils
-from tfx.orchestration import metadata
-from tfx.orchestration.portable import base_driver as portable_base_driver
-from tfx.orchestration.portable import data_types as portable_data_types
-from tfx.proto.orchestration import driver_output_pb2
 from tfx.types import artifact_utils
 from tfx.types import component_spec
 from tfx.types import standard_artifacts
@@ -44,6 +37,7 @@ from tfx.utils import io_utils
 from tfx.utils import path_utils
 
 from components import push_once
+from components import tfx_workarounds
 
 SERVING_MODEL_DIR_KEY = 'serving_model_dir'
 # Set by the driver: the version served when the cache was looked up.
@@ -79,21 +73,12 @@ class ServedModelSpec(component_spec.ComponentSpec):
   }
 
 
-class Driver(base_driver.BaseDriver, portable_base_driver.BaseDriver):
+class Driver(tfx_workarounds.ExecPropertiesDriver):
   """Records the served version in the execution properties (the cache key)."""
 
-  def __init__(self, metadata_handle: metadata.Metadata):
-    base_driver.BaseDriver.__init__(self, metadata_handle)
-    portable_base_driver.BaseDriver.__init__(self, metadata_handle)
-
-  def run(self, execution_info: portable_data_types.ExecutionInfo
-          ) -> driver_output_pb2.DriverOutput:
-    result = driver_output_pb2.DriverOutput()
-    version = served_version(
-        execution_info.exec_properties[SERVING_MODEL_DIR_KEY]) or ''
-    data_types_utils.set_metadata_value(
-        result.exec_properties[SERVED_VERSION_KEY], version)
-    return result
+  def exec_properties(self, given: Dict[str, Any]) -> Dict[str, Any]:
+    return {SERVED_VERSION_KEY:
+                served_version(given[SERVING_MODEL_DIR_KEY]) or ''}
 
 
 class Executor(base_executor.BaseExecutor):

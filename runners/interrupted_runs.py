@@ -31,6 +31,7 @@ from typing import IO, List
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components import tfx_workarounds
 from pipeline import configs
 
 _Execution = metadata_store_pb2.Execution
@@ -40,9 +41,6 @@ LOCK_FILE_NAME = '.local_runner.lock'
 NOTE_PROPERTY = 'interrupted'
 NOTE = ('the process running it ended before it finished; closed by the next '
         'local_runner run')
-# TFX keeps an execution's scratch space in <node dir>/.system/...
-_SYSTEM_DIR = '.system'
-_STATEFUL_DIR_INDEX = '__stateful_working_dir_index__'
 
 
 class OutputDirBusyError(RuntimeError):
@@ -84,20 +82,18 @@ def _node_id(store, execution_id: int, pipeline_name: str) -> str:
 
 def _partial_outputs(pipeline_root: str, node_id: str,
                      execution: _Execution) -> List[str]:
-  """The directories TFX made for `execution` (see tfx outputs_utils)."""
+  """The output directories TFX made for `execution`.
+
+  TFX's own scratch space for it (the node's .system directory) is left
+  alone: it is TFX's to manage, and no output key starts with a dot.
+  """
   node_dir = os.path.join(pipeline_root, node_id)
   if not node_id or not os.path.isdir(node_dir):
     return []
-  paths = [os.path.join(node_dir, key, str(execution.id))
-           for key in os.listdir(node_dir) if key != _SYSTEM_DIR]
-  paths.append(os.path.join(node_dir, _SYSTEM_DIR, 'executor_execution',
-                            str(execution.id)))
-  if _STATEFUL_DIR_INDEX in execution.custom_properties:
-    index = execution.custom_properties[_STATEFUL_DIR_INDEX].string_value
-    if index:
-      paths.append(os.path.join(node_dir, _SYSTEM_DIR, 'stateful_working_dir',
-                                index))
-  return [p for p in paths if os.path.exists(p)]
+  paths = [tfx_workarounds.output_dir(pipeline_root, node_id, key,
+                                      execution.id)
+           for key in sorted(os.listdir(node_dir)) if not key.startswith('.')]
+  return [p for p in paths if os.path.isdir(p)]
 
 
 def close_interrupted(

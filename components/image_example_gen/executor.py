@@ -10,7 +10,7 @@ class names found over all splits before any is read
 they read them) and put on the artifact, with the
 images' geometry (read by Transform and Trainer); a fixed
 number of shards, written a batch of records at a time (tfrecord_sink.py
-says why, with figures), each shard by the worker that converts it
+says why), each shard by the worker that converts it
 (idx_source.py and image_folder_source.py say why; the hash split of an
 `output_config` goes through TFX's record-by-record partition and Beam's
 file sink instead); skipped images and the OS files left out of image

@@ -11,42 +11,16 @@ hash split of an output_config; the splits the input gives are written
 shard by shard by the workers that convert them (`write_shard`, from
 idx_source.py and image_folder_source.py), the same format.
 
-Why not `beam.io.WriteToTFRecord`: it takes one record per element (per
-record a Beam element, a framing call and a gzip `compress` call) and
-compresses with zlib at its default level 6 (not settable). Measured on the
-whole conversion (the executor's Do on full MNIST IDX, 60k train + 10k
-t10k, 16 shards, the in-memory DirectRunner ExampleGen runs on), (a) this
-sink against (b) WriteToTFRecord(num_shards=16, compression GZIP) fed one
-record per element after a FlatMap of the batches; side by side in one
-run, a warm-up then 9 interleaved repetitions each, on an AMD EPYC, 2
-cores, shared with other jobs (load average 6-8):
-  wall  (a) median 3.54 s (2.69-4.54), (b) 8.92 s (7.49-11.22);
-  CPU   (a) median 1.28 s (1.15-1.49), (b) 3.33 s (3.24-3.63).
-An earlier run at lower load (1-2.5), 7 repetitions each: wall (a) 2.12 s
-(1.18-2.78), (b) 4.82 s (3.50-5.25). Beam's writer makes the whole
-conversion 2.3-2.6x slower, for files 8% smaller (12.3 vs 13.4 MB): the
-custom sink stays.
+Why not `beam.io.WriteToTFRecord` (as TFX's ExampleGen writes): it takes
+one record per element (per record a Beam element, a framing call and a
+gzip call, zlib at its default level, not settable), and with a fixed
+shard count it groups the records by shard, which Beam's DirectRunner holds
+in memory whole. BENCHMARKS.md ("TFRecord sinks",
+benchmarks/tfrecord_sinks.py) compares the two on the whole ExampleGen.
 
-Compressed with ISA-L (`isal`, Intel's optimised deflate; standard gzip
-files) at level 1: on MNIST's 47 MB of training pixels it takes 0.044 s
-against zlib's 0.37 s at its level 1 and 3.2x that at zlib's default 6, and
-writes fewer bytes than zlib level 1 (10.56 vs 10.98 MB). Reading is
-TensorFlow's own gzip reader either way.
-ISA-L's level 0 is no faster on the framed records (0.16-0.21 s of CPU
-for MNIST's training split at levels 0, 1 and 2 alike) and writes 18% more.
-
-Where a conversion's CPU goes (MNIST's training split, 60,000 records, in
-one process, CPU time per stage, 3 runs, AMD EPYC): reading (ISA-L gzip
-decompression) 0.08-0.09 s, building the Examples 0.06-0.07 s, framing
-(CRCs) 0.06-0.07 s, compressing 0.07-0.08 s, writing under 0.01 s; in all
-0.27-0.31 s, ~4.5 us a record (~220,000 records/s on a core of its own).
-The work per chunk does not depend on the split's size. Decompressing and
-compressing in ISA-L's background threads (`igzip_threaded`, GIL
-released) moves half of it off the converting thread, but on 2 cores
-shared with other jobs (load ~6) it gained nothing: 4 interleaved pairs,
-wall 0.53-0.69 s against 0.45-0.66 s in one thread, CPU 0.28-0.30 s
-against 0.25-0.26 s. On such a machine a process gets about half a core,
-and ExampleGen's examples/s are that share of ~220,000.
+The gzip is ISA-L's (`isal`, Intel's optimised deflate; standard gzip
+files, read by TensorFlow's own reader) at level 1: much faster than zlib
+at any level, for files no larger than zlib's level 1.
 """
 
 import itertools
@@ -84,8 +58,8 @@ def frame(records: Sequence[bytes]) -> bytes:
   """Records in the TFRecord container format: per record its length, the
   length's CRC, the data and the data's CRC.
 
-  The per-record work runs in C (map, zip, numpy on the CRCs): 15 ms per
-  10,000 MNIST records against 23 ms for a Python loop over them.
+  The per-record work runs in C (map, zip, numpy on the CRCs), not in a
+  Python loop.
   """
   count = len(records)
   crcs = np.fromiter(map(google_crc32c.value, records), np.uint64, count)

@@ -1,0 +1,249 @@
+"""TFRecord sinks: the whole ImageExampleGen writing its shards with the
+project's batched sink or with Beam's own `beam.io.WriteToTFRecord`.
+
+  python -m benchmarks.tfrecord_sinks --data-dir DIR [--data-dir DIR2 ...]
+      [--repetitions N] [--memory-cap-gb GB] [--work-dir DIR]
+      [--output BENCHMARKS.md]
+
+'ours' is ImageExampleGen as it is (components/image_example_gen/
+tfrecord_sink.py, each shard written by the worker that converts it).
+'beam' is the same executor writing every split as TFX's own ExampleGen
+does (GenerateExamplesByBeam, then WriteToTFRecord, gzipped), with the
+same fixed shard count: `BeamSinkExecutor` below.
+
+Each run is a fresh Python process running the executor's Do on DIR
+(tests/example_gen_standalone.py, with the Beam args a local run gives
+ExampleGen for that input), so start-up and Beam's set-up count; the two
+run in turn, A B A B ..., so a change in the machine's load hits both
+alike. Wall time, CPU time (user + system of the process and its Beam
+workers) and the peak resident memory of the largest process come from
+the operating system (os.wait4). Each run is held under a memory limit (a
+cgroup, benchmarks/cgroup.py; root only, else uncapped and the section
+says so), so that a writer holding a split in memory ends in the OOM
+killer, as it would in a container, not in the machine's swap; such a run
+is reported as killed, not timed. The figures go to their own section of
+BENCHMARKS.md (benchmarks/results_file.py).
+"""
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+import apache_beam as beam
+from tfx.components.example_gen import write_split
+from tfx.dsl.components.base import base_beam_executor
+from tfx.types import artifact_utils
+
+from benchmarks import cgroup
+from benchmarks import report
+from benchmarks import results_file
+from benchmarks.timing import Figure
+from components.image_example_gen import executor
+from components.image_example_gen.options import ImageExampleGenOptions
+from pipeline import configs
+
+SECTION = 'tfrecord-sinks'
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OURS = 'ours (batched, per worker)'
+BEAM = "Beam's WriteToTFRecord"
+
+# What one run does: argv is the sink ('ours' or 'beam'), the data and the
+# output directory.
+_RUN = '''
+import sys
+from benchmarks import conversion
+from benchmarks import tfrecord_sinks
+from components.image_example_gen.options import ImageExampleGenOptions
+from pipeline import configs
+from tests import example_gen_standalone
+sink, data_dir, out_dir = sys.argv[1:]
+beam_args = conversion.example_gen_beam_args(data_dir)
+example_gen_standalone.run_example_gen(
+    data_dir, out_dir, ImageExampleGenOptions(num_shards=configs.NUM_SHARDS),
+    beam_args, example_gen=(tfrecord_sinks.beam_sink_executor(beam_args)
+                            if sink == 'beam' else None))
+'''
+
+
+class BeamSinkExecutor(executor.Executor):
+  """ImageExampleGen writing its splits with Beam's TFRecord sink, as TFX's
+  ExampleGen does (write_split.WriteSplit), with a fixed shard count."""
+
+  def _write_splits(self, pipeline: beam.Pipeline,
+                    exec_properties: Dict[str, Any], input_config,
+                    output_config, examples_channel: List[Any]) -> None:
+    del input_config, output_config  # Read by GenerateExamplesByBeam.
+    options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+    for split, records in self.GenerateExamplesByBeam(
+        pipeline, exec_properties).items():
+      _ = records | f'WriteSplit[{split}]' >> beam.io.WriteToTFRecord(
+          os.path.join(artifact_utils.get_split_uri(examples_channel, split),
+                       write_split.DEFAULT_TF_RECORD_FILE_NAME),
+          file_name_suffix='.gz', num_shards=options.num_shards)
+
+
+def beam_sink_executor(beam_pipeline_args: List[str]) -> BeamSinkExecutor:
+  """BeamSinkExecutor, built as tests/example_gen_standalone.py builds ours."""
+  return BeamSinkExecutor(base_beam_executor.BaseBeamExecutor.Context(
+      beam_pipeline_args=[*beam_pipeline_args,
+                          *configs.LOCAL_BEAM_PIPELINE_ARGS]))
+
+
+@dataclasses.dataclass
+class Run:
+  wall: Figure = dataclasses.field(default_factory=Figure)
+  cpu: Figure = dataclasses.field(default_factory=Figure)
+  peak_gib: Figure = dataclasses.field(default_factory=Figure)
+  output_bytes: int = 0
+  load: List[str] = dataclasses.field(default_factory=list)
+  killed: List[str] = dataclasses.field(default_factory=list)
+
+
+def _bytes_under(path: str) -> int:
+  return sum(os.path.getsize(os.path.join(d, f))
+             for d, _, files in os.walk(path) for f in files)
+
+
+def run_once(sink: str, data_dir: str, out_dir: str, result: Run,
+             cap_bytes: int) -> None:
+  """One ExampleGen in a fresh process under `cap_bytes` (when a cgroup
+  can be made); adds its figures to `result`."""
+  shutil.rmtree(out_dir, ignore_errors=True)
+  result.load.append(open('/proc/loadavg').read().split()[0])
+  env = {**os.environ, 'PYTHONPATH': PROJECT_DIR}
+  group, _ = cgroup.make(f'tfrecord-sinks-{os.getpid()}', cap_bytes)
+  command = [sys.executable, '-c', _RUN, sink, data_dir, out_dir]
+  start = time.perf_counter()
+  try:
+    with open(out_dir + '.log', 'w') as log:
+      process = subprocess.Popen(  # pylint: disable=consider-using-with
+          group.wrap(command) if group else command, cwd=PROJECT_DIR, env=env,
+          stdout=log, stderr=subprocess.STDOUT)
+      _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    oom_kills = group.oom_kills() if group else 0
+  finally:
+    if group:
+      group.remove()
+  if oom_kills:
+    result.killed.append(f'{wall:.0f}')
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return
+  if process.returncode:
+    sys.exit(f'ImageExampleGen ({sink}) failed; see {out_dir}.log')
+  result.wall.add(wall)
+  result.cpu.add(usage.ru_utime + usage.ru_stime)
+  result.peak_gib.add(usage.ru_maxrss * 1024 / 2**30)
+  result.output_bytes = _bytes_under(out_dir)
+  shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def measure(data_dir: str, work_dir: str, repetitions: int,
+            cap_bytes: int) -> Dict[str, Run]:
+  sinks = {BEAM: 'beam', OURS: 'ours'}
+  runs = {name: Run() for name in sinks}
+  for _ in range(repetitions):
+    for name, sink in sinks.items():
+      run_once(sink, data_dir, os.path.join(work_dir, f'examples-{sink}'),
+               runs[name], cap_bytes)
+  return runs
+
+
+def _cell(figure: Figure, fmt: str) -> str:
+  return figure.format(fmt) if figure.samples else '-'
+
+
+def _row(dataset: str, name: str, run: Run) -> str:
+  killed = (f'; OOM-killed after {", ".join(run.killed)} s'
+            if run.killed else '')
+  output = f'{run.output_bytes / 1e9:.2f}' if run.wall.samples else '-'
+  return (f'| {dataset} | {name} | {len(run.wall.samples)}{killed} | '
+          f'{_cell(run.wall, ".1f")} | {_cell(run.cpu, ".1f")} | '
+          f'{_cell(run.peak_gib, ".2f")} | {output} | '
+          f'{", ".join(run.load)} |')
+
+
+def _ratio(runs: Dict[str, Run], what: str) -> str:
+  a, b = (getattr(runs[n], what) for n in (BEAM, OURS))
+  return f'{a.median / b.median:.2f}x' if a.samples and b.samples else '-'
+
+
+def section(results: Dict[str, Dict[str, Run]], repetitions: int,
+            cap_bytes: int, capped: bool,
+            command: str) -> str:
+  cap = (f'a {cap_bytes / 1e9:.2f} GB memory limit per run (a cgroup)'
+         if capped else 'no memory limit (no cgroup could be made)')
+  lines = [
+      '## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord or a '
+      'home-made sink', '',
+      report.machine_line(), '',
+      f'    {command}', '',
+      'The whole ImageExampleGen executor (tests/example_gen_standalone.py, '
+      'the Beam args a local run gives it for that input), a fresh process '
+      f'per run, {repetitions} runs of each sink in turn, under {cap}. '
+      'Wall and CPU seconds (user + '
+      'system, Beam workers included) and the peak resident memory of the '
+      'largest process come from the operating system; load: the 1-minute '
+      'load average at each run\'s start (2 cores). A run the OOM killer '
+      'ended is not timed. Method: `benchmarks/tfrecord_sinks.py`.', '',
+      '| input | sink | runs | wall s | CPU s | peak GiB | output GB | '
+      'load at start |',
+      '|---|---|---|---|---|---|---|---|']
+  for dataset, runs in results.items():
+    lines += [_row(dataset, name, run) for name, run in runs.items()]
+  lines += ['', f"{BEAM} / ours, medians:", '']
+  lines += [f'- {dataset}: wall {_ratio(runs, "wall")}, CPU '
+            f'{_ratio(runs, "cpu")}' for dataset, runs in results.items()]
+  return '\n'.join(lines) + '\n'
+
+
+def main(argv=None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--data-dir', required=True, action='append',
+                      dest='data_dirs',
+                      help='IDX dataset (e.g. from data/scaled_mnist.py); '
+                      'repeatable.')
+  parser.add_argument('--repetitions', type=int, default=2)
+  parser.add_argument('--memory-cap-gb', type=float, default=4.0,
+                      help='Memory limit of each run (default: %(default)s, '
+                      'under the raw pixels of 100x MNIST, as the scale '
+                      'section caps its run).')
+  parser.add_argument('--work-dir', default=None,
+                      help='Where the runs write (default: a temporary '
+                      'directory, removed afterwards).')
+  parser.add_argument('--output',
+                      default=os.path.join(PROJECT_DIR, 'BENCHMARKS.md'))
+  args = parser.parse_args(argv)
+  cap_bytes = int(args.memory_cap_gb * 1e9)
+  probe, _ = cgroup.make(f'tfrecord-sinks-probe-{os.getpid()}', cap_bytes)
+  if probe:
+    probe.remove()
+  work_dir = args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-')
+  os.makedirs(work_dir, exist_ok=True)
+  try:
+    results = {os.path.basename(os.path.normpath(d)): measure(
+        os.path.abspath(d), work_dir, args.repetitions, cap_bytes)
+               for d in args.data_dirs}
+  finally:
+    if args.work_dir is None:
+      shutil.rmtree(work_dir, ignore_errors=True)
+  flags = [f'--data-dir {os.path.basename(os.path.normpath(d))}'
+           for d in args.data_dirs]
+  command = ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
+                      f'--repetitions {args.repetitions}',
+                      f'--memory-cap-gb {args.memory_cap_gb:g}'])
+  text = section(results, args.repetitions, cap_bytes,
+                 probe is not None, command)
+  results_file.write_section(args.output, SECTION, text)
+  print(text)
+
+
+if __name__ == '__main__':
+  main()

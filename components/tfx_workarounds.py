@@ -1,0 +1,82 @@
+"""The few things the project needs from TFX that TFX has no public API for.
+
+Each is a fact about how TFX 1.16 works inside, kept here and nowhere else;
+tests/test_tfx_workarounds.py checks each against the real TFX and fails
+loudly when an upgrade changes it.
+
+- `mark_pushed`: the custom properties TFX's Pusher puts on a PushedModel
+  (its executor sets them in a private method). The push-once Pusher
+  (push_once.py) records a model already served the same way, so that
+  everything reading ML Metadata sees an ordinary push.
+- `ExecPropertiesDriver`: exec properties computed when the node is about
+  to run, before the cache is looked up. TFX 1.16 has no per-node cache
+  switch for LocalDagRunner (its compiler sets every node's caching from
+  the pipeline's), and only a driver runs at that point; TFX's own
+  ExampleGen driver is built the same way, on the orchestrator's internal
+  driver interface. ServedModel (served_model.py) uses it.
+- `output_dir`: where LocalDagRunner puts an execution's output artifact.
+  It registers output artifacts in ML Metadata only when the executor has
+  returned, so for an execution killed before that the store names no
+  directory; runners/interrupted_runs.py removes what such an execution
+  wrote from this path.
+"""
+
+import abc
+import os
+from typing import Any, Dict, Optional
+
+from tfx import types
+from tfx.dsl.components.base import base_driver
+from tfx.orchestration import data_types_utils
+from tfx.orchestration import metadata
+from tfx.orchestration.portable import base_driver as portable_base_driver
+from tfx.orchestration.portable import data_types as portable_data_types
+from tfx.proto.orchestration import driver_output_pb2
+
+# A PushedModel's custom properties, as TFX's Pusher names them.
+PUSHED_KEY = 'pushed'
+PUSHED_DESTINATION_KEY = 'pushed_destination'
+PUSHED_VERSION_KEY = 'pushed_version'
+
+
+def mark_pushed(model_push: types.Artifact, destination: str,
+                version: Optional[str] = None) -> None:
+  """Records on `model_push` that the model is served from `destination`
+  (as `version`), as TFX's Pusher does after a push."""
+  model_push.set_int_custom_property(PUSHED_KEY, 1)
+  model_push.set_string_custom_property(PUSHED_DESTINATION_KEY, destination)
+  if version is not None:
+    model_push.set_string_custom_property(PUSHED_VERSION_KEY, version)
+
+
+class ExecPropertiesDriver(base_driver.BaseDriver,
+                           portable_base_driver.BaseDriver):
+  """A component's DRIVER_CLASS that adds exec properties (and so changes
+  the cache key) when LocalDagRunner is about to run the node.
+
+  Kubeflow Pipelines runs no driver: a component using this must not rely
+  on it there (turn caching off for its task instead).
+  """
+
+  def __init__(self, metadata_handle: metadata.Metadata):
+    base_driver.BaseDriver.__init__(self, metadata_handle)
+    portable_base_driver.BaseDriver.__init__(self, metadata_handle)
+
+  @abc.abstractmethod
+  def exec_properties(self, given: Dict[str, Any]) -> Dict[str, Any]:
+    """The properties to set, from the node's own."""
+
+  def run(self, execution_info: portable_data_types.ExecutionInfo
+          ) -> driver_output_pb2.DriverOutput:
+    result = driver_output_pb2.DriverOutput()
+    for key, value in self.exec_properties(
+        dict(execution_info.exec_properties)).items():
+      data_types_utils.set_metadata_value(result.exec_properties[key], value)
+    return result
+
+
+def output_dir(pipeline_root: str, node_id: str, output_key: str,
+               execution_id: int) -> str:
+  """The directory LocalDagRunner gives output `output_key` of execution
+  `execution_id` of node `node_id`."""
+  return os.path.join(pipeline_root, node_id, output_key, str(execution_id))
