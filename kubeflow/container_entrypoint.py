@@ -24,6 +24,7 @@ for something open-source Kubeflow Pipelines 2.x does that Vertex AI does not:
 """
 
 import os
+import runpy
 import sys
 import traceback
 from typing import List
@@ -32,6 +33,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from google.protobuf import json_format
 
+TFX_EXECUTOR_MODULE = (
+    'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
 INVOCATION_FLAG = '--json_serialized_invocation_args'
 INPUTS_SPEC_FLAG = '--json_serialized_inputs_spec_args'
 # Type titles that name no TFX artifact class.
@@ -106,14 +109,14 @@ def _register_s3() -> None:
 
 def run(argv: List[str]) -> int:
   """Runs TFX's executor entrypoint on `argv` (without the program name)."""
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor  # pylint: disable=g-import-not-at-top
   _register_s3()
   argv = fix_arguments(argv)
+  # TFX's module run as its own command line, as the image's default
+  # entrypoint would (`python -m ...`): its flag parser stays TFX's.
+  sys.argv = [sys.argv[0]] + argv
   try:
-    app.run(kubeflow_v2_run_executor.main,
-            argv=[sys.argv[0]] + argv,
-            flags_parser=kubeflow_v2_run_executor._parse_flags)  # pylint: disable=protected-access
+    runpy.run_module(TFX_EXECUTOR_MODULE, run_name='__main__',
+                     alter_sys=True)
   except SystemExit as e:
     return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
   return 0

@@ -117,3 +117,88 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
                   '  import tests.datasets\n  from . import sibling\n')
   assert _imported_parts(str(path)) == {'records': 2, 'runners': 5,
                                         'tests': 6}
+
+
+# Underscored by TFX, but the way its base classes are meant to be used by
+# subclasses: BaseBeamExecutor's pipeline with the component's Beam args.
+_TFX_SUBCLASS_HOOKS = {'_make_beam_pipeline'}
+
+
+def _private_tfx_uses(path):
+  """(line, what) of every private TFX name `path` imports or reads.
+
+  A name is private when it starts with one underscore; a TFX name is one
+  imported from `tfx`, or an attribute of a name imported from `tfx`.
+  """
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  tfx_names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and (node.module or '').startswith(
+        'tfx'):
+      for alias in node.names:
+        tfx_names.add(alias.asname or alias.name)
+        if alias.name.startswith('_') and not alias.name.startswith('__'):
+          yield node.lineno, f'from {node.module} import {alias.name}'
+    elif isinstance(node, ast.Import):
+      for alias in node.names:
+        if alias.name.split('.')[0] == 'tfx':
+          tfx_names.add(alias.asname or alias.name.split('.')[0])
+  # `self._x` is TFX's when the file defines no `_x` itself: inherited from
+  # a TFX base class.
+  own = {n.name for n in ast.walk(tree)
+         if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+  own |= {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign)
+          for t in n.targets if isinstance(t, ast.Attribute)}
+  own |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+          for t in n.targets if isinstance(t, ast.Name)}
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Attribute) and node.attr.startswith('_') and
+        not node.attr.startswith('__')):
+      base = node.value
+      while isinstance(base, ast.Attribute):
+        base = base.value
+      if not isinstance(base, ast.Name):
+        continue
+      inherited = (base.id == 'self' and tfx_names and node.attr not in own
+                   and node.attr not in _TFX_SUBCLASS_HOOKS)
+      if base.id in tfx_names or inherited:
+        yield node.lineno, ast.unparse(node)
+
+
+# TFX's private names would break silently on an upgrade; what TFX has no
+# public API for lives in components/tfx_workarounds.py, whose own tests
+# check it against the installed TFX.
+_WORKAROUNDS = os.path.join('components', 'tfx_workarounds.py')
+
+
+def test_nothing_installed_uses_private_tfx_names():
+  found = []
+  for part in sorted(ALLOWED):
+    for path in _python_files(part):
+      if os.path.relpath(path, PROJECT_DIR) == _WORKAROUNDS:
+        continue
+      found += [f'{os.path.relpath(path, PROJECT_DIR)}:{line} {what}'
+                for line, what in _private_tfx_uses(path)]
+  assert not found, '\n'.join(found)
+
+
+def test_the_private_name_check_sees_imports_and_attributes(tmp_path):
+  path = tmp_path / 'example.py'
+  path.write_text(
+      'from tfx.components.pusher import executor\n'
+      'from tfx.orchestration import _private_module\n'
+      'from tfx import v1 as tfx\n'
+      'import os\n'
+      'executor._MarkPushed(1)\n'
+      'x = tfx.dsl._Private\n'
+      'y = os._exit\n'
+      'z = executor.Executor.__init__\n'
+      'class Pusher(executor.Executor):\n'
+      '  def _own(self):\n'
+      '    self._kept = 1\n'
+      '  def Do(self):\n'
+      '    self._own(); self._kept; self._make_beam_pipeline()\n'
+      '    self._MarkPushed(1)\n')
+  assert sorted(line for line, _ in _private_tfx_uses(str(path))) == [
+      2, 5, 6, 14]

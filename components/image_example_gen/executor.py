@@ -124,7 +124,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    self._log_startup(input_dict, output_dict, exec_properties)
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     if not driver_work.driver_ran(exec_properties):  # Kubeflow Pipelines.
