@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 
 from inspector import files
 from inspector import queries
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 _EPOCH_PREFIX = 'epoch_'
 # The event files of one TensorBoard run directory.
@@ -89,7 +89,10 @@ def settings(trainer: queries.Execution) -> Dict[str, Any]:
   if 'training' not in custom:
     raise InspectError(f'Trainer execution {trainer.id}: no "training" entry '
                        'in its custom_config')
-  return {'training': custom['training'],
+  # The precision the Trainer used is its device plan's (a GPU setting).
+  training = {k: v for k, v in custom['training'].items()
+              if k != 'mixed_precision'}
+  return {'training': training,
           'train_steps': train_args.get('num_steps'),
           'eval_steps': eval_args.get('num_steps')}
 

@@ -232,7 +232,8 @@ def training_config(**overrides) -> TrainingConfig:
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
-  """Accuracy on the eval split: above the threshold, and no regression."""
+  """Accuracy on the eval split: above the threshold, and no regression;
+  and the confusion matrix (the inspector's, read from the evaluation)."""
   accuracy = tfma.MetricConfig(
       class_name='SparseCategoricalAccuracy',
       threshold=tfma.MetricThreshold(
@@ -247,4 +248,5 @@ def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
                                   prediction_key=PROBABILITIES)],
       slicing_specs=[tfma.SlicingSpec()],
       metrics_specs=[tfma.MetricsSpec(metrics=[
-          tfma.MetricConfig(class_name='ExampleCount'), accuracy])])
+          tfma.MetricConfig(class_name='ExampleCount'), accuracy,
+          tfma.MetricConfig(class_name='MultiClassConfusionMatrixPlot')])])
