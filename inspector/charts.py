@@ -69,9 +69,9 @@ def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
     rows[column[name]] = rows.get(column[name], 0) + 1
   width, height = max(column.values(), default=0) + 1, max(rows.values(),
                                                             default=1)
-  figure = _figure(1.45 * width, 0.85 * height + 0.1, layout=None)
+  figure = _figure(1.4 * width, 0.85 * height + 0.1, layout=None)
   axes = figure.add_axes((0, 0, 1, 1))
-  axes.set_xlim(-0.05, width - 0.15)
+  axes.set_xlim(-0.05, width - 0.07)
   axes.set_ylim(height - 0.15, -0.15)
   axes.axis('off')
 
@@ -87,7 +87,7 @@ def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
       if any(parent in ancestors(o, set()) for o in parents if o != parent):
         continue
       (x1, y1), (x2, y2) = place[parent], place[name]
-      axes.annotate('', xy=(x2, y2 + 0.3), xytext=(x1 + 0.8, y1 + 0.3),
+      axes.annotate('', xy=(x2, y2 + 0.3), xytext=(x1 + 0.88, y1 + 0.3),
                     arrowprops={'arrowstyle': '-|>', 'color': '#6b7280',
                                 'connectionstyle': 'arc3,rad=0.1'})
   for node in nodes:
@@ -95,7 +95,7 @@ def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
     state = node['state']
     colour = STATE_COLOURS.get(state, '#6b7280')
     axes.add_patch(FancyBboxPatch(
-        (x, y - 0.08), 0.8, 0.7, boxstyle='round,pad=0,rounding_size=0.06',
+        (x, y - 0.08), 0.88, 0.7, boxstyle='round,pad=0,rounding_size=0.06',
         facecolor='#f9fafb' if state == 'NOT RUN' else 'white',
         edgecolor=colour, linewidth=1.8,
         linestyle='--' if state == 'NOT RUN' else '-'))
@@ -107,7 +107,7 @@ def dag(nodes: Sequence[Dict[str, Any]], duration) -> str:
                 key=lambda i: abs(i - len(name) / 2))
       name = f'{name[:cut + 1]}\n{name[cut + 1:]}'
     axes.text(x + 0.05, y + 0.2, name, fontweight='bold', va='bottom',
-              fontsize=7.5, linespacing=1)
+              fontsize=7.5, linespacing=1.15)
     axes.text(x + 0.05, y + 0.37, state, color=colour, fontweight='bold')
     axes.text(x + 0.05, y + 0.54, when, color='#6b7280')
   return _save(figure)

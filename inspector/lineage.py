@@ -59,8 +59,6 @@ def _execution_json(execution: queries.Execution) -> Dict:
           'run': execution.run, 'seconds': execution.seconds}
 
 
-# ------------------------------------------------------- ExampleGen input --
-
 _FINGERPRINT = re.compile(
     r'split:(?P<split>[^,]*),num_files:(?P<num_files>\d+),'
     r'total_bytes:(?P<total_bytes>\d+),xor_checksum:(?P<xor>\d+),'

@@ -128,8 +128,6 @@ class Metadata:
     self._store = store
     self.where = where  # How errors name the store.
 
-  # ---------------------------------------------------------------- tables --
-
   @functools.cached_property
   def _contexts(self) -> Dict[str, List[metadata_store_pb2.Context]]:
     """Context type name -> contexts of that type, oldest first."""
@@ -186,8 +184,6 @@ class Metadata:
       events.append((event.execution_id, event.artifact_id, event.type, keys))
     return sorted(events)
 
-  # ------------------------------------------------------------------ runs --
-
   def runs(self) -> List[Run]:
     """Every pipeline run, newest first."""
     by_run: Dict[str, List[Execution]] = {}
@@ -228,8 +224,6 @@ class Metadata:
         f'no run {ref!r} in {self.where} (runs, newest first: '
         f'{", ".join(r.name for r in runs[:5])}{", ..." if len(runs) > 5 else ""}'
         '; or use latest, -1, -2, ...)')
-
-  # ------------------------------------------------------------- artifacts --
 
   def artifact(self, ref: str) -> Artifact:
     """An artifact by id; InspectError if there is none."""
@@ -310,8 +304,6 @@ class Metadata:
           f'{node} of run {run.name} ({execution.state}) recorded no '
           f'{key!r} output')
     return artifact
-
-  # ---------------------------------------------------------------- models --
 
   def latest_model(self) -> Artifact:
     """The newest PushedModel that was pushed; if none, the newest Model."""

@@ -36,9 +36,6 @@ def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
     return {'error': f'{what}: {reason}'}
 
 
-# ------------------------------------------------------------------- DAG --
-
-
 def _why_not_run(run: queries.Run) -> str:
   failed = [e for e in run.executions if e.state == 'FAILED']
   if any(e.node == 'ValidationGate' for e in failed):
@@ -118,9 +115,6 @@ def _not_run(run: queries.Run, node: str) -> Optional[Dict[str, Any]]:
   return None
 
 
-# ------------------------------------------------------------------ data --
-
-
 def data_section(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   """Split counts, class balance, samples, statistics and anomalies."""
   from inspector import data  # pylint: disable=g-import-not-at-top
@@ -182,9 +176,6 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
           'width': canvas.width, 'height': canvas.height}
 
 
-# -------------------------------------------------------------- training --
-
-
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
   """Loss and accuracy per epoch, the settings and the device plan."""
@@ -209,9 +200,6 @@ def training_section(md: queries.Metadata, run: queries.Run
       'device_plan': _attempt('the device plan', training.device_plan,
                               model_run),
   }
-
-
-# ------------------------------------------------------------ evaluation --
 
 
 def evaluation_section(md: queries.Metadata, run: queries.Run
@@ -267,9 +255,6 @@ def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
           'cached': run.execution('Pusher').cached}
 
 
-# --------------------------------------------------------------- lineage --
-
-
 def lineage_section(md: queries.Metadata, run: queries.Run
                     ) -> Dict[str, Any]:
   """The tree from the run's last artifact back to the input files."""
@@ -285,9 +270,6 @@ def lineage_section(md: queries.Metadata, run: queries.Run
               'tree': lineage.lineage(md, root)}
   return {'status': 'not_run',
           'reason': 'the run recorded no artifact to trace back'}
-
-
-# --------------------------------------------------------------- outcome --
 
 
 def outcome(run: queries.Run, facts: Dict[str, Any]) -> Dict[str, Any]:
@@ -360,9 +342,6 @@ def check_text(check: Dict[str, Any]) -> str:
         else 'no baseline to compare with (no model was blessed before)')
   return f'{check["metric"]} {check["value"]:.4f}' + (
       ': ' + ', and '.join(conditions) if conditions else '')
-
-
-# ----------------------------------------------------------------- facts --
 
 
 def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
