@@ -151,11 +151,14 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
 
 
 def confusion_matrix(md: queries.Metadata, model: queries.Artifact,
-                     split: Optional[str] = None) -> Dict[str, Any]:
+                     split: Optional[str] = None,
+                     execution: Optional[queries.Execution] = None
+                     ) -> Dict[str, Any]:
   """The candidate's multi-class confusion matrix on the whole split, from
-  the newest evaluation's TFMA plots: counts[true][predicted]."""
+  the TFMA plots of `execution` (default: the model's newest evaluation):
+  counts[true][predicted]."""
   from inspector import images  # pylint: disable=g-import-not-at-top
-  execution = _evaluation(md, model)
+  execution = execution or _evaluation(md, model)
   evaluation = _output(md, execution)
   [examples] = [a for k, a in md.inputs(execution.id) if k == 'examples']
   evaluated = json.loads(execution.properties.get('example_splits') or

@@ -220,7 +220,8 @@ def evaluation_section(md: queries.Metadata, run: queries.Run
       'model': {'id': model.id, 'uri': model.uri},
       'verdict': _attempt('the evaluation', _verdict, md, evaluator, model),
       'confusion': _attempt('the confusion matrix',
-                            evaluation.confusion_matrix, md, model),
+                            evaluation.confusion_matrix, md, model, None,
+                            evaluator),
       'push': _not_run(run, 'Pusher') or _attempt('the push', _push, md, run),
   }
 
