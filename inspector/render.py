@@ -152,8 +152,9 @@ def lineage(out: Console, tree: Dict[str, Any]) -> None:
         files = base.add(f'split {split["name"]}: {split["pattern"]}  '
                          f'({lineage_lib.split_facts(split)})')
         for f in split['files_now']:
+          modified = _short_time(timestamp(int(f['mtime'] * 1000)))
           files.add(f'{os.path.basename(f["path"])}  {f["bytes"]:,} bytes  '
-                    f'modified {_short_time(timestamp(int(f["mtime"] * 1000)))}')
+                    f'modified {modified}')
     for child in producer['inputs']:
       grow(execution.add(_artifact_label(child)), child)
 

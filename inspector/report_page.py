@@ -56,7 +56,8 @@ _ENV.filters.update(
     number=number, duration=render.duration,
     short_time=lambda iso: iso.replace('T', ' ')[:19] if iso else '-',
     timestamp=lambda seconds: render.timestamp(int(seconds * 1000)),
-    flatten=_flatten, summary=artifacts.summary_text, split_facts=lineage.split_facts)
+    flatten=_flatten, summary=artifacts.summary_text,
+    split_facts=lineage.split_facts)
 _ENV.globals.update(
     STATE_COLOURS=charts.STATE_COLOURS, NOT_RUN='NOT RUN',
     dag_chart=_chart(lambda nodes: charts.dag(nodes, render.duration)),

@@ -3,9 +3,9 @@
 The Trainer (modules/trainer.py) logs with Keras' TensorBoard callback at
 update_freq='epoch' into its ModelRun artifact: `train/` and `validation/`
 hold one `epoch_<metric>` scalar per epoch (step 0 is the first), read with
-TensorBoard's own event reader. Its settings are the `training` entry of the Trainer's
-custom_config execution property; the device plan is the file the Trainer
-writes beside the logs (modules/devices.py PLAN_FILE).
+TensorBoard's own event reader. The settings are the `training` entry of the
+Trainer's custom_config execution property; the device plan is the file the
+Trainer writes beside the logs (modules/devices.py PLAN_FILE).
 """
 
 import json
@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from inspector import files
 from inspector import queries
 from inspector.store import InspectError
+
 
 def epoch_curves(model_run: queries.Artifact) -> Dict[str, Any]:
   """Per metric (loss, accuracy, lr...), per subset (train, validation), the
