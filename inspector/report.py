@@ -60,15 +60,17 @@ def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
   node that ran, the default flags first.
   """
   from pipeline import configs  # pylint: disable=g-import-not-at-top
+  from pipeline import knobs  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   ran = {e.node for e in run.executions}
   shapes = []
   for schema in (None, configs.MNIST_SCHEMA):
-    for baseline in dict.fromkeys((configs.BASELINE, 'last_blessed',
-                                   'served')):
+    for baseline in dict.fromkeys((knobs.EvaluationConfig().baseline,
+                                   'last_blessed', 'served')):
       built = pipeline.create_pipeline(
           run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
-          schema_path=schema, baseline=baseline)
+          data=knobs.DataConfig(schema=schema),
+          evaluation=knobs.EvaluationConfig(baseline=baseline))
       shapes.append({c.id: sorted(u.id for u in c.upstream_nodes)
                      for c in built.components})
   return max(shapes, key=lambda shape: len(ran & set(shape)))
