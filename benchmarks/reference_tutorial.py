@@ -18,7 +18,7 @@ tutorial code, nothing slowed down.
 """
 
 import os
-from typing import Dict, List, Tuple
+from typing import List
 
 import numpy as np
 import tensorflow as tf
@@ -26,10 +26,9 @@ import tensorflow as tf
 from records import features
 
 NUM_FILES = 10
-HEIGHT_KEY = features.HEIGHT_KEY
-WIDTH_KEY = features.WIDTH_KEY
-LABEL_KEY = features.LABEL_KEY
 PIXELS_KEY = 'pixels'
+HEIGHT_KEY, WIDTH_KEY, LABEL_KEY = (features.HEIGHT_KEY, features.WIDTH_KEY,
+                                    features.LABEL_KEY)
 
 
 def _int64(value: int) -> tf.train.Feature:
@@ -58,13 +57,6 @@ def write_split(images: np.ndarray, labels: np.ndarray, out_dir: str,
         }))
         writer.write(example.SerializeToString())
   return paths
-
-
-def convert(splits: Dict[str, Tuple[np.ndarray, np.ndarray]],
-            out_dir: str) -> Dict[str, List[str]]:
-  """{split: (images, labels)} -> {split: files}."""
-  return {split: write_split(images, labels, out_dir, split)
-          for split, (images, labels) in splits.items()}
 
 
 def input_fn(files: List[str], batch_size: int,
