@@ -1,11 +1,8 @@
 """A cgroup v1 memory limit around one process tree, for the scale
-benchmark's capped run: the kernel enforces it (past it, the OOM killer
-ends a process of the tree), and the group reports its peak.
-
-The group is made inside the memory cgroup this process runs in, so the
-run stays accounted wherever the caller's is. Making one needs root and a
-cgroup v1 memory hierarchy; `make` says why not otherwise.
-"""
+benchmark's capped run: the kernel enforces it (the OOM killer ends a
+process of the tree past it), and the group reports its peak. The group is
+made inside this process's own memory cgroup, so the run stays accounted
+wherever the caller's is; it needs root and a cgroup v1 hierarchy."""
 
 import os
 import time
