@@ -230,7 +230,7 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   workers = knobs.training.workers
   if workers > 1 and args.target == 'kubeflow':
     # The Trainer's pod would start the workers beside itself, on one
-    # machine: no scaling out. See README's "Scaling out" for what a
+    # machine: no scaling out. See docs/training.md, "Several workers", for what a
     # cluster needs (Kubeflow's Training Operator).
     raise SystemExit(
         f'error: --trainer-workers {workers}: not supported on '

@@ -31,7 +31,7 @@ def write_report(run_store: local_store.LocalStore, output_dir: str,
         run_store.description)
     # The output directory is locked for this run, so the pipeline's newest
     # run is ours; in a shared MySQL store, only if nobody else started a
-    # run of the same pipeline name since (README: ML Metadata in MySQL).
+    # run of the same pipeline name since (docs/metadata.md).
     runs = [r for r in md.runs() if r.pipeline == pipeline_name]
     if not runs:
       raise store.InspectError(f'{md.where} holds no run of {pipeline_name!r}')
