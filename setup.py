@@ -16,13 +16,15 @@ setuptools.setup(
         include=['records', 'records.*', 'components', 'components.*',
                  'modules', 'modules.*', 'pipeline', 'pipeline.*',
                  'inspector', 'inspector.*', 'runners', 'runners.*',
-                 'kubeflow', 'kubeflow.*', 'data', 'data.*']),
+                 'kubeflow', 'kubeflow.*', 'data', 'data.*',
+                 'predict', 'predict.*']),
     package_data={'pipeline': ['schema/*/*.pbtxt']},
     py_modules=['local_runner'],
     entry_points={
         'console_scripts': [
             'image-pipeline=local_runner:main',
             'image-pipeline-inspect=inspector.cli:main',
+            'image-pipeline-predict=predict.cli:main',
         ],
     },
 )

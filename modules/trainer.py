@@ -37,23 +37,20 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import cluster
 from modules import devices
+from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
 from modules import model as model_lib
-from modules import image_files
 from modules import progress
 from modules import tflite_export
 from modules import training_plan
 from modules import transform
+from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
+                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
+                                PROBABILITIES, SERVING_SIGNATURE)
 from records import decode
 from records import features
 
-SERVING_SIGNATURE = 'serving_default'
-IMAGES_SIGNATURE = 'serve_images'
-IMAGE_BYTES_SIGNATURE = 'serve_image_bytes'
-PROBABILITIES = 'probabilities'
-CLASSES = 'classes'
-CLASS_NAMES = 'class_names'
 # In the serving model's assets.extra: the network, why, and the budget.
 TRAINING_PLAN_FILE = 'training_plan.json'
 
@@ -153,7 +150,7 @@ def export_serving_model(model: keras.Model,
       IMAGES_SIGNATURE: serve_images,
       IMAGE_BYTES_SIGNATURE: serve_image_bytes,
   })
-  extra = os.path.join(export_dir, 'assets.extra')
+  extra = os.path.join(export_dir, EXTRA_DIR)
   tf.io.gfile.makedirs(extra)
   features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
                              class_names)
