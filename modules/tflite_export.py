@@ -18,10 +18,14 @@ for the SavedModel and each file on the same pixels, so the comparison is
 paired and the Trainer spends seconds on it, not minutes.
 """
 
+import contextlib
 import json
 import os
-from typing import Any, Dict, List, Tuple
+import sys
+import tempfile
+from typing import Any, Dict, Iterator, List, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -49,6 +53,26 @@ def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
     return tf.nn.softmax(tf.cast(logits, tf.float32))
 
   return classify.get_concrete_function()
+
+
+@contextlib.contextmanager
+def _stderr_to_log() -> Iterator[None]:
+  """The converter and the interpreter log from C++ straight to file
+  descriptor 2, whatever TF_CPP_MIN_LOG_LEVEL says, and the pipeline's
+  console shows only its own lines: their lines go to the log instead."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      yield
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      text = captured.read().decode(errors='replace').strip()
+      if text:
+        logging.info('TensorFlow Lite: %s', text)
 
 
 def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
@@ -126,10 +150,11 @@ def export(model: keras.Model, geometry: features.ImageGeometry,
       'models': {},
   }
   for kind, name in FILES.items():
-    content = convert(concrete, model, quantise=kind != 'float32')
+    with _stderr_to_log():
+      content = convert(concrete, model, quantise=kind != 'float32')
+      predicted = tflite_probabilities(content, pixels).argmax(axis=1)
     with tf.io.gfile.GFile(os.path.join(directory, name), 'wb') as f:
       f.write(content)
-    predicted = tflite_probabilities(content, pixels).argmax(axis=1)
     results['models'][kind] = {
         'file': name,
         'bytes': len(content),
