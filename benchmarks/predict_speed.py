@@ -8,18 +8,20 @@ directory) and the same batch size:
   serve_images        uint8 arrays already in memory, the model's own speed;
   predict, in process `predict.cli.main` on the PNG folder: files listed and
                       read, decoded and resized in the graph
-                      (serve_image_bytes), rows written to CSV; the model's
-                      loading included;
+                      (serve_image_bytes), rows written to CSV; the time
+                      to load the model (measured apart) taken off;
   predict command     `python -m predict` as a user runs it, Python and
                       TensorFlow start-up included.
 Both predict runs must name the class serve_images names for each image
-(the agreement line). The figures, with the machine and its load (it may be
-shared), replace the `predict-speed` section of BENCHMARKS.md.
+(the agreement line). The model's TensorFlow Lite files are listed too, with
+what the Trainer measured of them (tflite/tflite.json). The figures, with
+the machine and its load (it may be shared), replace the `predict-speed`
+section of BENCHMARKS.md.
 """
 
 import argparse
 import csv
-import io
+import json
 import os
 import statistics
 import subprocess
@@ -36,6 +38,7 @@ from PIL import Image
 from benchmarks import data
 from benchmarks import report
 from benchmarks import results_file
+from modules import tflite_export
 from predict import cli
 from predict import served_model
 # pylint: enable=g-import-not-at-top
@@ -55,7 +58,7 @@ def make_parser() -> argparse.ArgumentParser:
   parser.add_argument('--images', type=int, default=3000,
                       help='how many test images (default 3000)')
   parser.add_argument('--batch-size', type=int, default=cli.BATCH_SIZE)
-  parser.add_argument('--repeats', type=int, default=3,
+  parser.add_argument('--repeats', type=int, default=5,
                       help='timed runs of each; the median is reported')
   parser.add_argument('--output', default=os.path.join(PROJECT_DIR,
                                                        'BENCHMARKS.md'))
@@ -98,6 +101,40 @@ def _classes(csv_path: str):
     return [row['class'] for row in csv.DictReader(f)]
 
 
+def _model_line(model_path: str) -> str:
+  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  path = os.path.join(model_path, signatures.EXTRA_DIR,
+                      trainer.TRAINING_PLAN_FILE)
+  if not os.path.isfile(path):
+    return 'The model: no training plan recorded.'
+  with open(path) as f:
+    plan = json.load(f)
+  return (f'The model: {plan["architecture"]}, {plan["parameters"]:,} '
+          f'parameters, {plan["epochs"]} epoch(s) on '
+          f'{plan["train_records"]:,} records.')
+
+
+def _tflite_lines(model_path: str):
+  path = os.path.join(model_path, tflite_export.TFLITE_DIR,
+                      tflite_export.RESULTS_FILE)
+  if not os.path.isfile(path):
+    return ['', 'The model has no TensorFlow Lite files.']
+  with open(path) as f:
+    results = json.load(f)
+  lines = ['', f'Its TensorFlow Lite files, as the Trainer measured them on '
+           f'the first {results["eval_records"]:,} records of the eval split '
+           '(`tflite/tflite.json`):', '',
+           '| model | size | accuracy | same class as the SavedModel |',
+           '|---|---|---|---|',
+           f'| SavedModel | | {results["saved_model_accuracy"]:.2%} | |']
+  for kind, entry in results['models'].items():
+    lines.append(f'| `{entry["file"]}` | {entry["bytes"] / 2**20:.1f} MiB | '
+                 f'{entry["accuracy"]:.2%} | '
+                 f'{entry["agreement_with_saved_model"]:.2%} |')
+  return lines
+
+
 def main(argv=None) -> int:
   args = make_parser().parse_args(argv)
   model_path = served_model.locate(args.model)
@@ -127,6 +164,7 @@ def main(argv=None) -> int:
 
     in_process()  # Warm: the first load reads the files from disk.
     process_s, by_files = _timed(in_process, args.repeats)
+    load_s, _ = _timed(lambda: served_model.Model(model_path), args.repeats)
 
     def command():
       subprocess.run([sys.executable, '-m', 'predict', *flags], check=True,
@@ -142,26 +180,29 @@ def main(argv=None) -> int:
       f'## Predict speed: image files vs arrays in memory',
       '',
       report.machine_line(),
+      '',
       f'Load average (1, 5, 15 min) before: '
       f'{", ".join(f"{x:.2f}" for x in load_before)}; after: '
       f'{", ".join(f"{x:.2f}" for x in load_after)}.',
       '',
       f'{n:,} MNIST test images written as PNG files, batches of '
       f'{args.batch_size}, median of {args.repeats} runs '
-      '(`python -m benchmarks.predict_speed`).',
+      '(`python -m benchmarks.predict_speed`). ' + _model_line(model_path),
       '',
       '| path | seconds | images/s | vs serve_images |',
       '|---|---|---|---|',
   ]
   for name, seconds in (
       ('`serve_images`, uint8 arrays in memory', arrays_s),
-      ('predict, in process (files read, decoded in the graph, CSV written; '
-       'model loading included)', process_s),
-      ('`python -m predict` (Python and TensorFlow start-up included)',
-       command_s)):
+      ('predict, in process (files read, decoded in the graph, CSV written), '
+       'after loading the model', process_s - load_s),
+      ('`python -m predict` (Python and TensorFlow start-up and loading the '
+       'model included)', command_s)):
     lines.append(f'| {name} | {seconds:.2f} | {n / seconds:,.0f} | '
                  f'{arrays_s / seconds:.2f}x |')
+  lines += ['', f'Loading the model (in process): {load_s:.2f}s.']
   lines += ['', f'Same class as `serve_images` for {agree:.2%} of the images.']
+  lines += _tflite_lines(model_path)
   text = '\n'.join(lines)
   print(text)
   results_file.write_section(args.output, SECTION, text)

@@ -135,7 +135,8 @@ def _ranked(probabilities: np.ndarray, names: Sequence[str], top_k: int):
 def _summary(predicted: int, errors: List[inputs.Item], seconds: float,
              where: str) -> None:
   rate = f' ({predicted / seconds:,.0f} images/s)' if seconds > 0 else ''
-  print(f'Predicted {predicted:,} images in {seconds:.1f}s{rate}: {where}.',
+  images = 'image' if predicted == 1 else 'images'
+  print(f'Predicted {predicted:,} {images} in {seconds:.1f}s{rate}: {where}.',
         file=sys.stderr)
   if errors:
     print(f'{len(errors):,} could not be predicted (rows with an error):',
