@@ -7,9 +7,10 @@ transparency composited on white, then the trained channels (grey by
 Pillow's integer luma formula, which this reproduces exactly), then the
 trained size by stretching (no aspect kept, no crop) with a bilinear
 filter. Pillow's BILINEAR widens its triangle filter when it shrinks, as
-`tf.image.resize(..., 'bilinear', antialias=True)` does; the two differ by
-at most a grey level or so on a few pixels (tests/test_serve_image_bytes.py
-measures it).
+`tf.image.resize(..., 'bilinear', antialias=True)` does (Pillow first
+box-shrinks large images by a whole factor, and rounds differently): the
+two differ by a few grey levels on a few pixels
+(tests/test_serve_image_bytes.py holds them to that).
 
 Not reproduced: the EXIF orientation tag (TensorFlow's decoders ignore it,
 so a phone photo stored sideways is classified sideways), and GIF
@@ -18,14 +19,16 @@ transparency (TensorFlow decodes GIFs to RGB).
 
 import tensorflow as tf
 
+from modules import signatures
 from records import features
 
-# What tf.io.decode_image reads, by the files' first bytes.
-FORMATS = ('PNG', 'JPEG', 'GIF', 'BMP')
-_MAGIC = (b'\x89PNG', b'\xff\xd8\xff', b'GIF8', b'BM')
+FORMATS = tuple(signatures.IMAGE_FILE_MAGIC.values())
+_JPEG = next(magic for magic, name in signatures.IMAGE_FILE_MAGIC.items()
+             if name == 'JPEG')
 # Pillow's RGB to L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
 _LUMA = (19595, 38470, 7471)
-# As image_folder.TRANSPARENT_BACKGROUND (components are not imported here).
+# image_folder.TRANSPARENT_BACKGROUND (modules do not import components; the
+# RGBA and grey + alpha cases of tests/test_serve_image_bytes.py compare).
 _BACKGROUND = 255.0
 
 
@@ -33,7 +36,7 @@ def check_formats(files: tf.Tensor) -> tf.Operation:
   """Fails, naming the first offending position in the batch, unless every
   file starts as a PNG, JPEG, GIF or BMP file does."""
   known = tf.zeros_like(files, tf.bool)
-  for magic in _MAGIC:
+  for magic in signatures.IMAGE_FILE_MAGIC:
     known |= tf.equal(tf.strings.substr(files, 0, len(magic)), magic)
   first_bad = tf.argmax(tf.cast(tf.logical_not(known), tf.int32),
                         output_type=tf.int32)
@@ -90,7 +93,7 @@ def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
   # JPEG: the accurate integer IDCT, as Pillow's libjpeg uses; TensorFlow's
   # default (the fast one) shifts many pixels by a level or two.
   image = tf.cond(
-      tf.equal(tf.strings.substr(data, 0, 3), _MAGIC[1]),
+      tf.equal(tf.strings.substr(data, 0, len(_JPEG)), _JPEG),
       lambda: tf.io.decode_jpeg(data, dct_method='INTEGER_ACCURATE'),
       lambda: tf.io.decode_image(data, expand_animations=False,
                                  dtype=tf.uint8))

@@ -10,3 +10,7 @@ CLASSES = 'classes'
 CLASS_NAMES = 'class_names'
 # The serving model's assets.extra: class names and how it was trained.
 EXTRA_DIR = 'assets.extra'
+# The files serve_image_bytes takes (what tf.io.decode_image reads), by
+# their first bytes.
+IMAGE_FILE_MAGIC = {b'\x89PNG': 'PNG', b'\xff\xd8\xff': 'JPEG', b'GIF8': 'GIF',
+                    b'BM': 'BMP'}

@@ -290,13 +290,13 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
-  if chief:  # Needs no other worker: the chief alone converts.
-    tflite_export.export(model, geometry, tf_transform_output, sample_record,
-                         class_names, serving_model_dir, evaluation)
-  keras.mixed_precision.set_global_policy('float32')
   if task:
     # No worker returns before the chief's model is written: on Vertex AI
     # each worker's TFX executor checks that the serving model exists.
     _barrier(strategy)
+  if chief:  # After the barrier: the chief alone converts, needing no one.
+    tflite_export.export(model, geometry, tf_transform_output, sample_record,
+                         class_names, serving_model_dir, evaluation)
+  keras.mixed_precision.set_global_policy('float32')
   for directory in temporary:
     shutil.rmtree(directory)

@@ -11,10 +11,11 @@ import glob
 import os
 from typing import Iterable, Iterator, List, Optional
 
-# What the serve_image_bytes signature decodes (tf.io.decode_image).
+from modules import signatures
+
+# The names of the files serve_image_bytes decodes.
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.gif', '.bmp')
-_MAGIC = {b'\x89PNG': 'PNG', b'\xff\xd8\xff': 'JPEG', b'GIF8': 'GIF',
-          b'BM': 'BMP'}
+_MAGIC = signatures.IMAGE_FILE_MAGIC
 
 
 @dataclasses.dataclass
