@@ -16,13 +16,16 @@ setuptools.setup(
         include=['records', 'records.*', 'components', 'components.*',
                  'modules', 'modules.*', 'pipeline', 'pipeline.*',
                  'inspector', 'inspector.*', 'runners', 'runners.*',
-                 'kubeflow', 'kubeflow.*', 'data', 'data.*']),
-    package_data={'pipeline': ['schema/*/*.pbtxt'], 'inspector': ['templates/*']},
+                 'kubeflow', 'kubeflow.*', 'data', 'data.*',
+                 'predict', 'predict.*']),
+    package_data={'pipeline': ['schema/*/*.pbtxt'],
+                  'inspector': ['templates/*']},
     py_modules=['local_runner'],
     entry_points={
         'console_scripts': [
             'image-pipeline=local_runner:main',
             'image-pipeline-inspect=inspector.cli:main',
+            'image-pipeline-predict=predict.cli:main',
         ],
     },
 )

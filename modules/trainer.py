@@ -1,14 +1,19 @@
 """Trainer module: `run_fn` trains the CNN and exports the serving model.
 
-The exported SavedModel has two signatures, both preprocessing as the
+The exported SavedModel has three signatures, all preprocessing as the
 Transform graph does, so serving sees exactly what training saw:
-  serving_default  examples: [N] serialized tf.train.Example (label optional),
-                   through the whole Transform graph
-  serve_images     images:   uint8 [N, H, W] or [N, H, W, C], through its
-                   `transform.normalise` with the analyzers' values
-and both return probabilities (float32 [N, classes]) and classes (int64 [N]).
-The class names are in assets.extra/class_names.txt (line i names class i),
-and what was trained, and why, in assets.extra/training_plan.json.
+  serving_default    examples:    [N] serialized tf.train.Example (label
+                     optional), through the whole Transform graph
+  serve_images       images:      uint8 [N, H, W] or [N, H, W, C], through
+                     its `transform.normalise` with the analyzers' values
+  serve_image_bytes  image_bytes: [N] image files of any size and mode,
+                     converted as ImageExampleGen converts image folders
+                     (modules/image_files.py), then as serve_images
+and all return probabilities (float32 [N, classes]), classes (int64 [N])
+and class_names (string [N]). The class names are also in
+assets.extra/class_names.txt (line i names class i), what was trained, and
+why, in assets.extra/training_plan.json, and TensorFlow Lite files of the
+model in tflite/ (modules/tflite_export.py).
 
 On several workers (a TF_CONFIG cluster: Vertex AI's replicas, or the
 local processes of modules/local_workers.py) every worker runs run_fn
@@ -31,20 +36,21 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import cluster
 from modules import devices
+from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
 from modules import model as model_lib
 from modules import progress
+from modules import tflite_export
 from modules import training_plan
 from modules import transform
+from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
+                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
+                                PROBABILITIES, SERVING_SIGNATURE)
 from modules.training_config import TrainingConfig
 from records import decode
 from records import features
 
-SERVING_SIGNATURE = 'serving_default'
-IMAGES_SIGNATURE = 'serve_images'
-PROBABILITIES = 'probabilities'
-CLASSES = 'classes'
 # In the serving model's assets.extra: the network, why, and the budget.
 TRAINING_PLAN_FILE = 'training_plan.json'
 
@@ -69,7 +75,7 @@ def export_serving_model(model: keras.Model,
                          class_names: List[str], export_dir: str,
                          sample_record: bytes,
                          plan: Optional[Dict[str, Any]] = None) -> None:
-  """Saves `model` with the Transform graph and both serving signatures.
+  """Saves `model` with the Transform graph and the serving signatures.
 
   sample_record: any serialized record of the data, to read the
   normalisation the transform graph learnt.
@@ -83,12 +89,14 @@ def export_serving_model(model: keras.Model,
   geometry = image_geometry(tf_transform_output)
   mean, variance = transform.normalisation_constants(tf_transform_output,
                                                      sample_record)
+  names = tf.constant(class_names)
 
   def classify(inputs):
     logits = model(inputs, training=False)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
-    return {PROBABILITIES: probabilities,
-            CLASSES: tf.argmax(probabilities, axis=-1, output_type=tf.int64)}
+    classes = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
+    return {PROBABILITIES: probabilities, CLASSES: classes,
+            CLASS_NAMES: tf.gather(names, classes)}
 
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='examples')])
@@ -103,11 +111,18 @@ def export_serving_model(model: keras.Model,
     return classify(transform.normalise(decode.check_images(images, geometry),
                                         mean, variance))
 
+  @tf.function(input_signature=[
+      tf.TensorSpec([None], tf.string, name='image_bytes')])
+  def serve_image_bytes(image_bytes):
+    return classify(transform.normalise(
+        image_files.decode_files(image_bytes, geometry), mean, variance))
+
   model.save(export_dir, save_format='tf', signatures={
       SERVING_SIGNATURE: serve_examples,
       IMAGES_SIGNATURE: serve_images,
+      IMAGE_BYTES_SIGNATURE: serve_image_bytes,
   })
-  extra = os.path.join(export_dir, 'assets.extra')
+  extra = os.path.join(export_dir, EXTRA_DIR)
   tf.io.gfile.makedirs(extra)
   features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
                              class_names)
@@ -237,19 +252,23 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
             callbacks=callbacks, verbose=0)
+  sample_record = input_pipeline.first_record(fn_args.train_files)
   export_serving_model(
       model, tf_transform_output, class_names, serving_model_dir,
-      input_pipeline.first_record(fn_args.train_files),
+      sample_record,
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry),
        'learning_rate': config.learning_rate,
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
-  keras.mixed_precision.set_global_policy('float32')
   if task:
     # No worker returns before the chief's model is written: on Vertex AI
     # each worker's TFX executor checks that the serving model exists.
     _barrier(strategy)
+  if chief:  # After the barrier: the chief alone converts, needing no one.
+    tflite_export.export(model, geometry, tf_transform_output, sample_record,
+                         class_names, serving_model_dir, evaluation)
+  keras.mixed_precision.set_global_policy('float32')
   for directory in temporary:
     shutil.rmtree(directory)

@@ -17,13 +17,15 @@ from tests.local_run import PROJECT_DIR
 # and modules know the record format; the DAG knows components and modules;
 # the inspect tool reads what the DAG wrote; the runners' shared machinery
 # uses the DAG and the inspect tool; the runners and data tools use anything
-# below them.
+# below them. The predict tool is a client of the served model: it knows the
+# record format and the model's interface (modules), nothing of the DAG.
 ALLOWED = {
     'records': set(),
     'components': {'records'},
     'modules': {'records'},
     'pipeline': {'records', 'components', 'modules'},
     'inspector': {'records', 'modules', 'pipeline'},
+    'predict': {'records', 'modules'},
     'runners': {'records', 'components', 'modules', 'pipeline', 'inspector'},
     'data': {'records', 'components'},
     'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runners'},

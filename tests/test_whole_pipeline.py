@@ -95,7 +95,8 @@ def test_both_signatures_answer_and_agree(pushed):
   tmp, written, _ = pushed
   path = serving.latest_pushed_model(str(tmp / 'out' / 'serving_model'))
   model = tf.saved_model.load(path)
-  assert set(model.signatures) == {'serving_default', 'serve_images'}
+  assert set(model.signatures) == {'serving_default', 'serve_images',
+                                  'serve_image_bytes'}
   with open(os.path.join(path, 'assets.extra', 'class_names.txt')) as f:
     assert f.read().split() == [str(i) for i in range(10)]
 

@@ -1,0 +1,116 @@
+"""Image files of any size and mode to the trained geometry, in TensorFlow.
+
+The `serve_image_bytes` signature runs this on the files it is sent, so it
+must convert them as ImageExampleGen converted the image folders the model
+was trained on (components/image_example_gen/image_folder.py, with Pillow):
+transparency composited on white, then the trained channels (grey by
+Pillow's integer luma formula, which this reproduces exactly), then the
+trained size by stretching (no aspect kept, no crop) with a bilinear
+filter. Pillow's BILINEAR widens its triangle filter when it shrinks, as
+`tf.image.resize(..., 'bilinear', antialias=True)` does (Pillow first
+box-shrinks large images by a whole factor, and rounds differently): the
+two differ by a few grey levels on a few pixels
+(tests/test_serve_image_bytes.py holds them to that).
+
+Not reproduced: the EXIF orientation tag (TensorFlow's decoders ignore it,
+so a phone photo stored sideways is classified sideways), and GIF
+transparency (TensorFlow decodes GIFs to RGB).
+"""
+
+import tensorflow as tf
+
+from modules import signatures
+from records import features
+
+FORMATS = tuple(signatures.IMAGE_FILE_MAGIC.values())
+_JPEG = next(magic for magic, name in signatures.IMAGE_FILE_MAGIC.items()
+             if name == 'JPEG')
+# Pillow's RGB to L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
+_LUMA = (19595, 38470, 7471)
+# image_folder.TRANSPARENT_BACKGROUND (modules do not import components; the
+# RGBA and grey + alpha cases of tests/test_serve_image_bytes.py compare).
+_BACKGROUND = 255.0
+
+
+def check_formats(files: tf.Tensor) -> tf.Operation:
+  """Fails, naming the first offending position in the batch, unless every
+  file starts as a PNG, JPEG, GIF or BMP file does."""
+  known = tf.zeros_like(files, tf.bool)
+  for magic in signatures.IMAGE_FILE_MAGIC:
+    known |= tf.equal(tf.strings.substr(files, 0, len(magic)), magic)
+  first_bad = tf.argmax(tf.cast(tf.logical_not(known), tf.int32),
+                        output_type=tf.int32)
+  return tf.debugging.Assert(
+      tf.reduce_all(known),
+      ['image_bytes: the file at batch position', first_bad,
+       f'is not a {", ".join(FORMATS)} file'])
+
+
+def _to_rgb(image: tf.Tensor) -> tf.Tensor:
+  """uint8 [H, W, 1..4] as decoded to float [H, W, 3], alpha composited."""
+  pixels = tf.cast(image, tf.float32)
+  channels = tf.shape(image)[-1]
+
+  def composite(colour, alpha):
+    alpha = alpha / 255.0
+    return colour * alpha + _BACKGROUND * (1.0 - alpha)
+
+  def grey():
+    return tf.tile(pixels[..., :1], [1, 1, 3])
+
+  def grey_alpha():
+    return tf.tile(composite(pixels[..., :1], pixels[..., 1:2]), [1, 1, 3])
+
+  def rgb():
+    return pixels[..., :3]
+
+  def rgba():
+    return composite(pixels[..., :3], pixels[..., 3:4])
+
+  return tf.round(tf.switch_case(channels - 1, [grey, grey_alpha, rgb, rgba]))
+
+
+def _to_channels(rgb: tf.Tensor, channels: int) -> tf.Tensor:
+  if channels == 3:
+    return rgb
+  weighted = tf.cast(rgb, tf.int32) * tf.constant(_LUMA, tf.int32)
+  return tf.cast(tf.bitwise.right_shift(
+      tf.reduce_sum(weighted, axis=-1, keepdims=True) + 0x8000, 16),
+                 tf.float32)
+
+
+def _resize(image: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
+  size = tf.shape(image)[:2]
+  same = tf.reduce_all(tf.equal(size, [geometry.height, geometry.width]))
+  return tf.cond(
+      same, lambda: image,
+      lambda: tf.image.resize(image, [geometry.height, geometry.width],
+                              'bilinear', antialias=True))
+
+
+def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
+  """One encoded image (a scalar string) to uint8 pixels of `geometry`."""
+  # JPEG: the accurate integer IDCT, as Pillow's libjpeg uses; TensorFlow's
+  # default (the fast one) shifts many pixels by a level or two.
+  image = tf.cond(
+      tf.equal(tf.strings.substr(data, 0, len(_JPEG)), _JPEG),
+      lambda: tf.io.decode_jpeg(data, dct_method='INTEGER_ACCURATE'),
+      lambda: tf.io.decode_image(data, expand_animations=False,
+                                 dtype=tf.uint8))
+  image = _resize(_to_channels(_to_rgb(image), geometry.channels), geometry)
+  pixels = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
+  return tf.ensure_shape(pixels, geometry.shape)
+
+
+def decode_files(files: tf.Tensor,
+                 geometry: features.ImageGeometry) -> tf.Tensor:
+  """Encoded images, string [N], to uint8 [N, H, W, C] of `geometry`.
+
+  One file that is not an image fails the whole batch: a serving graph
+  answers a request or rejects it.
+  """
+  with tf.control_dependencies([check_formats(files)]):
+    files = tf.identity(files)
+  return tf.map_fn(lambda data: decode_file(data, geometry), files,
+                   fn_output_signature=tf.TensorSpec(geometry.shape, tf.uint8),
+                   parallel_iterations=16)

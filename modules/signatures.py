@@ -1,0 +1,16 @@
+"""The served model's interface by name: its signatures and their outputs
+(modules/trainer.py exports them). Light to import, for clients such as
+the predict tool."""
+
+SERVING_SIGNATURE = 'serving_default'
+IMAGES_SIGNATURE = 'serve_images'
+IMAGE_BYTES_SIGNATURE = 'serve_image_bytes'
+PROBABILITIES = 'probabilities'
+CLASSES = 'classes'
+CLASS_NAMES = 'class_names'
+# The serving model's assets.extra: class names and how it was trained.
+EXTRA_DIR = 'assets.extra'
+# The files serve_image_bytes takes (what tf.io.decode_image reads), by
+# their first bytes.
+IMAGE_FILE_MAGIC = {b'\x89PNG': 'PNG', b'\xff\xd8\xff': 'JPEG', b'GIF8': 'GIF',
+                    b'BM': 'BMP'}

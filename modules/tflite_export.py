@@ -1,0 +1,166 @@
+"""TensorFlow Lite files of the trained model, for on-device use.
+
+Written into the exported SavedModel's TFLITE_DIR, so the Pusher copies
+them with the model version they were made from:
+  model_float32.tflite        the model as trained
+  model_dynamic_range.tflite  weights quantised to 8 bits (dynamic range)
+  class_names.txt             line i names class i
+  tflite.json                 RESULTS_FILE: each file's size and accuracy
+Each takes what `serve_images` takes, uint8 images [N, H, W, C] of the
+trained geometry (batch first; resize the input tensor for N > 1), and
+returns class probabilities, float32 [N, classes]. The normalisation is
+inside, with the constants the Transform learnt; the graph is TFLite
+builtins only (no SELECT_TF_OPS), and it checks nothing: the caller sends
+the right geometry.
+
+Accuracy is measured on the first EVAL_RECORDS records of the eval split,
+for the SavedModel and each file on the same pixels, so the comparison is
+paired and the Trainer spends seconds on it, not minutes.
+"""
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Dict, Iterator, List, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_transform as tft
+import tf_keras as keras
+
+from modules import transform
+from records import features
+
+TFLITE_DIR = 'tflite'
+FILES = {'float32': 'model_float32.tflite',
+         'dynamic_range': 'model_dynamic_range.tflite'}
+RESULTS_FILE = 'tflite.json'
+EVAL_RECORDS = 2000
+_BATCH = 200
+
+
+def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
+                     mean: np.ndarray, variance: np.ndarray):
+  """uint8 [N, H, W, C] -> probabilities, as a concrete function."""
+
+  @tf.function(input_signature=[
+      tf.TensorSpec([None, *geometry.shape], tf.uint8, name='images')])
+  def classify(images):
+    logits = model(transform.normalise(images, mean, variance), training=False)
+    return tf.nn.softmax(tf.cast(logits, tf.float32))
+
+  return classify.get_concrete_function()
+
+
+@contextlib.contextmanager
+def _stderr_to_log() -> Iterator[None]:
+  """The converter and the interpreter log from C++ straight to file
+  descriptor 2, whatever TF_CPP_MIN_LOG_LEVEL says, and the pipeline's
+  console shows only its own lines: their lines go to the log instead."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      yield
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      text = captured.read().decode(errors='replace').strip()
+      if text:
+        logging.info('TensorFlow Lite: %s', text)
+
+
+def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+      [concrete_function], model)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  if quantise:
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  return converter.convert()
+
+
+def tflite_probabilities(model_content: bytes, images: np.ndarray) -> np.ndarray:
+  """Runs a .tflite file's model on uint8 images [N, H, W, C]."""
+  interpreter = tf.lite.Interpreter(model_content=model_content)
+  [inputs], [outputs] = (interpreter.get_input_details(),
+                         interpreter.get_output_details())
+  out = []
+  for start in range(0, len(images), _BATCH):
+    batch = images[start:start + _BATCH]
+    interpreter.resize_tensor_input(inputs['index'], batch.shape)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(inputs['index'], batch)
+    interpreter.invoke()
+    out.append(interpreter.get_tensor(outputs['index']))
+  return np.concatenate(out)
+
+
+def eval_sample(dataset: tf.data.Dataset, mean: np.ndarray,
+                variance: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """(uint8 pixels, labels) of the first EVAL_RECORDS of the Trainer's
+  eval dataset (batches of (normalised images, labels)).
+
+  The Trainer reads the eval split only through the Transform graph, which
+  outputs normalised floats: the pixels are those, un-normalised and
+  rounded, which recovers the uint8 values exactly.
+  """
+  images, labels = [], []
+  for batch_images, batch_labels in dataset.unbatch().take(
+      EVAL_RECORDS).batch(_BATCH):
+    images.append(batch_images.numpy())
+    labels.append(batch_labels.numpy())
+  if not images:
+    raise ValueError('the eval split holds no records to measure the '
+                     'TFLite models on')
+  normalised = np.concatenate(images)
+  scale = np.sqrt(variance + transform.VARIANCE_EPSILON)
+  pixels = np.round((normalised * scale + mean) * 255.0)
+  return (np.clip(pixels, 0, 255).astype(np.uint8),
+          np.concatenate(labels).reshape(-1))
+
+
+def export(model: keras.Model, geometry: features.ImageGeometry,
+           tf_transform_output: tft.TFTransformOutput, sample_record: bytes,
+           class_names: List[str], export_dir: str,
+           eval_dataset: tf.data.Dataset) -> Dict[str, Any]:
+  """Writes the TFLite files, the class names and RESULTS_FILE into
+  export_dir/TFLITE_DIR; returns what RESULTS_FILE holds."""
+  mean, variance = transform.normalisation_constants(tf_transform_output,
+                                                     sample_record)
+  concrete = pixel_classifier(model, geometry, mean, variance)
+  pixels, labels = eval_sample(eval_dataset, mean, variance)
+  reference = concrete(tf.constant(pixels)).numpy().argmax(axis=1)
+  directory = os.path.join(export_dir, TFLITE_DIR)
+  tf.io.gfile.makedirs(directory)
+  features.write_class_names(
+      os.path.join(directory, features.CLASS_NAMES_FILE), class_names)
+  results = {
+      'input': {'name': 'images', 'dtype': 'uint8',
+                'shape': [-1, *geometry.shape]},
+      'output': {'dtype': 'float32', 'shape': [-1, len(class_names)],
+                 'what': 'class probabilities'},
+      'select_tf_ops': False,
+      'eval_records': int(len(labels)),
+      'saved_model_accuracy': float((reference == labels).mean()),
+      'models': {},
+  }
+  for kind, name in FILES.items():
+    with _stderr_to_log():
+      content = convert(concrete, model, quantise=kind != 'float32')
+      predicted = tflite_probabilities(content, pixels).argmax(axis=1)
+    with tf.io.gfile.GFile(os.path.join(directory, name), 'wb') as f:
+      f.write(content)
+    results['models'][kind] = {
+        'file': name,
+        'bytes': len(content),
+        'accuracy': float((predicted == labels).mean()),
+        'agreement_with_saved_model': float((predicted == reference).mean()),
+    }
+  with tf.io.gfile.GFile(os.path.join(directory, RESULTS_FILE), 'w') as f:
+    json.dump(results, f, indent=1, sort_keys=True)
+  return results

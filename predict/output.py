@@ -1,0 +1,52 @@
+"""Prediction rows as CSV or JSON Lines, written as they come.
+
+A row: the path, the most likely class and its probability, the next
+classes of the top k with theirs, and `error` (empty, or why the file could
+not be predicted: then the class columns are empty).
+  CSV:        path,class,probability,class_2,probability_2,...,error
+  JSON Lines: {"path", "class", "probability", "top_k": [{"class",
+              "probability"}, ...], "error"}
+"""
+
+import csv
+import json
+from typing import IO, List, Optional, Sequence, Tuple
+
+FORMATS = ('csv', 'jsonl')
+
+Ranked = Sequence[Tuple[str, float]]  # (class name, probability), best first.
+
+
+def format_for(path: Optional[str]) -> str:
+  """The format a file name asks for: JSON Lines for .jsonl/.json, CSV
+  otherwise (also on stdout)."""
+  return 'jsonl' if path and path.lower().endswith(('.jsonl', '.json')) else 'csv'
+
+
+class Writer:
+
+  def __init__(self, stream: IO[str], format_: str, top_k: int):
+    self._stream, self._format, self._top_k = stream, format_, top_k
+    if format_ == 'csv':
+      self._csv = csv.writer(stream, lineterminator='\n')
+      header: List[str] = ['path', 'class', 'probability']
+      for rank in range(2, top_k + 1):
+        header += [f'class_{rank}', f'probability_{rank}']
+      self._csv.writerow(header + ['error'])
+
+  def row(self, path: str, ranked: Ranked = (), error: str = '') -> None:
+    if self._format == 'jsonl':
+      top = [{'class': name, 'probability': round(p, 6)} for name, p in ranked]
+      self._stream.write(json.dumps({
+          'path': path,
+          'class': top[0]['class'] if top else None,
+          'probability': top[0]['probability'] if top else None,
+          'top_k': top, 'error': error or None}) + '\n')
+      return
+    cells = [path]
+    for rank in range(self._top_k):
+      if rank < len(ranked):
+        cells += [ranked[rank][0], f'{ranked[rank][1]:.6f}']
+      else:
+        cells += ['', '']
+    self._csv.writerow(cells + [error])

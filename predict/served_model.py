@@ -1,0 +1,66 @@
+"""Finding and loading the served model to predict with."""
+
+import os
+from typing import List
+
+from modules import signatures
+from records import features
+
+SAVED_MODEL_FILE = 'saved_model.pb'
+# Where a pipeline run pushes its models: OUT/serving_model/<version>/.
+SERVING_MODEL_DIR = 'serving_model'
+
+EXPECTED = ('a SavedModel folder (holding saved_model.pb), a folder of '
+            'pushed versions (<version>/saved_model.pb), or a pipeline '
+            f'output directory (OUT/{SERVING_MODEL_DIR}/<version>/)')
+
+
+class ModelNotFound(Exception):
+  pass
+
+
+def _newest_version(directory: str) -> str:
+  versions = [entry for entry in os.listdir(directory) if entry.isdigit() and
+              os.path.isfile(os.path.join(directory, entry, SAVED_MODEL_FILE))]
+  return (os.path.join(directory, max(versions, key=int)) if versions
+          else '')
+
+
+def locate(path: str) -> str:
+  """The SavedModel folder `path` means: itself, its newest pushed version,
+  or the newest version its pipeline output pushed."""
+  if not os.path.isdir(path):
+    raise ModelNotFound(f'{path}: no such folder; expected {EXPECTED}')
+  if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+    return path
+  for directory in (path, os.path.join(path, SERVING_MODEL_DIR)):
+    if os.path.isdir(directory):
+      newest = _newest_version(directory)
+      if newest:
+        return newest
+  raise ModelNotFound(f'{path}: no served model in it; expected {EXPECTED}')
+
+
+class Model:
+  """A served model's `serve_image_bytes` signature and class names."""
+
+  def __init__(self, path: str):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    self.path = path
+    loaded = tf.saved_model.load(path)
+    if signatures.IMAGE_BYTES_SIGNATURE not in loaded.signatures:
+      raise ModelNotFound(
+          f'{path}: the model has no {signatures.IMAGE_BYTES_SIGNATURE} '
+          f'signature (it has {", ".join(sorted(loaded.signatures))}): it '
+          'was exported before image files could be served; train it again')
+    self._loaded = loaded  # Keeps the signature's variables alive.
+    self._serve = loaded.signatures[signatures.IMAGE_BYTES_SIGNATURE]
+    self._tf = tf
+    self.class_names: List[str] = features.read_class_names(
+        os.path.join(path, signatures.EXTRA_DIR, features.CLASS_NAMES_FILE))
+
+  def probabilities(self, files: List[bytes]):
+    """float32 [len(files), classes]; raises tf.errors.InvalidArgumentError
+    if any file cannot be decoded."""
+    out = self._serve(image_bytes=self._tf.constant(files, self._tf.string))
+    return out[signatures.PROBABILITIES].numpy()

@@ -1,0 +1,178 @@
+"""The predict tool (`image-pipeline-predict`, `python -m predict`) on a tiny
+model trained by the Trainer's run_fn and placed as a pipeline pushes it."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from modules import signatures
+from predict import cli
+from predict import inputs
+from records import features
+from tests import local_run
+from tests import tiny_models
+
+VERSION = '1700000000'
+
+
+@pytest.fixture(scope='module')
+def served(tmp_path_factory):
+  """(pipeline output dir, eval images, their classes and names through
+  serve_images)."""
+  tmp = tmp_path_factory.mktemp('predict')
+  path, written = tiny_models.train(tmp, features.MNIST_GEOMETRY)
+  out = tmp / 'out'
+  shutil.copytree(path, out / 'serving_model' / VERSION)
+  images, _ = written['t10k']
+  answer = tf.saved_model.load(path).signatures[signatures.IMAGES_SIGNATURE](
+      images=tf.constant(images))
+  names = [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()]
+  return out, images, answer[signatures.PROBABILITIES].numpy(), names
+
+
+def _png(pixels) -> bytes:
+  buffer = io.BytesIO()
+  Image.fromarray(pixels).save(buffer, 'PNG')
+  return buffer.getvalue()
+
+
+def _write(path, data: bytes):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'wb') as f:
+    f.write(data)
+  return str(path)
+
+
+def _run(capsys, *argv):
+  code = cli.main([str(a) for a in argv])
+  captured = capsys.readouterr()
+  return code, captured.out, captured.err
+
+
+def test_files_folders_and_globs_are_predicted_as_serve_images(
+    served, tmp_path, capsys):
+  out, images, probabilities, names = served
+  # Folders nest; a hidden file and a file of another kind are not images.
+  folder = [_write(tmp_path / 'a' / f'{i // 5}' / f'{i}.png', _png(images[i]))
+            for i in range(12)]
+  _write(tmp_path / 'a' / '.hidden.png', _png(images[0]))
+  _write(tmp_path / 'a' / 'notes.txt', b'not an image')
+  globbed = [_write(tmp_path / 'b' / f'{i}.PNG', _png(images[i]))
+             for i in range(12, 15)]
+  named = _write(tmp_path / '15.image', _png(images[15]))  # Named: tried.
+  table = tmp_path / 'rows.csv'
+  code, stdout, stderr = _run(
+      capsys, out, tmp_path / 'a', str(tmp_path / 'b' / '*.PNG'), named,
+      '-o', table, '--batch-size', '5', '--top-k', '3')
+  assert code == 0 and stdout == ''
+  with open(table) as f:
+    rows = list(csv.DictReader(f))
+  assert [r['path'] for r in rows] == sorted(
+      folder, key=lambda p: (os.path.dirname(p), os.path.basename(p))
+  ) + globbed + [named]
+  order = [int(os.path.basename(r['path']).split('.')[0]) for r in rows]
+  assert [r['class'] for r in rows] == [names[i] for i in order]
+  np.testing.assert_allclose([float(r['probability']) for r in rows],
+                             probabilities[order].max(axis=1), atol=1e-5)
+  for row, i in zip(rows, order):
+    second = np.argsort(-probabilities[i])[1]
+    assert float(row['probability_2']) == pytest.approx(
+        probabilities[i][second], abs=1e-5)
+    assert row['error'] == ''
+  assert list(rows[0]) == ['path', 'class', 'probability', 'class_2',
+                           'probability_2', 'class_3', 'probability_3',
+                           'error']
+  assert f'Predicted 16 images in' in stderr
+  assert os.path.join('serving_model', VERSION) in stderr
+
+
+def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
+    served, tmp_path, capsys):
+  out, images, _, names = served
+  good = [_write(tmp_path / f'{i}.png', _png(images[i])) for i in range(3)]
+  empty = _write(tmp_path / 'empty.png', b'')
+  text = _write(tmp_path / 'text.png', b'hello, not a PNG')
+  cut = _write(tmp_path / 'cut.png', _png(images[3])[:60])
+  missing = str(tmp_path / 'missing.png')
+  code, stdout, stderr = _run(
+      capsys, out, good[0], empty, good[1], text, cut, missing, good[2],
+      '--format', 'jsonl', '--batch-size', '4', '--top-k', '50')
+  assert code == 0
+  rows = [json.loads(line) for line in stdout.splitlines()]
+  assert [r['path'] for r in rows] == [good[0], empty, good[1], text, cut,
+                                       missing, good[2]]
+  errors = {r['path']: r['error'] for r in rows if r['error']}
+  assert set(errors) == {empty, text, cut, missing}
+  assert 'empty' in errors[empty]
+  assert 'not an image file' in errors[text]
+  assert 'cannot decode' in errors[cut]
+  assert 'no such file' in errors[missing]
+  for row, i in zip((rows[0], rows[2], rows[6]), range(3)):
+    assert row['class'] == names[i]
+    assert len(row['top_k']) == 10  # --top-k above the classes: all of them.
+    assert row['top_k'][0]['class'] == row['class']
+  assert 'Predicted 3 images' in stderr
+  assert '4 could not be predicted' in stderr
+  for path in errors:
+    assert path in stderr
+
+
+def test_nothing_predicted_is_a_failure(served, tmp_path, capsys):
+  out = served[0]
+  bad = _write(tmp_path / 'bad.png', b'junk')
+  code, _, stderr = _run(capsys, out, bad)
+  assert code == 1
+  assert 'Predicted 0 images' in stderr and bad in stderr
+
+
+@pytest.mark.parametrize('make', ['missing', 'empty', 'no versions'])
+def test_no_model_is_one_line_saying_what_was_expected(tmp_path, make):
+  model = tmp_path / 'model'
+  if make != 'missing':
+    model.mkdir()
+  if make == 'no versions':
+    (model / 'serving_model' / '3').mkdir(parents=True)  # No saved_model.pb.
+  image = _write(tmp_path / 'x.png', _png(np.zeros((28, 28), np.uint8)))
+  result = subprocess.run(
+      [sys.executable, '-m', 'predict', str(model), image],
+      capture_output=True, text=True, cwd=local_run.PROJECT_DIR, timeout=300)
+  assert result.returncode == 1
+  assert result.stdout == ''
+  [line] = result.stderr.splitlines()
+  assert line.startswith(f'error: {model}') and 'saved_model.pb' in line
+  assert 'serving_model/<version>' in line
+
+
+def test_a_model_given_as_its_version_or_its_versions_folder(
+    served, tmp_path, capsys):
+  out, images, _, names = served
+  image = _write(tmp_path / 'x.png', _png(images[0]))
+  for model in (out / 'serving_model', out / 'serving_model' / VERSION):
+    code, stdout, _ = _run(capsys, model, image)
+    assert code == 0
+    assert next(csv.DictReader(io.StringIO(stdout)))['class'] == names[0]
+
+
+def test_files_are_read_one_batch_at_a_time(tmp_path):
+  paths = [_write(tmp_path / f'{i}.png', b'\x89PNG...') for i in range(10)]
+  handed_out = []
+
+  def items():
+    for path in paths:
+      handed_out.append(path)
+      yield inputs.Item(path)
+
+  batches = inputs.batches(items(), 4)
+  first = next(batches)
+  assert [item.path for item in first] == paths[:4]
+  assert handed_out == paths[:4]  # Nothing read ahead of the batch.
+  assert [len(b) for b in batches] == [4, 2]

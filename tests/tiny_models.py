@@ -1,0 +1,39 @@
+"""A served model trained in seconds, without the DAG: ImageExampleGen's
+executor and tf.Transform through real Beam, then the Trainer's run_fn, as
+the Trainer component calls it."""
+
+import os
+
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+from components.image_example_gen.options import ImageExampleGenOptions
+from modules import trainer
+from modules.training_config import Budget, TrainingConfig
+from records import features
+from tests import artifacts
+from tests import datasets
+
+
+def train(tmp, geometry: features.ImageGeometry, train_records: int = 200,
+          eval_records: int = 60, steps: int = 40):
+  """Trains on tiny learnable data (datasets.images_and_labels) of
+  `geometry`; returns (the exported model's directory, {split: (images,
+  labels)} as written)."""
+  written = datasets.write_idx_dataset(
+      str(tmp / 'in'), {'train': train_records, 't10k': eval_records},
+      geometry)
+  examples = artifacts.run_example_gen(
+      tmp / 'in', tmp / 'examples', ImageExampleGenOptions(num_shards=2))
+  patterns = {split: os.path.join(examples.uri, f'Split-{split}', '*')
+              for split in ('train', 'eval')}
+  artifacts.make_transform_output(patterns['train'], geometry,
+                                  str(tmp / 'transform'))
+  config = TrainingConfig(budget=Budget(epochs=2), batch_size=16)
+  serving = str(tmp / 'serving')
+  trainer.run_fn(FnArgs(
+      train_files=[patterns['train']], eval_files=[patterns['eval']],
+      train_steps=steps, eval_steps=None,
+      transform_graph_path=str(tmp / 'transform'),
+      serving_model_dir=serving, model_run_dir=str(tmp / 'model_run'),
+      custom_config={'training': config.to_dict()}))
+  return serving, written
