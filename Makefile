@@ -18,7 +18,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
-# Side-by-side benchmarks into BENCHMARKS.md (README: Benchmarks).
+# Side-by-side benchmarks into BENCHMARKS.md (docs/development.md: Benchmarks).
 bench: $(STAMP)
 	$(VENV)/bin/python -m benchmarks $(ARGS)
 

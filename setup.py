@@ -17,7 +17,7 @@ setuptools.setup(
                  'modules', 'modules.*', 'pipeline', 'pipeline.*',
                  'inspector', 'inspector.*', 'runners', 'runners.*',
                  'kubeflow', 'kubeflow.*', 'data', 'data.*']),
-    package_data={'pipeline': ['schema/*/*.pbtxt']},
+    package_data={'pipeline': ['schema/*/*.pbtxt'], 'inspector': ['templates/*']},
     py_modules=['local_runner'],
     entry_points={
         'console_scripts': [

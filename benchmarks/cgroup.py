@@ -1,11 +1,8 @@
 """A cgroup v1 memory limit around one process tree, for the scale
-benchmark's capped run: the limit is enforced by the kernel (past it, the
-OOM killer ends a process of the tree), and the group reports its peak.
-
-The group is made inside the memory cgroup this process runs in, so the
-run stays accounted wherever the caller's is. Making one needs root and a
-cgroup v1 memory hierarchy; `make` says why not otherwise.
-"""
+benchmark's capped run: the kernel enforces it (the OOM killer ends a
+process of the tree past it), and the group reports its peak. The group is
+made inside this process's own memory cgroup, so the run stays accounted
+wherever the caller's is; it needs root and a cgroup v1 hierarchy."""
 
 import os
 import time
@@ -35,11 +32,9 @@ class Group:
     return int(self._read('memory.max_usage_in_bytes'))
 
   def oom_kills(self) -> int:
-    for line in self._read('memory.oom_control').splitlines():
-      key, _, value = line.partition(' ')
-      if key == 'oom_kill':
-        return int(value)
-    return 0
+    fields = dict(line.split(' ', 1) for line in
+                  self._read('memory.oom_control').splitlines())
+    return int(fields.get('oom_kill', 0))
 
   def remove(self, timeout_s: float = 60) -> None:
     """Removes the group once its processes are gone."""
@@ -52,19 +47,12 @@ class Group:
     os.rmdir(self.path)
 
 
-def _own_group() -> Optional[str]:
-  """This process's memory cgroup, relative to the v1 hierarchy."""
-  with open('/proc/self/cgroup') as f:
-    for line in f:
-      _, controllers, path = line.rstrip('\n').split(':', 2)
-      if 'memory' in controllers.split(','):
-        return path
-  return None
-
-
 def make(name: str, limit_bytes: int) -> Tuple[Optional[Group], str]:
   """(the group, '') or (None, why it cannot be made)."""
-  own = _own_group()
+  with open('/proc/self/cgroup') as f:  # This process's memory cgroup.
+    own = next((path for _, controllers, path in
+                (line.rstrip('\n').split(':', 2) for line in f)
+                if 'memory' in controllers.split(',')), None)
   if own is None or not os.path.isdir(MOUNT):
     return None, f'no cgroup v1 memory hierarchy ({MOUNT})'
   if os.geteuid() != 0:
@@ -74,13 +62,10 @@ def make(name: str, limit_bytes: int) -> Tuple[Optional[Group], str]:
     os.mkdir(path)
   except OSError as e:
     return None, f'cannot make a memory cgroup in {os.path.dirname(path)}: {e}'
-  group = Group(path)
-  with open(os.path.join(path, 'memory.limit_in_bytes'), 'w') as f:
-    f.write(str(limit_bytes))
   # Where swap is accounted, the limit covers it too (no swapping instead
   # of the cap).
-  memsw = os.path.join(path, 'memory.memsw.limit_in_bytes')
-  if os.path.exists(memsw):
-    with open(memsw, 'w') as f:
-      f.write(str(limit_bytes))
-  return group, ''
+  for limit in ('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes'):
+    if os.path.exists(os.path.join(path, limit)):
+      with open(os.path.join(path, limit), 'w') as f:
+        f.write(str(limit_bytes))
+  return Group(path), ''

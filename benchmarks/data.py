@@ -38,12 +38,10 @@ def write_subset(data_dir: str, out_dir: str, fraction: float) -> int:
   os.makedirs(out_dir, exist_ok=True)
   total = 0
   for split, (images, labels) in load(data_dir).items():
-    prefix = SPLIT_PREFIXES[split]
     n = max(1, int(len(labels) * fraction))
-    idx.write(os.path.join(out_dir, f'{prefix}-images-idx3-ubyte.gz'),
-              images[:n])
-    idx.write(os.path.join(out_dir, f'{prefix}-labels-idx1-ubyte.gz'),
-              labels[:n])
+    for kind, array in (('images-idx3', images), ('labels-idx1', labels)):
+      idx.write(os.path.join(out_dir, f'{SPLIT_PREFIXES[split]}-{kind}-ubyte.gz'),
+                array[:n])
     total += n
   return total
 
@@ -52,6 +50,10 @@ def count(data_dir: str) -> int:
   return sum(len(labels) for _, labels in load(data_dir).values())
 
 
-def bytes_on_disk(directory: str) -> int:
-  return sum(os.path.getsize(os.path.join(root, name))
-             for root, _, names in os.walk(directory) for name in names)
+def bytes_on_disk(pattern: str) -> int:
+  """Bytes of the files `pattern` matches, and of those under the
+  directories it matches."""
+  paths = glob.glob(pattern)
+  paths += [os.path.join(folder, name) for top in paths
+            for folder, _, names in os.walk(top) for name in names]
+  return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))

@@ -1,97 +1,160 @@
-"""How records should hold the pixels: raw, PNG or JPEG, at 96x96x3 and
-224x224x3; and Keras's image_dataset_from_directory against ours at 96x96x3.
+"""The encodings section: raw, PNG or JPEG records of the shapes dataset
+(data/shapes.py) at each size, converted by our ExampleGen and read by the
+Trainer's input_fn; and Keras's image_dataset_from_directory on the same
+folder, normalised as ours."""
 
-  .venv/bin/python -m benchmarks --section encodings
-
-For each size, the shapes dataset (data/shapes.py, 300 training images per
-class, PNG files) is converted by our ExampleGen with each
-`--image-encoding`, and one epoch of the train split is read by the
-Trainer's input_fn (folder_input.py: batch 128, parse + transform graph,
-PNG/JPEG decoded in the graph): cold (a fresh dataset's first epoch, the
-records read and decoded) and cached (its second epoch, from tf.data's
-cache of the raw records, so PNG/JPEG are decoded again). Bytes: the
-train split's gzipped TFRecord shards on disk. At 96x96x3 Keras's
-image_dataset_from_directory reads the same folder (cold: decoding every
-PNG file; cached: .cache() after decoding). The last table is the default
-pipeline/knobs.py derives from these figures for each size.
-"""
-
+import dataclasses
 import os
 from typing import Dict, List
 
-from benchmarks import folder_input
-from benchmarks.timing import rate_rows
-from modules.training_config import TrainingConfig
-from pipeline.knobs import DataConfig
+from benchmarks import data
+from benchmarks import runs
+from benchmarks.figures import Figure, header, rate_rows, row, table, timed
 from records import features
 
 SIZES = (96, 224)
 KERAS_SIZE = 96
 PER_CLASS = 300
 QUICK_PER_CLASS = 3
+IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 
 
-def run(work_dir: str, quick: bool, repetitions: int, header: str) -> str:
-  per_class = QUICK_PER_CLASS if quick else PER_CLASS
-  results: Dict[int, folder_input.Result] = {}
+@dataclasses.dataclass
+class Result:
+  geometry: features.ImageGeometry
+  images: int  # Training images, read once per epoch.
+  conversion_s: Dict[str, float]  # Encoding -> ExampleGen's seconds.
+  rates: Dict[str, Figure]  # Variant -> examples/s.
+  bytes_read: Dict[str, int]  # Variant -> bytes of the files it reads.
+
+
+def keras_dataset(train_dir: str, size: int, batch_size: int, mean, variance,
+                  cache: bool):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  from modules import transform  # pylint: disable=g-import-not-at-top
+  dataset = keras.utils.image_dataset_from_directory(
+      train_dir, label_mode='int', color_mode='rgb', image_size=(size, size),
+      batch_size=batch_size, shuffle=True, seed=0)
+  # It yields float32 0..255 images: the same normalisation as ours.
+  dataset = dataset.map(
+      lambda images, labels: (transform.normalise(
+          tf.cast(images, tf.uint8), mean, variance), labels),
+      num_parallel_calls=tf.data.AUTOTUNE)
+  return (dataset.cache() if cache else dataset).prefetch(tf.data.AUTOTUNE)
+
+
+def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
+            size: int, with_keras: bool) -> Result:
+  """Builds the data, measures every variant."""
+  from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
+  from data import shapes  # pylint: disable=g-import-not-at-top
+  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules import transform  # pylint: disable=g-import-not-at-top
+  from tests import transform_analysis  # pylint: disable=g-import-not-at-top
+  geometry = features.ImageGeometry(size, size, 3)
+  data_dir = os.path.join(work_dir, f'shapes-{size}')
+  shapes.write(data_dir, per_class, size, eval_per_class=max(1, per_class // 5))
+  patterns, outputs, conversion = {}, {}, {}
+  for encoding in features.IMAGE_ENCODINGS:
+    out = os.path.join(work_dir, f'examples-{size}-{encoding}')
+    conversion[encoding], examples = timed(lambda: runs.example_gen(  # pylint: disable=cell-var-from-loop
+        data_dir, out, IN_MEMORY, input_format='images', geometry=geometry,
+        image_encoding=encoding))
+    patterns[encoding] = os.path.join(examples.uri, 'Split-train', '*')
+    outputs[encoding] = transform_analysis.analyze(
+        patterns[encoding], geometry,
+        os.path.join(work_dir, f'tft-{size}-{encoding}'), IN_MEMORY, encoding)
+  first = features.IMAGE_ENCODINGS[0]
+  mean, variance = transform.normalisation_constants(
+      outputs[first], input_pipeline.first_record(patterns[first]))
+  train_dir = os.path.join(data_dir, 'train')
+  rates: Dict[str, Figure] = {}
+  examples = 0
+
+  def run_epoch(name: str, dataset) -> None:
+    nonlocal examples
+    seconds, _, examples = input_speed.timed_epoch(dataset)
+    rates.setdefault(name, Figure()).add(examples / seconds)
+
+  input_config = runs.TRAINING.input
+  for _ in range(repetitions):  # Interleaved, so noise hits all alike.
+    if with_keras:
+      run_epoch('keras', keras_dataset(train_dir, size, batch_size, mean,
+                                       variance, cache=False))
+      cached = keras_dataset(train_dir, size, batch_size, mean, variance,
+                             cache=True)
+      input_speed.epoch(cached)
+      run_epoch('keras, cached', cached)
+    for encoding, pattern in patterns.items():
+      dataset = input_pipeline.make_planned_dataset(
+          pattern, outputs[encoding], batch_size,
+          input_pipeline.plan_training(pattern, input_config))
+      run_epoch(f'ours {encoding}, cold', dataset)
+      run_epoch(f'ours {encoding}, cached', dataset)
+  read = {f'ours {e}, {s}': data.bytes_on_disk(p)
+          for e, p in patterns.items() for s in ('cold', 'cached')}
+  if with_keras:
+    read['keras'] = read['keras, cached'] = data.bytes_on_disk(train_dir)
+  return Result(geometry=geometry, images=examples, conversion_s=conversion,
+                rates=rates, bytes_read=read)
+
+
+def section(args, data_dir: str, work_dir: str, command: str) -> str:
+  del data_dir  # The section writes its own data.
+  per_class = QUICK_PER_CLASS if args.quick else PER_CLASS
+  repetitions = 1 if args.quick else args.repetitions
+  results = {}
   for size in SIZES:
     print(f'  encodings: {size}x{size}x3', flush=True)
-    results[size] = folder_input.measure(
-        work_dir, per_class, repetitions, TrainingConfig().batch_size, size=size,
-        with_keras=size == KERAS_SIZE)
-  return render(results, header)
+    results[size] = measure(work_dir, per_class, repetitions,
+                            runs.TRAINING.batch_size, size,
+                            with_keras=size == KERAS_SIZE)
+  return render(results, header(command), per_class, repetitions)
 
 
-def render(results: Dict[int, folder_input.Result], header: str) -> str:
+def render(results: Dict[int, Result], head: str, per_class: int,
+           repetitions: int) -> str:
   some = next(iter(results.values()))
   lines: List[str] = [
       '## Encodings: raw, PNG or JPEG records, and '
       'image_dataset_from_directory',
       '',
-      header,
+      head,
       '',
       f'The shapes dataset, {some.images:,} training images '
-      f'({some.per_class} per class) per size; one epoch of the train '
-      f'split, batch {some.batch_size}; median (min-max) of '
-      f'{some.repetitions} interleaved repetitions. Cold: a fresh dataset\'s '
+      f'({per_class} per class) per size; one epoch of the train '
+      f'split, batch {runs.TRAINING.batch_size}; median (min-max) of '
+      f'{repetitions} interleaved repetitions. Cold: a fresh dataset\'s '
       'first epoch (the files are in the OS page cache after the first '
       'repetition: this is decoding, not the disk); cached: its next epoch '
       '(ours caches the records, so PNG and JPEG are decoded again).',
       '',
-      '| image | encoding | bytes per image on disk | vs raw | ExampleGen '
-      '(s) | ours, cold (examples/s) | ours, cached (examples/s) |',
-      '|---|---|---|---|---|---|---|',
+      *table('image', 'encoding', 'bytes per image on disk', 'vs raw',
+             'ExampleGen (s)', 'ours, cold (examples/s)',
+             'ours, cached (examples/s)'),
   ]
-  for size, r in results.items():
-    raw_bytes = r.bytes_read['ours raw, cold']
-    for encoding in r.conversion_s:
+  for r in results.values():
+    for encoding, seconds in r.conversion_s.items():
       on_disk = r.bytes_read[f'ours {encoding}, cold']
-      lines.append(
-          f'| {r.geometry} | {encoding} | {on_disk / r.images:,.0f} | '
-          f'{on_disk / raw_bytes:.2f}x | {r.conversion_s[encoding]:.1f} | '
-          f'{r.rates[f"ours {encoding}, cold"].format()} | '
-          f'{r.rates[f"ours {encoding}, cached"].format()} |')
-  keras = results.get(KERAS_SIZE)
+      lines.append(row(
+          r.geometry, encoding, f'{on_disk / r.images:,.0f}',
+          f'{on_disk / r.bytes_read["ours raw, cold"]:.2f}x', f'{seconds:.1f}',
+          r.rates[f'ours {encoding}, cold'].format(),
+          r.rates[f'ours {encoding}, cached'].format()))
+  keras = next((r for r in results.values() if 'keras' in r.rates), None)
   if keras:
     lines += [
         '',
         f'At {keras.geometry}, image_dataset_from_directory on the same '
         'folder against ours:',
         '',
-        '| input | examples/s | vs Keras, cold | files read (bytes) |',
-        '|---|---|---|---|',
+        *table('input', 'examples/s', 'vs Keras, cold', 'files read (bytes)'),
+        *rate_rows(keras.rates, 'keras', '{:.1f}x', {
+            name: f'{read:,}' for name, read in keras.bytes_read.items()}),
     ]
-    lines += rate_rows(keras.rates, 'keras', '{:.1f}x', {
-        name: f'{read:,}' for name, read in keras.bytes_read.items()})
-  lines += [
-      '',
-      f'The default, `DataConfig.image_encoding = {DataConfig().image_encoding!r}`,'
-      ' gives: ' + '; '.join(
-          f'{r.geometry} {features.resolve_encoding(DataConfig().image_encoding, r.geometry, DataConfig().png_min_pixels)}'
-          for r in results.values()) + '.',
-  ]
-  return '\n'.join(lines) + '\n'
-
-
-if __name__ == '__main__':
-  raise SystemExit('run it as: python -m benchmarks --section encodings')
+  defaults = '; '.join(f'{r.geometry} {runs.default_encoding(r.geometry)}'
+                       for r in results.values())
+  return '\n'.join(lines + [
+      '', f'The default, `--image-encoding {runs.DATA.image_encoding}`, '
+      f'gives: {defaults}.']) + '\n'

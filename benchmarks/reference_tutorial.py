@@ -1,15 +1,6 @@
-"""The common tutorial pipeline for MNIST, reproduced as the baseline.
-
-It is the pattern of the many "MNIST to TFRecords" tutorials and blog posts
-(the TF 1.x `convert_to_records.py` family and its Keras-era descendants):
-  * conversion: a Python loop over the decoded arrays builds one
-    `tf.train.Example` per image, `height`, `width` and `label` as int64 and
-    the 784 pixels as a `FloatList` (scaled to [0, 1]), and writes them with
-    `tf.io.TFRecordWriter` into 10 uncompressed files per split;
-  * input_fn: one `TFRecordDataset` over the files, `parse_single_example`
-    per record with the pixels as a `VarLenFeature` turned dense by
-    `tf.sparse.to_dense`, a shuffle buffer of 2 x batch, batch, repeat; no
-    prefetch, no parallelism.
+"""The common tutorial pipeline for MNIST, reproduced as the baseline: the
+pattern of the many "MNIST to TFRecords" tutorials (the TF 1.x
+`convert_to_records.py` family and its Keras-era descendants).
 
 Written to be fair to it: the arrays are read with numpy (not pixel by
 pixel), the FloatList gets a Python list (not a numpy array, which protobuf
@@ -18,7 +9,7 @@ tutorial code, nothing slowed down.
 """
 
 import os
-from typing import Dict, List, Tuple
+from typing import List
 
 import numpy as np
 import tensorflow as tf
@@ -26,10 +17,9 @@ import tensorflow as tf
 from records import features
 
 NUM_FILES = 10
-HEIGHT_KEY = features.HEIGHT_KEY
-WIDTH_KEY = features.WIDTH_KEY
-LABEL_KEY = features.LABEL_KEY
 PIXELS_KEY = 'pixels'
+HEIGHT_KEY, WIDTH_KEY, LABEL_KEY = (features.HEIGHT_KEY, features.WIDTH_KEY,
+                                    features.LABEL_KEY)
 
 
 def _int64(value: int) -> tf.train.Feature:
@@ -58,13 +48,6 @@ def write_split(images: np.ndarray, labels: np.ndarray, out_dir: str,
         }))
         writer.write(example.SerializeToString())
   return paths
-
-
-def convert(splits: Dict[str, Tuple[np.ndarray, np.ndarray]],
-            out_dir: str) -> Dict[str, List[str]]:
-  """{split: (images, labels)} -> {split: files}."""
-  return {split: write_split(images, labels, out_dir, split)
-          for split, (images, labels) in splits.items()}
 
 
 def input_fn(files: List[str], batch_size: int,

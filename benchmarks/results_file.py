@@ -9,6 +9,7 @@ and any text outside the blocks (notes on a section) as it was written.
 
 import os
 import re
+from typing import Optional
 
 _BLOCK = re.compile(r'<!-- section (\S+) -->\n(.*?)<!-- end \1 -->\n',
                     re.DOTALL)
@@ -23,8 +24,11 @@ def _save(path: str, text: str) -> None:
     f.write(text)
 
 
-def _block(name: str, text: str) -> str:
-  return f'<!-- section {name} -->\n{text.rstrip()}\n<!-- end {name} -->\n'
+def publish(text: str, path: Optional[str]) -> None:
+  """Prints a report, and writes it to `path` when given."""
+  print(text)
+  if path:
+    _save(path, text)
 
 
 def write_head(path: str, text: str) -> None:
@@ -40,10 +44,8 @@ def write_section(path: str, name: str, text: str) -> None:
   """Replaces section `name`'s block in place (or appends it), keeping
   every other line of the file as it is."""
   old = _read(path)
+  block = f'<!-- section {name} -->\n{text.rstrip()}\n<!-- end {name} -->\n'
   for match in _BLOCK.finditer(old):
     if match[1] == name:
-      _save(path, old[:match.start()] + _block(name, text) +
-            old[match.end():])
-      return
-  _save(path, (old.rstrip('\n') + '\n\n' if old.strip() else '') +
-        _block(name, text))
+      return _save(path, old[:match.start()] + block + old[match.end():])
+  _save(path, (old.rstrip('\n') + '\n\n' if old.strip() else '') + block)

@@ -41,9 +41,8 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
 from benchmarks import cgroup
-from benchmarks import report
 from benchmarks import results_file
-from benchmarks.timing import Figure
+from benchmarks.figures import Figure, machine_line
 from components.image_example_gen import executor
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
@@ -57,15 +56,14 @@ BEAM = "Beam's WriteToTFRecord"
 # output directory.
 _RUN = '''
 import sys
-from benchmarks import conversion
+from benchmarks import runs
 from benchmarks import tfrecord_sinks
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import configs
 from tests import example_gen_standalone
 sink, data_dir, out_dir = sys.argv[1:]
-beam_args = conversion.example_gen_beam_args(data_dir)
+beam_args = runs.example_gen_beam_args(data_dir)
 example_gen_standalone.run_example_gen(
-    data_dir, out_dir, ImageExampleGenOptions(num_shards=configs.NUM_SHARDS),
+    data_dir, out_dir, ImageExampleGenOptions(num_shards=runs.DATA.num_shards),
     beam_args, example_gen=(tfrecord_sinks.beam_sink_executor(beam_args)
                             if sink == 'beam' else None))
 '''
@@ -183,7 +181,7 @@ def section(results: Dict[str, Dict[str, Run]], repetitions: int,
   lines = [
       '## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord or a '
       'home-made sink', '',
-      report.machine_line(), '',
+      machine_line(), '',
       f'    {command}', '',
       'The whole ImageExampleGen executor (tests/example_gen_standalone.py, '
       'the Beam args a local run gives it for that input), a fresh process '

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional
 
 from records import features
 from inspector import queries
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 
 def key_properties(md: queries.Metadata, artifact: queries.Artifact

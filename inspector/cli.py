@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 # TensorFlow's C++ start-up chatter is noise for a query tool.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -35,100 +35,77 @@ from inspector import lineage as lineage_lib
 from inspector import queries
 from inspector import render
 from inspector import store as store_lib
-from inspector.errors import InspectError
+from inspector.store import InspectError
 # pylint: enable=g-import-not-at-top
 
 SAMPLES_PER_CLASS = 8
-
-
-# ------------------------------------------------------------ subcommands --
 
 
 def _runs(md: queries.Metadata, args) -> Any:
   runs = md.runs()
   if not runs:
     raise InspectError(f'{md.where}: the store holds no pipeline runs')
-  rows = []
-  for run in runs[:args.limit] if args.limit else runs:
-    ended = run.ended_ms
-    rows.append({
-        'run': run.name, 'pipeline': run.pipeline, 'state': run.state,
-        'started': render.timestamp(run.started_ms),
-        'ended': render.timestamp(ended),
-        'seconds': (ended - run.started_ms) / 1000 if ended else None,
-        'states': queries.state_counts(run),
-        'components': [{
-            'node': e.node, 'state': e.state, 'cached': e.cached,
-            'seconds': e.seconds, 'execution_id': e.id,
-            'started': render.timestamp(e.started_ms),
-            'ended': render.timestamp(e.ended_ms),
-        } for e in run.executions],
-    })
-  return rows
+  return [{**render.run_json(run), 'components': [{
+      'node': e.node, 'state': e.state, 'cached': e.cached,
+      'seconds': e.seconds, 'execution_id': e.id,
+      'started': render.timestamp(e.started_ms),
+      'ended': render.timestamp(e.ended_ms)} for e in run.executions]}
+          for run in (runs[:args.limit] if args.limit else runs)]
 
 
 def _artifacts(md: queries.Metadata, args) -> Any:
   if not md.artifacts:
     raise InspectError(f'{md.where}: the store holds no artifacts')
-  run = md.run(args.run) if args.run else None
-  return artifacts_lib.listing(md, args.type, run)
+  return artifacts_lib.listing(md, args.type,
+                               md.run(args.run) if args.run else None)
 
 
 def _lineage(md: queries.Metadata, args) -> Any:
   return lineage_lib.lineage(md, lineage_lib.resolve(md, args.artifact))
 
 
-def _write_html(path: str, page: str) -> Dict[str, str]:
+def _directory_of(path: str) -> None:
   directory = os.path.dirname(os.path.abspath(path))
   if not os.path.isdir(directory):
     raise InspectError(f'{path}: directory {directory} does not exist')
-  with open(path, 'w', encoding='utf-8') as f:
-    f.write(page)
-  return {'path': path}
 
 
-def _stats(md: queries.Metadata, args) -> Any:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  return _split_view(md, args, data.statistics_summary, data.statistics_html)
-
-
-def _anomalies(md: queries.Metadata, args) -> Any:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  return _split_view(md, args, data.anomalies_summary, data.anomalies_html)
-
-
-def _split_view(md: queries.Metadata, args, summary: Callable,
-                html: Callable) -> Any:
-  """A run's split seen through `summary`, and through `html` into the
-  --html file when asked."""
-  run = md.run(args.run)
-  result = summary(md, run, args.split)
-  if args.html:
-    result['html'] = _write_html(args.html, html(md, run, args.split))
-  return result
+def _split_view(summary: str, page: str):
+  """A run's split seen through data's `summary`, and through its `page`
+  into the --html file when asked."""
+  def view(md: queries.Metadata, args) -> Any:
+    from inspector import data  # pylint: disable=g-import-not-at-top
+    run = md.run(args.run)
+    result = getattr(data, summary)(md, run, args.split)
+    if args.html:
+      _directory_of(args.html)
+      with open(args.html, 'w', encoding='utf-8') as f:
+        f.write(getattr(data, page)(md, run, args.split))
+      result['html'] = {'path': args.html}
+    return result
+  return view
 
 
 def _metrics(md: queries.Metadata, args) -> Any:
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
-  model = (md.model(args.model) if args.model
-           else evaluation.newest_evaluated_model(md))
-  return evaluation.metrics(md, model)
+  return evaluation.metrics(md, md.model(args.model) if args.model else
+                            evaluation.newest_evaluated_model(md))
 
 
 def _samples(md: queries.Metadata, args) -> Any:
   from inspector import images  # pylint: disable=g-import-not-at-top
-  from inspector import pictures  # pylint: disable=g-import-not-at-top
   examples = md.artifact(args.examples)
   if examples.type != 'Examples':
     raise InspectError(f'artifact {examples.id} is a {examples.type}, not '
                        'Examples')
   if args.per_class < 1:
     raise InspectError(f'--per-class must be at least 1, got {args.per_class}')
+  _directory_of(args.png)
   names = images.class_names(examples)
   found = images.samples(examples, args.split, args.per_class)
-  title = (f'Examples {examples.id}, split {args.split}: up to '
-           f'{args.per_class} per class')
-  size = pictures.samples_grid(found, names, title, args.png)
+  size = images.samples_grid(
+      found, names, f'Examples {examples.id}, split {args.split}: up to '
+      f'{args.per_class} per class', args.png)
   return {
       'examples': {'id': examples.id, 'uri': examples.uri,
                    'split': args.split},
@@ -140,18 +117,22 @@ def _samples(md: queries.Metadata, args) -> Any:
 
 
 def _confusion(md: queries.Metadata, args) -> Any:
-  from inspector import images  # pylint: disable=g-import-not-at-top
-  from inspector import pictures  # pylint: disable=g-import-not-at-top
+  from inspector import charts  # pylint: disable=g-import-not-at-top
+  from inspector import evaluation  # pylint: disable=g-import-not-at-top
+  from PIL import Image  # pylint: disable=g-import-not-at-top
   model = md.model(args.model)
-  examples = md.training_examples(model)
-  result = images.confusion_matrix(model, examples, args.split)
+  result = evaluation.confusion_matrix(md, model, args.split)
   if args.png:
-    title = (f'Model {model.id} on Examples {examples.id} ({args.split}): '
-             f'accuracy {result["accuracy"]:.2%} of '
-             f'{result["examples_count"]:,}')
-    size = pictures.confusion_matrix(result['matrix'], result['class_names'],
-                                     title, args.png)
-    result['png'] = {'path': args.png, **size}
+    _directory_of(args.png)
+    examples = result['examples']
+    charts.confusion(
+        result['matrix'], result['class_names'],
+        f'Model {model.id} on Examples {examples["id"]} ({examples["split"]}):'
+        f' accuracy {result["accuracy"]:.2%} of {result["examples_count"]:,}',
+        'png', args.png)
+    with Image.open(args.png) as picture:
+      result['png'] = {'path': args.png, 'width': picture.width,
+                       'height': picture.height}
   return result
 
 
@@ -159,29 +140,6 @@ def _report(md: queries.Metadata, args) -> Any:
   from inspector import report  # pylint: disable=g-import-not-at-top
   facts = report.write(md, md.run(args.run), args.html)
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
-
-
-def _html_written(out, result) -> None:
-  if result.get('html'):
-    out.print(f'wrote {result["html"]["path"]}')
-
-
-_TEXT: Dict[Callable, Callable] = {
-    _runs: render.runs,
-    _artifacts: lambda out, rows: (render.artifacts(out, rows) if rows else
-                                   out.print('no artifacts match')),
-    _lineage: render.lineage,
-    _stats: lambda out, r: (render.stats(out, r), _html_written(out, r)),
-    _anomalies: lambda out, r: (render.anomalies(out, r),
-                                _html_written(out, r)),
-    _metrics: render.metrics,
-    _samples: render.samples,
-    _confusion: render.confusion,
-    _report: render.report,
-}
-
-
-# ------------------------------------------------------------------ flags --
 
 
 def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -220,7 +178,7 @@ def make_parser() -> argparse.ArgumentParser:
   def command(name, handler, help_text):
     sub = commands.add_parser(name, help=help_text, description=help_text)
     _store_flags(sub, suppress=True)
-    sub.set_defaults(handler=handler)
+    sub.set_defaults(handler=handler, text=getattr(render, name))
     return sub
 
   sub = command('runs', _runs, 'Pipeline runs, newest first, with state, '
@@ -243,9 +201,11 @@ def make_parser() -> argparse.ArgumentParser:
       'pushed, or, if none was, the newest Model.')
 
   for name, handler, what in (
-      ('stats', _stats, 'StatisticsGen\'s statistics of a run\'s examples: '
+      ('stats', _split_view('statistics_summary', 'statistics_html'),
+       'StatisticsGen\'s statistics of a run\'s examples: '
        'per split records and per feature type, missing, range.'),
-      ('anomalies', _anomalies, 'The anomalies ExampleValidator found in a '
+      ('anomalies', _split_view('anomalies_summary', 'anomalies_html'),
+       'The anomalies ExampleValidator found in a '
        'run\'s examples, per split.')):
     sub = command(name, handler, what)
     sub.add_argument('run', metavar='RUN')
@@ -268,14 +228,15 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--per-class', type=int, default=SAMPLES_PER_CLASS,
                    metavar='N', help='Images per class (default: %(default)s).')
 
-  sub = command('confusion', _confusion, 'The confusion matrix of a model on '
-                'the eval split of the examples it was trained from.')
+  sub = command('confusion', _confusion, 'The confusion matrix of a model, as '
+                'its newest evaluation (TFMA, in the Evaluator) counted it.')
   sub.add_argument(
       'model', nargs='?', default=queries.LATEST_MODEL, metavar='MODEL',
       help='A Model id (or its PushedModel\'s id); default: latest-model.')
   sub.add_argument('--png', default=None, metavar='FILE',
                    help='Also draw the matrix to FILE.')
-  sub.add_argument('--split', default='eval')
+  sub.add_argument('--split', default=None,
+                   help='default: the split the Evaluator evaluated')
 
   sub = command('report', _report, 'One self-contained HTML page of a run: '
                 'the DAG, the data, the training, the evaluation and push, '
@@ -309,7 +270,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.json:
     print(json.dumps(result, indent=2))
   else:
-    _TEXT[args.handler](render.console(), result)
+    args.text(render.console(), result)
   return 0
 
 

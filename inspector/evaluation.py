@@ -1,20 +1,30 @@
-"""A model's evaluation: TFMA's metrics and validation, the Evaluator's blessing.
+"""A model's evaluation, as the Evaluator recorded it with TFMA: metrics,
+the confusion matrix, validation and blessing.
 
-With a baseline (the last blessed model, from the resolver), TFMA names the
-two models 'candidate' and 'baseline' and adds diff metrics (candidate minus
-baseline); the validation result lists every threshold a metric failed.
+With a baseline (the last blessed model), TFMA names the two models
+'candidate' and 'baseline' and adds diff metrics (candidate minus baseline).
 """
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+import logging
+from typing import Any, Dict, List, Optional
+
+import numpy as np
 
 from inspector import queries
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 _BASELINE = 'baseline'
 
 
-def metric_value(value) -> Optional[float]:
+def _tfma():
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  # TFMA's loaders use deprecated TF readers; TF warns through its logger.
+  logging.getLogger('tensorflow').setLevel(logging.ERROR)
+  return tfma
+
+
+def _value(value) -> Optional[float]:
   kind = value.WhichOneof('type')
   if kind == 'double_value':
     return value.double_value.value
@@ -24,68 +34,53 @@ def metric_value(value) -> Optional[float]:
 
 
 def _slice_name(slice_key) -> str:
-  parts = []
-  for single in slice_key.single_slice_keys:
-    kind = single.WhichOneof('kind')
-    parts.append(f'{single.column}={getattr(single, kind) if kind else ""}')
+  parts = [f'{s.column}={getattr(s, s.WhichOneof("kind") or "", "")}'
+           for s in slice_key.single_slice_keys]
   return ', '.join(parts) or 'Overall'
 
 
-def failed_checks(evaluation_uri: str
-                  ) -> Tuple[bool, List[Tuple[str, Any]]]:
-  """TFMA's validation of an Evaluator output: whether every threshold was
-  met, and (slice name, MetricValidationFailure) of each that was not."""
-  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  result = tfma.load_validation_result(evaluation_uri)
-  return result.validation_ok, [
-      (_slice_name(per_slice.slice_key), failure)
-      for per_slice in result.metric_validations_per_slice
-      for failure in per_slice.failures]
+def _validation(evaluation_uri: str):
+  """Whether every threshold was met, and each check that failed."""
+  result = _tfma().load_validation_result(evaluation_uri)
+  failures = []
+  for per_slice in result.metric_validations_per_slice:
+    for failure in per_slice.failures:
+      key, value = failure.metric_key, _value(failure.metric_value)
+      bound = failure.metric_threshold.value_threshold.lower_bound.value
+      failures.append({
+          'slice': _slice_name(per_slice.slice_key),
+          'metric': key.name + (' (diff)' if key.is_diff else ''),
+          'value': value, 'message': failure.message,
+          'reason': (f'{key.name} {value:+.4f} against the last blessed '
+                     'model (worse)' if key.is_diff else
+                     f'{key.name} {value:.4f} below the threshold {bound:g}')})
+  return result.validation_ok, failures
 
 
 def failure_reasons(evaluation_uri: str) -> List[str]:
   """Why the Evaluator did not bless a model, one line per failed check."""
-  reasons = []
-  for _, failure in failed_checks(evaluation_uri)[1]:
-    name = failure.metric_key.name
-    value = metric_value(failure.metric_value)
-    if failure.metric_key.is_diff:
-      reasons.append(f'{name} {value:+.4f} against the last blessed model '
-                     '(worse)')
-    else:
-      bound = failure.metric_threshold.value_threshold.lower_bound.value
-      reasons.append(f'{name} {value:.4f} below the threshold {bound:g}')
-  return reasons
+  return [f['reason'] for f in _validation(evaluation_uri)[1]]
 
 
 def thresholds(execution: queries.Execution) -> List[Dict[str, Any]]:
-  """The thresholds in an Evaluator's eval_config: metric (TFMA's metric
-  name, e.g. sparse_categorical_accuracy), lower bound and whether it may
-  not be worse than the baseline."""
-  try:
-    config = json.loads(execution.properties.get('eval_config') or '{}')
-  except ValueError:
-    return []
+  """The thresholds of an Evaluator's eval_config: TFMA's metric name,
+  lower bound, and whether it may not be worse than the baseline."""
+  config = json.loads(execution.properties.get('eval_config') or '{}')
   found = []
   for spec in config.get('metrics_specs', []):
     for metric in spec.get('metrics', []):
       threshold = metric.get('threshold')
-      if not threshold:
-        continue
-      lower = threshold.get('value_threshold', {}).get('lower_bound')
-      found.append({
-          'metric': _snake_case(metric.get('class_name', '')),
-          'lower_bound': float(lower) if lower is not None else None,
-          'no_worse_than_baseline': 'change_threshold' in threshold,
-      })
+      if threshold:
+        name = metric.get('class_name', '')
+        lower = threshold.get('value_threshold', {}).get('lower_bound')
+        found.append({
+            # Keras' metric name: SparseCategoricalAccuracy ->
+            # sparse_categorical_accuracy.
+            'metric': ''.join('_' + c.lower() if c.isupper() and i else
+                              c.lower() for i, c in enumerate(name)),
+            'lower_bound': float(lower) if lower is not None else None,
+            'no_worse_than_baseline': 'change_threshold' in threshold})
   return found
-
-
-def _snake_case(class_name: str) -> str:
-  """Keras' metric name for its class: SparseCategoricalAccuracy ->
-  sparse_categorical_accuracy (what TFMA names the metric)."""
-  return ''.join('_' + c.lower() if c.isupper() and i else c.lower()
-                 for i, c in enumerate(class_name))
 
 
 def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
@@ -95,53 +90,51 @@ def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
   return evaluated[-1]
 
 
-def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
-  """Metrics, blessing and baseline comparison of the newest evaluation."""
+def _evaluation(md: queries.Metadata, model: queries.Artifact
+                ) -> queries.Execution:
   evaluations = md.evaluations(model)
   if not evaluations:
     raise InspectError(f'model {model.id} has no evaluation (the run stopped '
                        'before the Evaluator, or it failed)')
-  result = evaluation_metrics(md, evaluations[-1], model)
-  result['evaluations_of_this_model'] = len(evaluations)
+  return evaluations[-1]
+
+
+def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
+  """Metrics, blessing and baseline comparison of the newest evaluation."""
+  result = evaluation_metrics(md, _evaluation(md, model), model)
+  result['evaluations_of_this_model'] = len(md.evaluations(model))
   return result
+
+
+def _output(md: queries.Metadata, execution: queries.Execution
+            ) -> queries.Artifact:
+  evaluation = md.output(execution, 'evaluation')
+  if evaluation is None:
+    raise InspectError(f'{execution.node} execution {execution.id} '
+                       f'({execution.state}) recorded no evaluation')
+  return evaluation
 
 
 def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                        model: queries.Artifact) -> Dict[str, Any]:
   """Metrics, blessing and baseline comparison of one Evaluator execution
   (a cached one's are those of the execution it reused)."""
-  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  evaluation = md.output(execution, 'evaluation')
-  if evaluation is None:
-    raise InspectError(f'{execution.node} execution {execution.id} '
-                       f'({execution.state}) recorded no evaluation')
+  tfma = _tfma()
+  evaluation = _output(md, execution)
   blessing = md.output(execution, 'blessing')
   baselines = [a for k, a in md.inputs(execution.id) if k == 'baseline_model']
-
-  slices: List[Dict[str, Any]] = []
+  slices = []
   for record in tfma.load_metrics(evaluation.uri):
     values: Dict[str, Dict[str, Any]] = {}
     for item in record.metric_keys_and_values:
-      key, value = item.key, metric_value(item.value)
+      key = item.key
       row = values.setdefault(key.name, {'metric': key.name})
-      if key.is_diff:
-        row['diff'] = value
-      elif key.model_name == _BASELINE:
-        row['baseline'] = value
-      else:
-        row['value'] = value
+      row['diff' if key.is_diff else 'baseline' if key.model_name ==
+          _BASELINE else 'value'] = _value(item.value)
     slices.append({'slice': _slice_name(record.slice_key),
                    'metrics': sorted(values.values(),
                                      key=lambda r: r['metric'])})
-
-  validation_ok, failed = failed_checks(evaluation.uri)
-  failures = [{
-      'slice': slice_name,
-      'metric': failure.metric_key.name + (
-          ' (diff)' if failure.metric_key.is_diff else ''),
-      'value': metric_value(failure.metric_value),
-      'message': failure.message,
-  } for slice_name, failure in failed]
+  validation_ok, failures = _validation(evaluation.uri)
   return {
       'model': {'id': model.id, 'uri': model.uri},
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
@@ -152,7 +145,67 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                    if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),
-      'validation_ok': validation_ok,
-      'validation_failures': failures,
+      'validation_ok': validation_ok, 'validation_failures': failures,
       'slices': slices,
   }
+
+
+def confusion_matrix(md: queries.Metadata, model: queries.Artifact,
+                     split: Optional[str] = None,
+                     execution: Optional[queries.Execution] = None
+                     ) -> Dict[str, Any]:
+  """The candidate's multi-class confusion matrix on the whole split, from
+  the TFMA plots of `execution` (default: the model's newest evaluation):
+  counts[true][predicted]."""
+  from inspector import images  # pylint: disable=g-import-not-at-top
+  execution = execution or _evaluation(md, model)
+  evaluation = _output(md, execution)
+  [examples] = [a for k, a in md.inputs(execution.id) if k == 'examples']
+  evaluated = json.loads(execution.properties.get('example_splits') or
+                         '["eval"]')
+  split = split or evaluated[0]
+  if split not in evaluated:
+    raise InspectError(f'the Evaluator of model {model.id} evaluated split(s) '
+                       f'{", ".join(evaluated)}, not {split!r}')
+  names = images.class_names(examples)
+  counts = np.zeros((len(names), len(names)), np.int64)
+  found = False
+  for plots in _tfma().load_plots(evaluation.uri):
+    if plots.slice_key.single_slice_keys:
+      continue
+    for item in plots.plot_keys_and_values:
+      if (item.key.model_name == _BASELINE or not item.value.HasField(
+          'multi_class_confusion_matrix_at_thresholds')):
+        continue
+      found = True
+      [matrix] = item.value.multi_class_confusion_matrix_at_thresholds.matrices
+      for entry in matrix.entries:
+        if entry.predicted_class_id >= 0:  # -1: below the threshold.
+          counts[entry.actual_class_id, entry.predicted_class_id] += round(
+              entry.num_weighted_examples)
+  if not found:
+    raise InspectError(f'evaluation {evaluation.id} ({evaluation.uri}) holds '
+                       'no multi-class confusion matrix (an eval_config '
+                       'without MultiClassConfusionMatrixPlot)')
+  total = int(counts.sum())
+  diagonal = np.diag(counts)
+  with np.errstate(invalid='ignore', divide='ignore'):
+    precision = diagonal / counts.sum(axis=0)
+    recall = diagonal / counts.sum(axis=1)
+  return {
+      'model': {'id': model.id, 'uri': model.uri},
+      'evaluation': {'id': evaluation.id, 'run': execution.run},
+      'examples': {'id': examples.id, 'uri': examples.uri, 'split': split},
+      'class_names': names,
+      'matrix': counts.tolist(),
+      'examples_count': total,
+      'accuracy': float(diagonal.sum()) / total if total else None,
+      'per_class': [{'class': name, 'precision': _number(p),
+                     'recall': _number(r), 'examples': int(n)}
+                    for name, p, r, n in zip(names, precision, recall,
+                                             counts.sum(axis=1))],
+  }
+
+
+def _number(value: float) -> Optional[float]:
+  return None if np.isnan(value) else float(value)

@@ -1,18 +1,22 @@
-"""Images out of an Examples artifact, and a model's confusion matrix on them.
+"""Images and labels out of an Examples artifact, and the sample grid.
 
 Records are the project's format (records/features.py): uint8 pixels (raw,
-or a PNG or JPEG file of them) and their geometry, and the label. Class names come from the artifact's
-`class_names` property, or the `class_names.txt` beside the splits.
+or a PNG or JPEG file of them), their geometry, and the label. Class names
+come from the artifact's property, or the file beside the splits. The grid
+is drawn with Pillow at whole scale factors, so every pixel stays exact.
 """
 
+import io
+import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
+from PIL import Image, ImageDraw, ImageFont
 
 from records import features
 from inspector import queries
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 BATCH_SIZE = 1000
 
@@ -98,32 +102,86 @@ def label_counts(examples: queries.Artifact, split: str) -> Dict[int, int]:
   return counts
 
 
-def confusion_matrix(model: queries.Artifact, examples: queries.Artifact,
-                     split: str) -> Dict[str, Any]:
-  """The model's serving signature over a split: counts[true][predicted]."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
-  from modules import trainer  # pylint: disable=g-import-not-at-top
-  names = class_names(examples)
-  path = path_utils.serving_model_path(model.uri)
-  if not tf.io.gfile.exists(path):
-    raise InspectError(f'model {model.id}: no SavedModel at {path}')
-  serve = tf.saved_model.load(path).signatures[trainer.SERVING_SIGNATURE]
-  counts = np.zeros((len(names), len(names)), np.int64)
-  for batch in _records(examples, split).batch(BATCH_SIZE):
-    labels = _parse(batch)[features.LABEL_KEY]
-    predicted = serve(examples=batch)[trainer.CLASSES]
-    counts += tf.math.confusion_matrix(labels, predicted,
-                                       num_classes=len(names),
-                                       dtype=tf.int64).numpy()
-  total = int(counts.sum())
-  if total == 0:
-    raise InspectError(f'Examples {examples.id} split {split} holds no records')
-  return {
-      'model': {'id': model.id, 'uri': model.uri},
-      'examples': {'id': examples.id, 'uri': examples.uri, 'split': split},
-      'class_names': names,
-      'matrix': counts.tolist(),  # Rows: true class; columns: predicted.
-      'examples_count': total,
-      'accuracy': float(np.trace(counts)) / total,
-  }
+_FONT_SIZE = 14
+_PAD = 8
+_BACKGROUND = (255, 255, 255)
+_TEXT = (20, 20, 20)
+_GRID = (200, 200, 200)
+_CELL_MIN = 56  # Pixels: small images are scaled up by whole factors to this.
+
+
+def _font(size: int = _FONT_SIZE) -> ImageFont.ImageFont:
+  return ImageFont.load_default(size=size)
+
+
+def _text_size(text: str, font) -> tuple:
+  left, top, right, bottom = font.getbbox(text)
+  return right - left, bottom - top
+
+
+def png_bytes(image: Image.Image) -> bytes:
+  """The picture as PNG file contents (for pages that inline it)."""
+  buffer = io.BytesIO()
+  image.save(buffer, format='PNG')
+  return buffer.getvalue()
+
+
+def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
+  image = Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
+                          'L' if pixels.shape[-1] == 1 else 'RGB')
+  image = image.convert('RGB')
+  return image.resize((image.width * scale, image.height * scale),
+                      Image.NEAREST)
+
+
+def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
+                 title: str, path: str) -> Dict[str, Any]:
+  """Draws draw_samples_grid to the PNG file `path`; returns the picture's
+  size and the grid's geometry."""
+  canvas, geometry = draw_samples_grid(images, names, title, what=path)
+  canvas.save(path, format='PNG')
+  return {'width': canvas.width, 'height': canvas.height, 'grid': geometry}
+
+
+def draw_samples_grid(images: Dict[int, List[np.ndarray]],
+                      names: Sequence[str], title: str,
+                      what: str = 'the sample grid'
+                      ) -> Tuple[Image.Image, Dict[str, int]]:
+  """One row per class: 'label: name', then its images.
+
+  Returns the picture and the grid's geometry; `what` names the picture in
+  the error when there is nothing to draw.
+  """
+  font = _font()
+  shapes = [i.shape for row in images.values() for i in row]
+  if not shapes:
+    raise InspectError(f'no images to draw for {what}')
+  height = max(s[0] for s in shapes)
+  width = max(s[1] for s in shapes)
+  scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
+  cell_w, cell_h = width * scale, height * scale
+  labels = sorted(images)
+  captions = [f'{label}: {names[label]}' if label < len(names)
+              else f'{label}: (no name)' for label in labels]
+  caption_w = max(_text_size(c, font)[0] for c in captions) + 2 * _PAD
+  columns = max(1, max(len(images[label]) for label in labels))
+  title_h = _text_size(title, font)[1] + 2 * _PAD
+  canvas = Image.new(
+      'RGB', (caption_w + columns * (cell_w + _PAD) + _PAD,
+              title_h + len(labels) * (cell_h + _PAD) + _PAD), _BACKGROUND)
+  draw = ImageDraw.Draw(canvas)
+  draw.text((_PAD, _PAD), title, fill=_TEXT, font=font)
+  for row, (label, caption) in enumerate(zip(labels, captions)):
+    top = title_h + row * (cell_h + _PAD)
+    draw.text((_PAD, top + cell_h // 2), caption, fill=_TEXT, font=font,
+              anchor='lm')
+    if not images[label]:
+      draw.text((caption_w, top + cell_h // 2), '(none in this split)',
+                fill=_GRID, font=font, anchor='lm')
+    for column, pixels in enumerate(images[label]):
+      canvas.paste(_as_rgb(pixels, scale),
+                   (caption_w + column * (cell_w + _PAD), top))
+  # Where image (row r, column c) is: left + c * step_x, top + r * step_y,
+  # scaled `scale` times.
+  return canvas, {'left': caption_w, 'top': title_h, 'step_x': cell_w + _PAD,
+                  'step_y': cell_h + _PAD, 'scale': scale}

@@ -13,53 +13,38 @@ occurrences are marked `seen`, which also ends any cycle.
 import json
 import os
 import re
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Optional, Set
 
 from inspector import files
 from inspector import queries
 from inspector.artifacts import key_properties
 
 
-def lineage(md: queries.Metadata, artifact: queries.Artifact
-            ) -> Dict[str, Any]:
+def lineage(md: queries.Metadata, artifact: queries.Artifact, key=None,
+            seen: Optional[Set[int]] = None) -> Dict[str, Any]:
   """The lineage tree of `artifact` as nested dicts (JSON-ready)."""
-  return _artifact_node(md, artifact, key=None, seen=set())
-
-
-def _artifact_node(md, artifact, key, seen: Set[int]) -> Dict:
-  node = {'key': key, 'artifact': _artifact_json(md, artifact)}
+  seen = set() if seen is None else seen
+  node = {'key': key, 'artifact': {
+      'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
+      'state': artifact.state, 'properties': key_properties(md, artifact)}}
   if artifact.id in seen:
-    node['seen'] = True
-    return node
+    return {**node, 'seen': True}
   seen.add(artifact.id)
   producer = md.producer(artifact.id)
   if producer is None:
-    node['producer'] = None
-    return node
-  execution = _execution_json(producer)
-  inputs = md.inputs(producer.id)
-  execution['inputs'] = [_artifact_node(md, a, k, seen) for k, a in inputs]
+    return {**node, 'producer': None}
+  execution = {'id': producer.id, 'node': producer.node,
+               'state': producer.state, 'run': producer.run,
+               'seconds': producer.seconds,
+               'inputs': [lineage(md, a, k, seen)
+                          for k, a in md.inputs(producer.id)]}
   if 'input_base' in producer.properties:
     execution['input_data'] = input_data(producer)
   later = [r for r in md.runs_using(artifact.id) if r != producer.run]
   if later:
     execution['reused_by_runs'] = later
-  node['producer'] = execution
-  return node
+  return {**node, 'producer': execution}
 
-
-def _artifact_json(md, artifact: queries.Artifact) -> Dict:
-  return {'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
-          'state': artifact.state,
-          'properties': key_properties(md, artifact)}
-
-
-def _execution_json(execution: queries.Execution) -> Dict:
-  return {'id': execution.id, 'node': execution.node, 'state': execution.state,
-          'run': execution.run, 'seconds': execution.seconds}
-
-
-# ------------------------------------------------------- ExampleGen input --
 
 _FINGERPRINT = re.compile(
     r'split:(?P<split>[^,]*),num_files:(?P<num_files>\d+),'

@@ -1,16 +1,11 @@
 """What ML Metadata knows about a pipeline, as plain values.
 
-How TFX's LocalDagRunner records a run (and what this module relies on):
-  - a `pipeline` context per pipeline, a `pipeline_run` context per run (its
-    name is the run id, a timestamp) and a `node` context per component
-    (`<pipeline>.<node id>`); every execution is attributed to all three;
-  - an execution's state is COMPLETE, CACHED (the cache answered: the
-    execution gets OUTPUT events to the artifacts it reused), FAILED, RUNNING;
-  - INPUT and OUTPUT events join executions and artifacts; one event may carry
-    several input keys when one artifact fills several (the Evaluator's
-    `model` and `baseline_model` can be the same model).
-The whole store is read once, lazily, table by table: a local store holds a
-few dozen executions per run, and one read per table beats a query per node.
+How TFX's LocalDagRunner records a run: a `pipeline` context, a
+`pipeline_run` context per run (named by the run id) and a `node` context
+per component (`<pipeline>.<node id>`), each execution attributed to all
+three; a CACHED execution gets OUTPUT events to the artifacts it reused;
+one event may carry several input keys (the Evaluator's `model` and
+`baseline_model` can be one model). The store is read once, table by table.
 """
 
 import dataclasses
@@ -23,7 +18,7 @@ from google.protobuf import json_format
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 _STATE = metadata_store_pb2.Execution.State
 _ARTIFACT_STATE = metadata_store_pb2.Artifact.State
@@ -133,8 +128,6 @@ class Metadata:
     self._store = store
     self.where = where  # How errors name the store.
 
-  # ---------------------------------------------------------------- tables --
-
   @functools.cached_property
   def _contexts(self) -> Dict[str, List[metadata_store_pb2.Context]]:
     """Context type name -> contexts of that type, oldest first."""
@@ -191,8 +184,6 @@ class Metadata:
       events.append((event.execution_id, event.artifact_id, event.type, keys))
     return sorted(events)
 
-  # ------------------------------------------------------------------ runs --
-
   def runs(self) -> List[Run]:
     """Every pipeline run, newest first."""
     by_run: Dict[str, List[Execution]] = {}
@@ -233,8 +224,6 @@ class Metadata:
         f'no run {ref!r} in {self.where} (runs, newest first: '
         f'{", ".join(r.name for r in runs[:5])}{", ..." if len(runs) > 5 else ""}'
         '; or use latest, -1, -2, ...)')
-
-  # ------------------------------------------------------------- artifacts --
 
   def artifact(self, ref: str) -> Artifact:
     """An artifact by id; InspectError if there is none."""
@@ -316,8 +305,6 @@ class Metadata:
           f'{key!r} output')
     return artifact
 
-  # ---------------------------------------------------------------- models --
-
   def latest_model(self) -> Artifact:
     """The newest PushedModel that was pushed; if none, the newest Model."""
     pushed = [a for a in self.of_type('PushedModel')
@@ -350,20 +337,3 @@ class Metadata:
             if any(k == 'model' and a.id == model.id
                    for k, a in self.inputs(e.id))
             and self.output(e, 'evaluation') is not None]
-
-  def training_examples(self, model: Artifact) -> Artifact:
-    """The Examples the Trainer of `model` read."""
-    trainer = self.producer(model.id)
-    examples = [a for k, a in self.inputs(trainer.id) if a.type == 'Examples'
-                ] if trainer else []
-    if not examples:
-      raise InspectError(f'model {model.id}: no Examples among the inputs of '
-                         'the execution that produced it')
-    return examples[0]
-
-
-def state_counts(run: Run) -> Dict[str, int]:
-  counts: Dict[str, int] = {}
-  for execution in run.executions:
-    counts[execution.state] = counts.get(execution.state, 0) + 1
-  return counts

@@ -1,13 +1,11 @@
-"""A run as a whole, as plain values: what ran, the data, the training, the
-evaluation and push, and the lineage; written as one HTML page.
+"""A run as a whole: what ran, the data, the training, the evaluation and
+push, the lineage, and what became of it; written as one HTML page.
 
-`gather` collects the facts (report_html.py renders them). Every part is
-built on its own: a part that cannot be built becomes {'error': reason} on
-the page and a traceback in the log, and the rest of the report still comes.
-Sections of components that did not run are {'status': 'not_run'} with the
-reason (the ValidationGate stopped the run, a component failed, ...).
-Cached components are reported with the artifacts they reused, like the
-other subcommands do.
+`gather` collects the facts as plain values (the page is drawn from them by
+the Jinja2 templates in templates/). A part that cannot be built becomes
+{'error': reason} on the page and a traceback in the log, and the rest of
+the report still comes. Sections of components that did not run are
+{'status': 'not_run'} with the reason.
 """
 
 import base64
@@ -18,43 +16,11 @@ from typing import Any, Callable, Dict, List, Optional
 from inspector import artifacts as artifacts_lib
 from inspector import queries
 from inspector import render
-from inspector import report_outcome
-from inspector.errors import InspectError
+from inspector.store import InspectError
 
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
-EVAL_SPLIT = 'eval'
 NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
-
-# The DAG of pipeline/pipeline.py: each component and the components it
-# waits for, in the order the pipeline lists them (tests/test_report.py
-# checks this against create_pipeline). It lets the report show the
-# components a run never got to; what did run is read from ML Metadata.
-PIPELINE_DAG = (
-    ('ImageExampleGen', ()),
-    ('StatisticsGen', ('ImageExampleGen',)),
-    ('SchemaGen', ('StatisticsGen',)),
-    ('ImportSchemaGen', ()),  # Instead of SchemaGen, with --schema.
-    ('ExampleValidator', ('StatisticsGen', 'SchemaGen', 'ImportSchemaGen')),
-    ('ValidationGate', ('ExampleValidator',)),
-    ('Transform', ('ImageExampleGen', 'SchemaGen', 'ImportSchemaGen',
-                   'ValidationGate')),
-    ('Trainer', ('ImageExampleGen', 'Transform', 'SchemaGen',
-                 'ImportSchemaGen')),
-    ('latest_blessed_model_resolver', ()),
-    ('Evaluator', ('ImageExampleGen', 'Trainer',
-                   'latest_blessed_model_resolver')),
-    ('Pusher', ('Trainer', 'Evaluator')),
-)
-# Components that stand in for another one: shown only when they ran.
-_ALTERNATIVES = {'ImportSchemaGen': 'SchemaGen'}
-
-
-def _reason(error: BaseException) -> str:
-  if isinstance(error, InspectError):
-    return str(error)
-  text = str(error).strip().splitlines()
-  return f'{type(error).__name__}: {text[0] if text else "(no message)"}'
 
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
@@ -63,20 +29,14 @@ def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
   try:
     return build(*args)
   except Exception as e:  # pylint: disable=broad-except
-    # The page says what failed; the log keeps the traceback for a fix.
     logging.exception('run report: %s could not be built', what)
-    return {'error': f'{what}: {_reason(e)}'}
-
-
-def data_uri(png: bytes) -> str:
-  return 'data:image/png;base64,' + base64.b64encode(png).decode('ascii')
-
-
-# ------------------------------------------------------------------- run --
+    lines = str(e).strip().splitlines()
+    reason = str(e) if isinstance(e, InspectError) else (
+        f'{type(e).__name__}: {lines[0] if lines else "(no message)"}')
+    return {'error': f'{what}: {reason}'}
 
 
 def _why_not_run(run: queries.Run) -> str:
-  """Why components of the DAG are missing from `run`."""
   failed = [e for e in run.executions if e.state == 'FAILED']
   if any(e.node == 'ValidationGate' for e in failed):
     return ('the ValidationGate stopped the run: ExampleValidator found '
@@ -90,71 +50,60 @@ def _why_not_run(run: queries.Run) -> str:
   return 'the run ended before it (a partial run, e.g. --to-node)'
 
 
-def run_facts(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  ended = run.ended_ms
-  return {
-      'id': run.name, 'pipeline': run.pipeline, 'state': run.state,
-      'started': render.timestamp(run.started_ms),
-      'ended': render.timestamp(ended),
-      'seconds': (ended - run.started_ms) / 1000 if ended else None,
-      'states': queries.state_counts(run), 'store': md.where,
-  }
+def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
+  """Node id -> upstream node ids, in the order the DAG runs, of the
+  pipeline definition that ran `run`.
+
+  LocalDagRunner records in ML Metadata only the nodes that ran, so the DAG
+  comes from pipeline/pipeline.py, built with each choice of the flags that
+  shape it (--schema, the baseline): the first whose nodes include every
+  node that ran, the default flags first.
+  """
+  from pipeline import configs  # pylint: disable=g-import-not-at-top
+  from pipeline import knobs  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  ran = {e.node for e in run.executions}
+  shapes = []
+  for schema in (None, configs.MNIST_SCHEMA):
+    for baseline in dict.fromkeys((knobs.EvaluationConfig().baseline,
+                                   'last_blessed', 'served')):
+      built = pipeline.create_pipeline(
+          run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
+          data=knobs.DataConfig(schema=schema),
+          evaluation=knobs.EvaluationConfig(baseline=baseline))
+      shapes.append({c.id: sorted(u.id for u in c.upstream_nodes)
+                     for c in built.components})
+  return max(shapes, key=lambda shape: len(ran & set(shape)))
 
 
 def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  """Every component of the DAG in pipeline order: state, wall time, cache
-  hit, outputs (for a cached one: which run made them), upstream."""
-  ran = {e.node: e for e in run.executions}
-  static = dict(PIPELINE_DAG)
-  replaced = {_ALTERNATIVES[n] for n in ran if n in _ALTERNATIVES}
-  names = [n for n, _ in PIPELINE_DAG
-           if n in ran or (n not in _ALTERNATIVES and n not in replaced)]
-  names += [e.node for e in run.executions if e.node not in static]
-  present = set(names)
+  """Every node of the DAG in run order: state, wall time, cache hit,
+  outputs (for a cached one: which run made them), upstream."""
+  shape = pipeline_dag(run)
+  for execution in run.executions:  # A node the definition does not know.
+    if execution.node not in shape:
+      shape[execution.node] = sorted({
+          p.node for p in (md.producer(a.id) for _, a in
+                           md.inputs(execution.id))
+          if p and p.node in shape and p.node != execution.node})
   nodes = []
-  for name in names:
-    execution = ran.get(name)
-    if name in static:
-      upstream = [u for u in static[name] if u in present]
-    else:  # A component PIPELINE_DAG does not know: what its inputs say.
-      upstream = _producers_of_inputs(md, execution, present)
-    node = {'node': name, 'upstream': upstream}
-    if execution is None:
-      node.update(state=NOT_RUN, seconds=None, cached=False,
-                  execution_id=None, outputs=[])
-    else:
-      node.update(state=execution.state, seconds=execution.seconds,
-                  cached=execution.cached, execution_id=execution.id,
-                  outputs=_outputs(md, execution))
-    nodes.append(node)
+  for name, upstream in shape.items():
+    execution = run.execution(name) or queries.Execution(
+        None, name, '', NOT_RUN, 0, 0, None, None, {})
+    nodes.append({
+        'node': name, 'upstream': upstream, 'state': execution.state,
+        'seconds': execution.seconds if execution.id else None,
+        'cached': execution.cached, 'execution_id': execution.id,
+        'outputs': [{'key': key, 'type': artifact.type, 'id': artifact.id,
+                     'uri': artifact.uri,
+                     # A cached execution's outputs were made before.
+                     'made_by_run': producer.run if producer else None,
+                     'reused': bool(producer and producer.id != execution.id)}
+                    for key, artifact in md.outputs(execution.id or -1)
+                    for producer in [md.producer(artifact.id)]]})
   return {'nodes': nodes, 'why_not_run': (
       _why_not_run(run) if any(n['state'] == NOT_RUN for n in nodes)
       else None)}
-
-
-def _producers_of_inputs(md: queries.Metadata, execution: queries.Execution,
-                         present) -> List[str]:
-  producers = (md.producer(a.id) for _, a in md.inputs(execution.id))
-  return sorted({p.node for p in producers if p and p.node in present}
-                - {execution.node})
-
-
-def _outputs(md: queries.Metadata, execution: queries.Execution
-             ) -> List[Dict[str, Any]]:
-  outputs = []
-  for key, artifact in md.outputs(execution.id):
-    producer = md.producer(artifact.id)
-    outputs.append({
-        'key': key, 'type': artifact.type, 'id': artifact.id,
-        'uri': artifact.uri,
-        # A cached execution's outputs were made by an earlier run.
-        'made_by_run': producer.run if producer else None,
-        'reused': bool(producer and producer.id != execution.id),
-    })
-  return outputs
-
-
-# ------------------------------------------------------------------ data --
 
 
 def _not_run(run: queries.Run, node: str) -> Optional[Dict[str, Any]]:
@@ -170,32 +119,34 @@ def _not_run(run: queries.Run, node: str) -> Optional[Dict[str, Any]]:
 
 def data_section(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   """Split counts, class balance, samples, statistics and anomalies."""
+  from inspector import data  # pylint: disable=g-import-not-at-top
+  from inspector import images  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'ImageExampleGen')
   if not_run:
     return not_run
   examples = md.run_output(run, 'ImageExampleGen', 'examples')
-  section: Dict[str, Any] = {
+
+  def summary(build, key):
+    found = build(md, run)
+    return {'id': found[key]['id'], 'cached': found['cached_in_this_run'],
+            'splits': found['splits']}
+
+  return {
       'status': 'ok',
       'examples': {'id': examples.id, 'uri': examples.uri,
                    'cached': run.execution('ImageExampleGen').cached,
                    'properties': artifacts_lib.key_properties(md, examples)},
+      'class_names': _attempt('the class names', lambda: {
+          'names': images.class_names(examples)}),
+      'class_balance': _attempt('the class balance', _class_balance,
+                                examples),
+      'samples': _attempt('the sample grid', _samples, examples),
+      'statistics': _not_run(run, 'StatisticsGen') or _attempt(
+          'the statistics summary', summary, data.statistics_summary,
+          'statistics'),
+      'anomalies': _not_run(run, 'ExampleValidator') or _attempt(
+          'the anomalies', summary, data.anomalies_summary, 'anomalies'),
   }
-  section['class_names'] = _attempt('the class names', _class_names, examples)
-  section['class_balance'] = _attempt('the class balance', _class_balance,
-                                      examples)
-  section['samples'] = _attempt('the sample grid', _samples, examples)
-  section['statistics'] = (
-      _not_run(run, 'StatisticsGen') or
-      _attempt('the statistics summary', _statistics, md, run))
-  section['anomalies'] = (
-      _not_run(run, 'ExampleValidator') or
-      _attempt('the anomalies', _anomalies, md, run))
-  return section
-
-
-def _class_names(examples: queries.Artifact) -> Dict[str, Any]:
-  from inspector import images  # pylint: disable=g-import-not-at-top
-  return {'names': images.class_names(examples)}
 
 
 def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
@@ -205,9 +156,8 @@ def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
   for split in examples.split_names():
     counts = images.label_counts(examples, split)
     splits[split] = [counts.get(label, 0) for label in range(len(names))]
-    # Labels outside the class names would be an ExampleGen bug: say so.
     unnamed = sorted(set(counts) - set(range(len(names))))
-    if unnamed:
+    if unnamed:  # An ExampleGen bug: say so.
       raise InspectError(f'split {split} has labels without class names: '
                          f'{unnamed}')
   return {'classes': names, 'splits': splits}
@@ -215,72 +165,50 @@ def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
 
 def _samples(examples: queries.Artifact) -> Dict[str, Any]:
   from inspector import images  # pylint: disable=g-import-not-at-top
-  from inspector import pictures  # pylint: disable=g-import-not-at-top
   names = images.class_names(examples)
   found = images.samples(examples, SAMPLES_SPLIT, SAMPLES_PER_CLASS)
-  canvas, _ = pictures.draw_samples_grid(
+  canvas, _ = images.draw_samples_grid(
       found, names, f'Examples {examples.id}, split {SAMPLES_SPLIT}: up to '
       f'{SAMPLES_PER_CLASS} per class')
   return {'split': SAMPLES_SPLIT, 'per_class': SAMPLES_PER_CLASS,
           'counts': {names[label] if label < len(names) else str(label):
                      len(found[label]) for label in sorted(found)},
-          'png': data_uri(pictures.png_bytes(canvas)),
+          'png': 'data:image/png;base64,' + base64.b64encode(
+              images.png_bytes(canvas)).decode('ascii'),
           'width': canvas.width, 'height': canvas.height}
-
-
-def _statistics(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  summary = data.statistics_summary(md, run)
-  return {'id': summary['statistics']['id'],
-          'cached': summary['cached_in_this_run'],
-          'splits': summary['splits']}
-
-
-def _anomalies(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  summary = data.anomalies_summary(md, run)
-  return {'id': summary['anomalies']['id'],
-          'cached': summary['cached_in_this_run'],
-          'splits': summary['splits']}
-
-
-# -------------------------------------------------------------- training --
 
 
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
   """Loss and accuracy per epoch, the settings and the device plan."""
+  from inspector import training  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Trainer')
   if not_run:
     return not_run
-  from inspector import training  # pylint: disable=g-import-not-at-top
   trainer = run.execution('Trainer')
   model = md.run_output(run, 'Trainer', 'model')
   model_run = md.run_output(run, 'Trainer', 'model_run')
-  producer = md.producer(model.id)
+  producer = md.producer(model.id) or trainer
   return {
       'status': 'ok', 'cached': trainer.cached,
       # A cached Trainer's wall time is the lookup's: show the training's.
-      'seconds': producer.seconds if producer else trainer.seconds,
-      'trained_in_run': producer.run if producer else None,
+      'seconds': producer.seconds, 'trained_in_run': producer.run,
       'model': {'id': model.id, 'uri': model.uri},
       'model_run': {'id': model_run.id, 'uri': model_run.uri},
       'curves': _attempt('the training curves', training.epoch_curves,
                          model_run),
       'settings': _attempt('the training settings', training.settings,
-                           producer or trainer),
+                           producer),
       'device_plan': _attempt('the device plan', training.device_plan,
                               model_run),
   }
-
-
-# ------------------------------------------------------------ evaluation --
 
 
 def evaluation_section(md: queries.Metadata, run: queries.Run
                        ) -> Dict[str, Any]:
   """Accuracy against the threshold and the baseline, the blessing and why,
   the confusion matrix, and the push."""
+  from inspector import evaluation  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Evaluator')
   if not_run:
     return not_run
@@ -293,7 +221,9 @@ def evaluation_section(md: queries.Metadata, run: queries.Run
       'status': 'ok', 'cached': evaluator.cached,
       'model': {'id': model.id, 'uri': model.uri},
       'verdict': _attempt('the evaluation', _verdict, md, evaluator, model),
-      'confusion': _attempt('the confusion matrix', _confusion, md, model),
+      'confusion': _attempt('the confusion matrix',
+                            evaluation.confusion_matrix, md, model, None,
+                            evaluator),
       'push': _not_run(run, 'Pusher') or _attempt('the push', _push, md, run),
   }
 
@@ -302,38 +232,19 @@ def _verdict(md: queries.Metadata, evaluator: queries.Execution,
              model: queries.Artifact) -> Dict[str, Any]:
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
   result = evaluation.evaluation_metrics(md, evaluator, model)
-  thresholds = evaluation.thresholds(evaluator)
   metrics = {row['metric']: row for s in result['slices']
              if s['slice'] == 'Overall' for row in s['metrics']}
-  checks = []
-  for threshold in thresholds:
-    row = metrics.get(threshold['metric'], {})
-    checks.append({**threshold, 'value': row.get('value'),
-                   'baseline': row.get('baseline'), 'diff': row.get('diff')})
+  checks = [{**t, **{k: metrics.get(t['metric'], {}).get(k)
+                     for k in ('value', 'baseline', 'diff')}}
+            for t in evaluation.thresholds(evaluator)]
   return {
-      'blessed': result['blessed'],
-      'validation_ok': result['validation_ok'],
-      'reasons': evaluation.failure_reasons(result['evaluation']['uri']),
+      'blessed': result['blessed'], 'validation_ok': result['validation_ok'],
+      'reasons': [f['reason'] for f in result['validation_failures']],
       'checks': checks,
       'examples': (metrics.get('example_count') or {}).get('value'),
-      'baseline': result['baseline'],
-      'evaluation': result['evaluation'],
+      'baseline': result['baseline'], 'evaluation': result['evaluation'],
       'slices': result['slices'],
   }
-
-
-def _confusion(md: queries.Metadata, model: queries.Artifact
-               ) -> Dict[str, Any]:
-  from inspector import images  # pylint: disable=g-import-not-at-top
-  from inspector import pictures  # pylint: disable=g-import-not-at-top
-  examples = md.training_examples(model)
-  result = images.confusion_matrix(model, examples, EVAL_SPLIT)
-  canvas = pictures.draw_confusion_matrix(
-      result['matrix'], result['class_names'],
-      f'Model {model.id} on split {EVAL_SPLIT}: accuracy '
-      f'{result["accuracy"]:.2%} of {result["examples_count"]:,}')
-  return {**result, 'png': data_uri(pictures.png_bytes(canvas)),
-          'width': canvas.width, 'height': canvas.height}
 
 
 def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
@@ -347,14 +258,10 @@ def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
           'cached': run.execution('Pusher').cached}
 
 
-# --------------------------------------------------------------- lineage --
-
-
 def lineage_section(md: queries.Metadata, run: queries.Run
                     ) -> Dict[str, Any]:
   """The tree from the run's last artifact back to the input files."""
   from inspector import lineage  # pylint: disable=g-import-not-at-top
-  root = None
   for node, key in (('Pusher', 'pushed_model'), ('Trainer', 'model'),
                     ('ExampleValidator', 'anomalies'),
                     ('StatisticsGen', 'statistics'),
@@ -362,37 +269,97 @@ def lineage_section(md: queries.Metadata, run: queries.Run
     execution = run.execution(node)
     root = md.output(execution, key) if execution else None
     if root is not None:
-      break
-  if root is None:
-    return {'status': 'not_run',
-            'reason': 'the run recorded no artifact to trace back'}
-  return {'status': 'ok', 'root': {'id': root.id, 'type': root.type},
-          'tree': lineage.lineage(md, root)}
+      return {'status': 'ok', 'root': {'id': root.id, 'type': root.type},
+              'tree': lineage.lineage(md, root)}
+  return {'status': 'not_run',
+          'reason': 'the run recorded no artifact to trace back'}
 
 
-# ----------------------------------------------------------------- facts --
+def outcome(run: queries.Run, facts: Dict[str, Any]) -> Dict[str, Any]:
+  """{kind, headline, details}: what became of the run and why. The kind
+  names the page's colour: pushed and served green, stopped and failed
+  red, the rest amber."""
+  def said(kind, headline, details):
+    return {'kind': kind, 'headline': headline, 'details': details}
+  failed = [e.node for e in run.executions if e.state == 'FAILED']
+  if 'ValidationGate' in failed:
+    data = facts['data']
+    anomalies = data.get('anomalies', {}) if data.get('status') == 'ok' else {}
+    return said('stopped', 'Stopped at the ValidationGate: ExampleValidator '
+                'found anomalies in the data, so nothing was trained or '
+                'pushed.', [anomalies['error']] if 'error' in anomalies else [
+                    f'{split}: {row["feature"]}: {row["short_description"]}'
+                    + (f' ({row["description"]})' if row['description']
+                       else '')
+                    for split, rows in anomalies.get('splits', {}).items()
+                    for row in rows])
+  if failed:
+    return said('failed', f'The run failed in {failed[0]}.',
+                ['The full log of the run has the error.'])
+  if run.state in ('RUNNING', 'NEW'):
+    return said('running', 'The run is still running.', [])
+  evaluation = facts['evaluation']
+  if evaluation.get('status') == 'error':
+    return said('unknown', 'The evaluation could not be read.',
+                [evaluation['error']])
+  if evaluation.get('status') != 'ok':
+    why = facts['dag'].get('why_not_run')
+    return said('partial', 'Nothing was evaluated or pushed' +
+                (f': {why}.' if why else '.'), [])
+  verdict, push = evaluation['verdict'], evaluation['push']
+  model = evaluation['model']['id']
+  if 'error' in verdict:
+    return said('unknown', f'Model {model}: its evaluation could not be '
+                'read.', [verdict['error']])
+  if not verdict['blessed']:
+    return said('not_blessed', f'Model {model} was not blessed, so it was '
+                'not pushed.', verdict['reasons'] or
+                ['See the evaluation below.'])
+  checks = [check_text(c) for c in verdict['checks']]
+  if push.get('status') != 'ok':
+    return said('unknown', f'Model {model} was blessed; what became of its '
+                'push is unknown.', [push.get('error') or
+                                     push.get('reason', '')])
+  if push['already_served']:
+    return said('served', f'Model {model} was blessed and is already served '
+                f'from {push["destination"]}: not pushed again.', checks)
+  if push['pushed']:
+    return said('pushed', f'Model {model} was blessed and pushed to '
+                f'{push["destination"]}.', checks)
+  return said('not_blessed', f'Model {model} was blessed but not pushed.',
+              checks)
 
 
-def _section(what: str, build, md, run) -> Dict[str, Any]:
-  result = _attempt(what, build, md, run)
-  if 'error' in result:
-    result['status'] = 'error'
-  return result
+def check_text(check: Dict[str, Any]) -> str:
+  """'sparse_categorical_accuracy 0.9512: at least the threshold 0.9, and no
+  worse than the baseline's 0.9490'."""
+  if check.get('value') is None:
+    return f'{check["metric"]}: no value recorded'
+  conditions = []
+  if check.get('lower_bound') is not None:
+    conditions.append(f'at least the threshold {check["lower_bound"]:g}')
+  if check.get('no_worse_than_baseline'):
+    conditions.append(
+        f'no worse than the baseline\'s {check["baseline"]:.4f}'
+        if check.get('baseline') is not None
+        else 'no baseline to compare with (no model was blessed before)')
+  return f'{check["metric"]} {check["value"]:.4f}' + (
+      ': ' + ', and '.join(conditions) if conditions else '')
 
 
 def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   """Every fact of the report, JSON-ready (pictures as data: URIs)."""
-  facts = {
-      'run': run_facts(md, run),
-      'dag': _section('the DAG', dag, md, run),
-      'data': _section('the data section', data_section, md, run),
-      'training': _section('the training section', training_section, md,
-                           run),
-      'evaluation': _section('the evaluation section', evaluation_section,
-                             md, run),
-      'lineage': _section('the lineage', lineage_section, md, run),
-  }
-  facts['outcome'] = report_outcome.outcome(run, facts)
+  summary = render.run_json(run)
+  facts = {'run': {'id': summary.pop('run'), **summary, 'store': md.where}}
+  for key, what, build in (
+      ('dag', 'the DAG', dag), ('data', 'the data section', data_section),
+      ('training', 'the training section', training_section),
+      ('evaluation', 'the evaluation section', evaluation_section),
+      ('lineage', 'the lineage', lineage_section)):
+    facts[key] = _attempt(what, build, md, run)
+    if 'error' in facts[key]:
+      facts[key]['status'] = 'error'
+  facts['outcome'] = outcome(run, facts)
   return facts
 
 
@@ -407,26 +374,22 @@ def without_pictures(facts: Any) -> Any:
   return facts
 
 
-# ----------------------------------------------------------------- write --
-
-
 def write(md: queries.Metadata, run: queries.Run, path: str
           ) -> Dict[str, Any]:
   """Gathers the run's facts and writes the page to `path` atomically (a
   temporary file beside it, renamed): a reader never sees half a report."""
-  from inspector import report_html  # pylint: disable=g-import-not-at-top
+  from inspector import report_page  # pylint: disable=g-import-not-at-top
   directory = os.path.dirname(os.path.abspath(path))
   if not os.path.isdir(directory):
     raise InspectError(f'{path}: directory {directory} does not exist')
   facts = gather(md, run)
-  page = report_html.page(facts)
+  page = report_page.page(facts)
   temporary = os.path.join(directory,
                            f'.{os.path.basename(path)}.{os.getpid()}.tmp')
   try:
     # O_EXCL: never write through a stale link; 0o666 & umask, as open() does.
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                         0o666)
-    with os.fdopen(descriptor, 'w', encoding='utf-8') as f:
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                           0o666), 'w', encoding='utf-8') as f:
       f.write(page)
       f.flush()
       os.fsync(f.fileno())

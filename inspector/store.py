@@ -1,12 +1,8 @@
-"""Connecting to the ML Metadata store of a pipeline.
+"""Connecting to a pipeline's ML Metadata store, and the MySQL flags (here
+once, for the inspector and local_runner.py).
 
-SQLite (what local runs write by default, `OUT/metadata.db`) is opened
-READONLY: looking never changes a store, and a mistyped path is an error
-instead of a new, empty database. MySQL is what a team shares (local_runner.py
-writes to it with the same flags) and what Kubeflow-style deployments use.
-
-The MySQL flags are defined here once, for the inspect tool and for
-local_runner.py (runners may import the inspector, not the reverse).
+SQLite (`OUT/metadata.db`) is opened READONLY: looking never changes a
+store, and a mistyped path is an error instead of a new, empty database.
 """
 
 import argparse
@@ -22,7 +18,12 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import configs
-from inspector.errors import InspectError
+
+
+class InspectError(Exception):
+  """A problem the user can fix (missing store, unknown id or run...): the
+  command line prints it on one line, without a traceback."""
+
 
 _READONLY = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
 
@@ -48,13 +49,8 @@ class MySqlOptions:
 def add_mysql_flags(group: Any,
                     default: Callable[[Any], Any] = lambda value: value
                     ) -> None:
-  """--mysql-host, --mysql-port, --mysql-database and --mysql-user.
-
-  Args:
-    group: the parser or argument group that takes them.
-    default: maps each flag's default to the one to declare (the inspect
-      tool's subcommands declare argparse.SUPPRESS, see its cli.py).
-  """
+  """--mysql-host, --mysql-port, --mysql-database and --mysql-user on
+  `group`; `default` maps each default to the one to declare."""
   group.add_argument(
       '--mysql-host', default=default(None), metavar='HOST',
       help='Use the ML Metadata store in MySQL (or MariaDB) on this host '
@@ -71,17 +67,15 @@ def add_mysql_flags(group: Any,
 
 def mysql_options(args: argparse.Namespace,
                   password: Optional[str] = None) -> Optional[MySqlOptions]:
-  """The MySQL store `args` name (add_mysql_flags), or None for SQLite.
-
-  The password is `password` if given, else $MLMD_MYSQL_PASSWORD, else ''.
-  """
+  """The MySQL store `args` name, or None for SQLite; the password is
+  `password` if given, else $MLMD_MYSQL_PASSWORD, else ''."""
   if not args.mysql_host:
     return None
-  if password is None:
-    password = os.environ.get(MYSQL_PASSWORD_ENV, '')
-  return MySqlOptions(host=args.mysql_host, port=args.mysql_port,
-                      database=args.mysql_database, user=args.mysql_user,
-                      password=password)
+  return MySqlOptions(
+      host=args.mysql_host, port=args.mysql_port,
+      database=args.mysql_database, user=args.mysql_user,
+      password=os.environ.get(MYSQL_PASSWORD_ENV, '') if password is None
+      else password)
 
 
 def sqlite_path(store: Optional[str] = None,
@@ -98,27 +92,21 @@ def connection_config(sqlite: Optional[str] = None,
                       ) -> metadata_store_pb2.ConnectionConfig:
   """MySQL if given (MLMD creates the database if missing), else SQLite
   read-only."""
-  config = metadata_store_pb2.ConnectionConfig()
   if mysql:
-    config.mysql.host = mysql.host
-    config.mysql.port = mysql.port
-    config.mysql.database = mysql.database
-    config.mysql.user = mysql.user
-    config.mysql.password = mysql.password
-  else:
-    config.sqlite.filename_uri = sqlite
-    config.sqlite.connection_mode = _READONLY
-  return config
+    return metadata_store_pb2.ConnectionConfig(
+        mysql=metadata_store_pb2.MySQLDatabaseConfig(
+            **dataclasses.asdict(mysql)))
+  return metadata_store_pb2.ConnectionConfig(
+      sqlite=metadata_store_pb2.SqliteMetadataSourceConfig(
+          filename_uri=sqlite, connection_mode=_READONLY))
 
 
 def open_store(sqlite: Optional[str] = None,
                mysql: Optional[MySqlOptions] = None
                ) -> metadata_store.MetadataStore:
   """A store to read from; InspectError naming the store if it cannot be.
-
-  Also how local_runner.py checks a MySQL store before a run: MLMD connects
-  (creating the database and its tables when missing) in the constructor.
-  """
+  (local_runner.py checks a MySQL store so: MLMD connects, creating the
+  database and its tables when missing, in the constructor.)"""
   if mysql:
     where = f'MySQL {mysql.describe()}'
     unreachable = _unreachable(mysql)
@@ -152,11 +140,8 @@ def open_store(sqlite: Optional[str] = None,
 
 
 def _unreachable(mysql: MySqlOptions, timeout: float = 10) -> str:
-  """Why nothing answers on mysql.host:mysql.port, or '' when something does.
-
-  MLMD's MySQL client says only "mysql_real_connect failed" (and on stderr a
-  paragraph about MySQL 8 authentication plugins, whatever the cause).
-  """
+  """Why nothing answers on mysql.host:mysql.port, or '' when something
+  does (MLMD's client says only "mysql_real_connect failed")."""
   try:
     with socket.create_connection((mysql.host, mysql.port), timeout=timeout):
       return ''
@@ -170,11 +155,8 @@ def _unreachable(mysql: MySqlOptions, timeout: float = 10) -> str:
 
 @contextlib.contextmanager
 def _native_stderr_to(captured: List[str]) -> Iterator[None]:
-  """Catches what native code (MLMD's glog) writes to file descriptor 2.
-
-  A failed connection is reported by the caller in one line instead;
-  `captured` gets the text either way.
-  """
+  """Catches what native code (MLMD's glog) writes to file descriptor 2
+  into `captured`: a failed connection is reported in one line instead."""
   with tempfile.TemporaryFile() as buffer:
     saved = os.dup(2)
     os.dup2(buffer.fileno(), 2)

@@ -230,8 +230,8 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   workers = knobs.training.workers
   if workers > 1 and args.target == 'kubeflow':
     # The Trainer's pod would start the workers beside itself, on one
-    # machine: no scaling out. See README's "Scaling out" for what a
-    # cluster needs (Kubeflow's Training Operator).
+    # machine: no scaling out. docs/training.md, "Several workers", says
+    # what a cluster needs (Kubeflow's Training Operator).
     raise SystemExit(
         f'error: --trainer-workers {workers}: not supported on '
         'open-source Kubeflow Pipelines (--target kubeflow); --target vertex '

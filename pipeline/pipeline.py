@@ -165,7 +165,8 @@ def _baseline(baseline: str, serving_model_dir: str):
 
 
 def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
-  """Accuracy on the eval split: above the threshold, and no regression."""
+  """Accuracy on the eval split: above the threshold, and no regression;
+  and the confusion matrix (the inspector's, read from the evaluation)."""
   accuracy = tfma.MetricConfig(
       class_name='SparseCategoricalAccuracy',
       threshold=tfma.MetricThreshold(
@@ -180,4 +181,5 @@ def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
                                   prediction_key=PROBABILITIES)],
       slicing_specs=[tfma.SlicingSpec()],
       metrics_specs=[tfma.MetricsSpec(metrics=[
-          tfma.MetricConfig(class_name='ExampleCount'), accuracy])])
+          tfma.MetricConfig(class_name='ExampleCount'), accuracy,
+          tfma.MetricConfig(class_name='MultiClassConfusionMatrixPlot')])])

@@ -1,9 +1,9 @@
 """The report a local run writes when it ends: OUT/report.html.
 
-The run's work is done and recorded in ML Metadata by the time the report is
-written, so the report never fails the run: a report that cannot be written
-at all is one console line and a traceback in the run's log, and parts of it
-that cannot be built say so on the page (inspector/report.py).
+The run's work is done and recorded in ML Metadata by then, so the report
+never fails the run: a report that cannot be written is one console line
+and a traceback in the run's log (parts of it that cannot be built say so
+on the page).
 """
 
 import logging
@@ -16,26 +16,25 @@ REPORT_NAME = 'report.html'
 
 def write_report(run_store: local_store.LocalStore, output_dir: str,
                  pipeline_name: str) -> str:
-  """Writes the report of the pipeline's newest run in the run's store
-  (SQLite in the output directory, or MySQL) to OUT/report.html; returns the
-  console line naming it, or saying why there is none."""
+  """Writes the report of the pipeline's newest run in the run's store to
+  OUT/report.html; returns the console line naming it, or saying why not."""
   path = os.path.join(output_dir, REPORT_NAME)
   try:
     # pylint: disable=g-import-not-at-top
     from inspector import queries
     from inspector import report
     from inspector import store
-    from inspector.errors import InspectError
     # pylint: enable=g-import-not-at-top
-    mlmd = (store.open_store(mysql=run_store.mysql) if run_store.mysql else
-            store.open_store(local_store.sqlite_path(output_dir)))
-    md = queries.Metadata(mlmd, run_store.description)
+    md = queries.Metadata(
+        store.open_store(mysql=run_store.mysql) if run_store.mysql else
+        store.open_store(local_store.sqlite_path(output_dir)),
+        run_store.description)
     # The output directory is locked for this run, so the pipeline's newest
     # run is ours; in a shared MySQL store, only if nobody else started a
-    # run of the same pipeline name since (README: ML Metadata in MySQL).
+    # run of the same pipeline name since (docs/metadata.md).
     runs = [r for r in md.runs() if r.pipeline == pipeline_name]
     if not runs:
-      raise InspectError(f'{md.where} holds no run of {pipeline_name!r}')
+      raise store.InspectError(f'{md.where} holds no run of {pipeline_name!r}')
     report.write(md, runs[0], path)
     return f'Report: {path}'
   except Exception as e:  # pylint: disable=broad-except

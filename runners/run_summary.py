@@ -21,6 +21,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.image_example_gen import progress as example_gen_progress
 from modules import progress as training_progress
+from records import features
 
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
@@ -114,12 +115,6 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
                    'post_transform_anomalies', 'updated_analyzer_cache')
 
 
-def validation_failures(evaluation_uri: str) -> List[str]:
-  """Why the Evaluator did not bless a model, one line per failed check."""
-  from inspector import evaluation  # pylint: disable=g-import-not-at-top
-  return evaluation.failure_reasons(evaluation_uri)
-
-
 def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
               evaluation_uri: Optional[str] = None) -> str:
   """A few words on what an artifact holds."""
@@ -128,7 +123,8 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
   if type_name == 'ModelBlessing' and 'blessed' in props:
     if props['blessed'].int_value:
       return 'blessed'
-    reasons = evaluation_uri and validation_failures(evaluation_uri)
+    from inspector import evaluation  # pylint: disable=g-import-not-at-top
+    reasons = evaluation_uri and evaluation.failure_reasons(evaluation_uri)
     return 'NOT blessed, not pushed: ' + ('; '.join(reasons) if reasons else
                                           'see the Evaluator output')
   if type_name == 'PushedModel' and 'pushed' in props:
@@ -155,48 +151,41 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
   return ''
 
 
+def _listed(examples, count_property: str, list_property: str, head: str,
+            line, shown: int = 5) -> List[str]:
+  """`head` and the first `shown` files of those ExampleGen counted in
+  `count_property` and listed (JSON) in `list_property`."""
+  props = examples.custom_properties
+  count = props[count_property].int_value
+  listed = json.loads(props[list_property].string_value)[:shown]
+  return ([head.format(count=count)] + [f'  {line(f)}' for f in listed] +
+          ([f'  ... and {count - len(listed)} more'] if count > len(listed)
+           else []))
+
+
 def _skipped_images(examples) -> List[str]:
   """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
-  from records import features  # pylint: disable=g-import-not-at-top
   if features.SKIPPED_IMAGES_PROPERTY not in examples.custom_properties:
     return []
-  count, listed = _listed_files(examples, features.SKIPPED_IMAGES_PROPERTY,
-                                features.SKIPPED_IMAGES_LIST_PROPERTY)
-  head = f'skipped {count} unreadable images'
-  if count:
-    head += f', listed in {features.SKIPPED_IMAGES_FILE}'
-  return _list_lines(head, count,
-                     [f'{s["path"]}: {s["reason"]}' for s in listed])
+  return _listed(
+      examples, features.SKIPPED_IMAGES_PROPERTY,
+      features.SKIPPED_IMAGES_LIST_PROPERTY,
+      'skipped {count} unreadable images' + (
+          f', listed in {features.SKIPPED_IMAGES_FILE}' if examples
+          .custom_properties[features.SKIPPED_IMAGES_PROPERTY].int_value
+          else ''), lambda f: f'{f["path"]}: {f["reason"]}')
 
 
 def _os_files(examples) -> List[str]:
   """Lines on the hidden and OS metadata files left out of image folders."""
-  from records import features  # pylint: disable=g-import-not-at-top
-  if features.OS_FILES_PROPERTY not in examples.custom_properties:
-    return []
-  count, listed = _listed_files(examples, features.OS_FILES_PROPERTY,
-                                features.OS_FILES_LIST_PROPERTY)
-  if not count:
-    return []
-  return _list_lines(f'left out {count} hidden or OS metadata files (not '
-                     f'images), listed in {features.OS_FILES_FILE}', count,
-                     [s['path'] for s in listed])
-
-
-def _listed_files(examples, count_property: str, list_property: str,
-                  shown: int = 5) -> Tuple[int, List[Dict[str, str]]]:
-  """(how many, the first `shown` of them) from the artifact's properties:
-  ExampleGen records a count and a JSON list of the files it names."""
   props = examples.custom_properties
-  return (props[count_property].int_value,
-          json.loads(props[list_property].string_value)[:shown])
-
-
-def _list_lines(head: str, count: int, shown: List[str]) -> List[str]:
-  lines = [head] + [f'  {line}' for line in shown]
-  if count > len(shown):
-    lines.append(f'  ... and {count - len(shown)} more')
-  return lines
+  if (features.OS_FILES_PROPERTY not in props or
+      not props[features.OS_FILES_PROPERTY].int_value):
+    return []
+  return _listed(examples, features.OS_FILES_PROPERTY,
+                 features.OS_FILES_LIST_PROPERTY,
+                 'left out {count} hidden or OS metadata files (not images), '
+                 f'listed in {features.OS_FILES_FILE}', lambda f: f['path'])
 
 
 def _split_counts(statistics) -> Dict[str, int]:

@@ -127,18 +127,23 @@ def test_quick_benchmark_writes_a_complete_report(tmp_path):
   assert rows[-1][0] == 'whole run'
 
 
-def test_folder_input_benchmark_reports_every_variant(tmp_path):
-  from benchmarks import folder_input  # pylint: disable=g-import-not-at-top
-  report = folder_input.run(str(tmp_path), per_class=3, repetitions=1,
-                            batch_size=8)
-  _, rows = _table(report, '## Image folders at 96x96x3')
+def test_encodings_section_reports_every_encoding_and_keras(tmp_path):
+  from benchmarks import encodings  # pylint: disable=g-import-not-at-top
+  result = encodings.measure(str(tmp_path), per_class=3, repetitions=1,
+                             batch_size=8, size=32, with_keras=True)
+  report = encodings.render({32: result}, 'HEADER', 3, 1)
+  _, rows = _table(report, '## Encodings')
+  assert [row[:2] for row in rows] == [
+      ['32x32x3', 'raw'], ['32x32x3', 'png'], ['32x32x3', 'jpeg']]
+  _, rows = _table(report, '## Encodings', which=1)
   assert [row[0] for row in rows] == [
       'keras', 'keras, cached', 'ours raw, cold', 'ours raw, cached',
       'ours png, cold', 'ours png, cached', 'ours jpeg, cold',
       'ours jpeg, cached']
   for row in rows:
-    assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[2])
-  assert '30 training images' in report
+    assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[3])
+    _assert_ratio(row[2], _median(row[1]), _median(rows[0][1]), row[0])
+  assert '30 training images (3 per class)' in report
 
 
 def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
@@ -165,7 +170,7 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
 
 
 def test_rate_rows_give_each_rate_its_ratio_to_the_base():
-  from benchmarks.timing import Figure, rate_rows  # pylint: disable=g-import-not-at-top
+  from benchmarks.figures import Figure, rate_rows  # pylint: disable=g-import-not-at-top
   rates = {'keras': Figure([4000, 3900, 4400]), 'ours': Figure([6000])}
   assert rate_rows(rates, 'keras', '{:.1f}x', {'keras': '5', 'ours': '7'}) == [
       '| keras | 4,000 (3,900-4,400) | 1.0x | 5 |', '| ours | 6,000 | 1.5x | 7 |']

@@ -7,7 +7,7 @@ import numpy as np
 from benchmarks import input_speed
 from benchmarks import scale
 from benchmarks import scale_report
-from benchmarks.timing import Figure
+from benchmarks.figures import Figure
 
 GB = 10**9
 

@@ -1,0 +1,83 @@
+"""The run report's page: report.gather's facts drawn by the Jinja2 templates
+in templates/ (autoescaped) into one self-contained HTML file: inline CSS,
+inline SVG charts, pictures as data: URIs; no scripts, no network.
+
+Each section is drawn on its own: one that cannot be drawn says so on the
+page (the log has the traceback), and the rest of the page still comes.
+"""
+
+import logging
+from typing import Any, Dict
+
+import jinja2
+from markupsafe import Markup
+
+from inspector import artifacts
+from inspector import charts
+from inspector import lineage
+from inspector import render
+
+SECTIONS = (('pipeline', 'Pipeline', 'dag'), ('data', 'Data', 'data'),
+            ('training', 'Training', 'training'),
+            ('evaluation', 'Evaluation and push', 'evaluation'),
+            ('lineage', 'Lineage', 'lineage'))
+
+
+def number(value: Any, digits: int = 4) -> str:
+  if value is None:
+    return '-'
+  if isinstance(value, bool):
+    return 'yes' if value else 'no'
+  if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+    value = int(value)
+  if isinstance(value, int):
+    return f'{value:,}'
+  return f'{value:,.{digits}g}' if isinstance(value, float) else str(value)
+
+
+def _flatten(values: Dict[str, Any], prefix: str = ''):
+  """(dotted key, value) of nested settings."""
+  for key, value in values.items():
+    if isinstance(value, dict):
+      yield from _flatten(value, f'{prefix}{key}.')
+    else:
+      yield prefix + key, value
+
+
+def _chart(draw):
+  return lambda *args: Markup(draw(*args))
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader('inspector', 'templates'),
+    autoescape=True, undefined=jinja2.StrictUndefined,
+    trim_blocks=True, lstrip_blocks=True)
+_ENV.filters.update(
+    number=number, duration=render.duration,
+    short_time=lambda iso: iso.replace('T', ' ')[:19] if iso else '-',
+    timestamp=lambda seconds: render.timestamp(int(seconds * 1000)),
+    flatten=_flatten, summary=artifacts.summary_text,
+    split_facts=lineage.split_facts)
+_ENV.globals.update(
+    STATE_COLOURS=charts.STATE_COLOURS, NOT_RUN='NOT RUN',
+    dag_chart=_chart(lambda nodes: charts.dag(nodes, render.duration)),
+    bars_chart=_chart(charts.grouped_bars), lines_chart=_chart(charts.lines),
+    gauge_chart=_chart(charts.gauge), confusion_chart=_chart(charts.confusion))
+
+
+def _section(anchor: str, title: str, part: Dict[str, Any]) -> Markup:
+  sections = _ENV.get_template('sections.html').module
+  try:
+    return getattr(sections, anchor)(anchor, title, part)
+  except Exception as e:  # pylint: disable=broad-except
+    logging.exception('run report: the %s section could not be drawn', title)
+    return sections.failed(anchor, title, {
+        'error': f'drawing the section: {type(e).__name__}: {e}'})
+
+
+def page(facts: Dict[str, Any]) -> str:
+  """The whole report as one HTML document."""
+  return _ENV.get_template('report.html').render(
+      facts=facts, sections=SECTIONS,
+      drawn=[_section(anchor, title, facts[key])
+             for anchor, title, key in SECTIONS])
