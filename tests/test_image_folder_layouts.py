@@ -275,3 +275,17 @@ def test_geometry_of_mixed_grey_images_and_what_options_pin(tmp_path):
   one = {'train': files['train'][2:]}
   assert geometry_choice.choose(one, given, True, True, None, False)[0] == (
       features.ImageGeometry(179, 224, 1))
+
+
+def test_a_sampled_image_that_cannot_be_read_is_named_or_skipped(tmp_path):
+  files = {'train': []}
+  for name, data in (('ok.png', _encode_png(6, 4)),
+                     ('broken.png', b'\x89PNG\r\n\x1a\n broken'),
+                     ('empty.jpg', b'')):
+    (tmp_path / name).write_bytes(data)
+    files['train'].append(str(tmp_path / name))
+  given = features.ImageGeometry(28, 28, 1)
+  with pytest.raises(InputDataError, match=r'/broken.png: cannot decode'):
+    geometry_choice.choose(files, given, True, True, None, False)
+  assert geometry_choice.choose(files, given, True, True, None, True)[0] == (
+      features.ImageGeometry(4, 6, 3))

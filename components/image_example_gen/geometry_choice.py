@@ -1,7 +1,7 @@
 """The geometry image folders are converted to when no flag sets it.
 
 The executor looks at the headers of a sample of the images (Pillow's
-Image.open reads the header only; SAMPLE_SIZE at most, spread over the
+Image.open parses the header only, decoding no pixel; SAMPLE_SIZE at most, spread over the
 classes of every split) and chooses:
 
   channels  3 if any sampled image is in colour (colour stays colour), else 1
@@ -59,12 +59,16 @@ def _header(path: str, max_pixels: Optional[int]) -> Tuple[Tuple[int, int],
                                                           bool]:
   """((width, height) upright, in colour?) from the file's header."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # Read whole, as the conversion reads it (a file object from GFile would
+  # answer Pillow's reads past the end with TensorFlow's errors); only the
+  # header is parsed.
   try:
     image_folder.check_file(path, tf.io.gfile.stat(path).length)
-    f = tf.io.gfile.GFile(path, 'rb')
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      data = f.read()
   except tf.errors.OpError as e:
     raise InputDataError(path, f'cannot read file: {e}') from e
-  with f, image_folder.open_image(path, f, max_pixels) as image:
+  with image_folder.open_image(path, data, max_pixels) as image:
     width, height = image.size
     try:
       orientation = image.getexif().get(ExifTags.Base.Orientation)
