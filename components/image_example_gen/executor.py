@@ -46,7 +46,6 @@ from components.image_example_gen import os_files
 from components.image_example_gen import progress
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
-from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
@@ -139,10 +138,11 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     is_idx = options.input_format == 'idx'
+    if not is_idx and options.eval_percent is not None:
+      # Where the pipeline was built without seeing the data.
+      exec_properties = folder_layout.resolve(exec_properties,
+                                              options.eval_percent)
     if not driver_work.driver_ran(exec_properties):  # Kubeflow Pipelines.
-      if not is_idx and options.eval_percent is not None:
-        exec_properties = folder_layout.resolve(exec_properties,
-                                                options.eval_percent)
       exec_properties = driver_work.resolve(exec_properties, examples)
     input_config = proto_utils.json_to_proto(
         exec_properties[standard_component_specs.INPUT_CONFIG_KEY],

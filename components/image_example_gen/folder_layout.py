@@ -8,8 +8,8 @@
 With a span pattern, DATA is each span's folder. `detect` tells the layouts
 apart; the component asks it when it is built (so that TFX's driver resolves
 spans and fingerprints the files the run reads), and the executor asks it
-again where no driver ran (Kubeflow Pipelines: only the executor sees the
-data; `resolve`).
+again (`resolve`) for pipelines built where the data could not be read
+(Kubeflow: only the executor sees the data).
 
 TFX's own hash split (base_example_gen_executor's partition) hashes each
 serialized record: the split would change with --image-size, and the
@@ -32,7 +32,6 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import image_folder
-from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 
 SPLITS = 'splits'
@@ -65,11 +64,10 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
   if not 0 < eval_percent < 100:
     raise ValueError(f'eval_percent must be between 1 and 99, got '
                      f'{eval_percent}')
+  split = example_gen_pb2.SplitConfig.Split
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-      splits=[example_gen_pb2.SplitConfig.Split(name='train',
-                                                hash_buckets=100 - eval_percent),
-              example_gen_pb2.SplitConfig.Split(name='eval',
-                                                hash_buckets=eval_percent)]))
+      splits=[split(name='train', hash_buckets=100 - eval_percent),
+              split(name='eval', hash_buckets=eval_percent)]))
 
 
 def _has_images(folder: str) -> bool:
@@ -145,12 +143,17 @@ def fit(input_base: str, configured: example_gen_pb2.Input
 
 def resolve(exec_properties: Dict[str, Any],
             eval_percent: int) -> Dict[str, Any]:
-  """Execution properties whose input and output configs fit the data,
-  where no driver ran (Kubeflow): the classes layout's, if that is what
-  `input_base` holds and the splits layout's was configured."""
+  """Execution properties whose input and output configs fit the data:
+  the classes layout's, if that is what `input_base` holds and the splits
+  layout's was configured (with no output splits of its own)."""
   configured = proto_utils.json_to_proto(
       exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
       example_gen_pb2.Input())
+  if proto_utils.json_to_proto(
+      exec_properties.get(standard_component_specs.OUTPUT_CONFIG_KEY)
+      or '{}',
+      example_gen_pb2.Output()).split_config.splits:
+    return exec_properties
   fitted = fit(exec_properties[standard_component_specs.INPUT_BASE_KEY],
                configured)
   if fitted == configured:

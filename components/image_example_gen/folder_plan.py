@@ -58,8 +58,8 @@ def _class_of(path: str) -> str:
   return os.path.basename(os.path.dirname(path))
 
 
-def _check_classes(files: Dict[str, List[str]], class_names: Sequence[str],
-                   patterns: Dict[str, str], hash_split: bool) -> None:
+def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
+                   hash_split: bool) -> None:
   train = 'train' if 'train' in files else next(iter(files))
   present = {split: collections.Counter(_class_of(p) for p in split_files)
              for split, split_files in files.items()}
@@ -102,7 +102,8 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
                image_folder.discover_class_names(patterns.values()))
   if len(names) < 2:
     raise InputDataError(
-        input_base, f"{len(names)} class folder{'' if len(names) == 1 else 's'} "
+        input_base,
+        f"{len(names)} class folder{'' if len(names) == 1 else 's'} "
         f'found ({", ".join(names) or "none"}): a classifier needs at least '
         'two')
   listed = {name: image_folder.check_split(pattern, names)
@@ -117,5 +118,5 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
                                     output_config.split_config)
   else:
     files = listed
-  _check_classes(files, names, patterns, hash_split)
+  _check_classes(files, patterns, hash_split)
   return FolderPlan(files=files, class_names=names, hash_split=hash_split)

@@ -1,8 +1,8 @@
 """The geometry image folders are converted to when no flag sets it.
 
 The executor looks at the headers of a sample of the images (Pillow's
-Image.open parses the header only, decoding no pixel; SAMPLE_SIZE at most, spread over the
-classes of every split) and chooses:
+Image.open parses the header only, decoding no pixel; SAMPLE_SIZE images
+at most, spread over the classes of every split) and chooses:
 
   channels  3 if any sampled image is in colour (colour stays colour), else 1
   size      the images' own if they all share one of at most MAX_SIDE x
