@@ -147,12 +147,15 @@ def test_spans_of_class_folders(tmp_path):
           ] == ['span-{SPAN}/*/*']
 
 
-@pytest.mark.parametrize('layout', ['empty', 'loose images'])
+@pytest.mark.parametrize('layout', ['empty', 'loose images',
+                                    'spans without --span-dir-pattern'])
 def test_neither_layout_names_both(tmp_path, layout):
   data = tmp_path / 'in'
   data.mkdir()
   if layout == 'loose images':
     Image.new('L', (4, 4)).save(data / 'a.png')
+  elif layout.startswith('spans'):
+    _write_classes(str(data / 'span-1'), per_class=1)
   with pytest.raises(InputDataError) as raised:
     _run(data, tmp_path / 'out', _options())
   assert str(raised.value) == (

@@ -71,8 +71,10 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
 
 
 def _has_images(folder: str) -> bool:
+  """Whether `folder` holds a file that may be an image (not a folder)."""
   try:
-    return any(not image_folder.is_os_file(os.path.join(folder, name))
+    return any(not image_folder.is_os_file(os.path.join(folder, name)) and
+               not tf.io.gfile.isdir(os.path.join(folder, name))
                for name in tf.io.gfile.listdir(folder))
   except tf.errors.OpError:
     return True  # Unreadable: check_split says so, naming it.
