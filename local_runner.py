@@ -213,8 +213,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   from runners import run_summary  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
-  store = _store(args)
   try:  # Held until this process ends, however it ends.
+    store = _store(args)  # InspectError: a defaults file that cannot be read.
     lock = interrupted_runs.lock_output_dir(output_dir)  # pylint: disable=unused-variable
     local_store.check_output_dir(output_dir, store)
     if store.mysql:  # Unreachable, refused, ...: said before anything runs.

@@ -158,11 +158,6 @@ def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
   group.add_argument('--store', default=default(None), metavar='PATH',
                      help='Path of the SQLite store (overrides --output-dir).')
   store_lib.add_mysql_flags(group, default)
-  # Kept for existing scripts; $MLMD_MYSQL_PASSWORD keeps it out of `ps`.
-  group.add_argument(
-      '--mysql-password', default=default(None), metavar='PASSWORD',
-      help=f'Default: ${store_lib.MYSQL_PASSWORD_ENV}, else empty (prefer the '
-      'variable: a command line is visible to every user of the machine).')
   parser.add_argument('--json', action='store_true', default=default(False),
                       help='Print JSON on stdout instead of text.')
 
@@ -249,7 +244,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def open_metadata(args) -> queries.Metadata:
-  mysql = store_lib.mysql_options(args, password=args.mysql_password)
+  mysql = store_lib.mysql_options(args)
   if mysql:
     return queries.Metadata(
         store_lib.open_store(mysql=mysql),

@@ -6,6 +6,7 @@ store, and a mistyped path is an error instead of a new, empty database.
 """
 
 import argparse
+import configparser
 import contextlib
 import dataclasses
 import os
@@ -28,9 +29,11 @@ class InspectError(Exception):
 _READONLY = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
 
 
-# The password comes from the environment: on a command line, every user of
-# the machine sees it (ps, /proc/PID/cmdline).
+# The password comes from the environment or from the MySQL client's option
+# file ([client] password=...), never from the command line, where every
+# user of the machine sees it (ps, /proc/PID/cmdline).
 MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
+_PASSWORD_SOURCES = f'--mysql-defaults-file or ${MYSQL_PASSWORD_ENV}'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,13 +52,14 @@ class MySqlOptions:
 def add_mysql_flags(group: Any,
                     default: Callable[[Any], Any] = lambda value: value
                     ) -> None:
-  """--mysql-host, --mysql-port, --mysql-database and --mysql-user on
-  `group`; `default` maps each default to the one to declare."""
+  """--mysql-host, --mysql-port, --mysql-database, --mysql-user and
+  --mysql-defaults-file on `group`; `default` maps each default to the one
+  to declare."""
   group.add_argument(
       '--mysql-host', default=default(None), metavar='HOST',
       help='Use the ML Metadata store in MySQL (or MariaDB) on this host '
-      'instead of SQLite; the password is read from '
-      f'${MYSQL_PASSWORD_ENV} (default: empty).')
+      'instead of SQLite; the password is read from --mysql-defaults-file, '
+      f'else ${MYSQL_PASSWORD_ENV} (default: empty).')
   group.add_argument('--mysql-port', type=int, default=default(3306),
                      metavar='PORT', help='MySQL port (default: 3306).')
   group.add_argument(
@@ -63,19 +67,47 @@ def add_mysql_flags(group: Any,
       help='MySQL database, created when missing (default: mlmd).')
   group.add_argument('--mysql-user', default=default('root'), metavar='USER',
                      help='MySQL user (default: root).')
+  group.add_argument(
+      '--mysql-defaults-file', default=default(None), metavar='PATH',
+      help='A MySQL option file (as the mysql client\'s own --defaults-file) '
+      'whose [client] section holds password=...; readable by you only.')
 
 
-def mysql_options(args: argparse.Namespace,
-                  password: Optional[str] = None) -> Optional[MySqlOptions]:
+def read_defaults_file(path: str) -> Optional[str]:
+  """The [client] password of a MySQL option file, None if it has none;
+  InspectError if it cannot be read."""
+  # As the mysql client reads them: no interpolation, keys without values
+  # (skip-ssl), quotes around a value stripped.
+  parser = configparser.ConfigParser(allow_no_value=True, interpolation=None,
+                                     strict=False)
+  try:
+    with open(path) as f:
+      parser.read_file(f)
+  except OSError as e:
+    raise InspectError(f'--mysql-defaults-file {path}: cannot read it: '
+                       f'{e.strerror}') from None
+  except configparser.Error as e:
+    raise InspectError(f'--mysql-defaults-file {path}: not a MySQL option '
+                       f'file: {e.message.splitlines()[0]}') from None
+  password = parser.get('client', 'password', fallback=None)
+  if password and len(password) > 1 and password[0] == password[-1] and (
+      password[0] in '\'"'):
+    password = password[1:-1]
+  return password
+
+
+def mysql_options(args: argparse.Namespace) -> Optional[MySqlOptions]:
   """The MySQL store `args` name, or None for SQLite; the password is
-  `password` if given, else $MLMD_MYSQL_PASSWORD, else ''."""
+  --mysql-defaults-file's, else $MLMD_MYSQL_PASSWORD, else ''."""
   if not args.mysql_host:
     return None
+  password = (read_defaults_file(args.mysql_defaults_file)
+              if getattr(args, 'mysql_defaults_file', None) else None)
   return MySqlOptions(
       host=args.mysql_host, port=args.mysql_port,
       database=args.mysql_database, user=args.mysql_user,
-      password=os.environ.get(MYSQL_PASSWORD_ENV, '') if password is None
-      else password)
+      password=(os.environ.get(MYSQL_PASSWORD_ENV, '') if password is None
+                else password))
 
 
 def sqlite_path(store: Optional[str] = None,
@@ -129,7 +161,7 @@ def open_store(sqlite: Optional[str] = None,
       # MLMD's client reports no cause; the server answered (see
       # _unreachable), so it refused the login or the database.
       reason = (f'the server refused user {mysql.user!r} (wrong password in '
-                f'${MYSQL_PASSWORD_ENV}, or no access to database '
+                f'{_PASSWORD_SOURCES}, or no access to database '
                 f'{mysql.database!r})')
     raise InspectError(
         f'{where}: cannot open as an ML Metadata store: {reason}') from e

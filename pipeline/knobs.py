@@ -82,18 +82,32 @@ class DataConfig:
       'name per line. Default: the --dataset\'s; else idx uses the label '
       'values, images the sorted class folder names.', flag='--class-names',
       parse=parse_class_names)
-  # Of image folders; IDX files carry their own geometry. None: MNIST's.
+  # Of image folders; IDX files carry their own geometry. None: chosen by
+  # ImageExampleGen from the images' headers (geometry_choice.py).
   image_size: Optional[Tuple[int, int]] = knob(
-      None, 'images only: the size images are resized to (default: %dx%d). '
-      'IDX files declare their own in their headers; Transform and Trainer '
-      'always take the geometry from the Examples.' % (
-          features.MNIST_GEOMETRY.height, features.MNIST_GEOMETRY.width),
+      None, 'images only: the size images are resized to (default: chosen '
+      'from the headers of a sample of the images, and printed; see '
+      'docs/input-data.md). IDX files declare their own in their headers; '
+      'Transform and Trainer always take the geometry from the Examples.',
       flag='--image-size', parse=parse_image_size, metavar='HxW')
   channels: Optional[int] = knob(
       None, 'images only: the channels images are converted to, 1 (grey) or '
-      '3 (RGB) (default: %d). IDX files declare their own.' %
-      features.MNIST_GEOMETRY.channels, flag='--channels', type=int,
+      '3 (RGB) (default: 3 if any sampled image is in colour, else 1). IDX '
+      'files declare their own.', flag='--channels', type=int,
       choices=features.SUPPORTED_CHANNELS)
+  # Keras' validation_split examples hold out a fifth.
+  eval_percent: int = knob(
+      20, 'images only, class folders directly in --data-dir (no train/ '
+      'and eval/ folders): the percentage of images put in eval, chosen by '
+      'a hash of each image\'s path (default: %(default)s).',
+      flag='--eval-percent', type=int, metavar='PERCENT')
+  # Pillow's own limit is about 89 million; a phone's largest photos are
+  # near 100 million pixels.
+  max_image_pixels: int = knob(
+      120_000_000, 'images only: an image whose header claims more pixels '
+      '(width x height) is refused before it is decoded, naming the file '
+      '(skipped with --skip-bad-images) (default: %(default)s).',
+      flag='--max-image-pixels', type=int, metavar='PIXELS')
   # Raw by default: PNG reads slower for a little less disk, JPEG is lossy
   # (BENCHMARKS.md, "Encodings"); png or auto are for input bound by its
   # storage's bandwidth, not its CPU.
@@ -131,7 +145,8 @@ class DataConfig:
 
   @property
   def image_geometry(self) -> features.ImageGeometry:
-    """What image folders are converted to; IDX files declare their own."""
+    """What image folders are converted to, where no flag says and the
+    images' headers do not (IDX files declare their own)."""
     default = features.MNIST_GEOMETRY
     return features.ImageGeometry(
         *(self.image_size or (default.height, default.width)),

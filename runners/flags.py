@@ -113,6 +113,12 @@ def _check(knobs: knobs_lib.Knobs) -> None:
     raise SystemExit('error: --image-size and --channels apply to image '
                      'folders only (--input-format images); IDX files declare '
                      'their geometry in their headers')
+  if not 0 < data.eval_percent < 100:
+    raise SystemExit(f'error: --eval-percent {data.eval_percent}: must be '
+                     'between 1 and 99')
+  if data.max_image_pixels < 1:
+    raise SystemExit(f'error: --max-image-pixels {data.max_image_pixels}: '
+                     'must be 1 or more')
   if workers < 1:
     raise SystemExit(f'error: --trainer-workers {workers}: must be 1 or more')
   if workers > data.num_shards:

@@ -27,7 +27,8 @@ _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
 _STATE = metadata_store_pb2.Execution.State
 # Log messages of components' progress lines, shown indented.
-_PROGRESS = (training_progress.EPOCH_LINE, example_gen_progress.PROGRESS_LINE)
+_PROGRESS = (training_progress.EPOCH_LINE, example_gen_progress.PROGRESS_LINE,
+             example_gen_progress.NOTICE_LINE)
 
 
 @dataclasses.dataclass
@@ -143,7 +144,8 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
-                     _skipped_images(artifact) + _os_files(artifact))
+                     _geometry_chosen(artifact) + _skipped_images(artifact) +
+                     _os_files(artifact))
   if type_name == 'ExampleAnomalies' and 'blessed' in props:
     blessed = props['blessed'].struct_value
     bad = [k for k, v in blessed.fields.items() if not v.number_value]
@@ -161,6 +163,21 @@ def _listed(examples, count_property: str, list_property: str, head: str,
   return ([head.format(count=count)] + [f'  {line(f)}' for f in listed] +
           ([f'  ... and {count - len(listed)} more'] if count > len(listed)
            else []))
+
+
+def _geometry_chosen(examples) -> List[str]:
+  """The line on the geometry ExampleGen chose for image folders, if no
+  option set it."""
+  from components.image_example_gen import geometry_choice  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
+  props = examples.custom_properties
+  chosen = props.get(geometry_choice.CHOICE_PROPERTY)
+  if chosen is None or chosen.string_value == geometry_choice.GIVEN:
+    return []
+  geometry = features.ImageGeometry.from_dict(
+      {key: props[key].int_value for key in features.GEOMETRY_PROPERTIES})
+  return [f'images converted to {geometry}: {chosen.string_value} '
+          '(--image-size and --channels set them)']
 
 
 def _skipped_images(examples) -> List[str]:

@@ -13,6 +13,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
+from components.image_example_gen import folder_layout
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
@@ -121,24 +122,31 @@ def test_output_config_hash_splits_one_input(tmp_path):
                                             for i in images)
 
 
-def test_output_config_hash_splits_an_image_folder(tmp_path):
+def test_output_config_hash_splits_an_image_folder_by_path(tmp_path):
   data = tmp_path / 'in'
   datasets.write_image_folder(str(data), per_class={'train': 6})
-  (data / 'train' / 'dog' / '1.jpg').write_bytes(b'')
+  bad = str(data / 'train' / 'dog' / '1.jpg')
+  with open(bad, 'wb'):
+    pass
+  config = _hash_split('train/*/*', train_buckets=2)
   examples = run_executor(
       data, tmp_path / 'out',
       ImageExampleGenOptions(input_format='images', num_shards=2,
-                             skip_bad_images=True),
-      **_hash_split('train/*/*', train_buckets=2))
-  splits = {split: examples_io.read_split(examples.uri, split)
-            for split in ('train', 'eval')}
-  assert len(splits['train']) > len(splits['eval']) > 0
-  assert sorted(r['label'] for records in splits.values()
-                for r in records) == [0] * 6 + [1] * 5 + [2] * 6
+                             skip_bad_images=True), **config)
+  # Each image where TFX's hash buckets put its path below train/.
+  want = folder_layout.partition(
+      image_folder.list_split(str(data / 'train' / '*' / '*'))[0],
+      str(data / 'train'), config['output_config'].split_config)
+  assert all(want.values())
+  names = ['cat', 'dog', 'fish']
+  for split, paths in want.items():
+    assert sorted(r['label'] for r in examples_io.read_split(
+        examples.uri, split)) == sorted(
+            image_folder.label_of(p, names) for p in paths if p != bad)
   listed = json.loads(examples.get_string_custom_property(
       features.SKIPPED_IMAGES_LIST_PROPERTY))
   assert [(s['split'], s['path']) for s in listed] == [
-      ('all', str(data / 'train' / 'dog' / '1.jpg'))]
+      ('train' if bad in want['train'] else 'eval', bad)]
 
 
 def test_image_folder_png_and_jpeg(tmp_path):
@@ -489,7 +497,7 @@ def test_progress_lines_name_the_split_and_count_its_images(
   else:
     datasets.write_image_folder(str(tmp_path / 'in'))
     options = ImageExampleGenOptions(input_format='images', num_shards=1)
-    last = {'train/*/*: 12 of 12', 'eval/*/*: 6 of 6'}
+    last = {'train: 12 of 12', 'eval: 6 of 6'}
   lines = _ProgressLines()
   logger = logging.getLogger('absl')
   level = logger.level

@@ -96,6 +96,11 @@ CASES = {
         ['--span-dir-pattern', 'span-{SPAN}'],
         lambda dag: json.loads(_component(dag, 'ImageExampleGen')[
             'input_config'])['splits'][0]['pattern'], 'span-{SPAN}/train-*'),
+    '--eval-percent': ([*IMAGES, '--eval-percent', '10'],
+                       lambda dag: _example_gen(dag).eval_percent, 10),
+    '--max-image-pixels': ([*IMAGES, '--max-image-pixels', '1000'],
+                           lambda dag: _example_gen(dag).max_image_pixels,
+                           1000),
     '--skip-bad-images': ([*IMAGES, '--skip-bad-images'],
                           lambda dag: _example_gen(dag).skip_bad_images, True),
     '--schema': (['--schema', configs.MNIST_SCHEMA],

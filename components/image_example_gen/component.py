@@ -8,26 +8,31 @@ from tfx.proto import example_gen_pb2
 from tfx.proto import range_config_pb2
 
 from components.image_example_gen import executor
+from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 from records import features
 
 
 def default_input_config(input_format: str,
-                         span_dir_pattern: Optional[str] = None
+                         span_dir_pattern: Optional[str] = None,
+                         layout: str = folder_layout.SPLITS
                          ) -> example_gen_pb2.Input:
   """The splits of a dataset laid out the usual way.
 
   idx:    train from train-* files, eval from t10k-* (MNIST's official test
           set, so the Evaluator reports the number papers quote).
-  images: train from train/<class>/<image>, eval from eval/<class>/<image>.
+  images: train from train/<class>/<image>, eval from eval/<class>/<image>;
+          or, `layout` folder_layout.CLASSES, one split of <class>/<image>
+          (folder_layout.output_config cuts it into train and eval).
 
   span_dir_pattern: data arrives in drops, one folder per span, each laid
   out as above, e.g. 'span-{SPAN}' for span-1/, span-2/, ... TFX's driver
   picks the newest span and records its number on the Examples artifact.
   """
-  patterns = ({'train': 'train-*', 'eval': 't10k-*'} if input_format == 'idx'
-              else {'train': 'train/*/*', 'eval': 'eval/*/*'})
+  if input_format != 'idx':
+    return folder_layout.input_config(layout, span_dir_pattern)
+  patterns = {'train': 'train-*', 'eval': 't10k-*'}
   if span_dir_pattern is not None:
     check_span_dir_pattern(span_dir_pattern)
     patterns = {name: f'{span_dir_pattern.strip("/")}/{pattern}'
@@ -45,6 +50,12 @@ class ImageExampleGen(FileBasedExampleGen):
   work exactly as for any FileBasedExampleGen; see records/features.py for
   the record format. `num_shards`, the output files per split, has no
   default: the pipeline's is pipeline/knobs.py's DataConfig.num_shards.
+
+  Image folders without train/eval folders (DATA/<class>/<image>) are
+  split by a hash of each path into eval (`eval_percent`) and train, with
+  no input_config given: the layout is looked at here, where `input_base`
+  can be read (so that TFX's driver fingerprints the right files), and
+  again by the executor where no driver ran (folder_layout.py).
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -60,6 +71,10 @@ class ImageExampleGen(FileBasedExampleGen):
       skip_bad_images: bool = False,
       image_encoding: str = 'raw',
       png_min_pixels: Optional[int] = None,
+      infer_size: bool = False,
+      infer_channels: bool = False,
+      eval_percent: Optional[int] = None,
+      max_image_pixels: Optional[int] = None,
       span_dir_pattern: Optional[str] = None,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
@@ -68,11 +83,23 @@ class ImageExampleGen(FileBasedExampleGen):
         input_format=input_format, class_names=class_names,
         geometry=image_geometry, num_shards=num_shards,
         skip_bad_images=skip_bad_images, image_encoding=image_encoding,
-        png_min_pixels=png_min_pixels)
+        png_min_pixels=png_min_pixels, infer_size=infer_size,
+        infer_channels=infer_channels, eval_percent=eval_percent,
+        max_image_pixels=max_image_pixels)
+    if input_config is None:
+      layout = (folder_layout.detect(input_base, span_dir_pattern)
+                if input_format == 'images' and isinstance(input_base, str)
+                else None) or folder_layout.SPLITS
+      if layout == folder_layout.CLASSES and output_config is None:
+        if eval_percent is None:
+          raise ValueError(f'{input_base} holds class folders and no train/'
+                           'eval folders: splitting them needs eval_percent')
+        output_config = folder_layout.output_config(layout, eval_percent)
+      input_config = default_input_config(input_format, span_dir_pattern,
+                                          layout)
     super().__init__(
         input_base=input_base,
-        input_config=input_config or default_input_config(
-            input_format, span_dir_pattern),
+        input_config=input_config,
         output_config=output_config,
         custom_config=options.to_custom_config(),
         range_config=range_config)

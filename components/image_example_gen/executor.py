@@ -14,7 +14,11 @@ says why), each shard by the worker that converts it
 (idx_source.py and image_folder_source.py say why; the hash split of an
 `output_config` goes through TFX's record-by-record partition and Beam's
 file sink instead); skipped images and the OS files left out of image
-folders gathered (skipped_images.py, os_files.py).
+folders gathered (skipped_images.py, os_files.py). Image folders are
+listed and checked once, before Beam starts (folder_plan.py): either
+layout (folder_layout.py, which also splits the one without train/eval
+folders), the classes, and, unless options set it, the geometry chosen from
+the images' headers (geometry_choice.py).
 """
 
 import os
@@ -33,23 +37,27 @@ from tfx.utils import proto_utils
 
 from components.image_example_gen import driver_work
 from components.image_example_gen import errors
+from components.image_example_gen import folder_layout
+from components.image_example_gen import folder_plan
+from components.image_example_gen import geometry_choice
 from components.image_example_gen import idx_source
-from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
 from components.image_example_gen import os_files
 from components.image_example_gen import progress
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
-from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
 # What Do hands the per-split transforms: the class names, the IDX files it
-# validated (none is read twice), where to write skipped images.
+# validated (none is read twice), the image files of each output split,
+# where to write skipped images, the geometry of image folders.
 _CLASS_NAMES_KEY = '_class_names'
 _IDX_FILES_KEY = '_idx_files'
+_FOLDER_FILES_KEY = '_folder_files'
 _SKIPPED_FILES_KEY = '_skipped_files'
 _IMAGE_ENCODING_KEY = '_image_encoding'  # Resolved: never 'auto'.
+_GEOMETRY_KEY = '_geometry'
 
 
 @beam.ptransform_fn
@@ -70,9 +78,8 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                 options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
             | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      split_pattern, class_names, options.geometry,
-      exec_properties[_SKIPPED_FILES_KEY].get(split_pattern),
-      exec_properties[_IMAGE_ENCODING_KEY])
+      split_pattern, class_names, exec_properties[_GEOMETRY_KEY], None,
+      exec_properties[_IMAGE_ENCODING_KEY], options.max_image_pixels)
 
 
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
@@ -92,6 +99,18 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     def split_uri(split):
       return artifact_utils.get_split_uri(examples_channel, split)
 
+    if options.input_format == 'images':
+      # Each worker writes its own shards (image_folder_source.py says
+      # why), of the files folder_plan.py listed for each output split.
+      for split, files in exec_properties[_FOLDER_FILES_KEY].items():
+        _ = (pipeline
+             | f'FolderToShards[{split}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
+                 split, files, exec_properties[_CLASS_NAMES_KEY],
+                 exec_properties[_GEOMETRY_KEY], options.num_shards,
+                 exec_properties[_IMAGE_ENCODING_KEY], split_uri(split),
+                 exec_properties[_SKIPPED_FILES_KEY].get(split),
+                 options.max_image_pixels))
+      return
     if output_config.split_config.splits:
       # One input split hashed into output splits: TFX's own code, record
       # by record, batched again for writing.
@@ -103,32 +122,28 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
              | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
                  split_uri(split), options.num_shards))
       return
-    # Each worker writes its own shards (idx_source.py and
-    # image_folder_source.py say why).
+    # Each worker writes its own shards (idx_source.py says why).
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-    encoding = exec_properties[_IMAGE_ENCODING_KEY]
-    class_names = exec_properties[_CLASS_NAMES_KEY]
     for split in input_config.splits:
       pattern = os.path.join(input_base, split.pattern)
-      if options.input_format == 'idx':
-        _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
-            exec_properties[_IDX_FILES_KEY][pattern], class_names,
-            options.num_shards, encoding, split_uri(split.name))
-      else:
-        _ = (pipeline
-             | f'FolderToShards[{split.name}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
-                 pattern, class_names, options.geometry, options.num_shards,
-                 encoding, split_uri(split.name),
-                 exec_properties[_SKIPPED_FILES_KEY].get(pattern)))
+      _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
+          exec_properties[_IDX_FILES_KEY][pattern],
+          exec_properties[_CLASS_NAMES_KEY], options.num_shards,
+          exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name))
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
+    options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+    is_idx = options.input_format == 'idx'
+    if not is_idx and options.eval_percent is not None:
+      # Where the pipeline was built without seeing the data.
+      exec_properties = folder_layout.resolve(exec_properties,
+                                              options.eval_percent)
     if not driver_work.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver_work.resolve(exec_properties, examples)
-    options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     input_config = proto_utils.json_to_proto(
         exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
         example_gen_pb2.Input())
@@ -138,29 +153,43 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
     patterns = {split.name: os.path.join(input_base, split.pattern)
                 for split in input_config.splits}
-    is_idx = options.input_format == 'idx'
-    idx_files = ({p: idx_source.split_files(p) for p in patterns.values()}
-                 if is_idx else {})
-    class_names = list(options.class_names or (
-        idx_source.class_names_from_labels(idx_files.values()) if is_idx
-        else image_folder.discover_class_names(patterns.values())))
-    if not class_names:
-      raise InputDataError(input_base, 'no class folders found in any split')
-    # IDX files declare their geometry; folders are converted to the option's.
-    geometry = (idx_source.dataset_geometry(idx_files.values()) if is_idx
-                else options.geometry)
+    folder_files = {}
+    geometry_chosen = None
+    if is_idx:
+      idx_files = {p: idx_source.split_files(p) for p in patterns.values()}
+      class_names = list(options.class_names or
+                         idx_source.class_names_from_labels(idx_files.values()))
+      # IDX files declare their geometry.
+      geometry = idx_source.dataset_geometry(idx_files.values())
+    else:
+      idx_files = {}
+      plan = folder_plan.plan(input_base, input_config, output_config,
+                              options.class_names)
+      class_names, folder_files = plan.class_names, plan.files
+      progress.notice(plan.summary())
+      geometry, geometry_chosen = geometry_choice.choose(
+          folder_files, options.geometry, options.infer_size,
+          options.infer_channels, options.max_image_pixels,
+          options.skip_bad_images)
+      if geometry_chosen != geometry_choice.GIVEN:
+        progress.notice(f'images converted to {geometry.height}x'
+                        f'{geometry.width}x{geometry.channels}: '
+                        f'{geometry_chosen}; --image-size and --channels '
+                        'set them')
 
     examples.split_names = artifact_utils.encode_split_names(
         example_gen_utils.generate_output_split_names(input_config,
                                                       output_config))
-    skipped_files = (skipped_images.files(examples.uri, patterns)
+    skipped_files = (skipped_images.files(examples.uri, folder_files)
                      if options.skip_bad_images else {})
     encoding = features.resolve_encoding(options.image_encoding, geometry,
                                          options.png_min_pixels)
     exec_properties = {**exec_properties, _CLASS_NAMES_KEY: class_names,
                        _IDX_FILES_KEY: idx_files,
+                       _FOLDER_FILES_KEY: folder_files,
                        _SKIPPED_FILES_KEY: skipped_files,
-                       _IMAGE_ENCODING_KEY: encoding}
+                       _IMAGE_ENCODING_KEY: encoding,
+                       _GEOMETRY_KEY: geometry}
 
     logging.info('Generating examples of %s images (%s) with classes %s.',
                  geometry, encoding, class_names)
@@ -178,7 +207,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         raise
       raise bad_data from e
     if options.skip_bad_images:
-      skipped_images.record(examples, patterns, skipped_files)
+      skipped_images.record(examples, folder_files, skipped_files)
     if not is_idx:
       os_files.record(examples, patterns)
 
@@ -193,6 +222,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         os.path.join(examples.uri, features.CLASS_NAMES_FILE), class_names)
     for key, value in geometry.to_dict().items():
       examples.set_int_custom_property(key, value)
+    if geometry_chosen is not None:
+      examples.set_string_custom_property(geometry_choice.CHOICE_PROPERTY,
+                                          geometry_chosen)
     examples.set_string_custom_property(features.IMAGE_ENCODING_PROPERTY,
                                         encoding)
     logging.info('Examples generated.')

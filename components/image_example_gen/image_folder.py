@@ -13,7 +13,9 @@ silently). Any other file that is not an image stops the run.
 
 import io
 import os
-from typing import Iterable, List, Sequence, Tuple
+import re
+from typing import Iterable, List, Optional, Sequence, Tuple
+import warnings
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -33,6 +35,14 @@ _PIL_MODES = {1: 'L', 3: 'RGB'}
 # cut-out product shots, line art) are drawn to be shown on a light page,
 # and on black their dark strokes would vanish.
 TRANSPARENT_BACKGROUND = (255, 255, 255)
+
+# Pillow warns of an image over Image.MAX_IMAGE_PIXELS as it opens it, and
+# raises DecompressionBombError over twice that: decode_image sets that
+# limit to its own and refuses, naming the file, whatever is over it; as an
+# error, the warning is one more way of that refusal, never an unnamed line.
+warnings.filterwarnings('error', category=Image.DecompressionBombWarning)
+# The limit of `max_pixels` None: Pillow's own default.
+PILLOW_MAX_PIXELS = Image.MAX_IMAGE_PIXELS
 
 
 def _is_os_name(path: str) -> bool:
@@ -113,35 +123,87 @@ def label_of(path: str, class_names: Sequence[str]) -> int:
   return class_names.index(os.path.basename(os.path.dirname(path)))
 
 
-def decode_image(path: str, data: bytes,
-                 geometry: features.ImageGeometry) -> bytes:
-  """Decodes an image file to raw uint8 pixels in `geometry`.
-
-  The camera's EXIF orientation is applied (phones store portraits as
-  landscape pixels plus a rotation tag); 16-bit images keep their 8 high
-  bits; transparency is composited on TRANSPARENT_BACKGROUND; then the
-  image is converted to the channels and resized to the size of `geometry`.
-  """
+def check_file(path: str, size: int) -> None:
+  """Refuses a file of `size` bytes that cannot be an image by its name or
+  its size."""
   if not path.lower().endswith(IMAGE_EXTENSIONS):
     raise InputDataError(
         path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)}, '
         'in any case)')
-  if not data:
+  if not size:
     raise InputDataError(path, 'empty file (0 bytes)')
+
+
+def check_pixels(path: str, size: Tuple[int, int],
+                 max_pixels: Optional[int]) -> None:
+  """Refuses an image whose header claims more than `max_pixels` pixels."""
+  width, height = size
+  if max_pixels is not None and width * height > max_pixels:
+    raise InputDataError(path, _too_many_pixels(
+        f'{width}x{height} = {width * height:,}', max_pixels))
+
+
+def _too_many_pixels(pixels: str, max_pixels: Optional[int]) -> str:
+  return (f'the image claims {pixels} pixels, more than the limit of '
+          f'{max_pixels:,}: refused before decoding (a decompression bomb, '
+          f'or an image that big on purpose: raise max_image_pixels)')
+
+
+def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
+  """Pillow's Image.open of `data` (bytes or a file object), which reads the
+  header only, refused if it claims more than `max_pixels` pixels (None:
+  Pillow's default limit)."""
+  # Process-wide, but one run sets one value in all its workers.
+  Image.MAX_IMAGE_PIXELS = max_pixels or PILLOW_MAX_PIXELS
+  stream = io.BytesIO(data) if isinstance(data, bytes) else data
   try:
-    with Image.open(io.BytesIO(data)) as image:
-      image = _to_mode(ImageOps.exif_transpose(image),
-                       _PIL_MODES[geometry.channels])
-      if image.size != (geometry.width, geometry.height):
-        image = image.resize((geometry.width, geometry.height),
-                             Image.Resampling.BILINEAR, reducing_gap=3.0)
-      pixels = np.asarray(image, dtype=np.uint8)
+    image = Image.open(stream)
+  except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+    claimed = re.search(r'\((\d+) pixels\)', str(e))
+    raise InputDataError(path, _too_many_pixels(
+        f'{int(claimed.group(1)):,}' if claimed else 'too many',
+        Image.MAX_IMAGE_PIXELS)) from e
   except UnidentifiedImageError as e:
     # PIL's own message names only its in-memory buffer.
     raise InputDataError(path, 'cannot decode image: not an image format '
                          'Pillow reads, or damaged beyond recognition') from e
   except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
+  try:
+    check_pixels(path, image.size, Image.MAX_IMAGE_PIXELS)
+  except InputDataError:
+    image.close()
+    raise
+  return image
+
+
+def decode_image(path: str, data: bytes,
+                 geometry: features.ImageGeometry,
+                 max_pixels: Optional[int] = None) -> bytes:
+  """Decodes an image file to raw uint8 pixels in `geometry`.
+
+  An image whose header claims more than `max_pixels` pixels (None:
+  Pillow's limit) is refused before anything is decoded, so memory is
+  bounded whatever a header claims. The camera's EXIF orientation is
+  applied (phones store portraits as landscape pixels plus a rotation
+  tag); 16-bit images keep their 8 high bits; transparency is composited
+  on TRANSPARENT_BACKGROUND; then the image is converted to the channels
+  and resized to the size of `geometry`.
+  """
+  check_file(path, len(data))
+  with open_image(path, data, max_pixels) as image:
+    try:
+      image = _to_mode(ImageOps.exif_transpose(image),
+                       _PIL_MODES[geometry.channels])
+      if image.size != (geometry.width, geometry.height):
+        image = image.resize((geometry.width, geometry.height),
+                             Image.Resampling.BILINEAR, reducing_gap=3.0)
+      pixels = np.asarray(image, dtype=np.uint8)
+    except (Image.DecompressionBombError,
+            Image.DecompressionBombWarning) as e:  # A later frame's size.
+      raise InputDataError(path, f'cannot decode image: {e}') from e
+    except (OSError, SyntaxError, ValueError) as e:
+      raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
 
 

@@ -6,8 +6,9 @@ image fails the run, naming the file) or, with a skipped-images file,
 writing what it could not read there (skipped_images.py gathers those
 files onto the Examples artifact).
 
-The split is listed once, before any worker starts (image_folder.check_split;
-OS files are left out there, and os_files.py records them).
+The split is listed and checked once, before any worker starts, by the
+executor (folder_plan.py; OS files are left out there, and os_files.py
+records them).
 
 `WriteFolderSplit` is how a split is converted, as idx_source.WriteIdxSplit
 converts IDX files: one element per output shard, (shard, its image
@@ -68,7 +69,7 @@ def records_per_write(geometry: features.ImageGeometry) -> int:
 
 def _image_file_to_example(path: str, class_names: Sequence[str],
                            geometry: features.ImageGeometry,
-                           encoding: str) -> bytes:
+                           encoding: str, max_pixels: Optional[int]) -> bytes:
   label = image_folder.label_of(path, class_names)
   try:
     with tf.io.gfile.GFile(path, 'rb') as f:
@@ -76,7 +77,8 @@ def _image_file_to_example(path: str, class_names: Sequence[str],
   except (IOError, tf.errors.OpError) as e:
     raise InputDataError(path, f'cannot read file: {e}') from e
   return features.make_example(
-      image_folder.decode_image(path, data, geometry), geometry, label,
+      image_folder.decode_image(path, data, geometry, max_pixels), geometry,
+      label,
       encoding)
 
 
@@ -90,8 +92,10 @@ class _Decoder:
 
   def __init__(self, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
-               encoding: str, split_progress: progress.SplitProgress):
+               encoding: str, split_progress: progress.SplitProgress,
+               max_pixels: Optional[int] = None):
     self._class_names = list(class_names)
+    self._max_pixels = max_pixels
     self._geometry = geometry
     self._skip_bad = skip_bad
     self._encoding = encoding
@@ -101,7 +105,8 @@ class _Decoder:
     """(the Example, None), or (None, what was skipped)."""
     try:
       example = _image_file_to_example(path, self._class_names,
-                                       self._geometry, self._encoding)
+                                       self._geometry, self._encoding,
+                                       self._max_pixels)
     except InputDataError as e:
       if not self._skip_bad:
         raise
@@ -162,15 +167,12 @@ class _WriteShard(beam.DoFn):
       yield beam.pvalue.TaggedOutput(_SKIPPED, bad)
 
 
-def _plan(split_pattern: str, class_names: Sequence[str],
-          geometry: features.ImageGeometry, skipped_file: Optional[str],
-          encoding: str) -> Tuple[List[str], _Decoder]:
-  """The split's image files (listed once, here) and their decoder."""
-  files = image_folder.check_split(split_pattern, class_names)
-  # Progress is named by the split's folder/*/*, short of the input base.
-  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
-  return files, _Decoder(class_names, geometry, bool(skipped_file), encoding,
-                         progress.SplitProgress(label, len(files)))
+def _decoder(label: str, files: Sequence[str], class_names: Sequence[str],
+             geometry: features.ImageGeometry, skipped_file: Optional[str],
+             encoding: str, max_pixels: Optional[int]) -> _Decoder:
+  """The decoder of a split's `files`, its progress named `label`."""
+  return _Decoder(class_names, geometry, bool(skipped_file), encoding,
+                  progress.SplitProgress(label, len(files)), max_pixels)
 
 
 def _write_skipped(skipped: beam.pvalue.PCollection,
@@ -187,16 +189,18 @@ def _write_skipped(skipped: beam.pvalue.PCollection,
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(str)
 def WriteFolderSplit(  # pylint: disable=invalid-name
-    pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
-    geometry: features.ImageGeometry, num_shards: int, encoding: str,
-    split_uri: str,
-    skipped_file: Optional[str] = None) -> beam.pvalue.PCollection:
-  """Converts a split of class folders into num_shards gzipped TFRecord
-  files in `split_uri` (see the module docstring); with `skipped_file`,
-  skips unreadable images and writes them there, one JSON object per line.
-  Returns the paths written."""
-  files, decoder = _plan(split_pattern, class_names, geometry, skipped_file,
-                         encoding)
+    pipeline: beam.Pipeline, split_name: str, files: Sequence[str],
+    class_names: Sequence[str], geometry: features.ImageGeometry,
+    num_shards: int, encoding: str, split_uri: str,
+    skipped_file: Optional[str] = None,
+    max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
+  """Converts the image `files` of a split (listed and checked by
+  folder_plan.py) into num_shards gzipped TFRecord files in `split_uri`
+  (see the module docstring); with `skipped_file`, skips unreadable images
+  and writes them there, one JSON object per line. Returns the paths
+  written."""
+  decoder = _decoder(split_name, files, class_names, geometry, skipped_file,
+                     encoding, max_pixels)
   written = (pipeline
              | 'Shards' >> beam.Create(
                  list(enumerate(shard_paths(files, num_shards))),
@@ -216,12 +220,16 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
 def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
     geometry: features.ImageGeometry, skipped_file: Optional[str] = None,
-    encoding: str = 'raw') -> beam.pvalue.PCollection:
+    encoding: str = 'raw',
+    max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
   """Reads a split of class folders into serialized Examples, one per
   element; with `skipped_file`, skips unreadable images and writes them
   there, one JSON object per line."""
-  files, decoder = _plan(split_pattern, class_names, geometry, skipped_file,
-                         encoding)
+  files = image_folder.check_split(split_pattern, class_names)
+  # Progress is named by the split's folder/*/*, short of the input base.
+  label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
+  decoder = _decoder(label, files, class_names, geometry, skipped_file,
+                     encoding, max_pixels)
   decoded = (pipeline
              | 'Files' >> beam.Create(files, reshuffle=False)
              | 'Distribute' >> beam.Reshuffle()

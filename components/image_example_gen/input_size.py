@@ -15,6 +15,7 @@ import re
 
 from tfx.proto import example_gen_pb2
 
+from components.image_example_gen import folder_layout
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
 
@@ -35,6 +36,8 @@ def _glob_pattern(input_base: str, split_pattern: str) -> str:
 def measure(input_base: str, input_config: example_gen_pb2.Input,
             input_format: str) -> InputSize:
   records = size = train = 0
+  if input_format == 'images':
+    input_config = folder_layout.fit(input_base, input_config)
   for split in input_config.splits:
     split_records = 0
     for path in sorted(glob.glob(_glob_pattern(input_base, split.pattern))):
@@ -50,5 +53,7 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
         size += os.path.getsize(path)
     records += split_records
     if split.name == 'train':
+      train += split_records
+    elif split.name == folder_layout.ALL_SPLIT:  # Mostly train, once split.
       train += split_records
   return InputSize(records=records, bytes=size, train_records=train)

@@ -40,6 +40,14 @@ class ImageExampleGenOptions:
     pixels (height x width), raw below, decided once the geometry is known
     (an IDX file's is in its header).
   png_min_pixels: 'auto' only (pipeline/knobs.py has the pipeline's).
+  infer_size, infer_channels: 'images' only: choose the size, the channels
+    of `geometry` from a sample of the images' headers instead
+    (geometry_choice.py); `geometry` holds the rest.
+  eval_percent: 'images' without train/eval folders: the share of images
+    hashed into eval (folder_layout.py; pipeline/knobs.py has the
+    pipeline's); needed only there.
+  max_image_pixels: 'images' only: an image whose header claims more pixels
+    is refused before it is decoded; None: Pillow's own limit.
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
@@ -48,6 +56,10 @@ class ImageExampleGenOptions:
   skip_bad_images: bool = False
   image_encoding: str = 'raw'
   png_min_pixels: Optional[int] = None
+  infer_size: bool = False
+  infer_channels: bool = False
+  eval_percent: Optional[int] = None
+  max_image_pixels: Optional[int] = None
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -67,6 +79,12 @@ class ImageExampleGenOptions:
     if self.skip_bad_images and self.input_format != 'images':
       raise ValueError('skip_bad_images applies to image folders only '
                        "(input_format 'images')")
+    if self.eval_percent is not None and not 0 < self.eval_percent < 100:
+      raise ValueError(f'eval_percent must be between 1 and 99, got '
+                       f'{self.eval_percent}')
+    if self.max_image_pixels is not None and self.max_image_pixels < 1:
+      raise ValueError(f'max_image_pixels must be at least 1, got '
+                       f'{self.max_image_pixels}')
     if self.class_names is not None:
       names = list(self.class_names)
       if not names or len(set(names)) != len(names):
@@ -83,6 +101,10 @@ class ImageExampleGenOptions:
         'skip_bad_images': self.skip_bad_images,
         'image_encoding': self.image_encoding,
         'png_min_pixels': self.png_min_pixels,
+        'infer_size': self.infer_size,
+        'infer_channels': self.infer_channels,
+        'eval_percent': self.eval_percent,
+        'max_image_pixels': self.max_image_pixels,
     }
 
   @classmethod
@@ -97,7 +119,13 @@ class ImageExampleGenOptions:
         skip_bad_images=bool(d.get('skip_bad_images', False)),
         image_encoding=d.get('image_encoding', 'raw'),
         png_min_pixels=(int(d['png_min_pixels'])
-                        if d.get('png_min_pixels') is not None else None))
+                        if d.get('png_min_pixels') is not None else None),
+        infer_size=bool(d.get('infer_size', False)),
+        infer_channels=bool(d.get('infer_channels', False)),
+        eval_percent=(int(d['eval_percent'])
+                      if d.get('eval_percent') is not None else None),
+        max_image_pixels=(int(d['max_image_pixels'])
+                          if d.get('max_image_pixels') is not None else None))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()

@@ -19,12 +19,20 @@ from absl import logging
 
 # The absl message of a progress line; runners/run_summary.py looks for it.
 PROGRESS_LINE = 'ImageExampleGen: %s: %s of %s images read (%d%%)'
+# What ImageExampleGen found or chose that its user should read: the
+# classes and splits of image folders, the geometry it chose for them.
+# Shown on the console like progress lines.
+NOTICE_LINE = 'ImageExampleGen: %s'
 INTERVAL_SECONDS = 5.0
 
 _lock = threading.Lock()
 # Per split pattern in this process: (images so far, time of the last line
 # or of the first count).
 _state: Dict[str, Tuple[int, float]] = {}
+
+
+def notice(text: str) -> None:
+  logging.info(NOTICE_LINE, text)
 
 
 def reset() -> None:

@@ -8,13 +8,12 @@ workers' files.
 
 import json
 import os
-from typing import Dict
+from typing import Dict, List
 
 from absl import logging
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
 from records import features
 
@@ -24,37 +23,36 @@ _WORK_DIR = '.skipped'
 _MAX_LISTED = 100
 
 
-def files(examples_uri: str, split_patterns: Dict[str, str]) -> Dict[str, str]:
-  """{split pattern: the file Beam writes its skipped images to}, from
-  {split name: split pattern}."""
-  return {pattern: os.path.join(examples_uri, _WORK_DIR, f'{name}.jsonl')
-          for name, pattern in split_patterns.items()}
+def files(examples_uri: str, split_names) -> Dict[str, str]:
+  """{split name: the file Beam writes its skipped images to}."""
+  return {name: os.path.join(examples_uri, _WORK_DIR, f'{name}.jsonl')
+          for name in split_names}
 
 
 def record(examples: standard_artifacts.Examples,
-           split_patterns: Dict[str, str],
+           split_files: Dict[str, List[str]],
            skipped_files: Dict[str, str]) -> None:
   """Gathers what the workers skipped onto the Examples artifact.
 
   Args:
     examples: the artifact; its folder holds the workers' files.
-    split_patterns: {split name: split pattern}.
+    split_files: {split name: the image files it was made of}.
     skipped_files: what `files` returned for them.
 
   Raises:
     InputDataError: every image of a split was skipped.
   """
   skipped = []
-  for name, pattern in split_patterns.items():
-    path = skipped_files[pattern]
+  for name, images in split_files.items():
+    path = skipped_files[name]
     lines = []
     if tf.io.gfile.exists(path):
       with tf.io.gfile.GFile(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
-    if lines and len(lines) == len(image_folder.list_split(pattern)[0]):
+    if lines and len(lines) == len(images):
       # Nothing left to learn from: an empty split, whatever the option says.
       raise InputDataError(
-          os.path.dirname(os.path.dirname(pattern)),
+          os.path.commonpath(images),
           f'all {len(lines)} images of split {name!r} are unreadable '
           f'(first: {lines[0]["path"]}: {lines[0]["reason"]})')
     skipped += [{'split': name, **line} for line in lines]

@@ -1,0 +1,190 @@
+"""The two layouts of image folders, and the split of the one without splits.
+
+  splits:  DATA/train/<class>/<image> and DATA/eval/<class>/<image>
+  classes: DATA/<class>/<image> (Keras' image_dataset_from_directory's):
+           one input split, ALL_SPLIT, cut into train and eval by TFX's
+           `output_config` hash buckets (`output_config`)
+
+With a span pattern, DATA is each span's folder. `detect` tells the layouts
+apart; the component asks it when it is built (so that TFX's driver resolves
+spans and fingerprints the files the run reads), and the executor asks it
+again (`resolve`) for pipelines built where the data could not be read
+(Kubeflow: only the executor sees the data).
+
+TFX's own hash split (base_example_gen_executor's partition) hashes each
+serialized record: the split would change with --image-size, and the
+record-by-record partition would bypass the per-worker shard writing
+(image_folder_source.py). `partition` applies TFX's hash function and
+buckets (sha256 modulo the total, then the cumulative buckets in order) to
+each image's path relative to DATA instead: the same image lands in the same
+split on every machine, with any geometry, and whatever images are added.
+"""
+
+import bisect
+import hashlib
+import itertools
+import os
+from typing import Any, Dict, List, Optional, Sequence
+
+import tensorflow as tf
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_component_specs
+from tfx.utils import proto_utils
+
+from components.image_example_gen import image_folder
+from components.image_example_gen.span_pattern import check_span_dir_pattern
+
+SPLITS = 'splits'
+CLASSES = 'classes'
+SPLIT_NAMES = ('train', 'eval')
+ALL_SPLIT = 'all'  # The one input split of the classes layout.
+
+
+def _prefix(span_dir_pattern: Optional[str]) -> str:
+  if span_dir_pattern is None:
+    return ''
+  return check_span_dir_pattern(span_dir_pattern).strip('/') + '/'
+
+
+def input_config(layout: str, span_dir_pattern: Optional[str] = None
+                 ) -> example_gen_pb2.Input:
+  """The input splits of `layout`, in each span's folder if there are spans."""
+  prefix = _prefix(span_dir_pattern)
+  patterns = ({name: f'{prefix}{name}/*/*' for name in SPLIT_NAMES}
+              if layout == SPLITS else {ALL_SPLIT: f'{prefix}*/*'})
+  return example_gen_pb2.Input(splits=[
+      example_gen_pb2.Input.Split(name=name, pattern=pattern)
+      for name, pattern in patterns.items()])
+
+
+def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
+  """None for the splits layout; train and eval hash buckets for classes."""
+  if layout == SPLITS:
+    return example_gen_pb2.Output()
+  if not 0 < eval_percent < 100:
+    raise ValueError(f'eval_percent must be between 1 and 99, got '
+                     f'{eval_percent}')
+  split = example_gen_pb2.SplitConfig.Split
+  return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+      splits=[split(name='train', hash_buckets=100 - eval_percent),
+              split(name='eval', hash_buckets=eval_percent)]))
+
+
+def _has_images(folder: str) -> bool:
+  """Whether `folder` holds a file that may be an image (not a folder)."""
+  try:
+    return any(not image_folder.is_os_file(os.path.join(folder, name)) and
+               not tf.io.gfile.isdir(os.path.join(folder, name))
+               for name in tf.io.gfile.listdir(folder))
+  except tf.errors.OpError:
+    return True  # Unreadable: check_split says so, naming it.
+
+
+def layout_of(data_dir: str) -> Optional[str]:
+  """SPLITS if `data_dir` holds a train or eval folder, CLASSES if it holds
+  class folders of images, None if neither."""
+  if not tf.io.gfile.isdir(data_dir):
+    return None
+  if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
+         for name in SPLIT_NAMES):
+    return SPLITS
+  folders = [d for d in tf.io.gfile.glob(os.path.join(data_dir, '*'))
+             if tf.io.gfile.isdir(d) and not image_folder.is_os_file(d)]
+  return CLASSES if any(_has_images(d) for d in folders) else None
+
+
+def layouts_expected(data_dir: str) -> str:
+  """The error's text: the two layouts accepted, under `data_dir`."""
+  return (f'neither layout of image folders found: expected '
+          f'{data_dir}/train/<class>/<image> and {data_dir}/eval/<class>/'
+          f'<image>, or {data_dir}/<class>/<image> (split into train and '
+          f'eval by a hash of each path)')
+
+
+def detect(input_base: str, span_dir_pattern: Optional[str] = None
+           ) -> Optional[str]:
+  """The layout of `input_base` (of its newest-looking span folder, with a
+  span pattern), or None if there is none to read there (not readable from
+  here, or neither layout: the executor says which)."""
+  try:
+    if span_dir_pattern is None:
+      return layout_of(input_base)
+    spans = sorted(tf.io.gfile.glob(os.path.join(
+        input_base, _prefix(span_dir_pattern).rstrip('/').replace(
+            '{SPAN}', '*'))))
+    layouts = {layout_of(span) for span in spans} - {None}
+    return layouts.pop() if len(layouts) == 1 else None
+  except (tf.errors.OpError, OSError):
+    return None
+
+
+def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
+  """The span folder pattern ('' for none) of a splits-layout input config,
+  None for any other config."""
+  patterns = {split.name: split.pattern for split in config.splits}
+  if sorted(patterns) != sorted(SPLIT_NAMES):
+    return None
+  prefix = patterns['train'][:-len('train/*/*')]
+  if input_config(SPLITS, prefix.strip('/') or None) != config:
+    return None
+  return prefix
+
+
+def fit(input_base: str, configured: example_gen_pb2.Input
+        ) -> example_gen_pb2.Input:
+  """The classes layout's input config if `input_base` holds that layout
+  where the splits layout's was configured; else `configured`."""
+  prefix = _split_layout_prefix(configured)
+  if prefix is None:
+    return configured
+  span_dir_pattern = prefix.strip('/') or None
+  if detect(input_base, span_dir_pattern) != CLASSES:
+    return configured
+  return input_config(CLASSES, span_dir_pattern)
+
+
+def resolve(exec_properties: Dict[str, Any],
+            eval_percent: int) -> Dict[str, Any]:
+  """Execution properties whose input and output configs fit the data:
+  the classes layout's, if that is what `input_base` holds and the splits
+  layout's was configured (with no output splits of its own)."""
+  configured = proto_utils.json_to_proto(
+      exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
+      example_gen_pb2.Input())
+  if proto_utils.json_to_proto(
+      exec_properties.get(standard_component_specs.OUTPUT_CONFIG_KEY)
+      or '{}',
+      example_gen_pb2.Output()).split_config.splits:
+    return exec_properties
+  fitted = fit(exec_properties[standard_component_specs.INPUT_BASE_KEY],
+               configured)
+  if fitted == configured:
+    return exec_properties
+  return {
+      **exec_properties,
+      standard_component_specs.INPUT_CONFIG_KEY: proto_utils.proto_to_json(
+          fitted),
+      standard_component_specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(
+          output_config(CLASSES, eval_percent)),
+  }
+
+
+def partition(files: Sequence[str], data_dir: str,
+              split_config: example_gen_pb2.SplitConfig
+              ) -> Dict[str, List[str]]:
+  """{output split: its files}, by TFX's hash buckets of each file's path
+  relative to `data_dir` (see the module docstring)."""
+  if split_config.HasField('partition_feature_name'):
+    raise ValueError('image folders are split by path; '
+                     'partition_feature_name is not supported')
+  buckets = list(itertools.accumulate(
+      split.hash_buckets for split in split_config.splits))
+  if not buckets or min(s.hash_buckets for s in split_config.splits) < 1:
+    raise ValueError(f'every output split needs hash_buckets: {split_config}')
+  names = [split.name for split in split_config.splits]
+  parts = {name: [] for name in names}
+  for path in files:
+    key = os.path.relpath(path, data_dir).replace(os.sep, '/').encode()
+    bucket = int(hashlib.sha256(key).hexdigest(), 16) % buckets[-1]
+    parts[names[bisect.bisect(buckets, bucket)]].append(path)
+  return parts

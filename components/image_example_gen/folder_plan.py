@@ -1,0 +1,122 @@
+"""What the executor converts from image folders: each output split's image
+files, listed once and checked before any worker starts.
+
+The checks a user needs before anything trains, each one line naming the
+folder: neither layout found (folder_layout.py), fewer than two classes, a
+class with images in eval (or any other split) and none in train.
+"""
+
+import collections
+import dataclasses
+import os
+from typing import Dict, List, Optional, Sequence
+
+from tfx.proto import example_gen_pb2
+
+from components.image_example_gen import folder_layout
+from components.image_example_gen import image_folder
+from components.image_example_gen.errors import InputDataError
+
+_NAMES_SHOWN = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class FolderPlan:
+  files: Dict[str, List[str]]  # {output split: its image files, sorted}
+  class_names: List[str]
+  hash_split: bool  # Split by folder_layout.partition, not by folders.
+
+  def summary(self) -> str:
+    """'3 classes (cat, dog, fish); train: 80 images, eval: 20 images'."""
+    names = ', '.join(self.class_names[:_NAMES_SHOWN]) + (
+        ', ...' if len(self.class_names) > _NAMES_SHOWN else '')
+    counts = ', '.join(f'{split}: {len(files):,} images'
+                       for split, files in self.files.items())
+    how = ('; no train/eval folders: split by a hash of each image\'s path'
+           if self.hash_split else '')
+    return f'{len(self.class_names)} classes ({names}); {counts}{how}'
+
+
+def _data_dir(pattern: str) -> str:
+  """The folder holding a split's class folders, from <dir>/*/*."""
+  return os.path.dirname(os.path.dirname(pattern))
+
+
+def _check_layout(patterns: Dict[str, str]) -> None:
+  """Neither layout where the input splits point: the two it accepts."""
+  if any(image_folder.class_dirs(p) for p in patterns.values()):
+    return
+  split_dirs = {_data_dir(p) for p in patterns.values()}
+  parents = {os.path.dirname(d) for d in split_dirs}
+  for data_dir in (parents if set(patterns) == set(
+      folder_layout.SPLIT_NAMES) else split_dirs):
+    if folder_layout.layout_of(data_dir) is None:
+      raise InputDataError(data_dir, folder_layout.layouts_expected(data_dir))
+
+
+def _class_of(path: str) -> str:
+  return os.path.basename(os.path.dirname(path))
+
+
+def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
+                   hash_split: bool) -> None:
+  train = 'train' if 'train' in files else next(iter(files))
+  present = {split: collections.Counter(_class_of(p) for p in split_files)
+             for split, split_files in files.items()}
+  data_dir = _data_dir(next(iter(patterns.values())))
+  if len(present[train]) < 2:
+    found = sorted(present[train]) or ['none']
+    raise InputDataError(
+        data_dir if hash_split else _data_dir(patterns[train]),
+        f'split {train!r} holds images of {len(present[train])} class '
+        f'({", ".join(found)}): a classifier needs at least two class '
+        'folders')
+  for split, counts in present.items():
+    for name in sorted(set(counts) - set(present[train])):
+      if hash_split:
+        raise InputDataError(
+            os.path.join(data_dir, name),
+            f'class {name!r}: all its {counts[name]} images fell into split '
+            f'{split!r} by the hash split, none into {train!r}: the model '
+            'could not learn it; add images to the class')
+      raise InputDataError(
+          os.path.join(_data_dir(patterns[split]), name),
+          f'class {name!r} has images in split {split!r} but none in split '
+          f'{train!r}: the model could not learn it')
+
+
+def plan(input_base: str, input_config: example_gen_pb2.Input,
+         output_config: example_gen_pb2.Output,
+         class_names: Optional[Sequence[str]]) -> FolderPlan:
+  """Lists and checks the input splits and cuts them into output splits.
+
+  Raises:
+    InputDataError: neither layout, a missing split, an empty or unknown
+      class folder, fewer than two classes in train, a class in another
+      split and not in train.
+  """
+  patterns = {split.name: os.path.join(input_base, split.pattern)
+              for split in input_config.splits}
+  _check_layout(patterns)
+  names = list(class_names or
+               image_folder.discover_class_names(patterns.values()))
+  if len(names) < 2:
+    raise InputDataError(
+        input_base,
+        f"{len(names)} class folder{'' if len(names) == 1 else 's'} "
+        f'found ({", ".join(names) or "none"}): a classifier needs at least '
+        'two')
+  listed = {name: image_folder.check_split(pattern, names)
+            for name, pattern in patterns.items()}
+  hash_split = bool(output_config.split_config.splits)
+  if hash_split:
+    if len(listed) != 1:
+      raise ValueError('an output_config split_config needs exactly one '
+                       f'input split, got {sorted(listed)}')
+    [(name, files)] = listed.items()
+    files = folder_layout.partition(files, _data_dir(patterns[name]),
+                                    output_config.split_config)
+  else:
+    files = listed
+  _check_classes(files, patterns, hash_split)
+  return FolderPlan(files=files, class_names=names, hash_split=hash_split)
