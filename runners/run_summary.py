@@ -99,11 +99,8 @@ class ComponentProgress(logging.Handler):
 def output_artifacts(store: metadata_store.MetadataStore,
                      execution: metadata_store_pb2.Execution
                      ) -> List[Tuple[str, metadata_store_pb2.Artifact]]:
-  """(output key, artifact) of each output of `execution`."""
   events = [e for e in store.get_events_by_execution_ids([execution.id])
             if e.type == metadata_store_pb2.Event.OUTPUT]
-  if not events:
-    return []
   artifacts = {a.id: a for a in
                store.get_artifacts_by_id([e.artifact_id for e in events])}
   return [(e.path.steps[0].key, artifacts[e.artifact_id]) for e in events]
@@ -143,7 +140,7 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
-                     _skipped_images(artifact) + _os_files(artifact))
+                     _left_out(artifact))
   if type_name == 'ExampleAnomalies' and 'blessed' in props:
     blessed = props['blessed'].struct_value
     bad = [k for k, v in blessed.fields.items() if not v.number_value]
@@ -151,48 +148,28 @@ def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
   return ''
 
 
-def _listed(examples, count_property: str, list_property: str, head: str,
-            line, shown: int = 5) -> List[str]:
-  """`head` and the first `shown` files of those ExampleGen counted in
-  `count_property` and listed (JSON) in `list_property`."""
+def _left_out(examples, shown: int = 5) -> List[str]:
+  """What ExampleGen left out of the records: the images it could not read
+  (--skip-bad-images), the hidden and OS metadata files of image folders."""
   props = examples.custom_properties
-  count = props[count_property].int_value
-  listed = json.loads(props[list_property].string_value)[:shown]
-  return ([head.format(count=count)] + [f'  {line(f)}' for f in listed] +
-          ([f'  ... and {count - len(listed)} more'] if count > len(listed)
-           else []))
-
-
-def _skipped_images(examples) -> List[str]:
-  """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
-  if features.SKIPPED_IMAGES_PROPERTY not in examples.custom_properties:
-    return []
-  return _listed(
-      examples, features.SKIPPED_IMAGES_PROPERTY,
-      features.SKIPPED_IMAGES_LIST_PROPERTY,
-      'skipped {count} unreadable images' + (
-          f', listed in {features.SKIPPED_IMAGES_FILE}' if examples
-          .custom_properties[features.SKIPPED_IMAGES_PROPERTY].int_value
-          else ''), lambda f: f'{f["path"]}: {f["reason"]}')
-
-
-def _os_files(examples) -> List[str]:
-  """Lines on the hidden and OS metadata files left out of image folders."""
-  props = examples.custom_properties
-  if (features.OS_FILES_PROPERTY not in props or
-      not props[features.OS_FILES_PROPERTY].int_value):
-    return []
-  return _listed(examples, features.OS_FILES_PROPERTY,
-                 features.OS_FILES_LIST_PROPERTY,
-                 'left out {count} hidden or OS metadata files (not images), '
-                 f'listed in {features.OS_FILES_FILE}', lambda f: f['path'])
-
-
-def _split_counts(statistics) -> Dict[str, int]:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  from inspector import queries  # pylint: disable=g-import-not-at-top
-  return data.split_counts(
-      queries.artifact_from_proto(statistics, 'ExampleStatistics'))
+  lines = []
+  for count_key, list_key, head, line in (
+      (features.SKIPPED_IMAGES_PROPERTY, features.SKIPPED_IMAGES_LIST_PROPERTY,
+       'skipped {} unreadable images, listed in '
+       f'{features.SKIPPED_IMAGES_FILE}',
+       lambda f: f'{f["path"]}: {f["reason"]}'),
+      (features.OS_FILES_PROPERTY, features.OS_FILES_LIST_PROPERTY,
+       'left out {} hidden or OS metadata files (not images), listed in '
+       f'{features.OS_FILES_FILE}', lambda f: f['path'])):
+    count = props[count_key].int_value if count_key in props else 0
+    # A run with --skip-bad-images says so even when nothing was skipped.
+    if count or (count_key in props and
+                 count_key == features.SKIPPED_IMAGES_PROPERTY):
+      listed = json.loads(props[list_key].string_value)[:shown]
+      lines += [head.format(count)] + [f'  {line(f)}' for f in listed] + (
+          [f'  ... and {count - len(listed)} more'] if count > len(listed)
+          else [])
+  return lines
 
 
 def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
@@ -220,7 +197,10 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
       if key in _NOT_SUMMARISED:
         continue
       if node.node_id == 'StatisticsGen':
-        counts = _split_counts(artifact)
+        from inspector import data  # pylint: disable=g-import-not-at-top
+        from inspector import queries  # pylint: disable=g-import-not-at-top
+        counts = data.split_counts(
+            queries.artifact_from_proto(artifact, type_name))
       rows.append((node.node_id, type_name, artifact))
   evaluation_uri = next((a.uri for _, t, a in rows if t == 'ModelEvaluation'),
                         None)
