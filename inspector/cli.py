@@ -35,11 +35,10 @@ from inspector import files
 from inspector import lineage as lineage_lib
 from inspector import queries
 from inspector import render
+from inspector import report
 from inspector import store as store_lib
 from inspector.store import InspectError
 # pylint: enable=g-import-not-at-top
-
-SAMPLES_PER_CLASS = 8
 
 
 def _runs(md: queries.Metadata, args) -> Any:
@@ -125,7 +124,6 @@ def _confusion(md: queries.Metadata, args) -> Any:
 
 
 def _report(md: queries.Metadata, args) -> Any:
-  from inspector import report  # pylint: disable=g-import-not-at-top
   facts = report.write(md, md.run(args.run), args.html)
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
 
@@ -212,8 +210,8 @@ def make_parser() -> argparse.ArgumentParser:
                 'with their label names.')
   sub.add_argument('examples', metavar='EXAMPLES_ID')
   sub.add_argument('--png', required=True, metavar='FILE')
-  sub.add_argument('--split', default='train')
-  sub.add_argument('--per-class', type=int, default=SAMPLES_PER_CLASS,
+  sub.add_argument('--split', default=report.SAMPLES_SPLIT)
+  sub.add_argument('--per-class', type=int, default=report.SAMPLES_PER_CLASS,
                    metavar='N', help='Images per class (default: %(default)s).')
 
   sub = command('confusion', _confusion, 'The confusion matrix of a model, as '
