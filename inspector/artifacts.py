@@ -68,7 +68,7 @@ def _record_counts(md, examples) -> Dict[str, int]:
 
 
 def summary_text(properties: Dict[str, Any]) -> str:
-  """key_properties in a few words, for tables and trees."""
+  """key_properties in a few words."""
   parts: List[str] = []
   splits = properties.get('splits')
   if isinstance(splits, dict):
@@ -118,7 +118,6 @@ def _left_out(what: str, listed: List[str], shown: int = 3) -> str:
 
 def listing(md: queries.Metadata, type_name: Optional[str] = None,
             run: Optional[queries.Run] = None) -> List[Dict[str, Any]]:
-  """The artifacts of the store, or of one run, maybe of one type."""
   if type_name is not None:
     known = sorted({a.type for a in md.artifacts.values()})
     if type_name not in known:

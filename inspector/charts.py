@@ -31,10 +31,12 @@ def _styled(draw):
 
 
 def _save(figure: Figure, fmt: str = 'svg', path: Optional[str] = None):
-  """The figure as inline SVG text, or written to `path` as `fmt`."""
+  """The figure as inline SVG text, or written to `path` as `fmt` (then
+  its size in pixels)."""
   if path:
     figure.savefig(path, format=fmt, dpi=100, metadata={'Software': None})
-    return None
+    return {'width': round(figure.get_figwidth() * 100),
+            'height': round(figure.get_figheight() * 100)}
   buffer = io.BytesIO()
   figure.savefig(buffer, format='svg', metadata={'Date': None})
   text = buffer.getvalue().decode()
@@ -182,7 +184,7 @@ def gauge(value: float, threshold: Optional[float],
 def confusion(matrix: List[List[int]], names: Sequence[str], title: str,
               fmt: str = 'svg', path: Optional[str] = None):
   """Counts in cells coloured by their share of the true class's row; as
-  SVG text, or written to `path` as `fmt` (e.g. png)."""
+  SVG text, or written to `path` as `fmt` (e.g. png: then its size)."""
   counts = np.asarray(matrix, np.int64)
   rows = counts.sum(axis=1, keepdims=True)
   shares = np.divide(counts, rows, out=np.zeros(counts.shape),

@@ -31,14 +31,14 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # pylint: disable=g-import-not-at-top
 from inspector import artifacts as artifacts_lib
+from inspector import files
 from inspector import lineage as lineage_lib
 from inspector import queries
 from inspector import render
+from inspector import report
 from inspector import store as store_lib
 from inspector.store import InspectError
 # pylint: enable=g-import-not-at-top
-
-SAMPLES_PER_CLASS = 8
 
 
 def _runs(md: queries.Metadata, args) -> Any:
@@ -61,13 +61,7 @@ def _artifacts(md: queries.Metadata, args) -> Any:
 
 
 def _lineage(md: queries.Metadata, args) -> Any:
-  return lineage_lib.lineage(md, lineage_lib.resolve(md, args.artifact))
-
-
-def _directory_of(path: str) -> None:
-  directory = os.path.dirname(os.path.abspath(path))
-  if not os.path.isdir(directory):
-    raise InspectError(f'{path}: directory {directory} does not exist')
+  return lineage_lib.lineage(md, md.resolve(args.artifact))
 
 
 def _split_view(summary: str, page: str):
@@ -78,7 +72,7 @@ def _split_view(summary: str, page: str):
     run = md.run(args.run)
     result = getattr(data, summary)(md, run, args.split)
     if args.html:
-      _directory_of(args.html)
+      files.check_directory(args.html)
       with open(args.html, 'w', encoding='utf-8') as f:
         f.write(getattr(data, page)(md, run, args.split))
       result['html'] = {'path': args.html}
@@ -100,44 +94,36 @@ def _samples(md: queries.Metadata, args) -> Any:
                        'Examples')
   if args.per_class < 1:
     raise InspectError(f'--per-class must be at least 1, got {args.per_class}')
-  _directory_of(args.png)
-  names = images.class_names(examples)
-  found = images.samples(examples, args.split, args.per_class)
-  size = images.samples_grid(
-      found, names, f'Examples {examples.id}, split {args.split}: up to '
-      f'{args.per_class} per class', args.png)
+  files.check_directory(args.png)
+  canvas, grid, classes = images.sample_grid(examples, args.split,
+                                             args.per_class)
+  canvas.save(args.png, format='PNG')
   return {
       'examples': {'id': examples.id, 'uri': examples.uri,
                    'split': args.split},
-      'classes': [{'label': label,
-                   'name': names[label] if label < len(names) else None,
-                   'count': len(found[label])} for label in sorted(found)],
-      'png': {'path': args.png, **size},
+      'classes': classes,
+      'png': {'path': args.png, 'width': canvas.width,
+              'height': canvas.height, 'grid': grid},
   }
 
 
 def _confusion(md: queries.Metadata, args) -> Any:
   from inspector import charts  # pylint: disable=g-import-not-at-top
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
-  from PIL import Image  # pylint: disable=g-import-not-at-top
   model = md.model(args.model)
   result = evaluation.confusion_matrix(md, model, args.split)
   if args.png:
-    _directory_of(args.png)
+    files.check_directory(args.png)
     examples = result['examples']
-    charts.confusion(
+    result['png'] = {'path': args.png, **charts.confusion(
         result['matrix'], result['class_names'],
         f'Model {model.id} on Examples {examples["id"]} ({examples["split"]}):'
         f' accuracy {result["accuracy"]:.2%} of {result["examples_count"]:,}',
-        'png', args.png)
-    with Image.open(args.png) as picture:
-      result['png'] = {'path': args.png, 'width': picture.width,
-                       'height': picture.height}
+        'png', args.png)}
   return result
 
 
 def _report(md: queries.Metadata, args) -> Any:
-  from inspector import report  # pylint: disable=g-import-not-at-top
   facts = report.write(md, md.run(args.run), args.html)
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
 
@@ -219,8 +205,8 @@ def make_parser() -> argparse.ArgumentParser:
                 'with their label names.')
   sub.add_argument('examples', metavar='EXAMPLES_ID')
   sub.add_argument('--png', required=True, metavar='FILE')
-  sub.add_argument('--split', default='train')
-  sub.add_argument('--per-class', type=int, default=SAMPLES_PER_CLASS,
+  sub.add_argument('--split', default=report.SAMPLES_SPLIT)
+  sub.add_argument('--per-class', type=int, default=report.SAMPLES_PER_CLASS,
                    metavar='N', help='Images per class (default: %(default)s).')
 
   sub = command('confusion', _confusion, 'The confusion matrix of a model, as '

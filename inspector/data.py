@@ -23,7 +23,6 @@ _FILES = {'ExampleStatistics': ('FeatureStats.pb',
 
 
 def load(artifact: queries.Artifact, split: str):
-  """The split's statistics or anomalies proto of the artifact."""
   name, proto = _FILES[artifact.type]
   path = os.path.join(artifact.uri, f'Split-{split}', name)
   if not files.exists(path):
@@ -41,7 +40,6 @@ def _splits(artifact: queries.Artifact, only: Optional[str]) -> List[str]:
 
 
 def split_counts(statistics: queries.Artifact) -> Dict[str, int]:
-  """Split name -> number of records, from an ExampleStatistics artifact."""
   return {split: load(statistics, split).datasets[0].num_examples
           for split in statistics.split_names()}
 
@@ -102,7 +100,6 @@ def _summary(md, run, split, node, key, rows) -> Dict[str, Any]:
 
 def statistics_summary(md: queries.Metadata, run: queries.Run,
                        split: Optional[str] = None) -> Dict[str, Any]:
-  """Per split: record count and per feature type, missing, range..."""
   result = _summary(md, run, split, 'StatisticsGen', 'statistics', lambda s: {
       'records': int(s.datasets[0].num_examples),
       'features': [_feature(f) for f in s.datasets[0].features]})
@@ -115,7 +112,6 @@ def statistics_summary(md: queries.Metadata, run: queries.Run,
 
 def anomalies_summary(md: queries.Metadata, run: queries.Run,
                       split: Optional[str] = None) -> Dict[str, Any]:
-  """Per split: the anomalies ExampleValidator found (maybe none)."""
   return _summary(md, run, split, 'ExampleValidator', 'anomalies', _anomalies)
 
 

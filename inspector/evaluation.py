@@ -40,7 +40,7 @@ def _slice_name(slice_key) -> str:
 
 
 def _validation(evaluation_uri: str):
-  """Whether every threshold was met, and each check that failed."""
+  """validation_ok, and each check that failed."""
   result = _tfma().load_validation_result(evaluation_uri)
   failures = []
   for per_slice in result.metric_validations_per_slice:
@@ -100,7 +100,7 @@ def _evaluation(md: queries.Metadata, model: queries.Artifact
 
 
 def metrics(md: queries.Metadata, model: queries.Artifact) -> Dict[str, Any]:
-  """Metrics, blessing and baseline comparison of the newest evaluation."""
+  """evaluation_metrics of the newest evaluation."""
   result = evaluation_metrics(md, _evaluation(md, model), model)
   result['evaluations_of_this_model'] = len(md.evaluations(model))
   return result
@@ -140,7 +140,6 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
                      'execution': execution.id, 'run': execution.run,
                      'state': execution.state},
-      'evaluations_of_this_model': 1,
       'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri}
                    if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))

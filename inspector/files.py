@@ -10,6 +10,8 @@ import glob as glob_lib
 import os
 from typing import List
 
+from inspector.store import InspectError
+
 FileInfo = collections.namedtuple('FileInfo', 'path size mtime')
 
 
@@ -44,3 +46,10 @@ def stat(path: str) -> FileInfo:
     return FileInfo(path, info.length, info.mtime_nsec / 1e9)
   info = os.stat(path)
   return FileInfo(path, info.st_size, info.st_mtime)
+
+
+def check_directory(path: str) -> None:
+  """InspectError unless the directory `path` is to be written in exists."""
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise InspectError(f'{path}: directory {directory} does not exist')

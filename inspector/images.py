@@ -6,7 +6,6 @@ come from the artifact's property, or the file beside the splits. The grid
 is drawn with Pillow at whole scale factors, so every pixel stays exact.
 """
 
-import io
 import math
 import os
 from typing import Any, Dict, List, Sequence, Tuple
@@ -34,7 +33,6 @@ def class_names(examples: queries.Artifact) -> List[str]:
 
 
 def _records(examples: queries.Artifact, split: str):
-  """A tf.data.Dataset of the split's serialized records."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if examples.type != 'Examples':
     raise InspectError(f'artifact {examples.id} is a {examples.type}, not '
@@ -110,20 +108,9 @@ _GRID = (200, 200, 200)
 _CELL_MIN = 56  # Pixels: small images are scaled up by whole factors to this.
 
 
-def _font(size: int = _FONT_SIZE) -> ImageFont.ImageFont:
-  return ImageFont.load_default(size=size)
-
-
 def _text_size(text: str, font) -> tuple:
   left, top, right, bottom = font.getbbox(text)
   return right - left, bottom - top
-
-
-def png_bytes(image: Image.Image) -> bytes:
-  """The picture as PNG file contents (for pages that inline it)."""
-  buffer = io.BytesIO()
-  image.save(buffer, format='PNG')
-  return buffer.getvalue()
 
 
 def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
@@ -134,28 +121,30 @@ def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
                       Image.NEAREST)
 
 
-def samples_grid(images: Dict[int, List[np.ndarray]], names: Sequence[str],
-                 title: str, path: str) -> Dict[str, Any]:
-  """Draws draw_samples_grid to the PNG file `path`; returns the picture's
-  size and the grid's geometry."""
-  canvas, geometry = draw_samples_grid(images, names, title, what=path)
-  canvas.save(path, format='PNG')
-  return {'width': canvas.width, 'height': canvas.height, 'grid': geometry}
+def sample_grid(examples: queries.Artifact, split: str, per_class: int
+                ) -> Tuple[Image.Image, Dict[str, int], List[Dict[str, Any]]]:
+  """Up to `per_class` images per class of the split, one row per class:
+  the picture, the grid's geometry, and each class's label, name and count
+  of images drawn."""
+  names = class_names(examples)
+  found = samples(examples, split, per_class)
+  canvas, geometry = draw_samples_grid(
+      found, names, f'Examples {examples.id}, split {split}: up to '
+      f'{per_class} per class')
+  return canvas, geometry, [
+      {'label': label, 'name': names[label] if label < len(names) else None,
+       'count': len(found[label])} for label in sorted(found)]
 
 
 def draw_samples_grid(images: Dict[int, List[np.ndarray]],
-                      names: Sequence[str], title: str,
-                      what: str = 'the sample grid'
+                      names: Sequence[str], title: str
                       ) -> Tuple[Image.Image, Dict[str, int]]:
-  """One row per class: 'label: name', then its images.
-
-  Returns the picture and the grid's geometry; `what` names the picture in
-  the error when there is nothing to draw.
-  """
-  font = _font()
+  """One row per class: 'label: name', then its images; the picture and
+  the grid's geometry."""
+  font = ImageFont.load_default(size=_FONT_SIZE)
   shapes = [i.shape for row in images.values() for i in row]
   if not shapes:
-    raise InspectError(f'no images to draw for {what}')
+    raise InspectError(f'no images to draw for {title}')
   height = max(s[0] for s in shapes)
   width = max(s[1] for s in shapes)
   scale = max(1, math.ceil(_CELL_MIN / max(height, width)))

@@ -22,7 +22,6 @@ from inspector.artifacts import key_properties
 
 def lineage(md: queries.Metadata, artifact: queries.Artifact, key=None,
             seen: Optional[Set[int]] = None) -> Dict[str, Any]:
-  """The lineage tree of `artifact` as nested dicts (JSON-ready)."""
   seen = set() if seen is None else seen
   node = {'key': key, 'artifact': {
       'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
@@ -80,7 +79,7 @@ def _fingerprint_now(infos: List[files.FileInfo]) -> Dict[str, int]:
 
 
 def input_data(execution: queries.Execution) -> Dict[str, Any]:
-  """What an ExampleGen execution read: base, splits, span, files."""
+  """What an ExampleGen execution read."""
   props = execution.properties
   base = props['input_base']
   try:
@@ -118,29 +117,3 @@ def split_facts(split: Dict[str, Any]) -> str:
               else '; the files there now differ in: '
               + ', '.join(dict.fromkeys(split['changed'])))
   return facts
-
-
-def find_examplegen_inputs(tree: Dict[str, Any]) -> List[Dict[str, Any]]:
-  """Every `input_data` in a lineage tree (tests and callers use it)."""
-  found = []
-  producer = tree.get('producer') or {}
-  if 'input_data' in producer:
-    found.append(producer['input_data'])
-  for child in producer.get('inputs', []):
-    found.extend(find_examplegen_inputs(child))
-  return found
-
-
-def walk(tree: Dict[str, Any], depth: int = 0):
-  """(depth, node) over a lineage tree, depth first."""
-  yield depth, tree
-  for child in (tree.get('producer') or {}).get('inputs', []):
-    yield from walk(child, depth + 1)
-
-
-def resolve(md: queries.Metadata, ref: str) -> queries.Artifact:
-  """An artifact id, or `latest-model` (see queries.Metadata.latest_model)."""
-  if ref == queries.LATEST_MODEL:
-    return md.latest_model()
-  return md.artifact(ref)
-

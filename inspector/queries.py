@@ -122,25 +122,15 @@ class Run:
 
 
 class Metadata:
-  """Read-only questions to one ML Metadata store."""
 
   def __init__(self, store: metadata_store.MetadataStore, where: str):
     self._store = store
     self.where = where  # How errors name the store.
 
-  @functools.cached_property
-  def _contexts(self) -> Dict[str, List[metadata_store_pb2.Context]]:
-    """Context type name -> contexts of that type, oldest first."""
-    types = {t.id: t.name for t in self._store.get_context_types()}
-    by_type: Dict[str, List[metadata_store_pb2.Context]] = {}
-    for context in sorted(self._store.get_contexts(), key=lambda c: c.id):
-      by_type.setdefault(types.get(context.type_id, ''), []).append(context)
-    return by_type
-
   def _context_of(self, type_name: str) -> Dict[int, str]:
     """Execution id -> name of its context of type `type_name`."""
     names = {}
-    for context in self._contexts.get(type_name, []):
+    for context in self._store.get_contexts_by_type(type_name):
       for execution in self._store.get_executions_by_context(context.id):
         names[execution.id] = context.name
     return names
@@ -176,22 +166,20 @@ class Metadata:
   def _events(self) -> List[Tuple[int, int, int, List[str]]]:
     """(execution id, artifact id, event type, keys), in id order."""
     events = []
-    ids = list(self.executions)
-    if not ids:
-      return events
-    for event in self._store.get_events_by_execution_ids(ids):
+    for event in self._store.get_events_by_execution_ids(list(self.executions)):
       keys = [s.key for s in event.path.steps if s.WhichOneof('value') == 'key']
       events.append((event.execution_id, event.artifact_id, event.type, keys))
     return sorted(events)
 
   def runs(self) -> List[Run]:
-    """Every pipeline run, newest first."""
+    """Newest first."""
     by_run: Dict[str, List[Execution]] = {}
     for execution in self.executions.values():
       if execution.run is not None:
         by_run.setdefault(execution.run, []).append(execution)
     runs = []
-    for context in reversed(self._contexts.get('pipeline_run', [])):
+    for context in sorted(self._store.get_contexts_by_type('pipeline_run'),
+                          key=lambda c: c.id, reverse=True):
       executions = by_run.get(context.name, [])
       runs.append(Run(name=context.name,
                       pipeline=executions[0].pipeline if executions else None,
@@ -226,7 +214,6 @@ class Metadata:
         '; or use latest, -1, -2, ...)')
 
   def artifact(self, ref: str) -> Artifact:
-    """An artifact by id; InspectError if there is none."""
     if not self.artifacts:
       raise InspectError(f'{self.where}: the store holds no artifacts')
     try:
@@ -243,12 +230,12 @@ class Metadata:
     return [a for a in self.artifacts.values() if a.type == type_name]
 
   def inputs(self, execution_id: int) -> List[Tuple[str, Artifact]]:
-    """(input key, artifact) of an execution, one per key."""
+    """(input key, artifact), one per key."""
     return [(key, self.artifacts[a]) for e, a, kind, keys in self._events
             if e == execution_id and kind in _INPUTS for key in keys or ['']]
 
   def outputs(self, execution_id: int) -> List[Tuple[str, Artifact]]:
-    """(output key, artifact) of an execution; cached ones included."""
+    """(output key, artifact); cached ones included."""
     return [(keys[0] if keys else '', self.artifacts[a])
             for e, a, kind, keys in self._events
             if e == execution_id and kind in _OUTPUTS]
@@ -258,11 +245,8 @@ class Metadata:
     return found[-1] if found else None
 
   def producer(self, artifact_id: int) -> Optional[Execution]:
-    """The execution that wrote an artifact.
-
-    Cached executions also have OUTPUT events to the artifacts they reused;
-    the producer is the one that ran.
-    """
+    """The execution that wrote an artifact: the one that ran, not those
+    that reused it from the cache."""
     writers = [self.executions[e] for e, a, kind, _ in self._events
                if a == artifact_id and kind in _OUTPUTS]
     ran = [w for w in writers if not w.cached]
@@ -291,7 +275,6 @@ class Metadata:
     return [self.artifacts[a] for a in sorted(seen)]
 
   def run_output(self, run: Run, node: str, key: str) -> Artifact:
-    """Output `key` of component `node` in `run`, cached or not."""
     execution = run.execution(node)
     if execution is None:
       ran = ', '.join(e.node for e in run.executions) or 'nothing'
@@ -316,9 +299,13 @@ class Metadata:
       raise InspectError(f'{self.where}: the store holds no models')
     return models[-1]
 
+  def resolve(self, ref: str) -> Artifact:
+    """An artifact by id, or `latest-model`."""
+    return self.latest_model() if ref == LATEST_MODEL else self.artifact(ref)
+
   def model(self, ref: str) -> Artifact:
     """A Model by id, by its PushedModel's id, or `latest-model`."""
-    artifact = self.latest_model() if ref == LATEST_MODEL else self.artifact(ref)
+    artifact = self.resolve(ref)
     if artifact.type == 'PushedModel':
       pusher = self.producer(artifact.id)
       models = [a for key, a in self.inputs(pusher.id)
@@ -332,7 +319,7 @@ class Metadata:
     return artifact
 
   def evaluations(self, model: Artifact) -> List[Execution]:
-    """Executions that evaluated `model` as the candidate, oldest first."""
+    """Those that evaluated `model` as the candidate, oldest first."""
     return [e for e in self.consumers(model.id)
             if any(k == 'model' and a.id == model.id
                    for k, a in self.inputs(e.id))

@@ -49,7 +49,6 @@ def duration(seconds: Optional[float]) -> str:
 
 
 def run_json(run) -> Dict[str, Any]:
-  """A queries.Run's times and states, JSON-ready."""
   ended = run.ended_ms
   return {'run': run.name, 'pipeline': run.pipeline, 'state': run.state,
           'started': timestamp(run.started_ms), 'ended': timestamp(ended),
@@ -62,13 +61,16 @@ def _state(state: str) -> Text:
   return Text(state, style=_STATE_STYLE.get(state, ''))
 
 
-def _short_time(iso: Optional[str]) -> str:
+def short_time(iso: Optional[str]) -> str:
   return iso.replace('T', ' ')[:19] if iso else '-'
 
 
-def _number(value: Any) -> str:
+def number(value: Any) -> str:
+  """For tables and the page: thousands separated, 4 significant digits."""
   if value is None:
     return '-'
+  if isinstance(value, bool):
+    return 'yes' if value else 'no'
   if isinstance(value, float):
     if value.is_integer():
       return f'{int(value):,}'
@@ -90,7 +92,7 @@ def runs(out: Console, rows: List[Dict[str, Any]]) -> None:
     counts = ', '.join(f'{n} {s.lower()}' for s, n in run['states'].items())
     out.print(Text.assemble(
         ('run ', 'bold'), (run['run'], 'bold'), '  ', _state(run['state']),
-        f'  {_short_time(run["started"])} → {_short_time(run["ended"])}'
+        f'  {short_time(run["started"])} → {short_time(run["ended"])}'
         f' ({duration(run["seconds"])})  pipeline {run["pipeline"]}; {counts}'))
     table = _table('component', 'state', 'duration', 'cached', 'execution',
                    right=('duration', 'execution'))
@@ -152,7 +154,7 @@ def lineage(out: Console, tree: Dict[str, Any]) -> None:
         files = base.add(f'split {split["name"]}: {split["pattern"]}  '
                          f'({lineage_lib.split_facts(split)})')
         for f in split['files_now']:
-          modified = _short_time(timestamp(int(f['mtime'] * 1000)))
+          modified = short_time(timestamp(int(f['mtime'] * 1000)))
           files.add(f'{os.path.basename(f["path"])}  {f["bytes"]:,} bytes  '
                     f'modified {modified}')
     for child in producer['inputs']:
@@ -179,7 +181,7 @@ def stats(out: Console, result: Dict[str, Any]) -> None:
     table = _table('feature', 'type', *names, right=names)
     for f in data['features']:
       table.add_row(f['feature'], f['type'],
-                    *[_number(f.get(c)) for c in columns])
+                    *[number(f.get(c)) for c in columns])
     out.print(table)
   _wrote(out, result)
 
@@ -218,14 +220,14 @@ def metrics(out: Console, result: Dict[str, Any]) -> None:
     table = _table(*columns, right=columns[1:], title=f'slice {data["slice"]}')
     for row in data['metrics']:
       diff = row.get('diff')
-      table.add_row(*[row['metric'], _number(row.get('value'))] + (
-          [_number(row.get('baseline')),
+      table.add_row(*[row['metric'], number(row.get('value'))] + (
+          [number(row.get('baseline')),
            '-' if diff is None else f'{diff:+.4g}'] if baseline else []))
     out.print(table)
   if result['validation_failures']:
     out.print(Text('validation failed:', style='bold red'))
     for failure in result['validation_failures']:
-      out.print(f'  {failure["metric"]} = {_number(failure["value"])}: '
+      out.print(f'  {failure["metric"]} = {number(failure["value"])}: '
                 f'{failure["message"]}')
   else:
     out.print(Text('validation: every threshold met', style='green')
@@ -246,8 +248,8 @@ def confusion(out: Console, result: Dict[str, Any]) -> None:
                                                  result['per_class'])):
     table.add_row(name, *[Text(f'{v:,}', style='bold' if i == j else '')
                           for j, v in enumerate(row)],
-                  _number(per_class['recall']),
-                  _number(per_class['precision']))
+                  number(per_class['recall']),
+                  number(per_class['precision']))
   out.print(table)
   if result.get('png'):
     _wrote(out, result, 'png')

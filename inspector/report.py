@@ -9,6 +9,7 @@ the report still comes. Sections of components that did not run are
 """
 
 import base64
+import io
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional
@@ -25,7 +26,6 @@ NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
              ) -> Dict[str, Any]:
-  """build(*args), or {'error': reason} (logged with its traceback)."""
   try:
     return build(*args)
   except Exception as e:  # pylint: disable=broad-except
@@ -118,7 +118,6 @@ def _not_run(run: queries.Run, node: str) -> Optional[Dict[str, Any]]:
 
 
 def data_section(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  """Split counts, class balance, samples, statistics and anomalies."""
   from inspector import data  # pylint: disable=g-import-not-at-top
   from inspector import images  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'ImageExampleGen')
@@ -165,22 +164,20 @@ def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
 
 def _samples(examples: queries.Artifact) -> Dict[str, Any]:
   from inspector import images  # pylint: disable=g-import-not-at-top
-  names = images.class_names(examples)
-  found = images.samples(examples, SAMPLES_SPLIT, SAMPLES_PER_CLASS)
-  canvas, _ = images.draw_samples_grid(
-      found, names, f'Examples {examples.id}, split {SAMPLES_SPLIT}: up to '
-      f'{SAMPLES_PER_CLASS} per class')
+  canvas, _, classes = images.sample_grid(examples, SAMPLES_SPLIT,
+                                          SAMPLES_PER_CLASS)
+  png = io.BytesIO()
+  canvas.save(png, format='PNG')
   return {'split': SAMPLES_SPLIT, 'per_class': SAMPLES_PER_CLASS,
-          'counts': {names[label] if label < len(names) else str(label):
-                     len(found[label]) for label in sorted(found)},
+          'counts': {c['name'] or str(c['label']): c['count']
+                     for c in classes},
           'png': 'data:image/png;base64,' + base64.b64encode(
-              images.png_bytes(canvas)).decode('ascii'),
+              png.getvalue()).decode('ascii'),
           'width': canvas.width, 'height': canvas.height}
 
 
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
-  """Loss and accuracy per epoch, the settings and the device plan."""
   from inspector import training  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Trainer')
   if not_run:
@@ -206,8 +203,6 @@ def training_section(md: queries.Metadata, run: queries.Run
 
 def evaluation_section(md: queries.Metadata, run: queries.Run
                        ) -> Dict[str, Any]:
-  """Accuracy against the threshold and the baseline, the blessing and why,
-  the confusion matrix, and the push."""
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Evaluator')
   if not_run:
@@ -378,13 +373,12 @@ def write(md: queries.Metadata, run: queries.Run, path: str
           ) -> Dict[str, Any]:
   """Gathers the run's facts and writes the page to `path` atomically (a
   temporary file beside it, renamed): a reader never sees half a report."""
+  from inspector import files  # pylint: disable=g-import-not-at-top
   from inspector import report_page  # pylint: disable=g-import-not-at-top
-  directory = os.path.dirname(os.path.abspath(path))
-  if not os.path.isdir(directory):
-    raise InspectError(f'{path}: directory {directory} does not exist')
+  files.check_directory(path)
   facts = gather(md, run)
   page = report_page.page(facts)
-  temporary = os.path.join(directory,
+  temporary = os.path.join(os.path.dirname(os.path.abspath(path)),
                            f'.{os.path.basename(path)}.{os.getpid()}.tmp')
   try:
     # O_EXCL: never write through a stale link; 0o666 & umask, as open() does.

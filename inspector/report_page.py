@@ -23,18 +23,6 @@ SECTIONS = (('pipeline', 'Pipeline', 'dag'), ('data', 'Data', 'data'),
             ('lineage', 'Lineage', 'lineage'))
 
 
-def number(value: Any, digits: int = 4) -> str:
-  if value is None:
-    return '-'
-  if isinstance(value, bool):
-    return 'yes' if value else 'no'
-  if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-    value = int(value)
-  if isinstance(value, int):
-    return f'{value:,}'
-  return f'{value:,.{digits}g}' if isinstance(value, float) else str(value)
-
-
 def _flatten(values: Dict[str, Any], prefix: str = ''):
   """(dotted key, value) of nested settings."""
   for key, value in values.items():
@@ -53,8 +41,8 @@ _ENV = jinja2.Environment(
     autoescape=True, undefined=jinja2.StrictUndefined,
     trim_blocks=True, lstrip_blocks=True)
 _ENV.filters.update(
-    number=number, duration=render.duration,
-    short_time=lambda iso: iso.replace('T', ' ')[:19] if iso else '-',
+    number=render.number, duration=render.duration,
+    short_time=render.short_time,
     timestamp=lambda seconds: render.timestamp(int(seconds * 1000)),
     flatten=_flatten, summary=artifacts.summary_text,
     split_facts=lineage.split_facts)

@@ -71,7 +71,6 @@ def settings(trainer: queries.Execution) -> Dict[str, Any]:
 
 
 def device_plan(model_run: queries.Artifact) -> Dict[str, Any]:
-  """The devices, strategy, precision and batch the Trainer chose."""
   from modules import devices  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_run.uri, devices.PLAN_FILE)
   if not files.exists(path):

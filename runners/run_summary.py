@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 import time
-from typing import Dict, List, Optional, TextIO, Tuple
+from typing import Dict, List, Optional, TextIO
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
@@ -97,119 +97,80 @@ class ComponentProgress(logging.Handler):
     print(line, file=self._out, flush=True)
 
 
-def output_artifacts(store: metadata_store.MetadataStore,
-                     execution: metadata_store_pb2.Execution
-                     ) -> List[Tuple[str, metadata_store_pb2.Artifact]]:
-  """(output key, artifact) of each output of `execution`."""
-  events = [e for e in store.get_events_by_execution_ids([execution.id])
-            if e.type == metadata_store_pb2.Event.OUTPUT]
-  if not events:
-    return []
-  artifacts = {a.id: a for a in
-               store.get_artifacts_by_id([e.artifact_id for e in events])}
-  return [(e.path.steps[0].key, artifacts[e.artifact_id]) for e in events]
-
-
 # Transform's analysis by-products: in ML Metadata, not worth a summary line.
 _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
                    'post_transform_stats', 'post_transform_schema',
                    'post_transform_anomalies', 'updated_analyzer_cache')
 
 
-def _describe(artifact, type_name: str, splits_stats: Dict[str, int],
+def _describe(artifact, splits_stats: Dict[str, int],
               evaluation_uri: Optional[str] = None) -> str:
-  """A few words on what an artifact holds."""
+  """A few words on what an artifact (an inspector.queries.Artifact) holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  props = artifact.custom_properties
-  if type_name == 'ModelBlessing' and 'blessed' in props:
-    if props['blessed'].int_value:
+  props = artifact.properties
+  if artifact.type == 'ModelBlessing' and 'blessed' in props:
+    if props['blessed']:
       return 'blessed'
     from inspector import evaluation  # pylint: disable=g-import-not-at-top
     reasons = evaluation_uri and evaluation.failure_reasons(evaluation_uri)
     return 'NOT blessed, not pushed: ' + ('; '.join(reasons) if reasons else
                                           'see the Evaluator output')
-  if type_name == 'PushedModel' and 'pushed' in props:
-    destination = props['pushed_destination'].string_value
-    if not props['pushed'].int_value:
+  if artifact.type == 'PushedModel' and 'pushed' in props:
+    destination = props.get('pushed_destination')
+    if not props['pushed']:
       return 'not pushed'
-    if ('already_served' in props
-        and props['already_served'].int_value):  # components/push_once.py
+    if props.get('already_served'):  # components/push_once.py
       return f'already served from {destination}; not pushed again'
     return f'pushed to {destination}'
-  if type_name == 'Examples':
+  if artifact.type == 'Examples':
     # Span 0 is what data without {SPAN} patterns gets: not worth a word.
-    span = props['span'].int_value if 'span' in props else 0
-    parts = [f'span {span}'] if span else []
+    parts = [f'span {props["span"]}'] if props.get('span') else []
     for split, count in splits_stats.items():
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
-                     _geometry_chosen(artifact) + _skipped_images(artifact) +
-                     _os_files(artifact))
-  if type_name == 'ExampleAnomalies' and 'blessed' in props:
-    blessed = props['blessed'].struct_value
-    bad = [k for k, v in blessed.fields.items() if not v.number_value]
+                     _geometry_chosen(props) + _left_out(props))
+  if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
+                                                         dict):
+    bad = [split for split, ok in props['blessed'].items() if not ok]
     return f'anomalies in {", ".join(bad)}' if bad else 'no anomalies'
   return ''
 
 
-def _listed(examples, count_property: str, list_property: str, head: str,
-            line, shown: int = 5) -> List[str]:
-  """`head` and the first `shown` files of those ExampleGen counted in
-  `count_property` and listed (JSON) in `list_property`."""
-  props = examples.custom_properties
-  count = props[count_property].int_value
-  listed = json.loads(props[list_property].string_value)[:shown]
-  return ([head.format(count=count)] + [f'  {line(f)}' for f in listed] +
-          ([f'  ... and {count - len(listed)} more'] if count > len(listed)
-           else []))
+def _left_out(props, shown: int = 5) -> List[str]:
+  """What ExampleGen left out of the records: the images it could not read
+  (--skip-bad-images), the hidden and OS metadata files of image folders."""
+  lines = []
+  for count_key, list_key, head, line in (
+      (features.SKIPPED_IMAGES_PROPERTY, features.SKIPPED_IMAGES_LIST_PROPERTY,
+       'skipped {} unreadable images, listed in '
+       f'{features.SKIPPED_IMAGES_FILE}',
+       lambda f: f'{f["path"]}: {f["reason"]}'),
+      (features.OS_FILES_PROPERTY, features.OS_FILES_LIST_PROPERTY,
+       'left out {} hidden or OS metadata files (not images), listed in '
+       f'{features.OS_FILES_FILE}', lambda f: f['path'])):
+    count = props.get(count_key, 0)
+    # A run with --skip-bad-images says so even when nothing was skipped.
+    if count or (count_key in props and
+                 count_key == features.SKIPPED_IMAGES_PROPERTY):
+      listed = json.loads(props[list_key])[:shown]
+      lines += [head.format(count)] + [f'  {line(f)}' for f in listed] + (
+          [f'  ... and {count - len(listed)} more'] if count > len(listed)
+          else [])
+  return lines
 
 
-def _geometry_chosen(examples) -> List[str]:
+def _geometry_chosen(props) -> List[str]:
   """The line on the geometry ExampleGen chose for image folders, if no
   option set it."""
   from components.image_example_gen import geometry_choice  # pylint: disable=g-import-not-at-top
-  from records import features  # pylint: disable=g-import-not-at-top
-  props = examples.custom_properties
   chosen = props.get(geometry_choice.CHOICE_PROPERTY)
-  if chosen is None or chosen.string_value == geometry_choice.GIVEN:
+  if chosen is None or chosen == geometry_choice.GIVEN:
     return []
   geometry = features.ImageGeometry.from_dict(
-      {key: props[key].int_value for key in features.GEOMETRY_PROPERTIES})
-  return [f'images converted to {geometry}: {chosen.string_value} '
+      {key: props[key] for key in features.GEOMETRY_PROPERTIES})
+  return [f'images converted to {geometry}: {chosen} '
           '(--image-size and --channels set them)']
-
-
-def _skipped_images(examples) -> List[str]:
-  """Lines on the images ExampleGen skipped (--skip-bad-images), if any."""
-  if features.SKIPPED_IMAGES_PROPERTY not in examples.custom_properties:
-    return []
-  return _listed(
-      examples, features.SKIPPED_IMAGES_PROPERTY,
-      features.SKIPPED_IMAGES_LIST_PROPERTY,
-      'skipped {count} unreadable images' + (
-          f', listed in {features.SKIPPED_IMAGES_FILE}' if examples
-          .custom_properties[features.SKIPPED_IMAGES_PROPERTY].int_value
-          else ''), lambda f: f'{f["path"]}: {f["reason"]}')
-
-
-def _os_files(examples) -> List[str]:
-  """Lines on the hidden and OS metadata files left out of image folders."""
-  props = examples.custom_properties
-  if (features.OS_FILES_PROPERTY not in props or
-      not props[features.OS_FILES_PROPERTY].int_value):
-    return []
-  return _listed(examples, features.OS_FILES_PROPERTY,
-                 features.OS_FILES_LIST_PROPERTY,
-                 'left out {count} hidden or OS metadata files (not images), '
-                 f'listed in {features.OS_FILES_FILE}', lambda f: f['path'])
-
-
-def _split_counts(statistics) -> Dict[str, int]:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  from inspector import queries  # pylint: disable=g-import-not-at-top
-  return data.split_counts(
-      queries.artifact_from_proto(statistics, 'ExampleStatistics'))
 
 
 def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
@@ -220,32 +181,27 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
 
   store_description: where ML Metadata is, e.g. '(SQLite): OUT/metadata.db'.
   """
-  store = metadata_store.MetadataStore(connection_config)
+  from inspector import data  # pylint: disable=g-import-not-at-top
+  from inspector import queries  # pylint: disable=g-import-not-at-top
+  md = queries.Metadata(metadata_store.MetadataStore(connection_config),
+                        store_description)
   total = sum(n.seconds or 0 for n in nodes.values())
   cached = sum(n.state == 'CACHED' for n in nodes.values())
   print(f'\nPipeline {pipeline_name!r} finished in {total:.1f}s: '
         f'{len(nodes) - cached} components ran, {cached} reused from cache.',
         file=out)
-  types = {t.id: t.name for t in store.get_artifact_types()}
-  rows = []
-  counts: Dict[str, int] = {}
-  for node in nodes.values():
-    if node.execution is None:
-      continue
-    for key, artifact in output_artifacts(store, node.execution):
-      type_name = types[artifact.type_id]
-      if key in _NOT_SUMMARISED:
-        continue
-      if node.node_id == 'StatisticsGen':
-        counts = _split_counts(artifact)
-      rows.append((node.node_id, type_name, artifact))
-  evaluation_uri = next((a.uri for _, t, a in rows if t == 'ModelEvaluation'),
-                        None)
+  rows = [(node.node_id, artifact) for node in nodes.values()
+          if node.execution is not None
+          for key, artifact in md.outputs(node.execution.id)
+          if key not in _NOT_SUMMARISED]
+  counts = next((data.split_counts(a) for n, a in rows
+                 if n == 'StatisticsGen'), {})
+  evaluation_uri = next((a.uri for _, a in rows
+                         if a.type == 'ModelEvaluation'), None)
   print('\nArtifacts:', file=out)
-  for node_id, type_name, artifact in rows:
-    detail = _describe(artifact, type_name, counts, evaluation_uri)
-    print(f'  {node_id:<18} {type_name:<18} {artifact.uri}', file=out)
-    for line in detail.splitlines():
+  for node_id, artifact in rows:
+    print(f'  {node_id:<18} {artifact.type:<18} {artifact.uri}', file=out)
+    for line in _describe(artifact, counts, evaluation_uri).splitlines():
       print(f'  {"":<18} {"":<18} {line}', file=out)
   print(f'\nML Metadata {store_description}', file=out)
   print(f'Full log: {log_path}', file=out)

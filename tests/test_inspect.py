@@ -19,7 +19,6 @@ import pytest
 
 from pipeline import configs
 from records import features
-from inspector import lineage
 from tests import examples_io
 from tests import local_run
 from tests import mlmd
@@ -126,24 +125,32 @@ def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
 # --------------------------------------------------------------- lineage --
 
 
+def _walk(tree):
+  """Every node of a lineage tree, depth first."""
+  yield tree
+  for child in (tree.get('producer') or {}).get('inputs', []):
+    yield from _walk(child)
+
+
 def test_lineage_of_the_latest_model_reaches_the_input_files(two_runs):
   out = two_runs / 'out'
   tree = inspect_json(out, 'lineage', 'latest-model')
   # latest-model: the newest PushedModel that was pushed.
   pushed = inspect_json(out, 'artifacts', '--type', 'PushedModel')
   assert tree['artifact']['id'] == pushed[-1]['id']
-  nodes = [entry['producer']['node'] for _, entry in lineage.walk(tree)
+  nodes = [entry['producer']['node'] for entry in _walk(tree)
            if entry.get('producer')]
   for node in ('Pusher', 'Evaluator', 'Trainer', 'Transform', 'SchemaGen',
                'StatisticsGen', 'ImageExampleGen'):
     assert node in nodes
   # Every artifact is expanded once; repeats are marked, not walked again.
-  expanded = [entry['artifact']['id'] for _, entry in lineage.walk(tree)
+  expanded = [entry['artifact']['id'] for entry in _walk(tree)
               if not entry.get('seen')]
   assert len(expanded) == len(set(expanded))
-  assert any(entry.get('seen') for _, entry in lineage.walk(tree))
+  assert any(entry.get('seen') for entry in _walk(tree))
 
-  [source] = lineage.find_examplegen_inputs(tree)
+  [source] = [entry['producer']['input_data'] for entry in _walk(tree)
+            if 'input_data' in (entry.get('producer') or {})]
   assert source['input_base'] == str(two_runs / 'data')
   assert source['span'] == 0
   splits = {s['name']: s for s in source['splits']}
