@@ -26,6 +26,11 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
           props[features.CLASS_NAMES_PROPERTY])
     if 'span' in props:
       out['span'] = props['span']
+    if all(key in props for key in features.GEOMETRY_PROPERTIES):
+      out['image_geometry'] = str(features.ImageGeometry.from_dict(
+          {key: props[key] for key in features.GEOMETRY_PROPERTIES}))
+    if features.GEOMETRY_CHOICE_PROPERTY in props:  # Image folders.
+      out['image_geometry_chosen'] = props[features.GEOMETRY_CHOICE_PROPERTY]
     # What ExampleGen read but left out of the records (image folders).
     for count_key, list_key in (
         (features.OS_FILES_PROPERTY, features.OS_FILES_LIST_PROPERTY),
@@ -79,6 +84,10 @@ def summary_text(properties: Dict[str, Any]) -> str:
     parts.append('splits ' + ', '.join(splits))
   if 'span' in properties:
     parts.append(f'span {properties["span"]}')
+  if 'image_geometry' in properties:
+    chosen = properties.get('image_geometry_chosen')
+    parts.append(f'images {properties["image_geometry"]}' +
+                 (f' ({chosen})' if chosen else ''))
   names = properties.get('class_names')
   if names:
     shown = ', '.join(names[:10]) + (', ...' if len(names) > 10 else '')

@@ -7,6 +7,7 @@ With a baseline (the last blessed model), TFMA names the two models
 
 import json
 import logging
+import os
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -204,6 +205,21 @@ def confusion_matrix(md: queries.Metadata, model: queries.Artifact,
                     for name, p, r, n in zip(names, precision, recall,
                                              counts.sum(axis=1))],
   }
+
+
+def on_device(model: queries.Artifact) -> Dict[str, Any]:
+  """The TensorFlow Lite files the Trainer wrote into `model`
+  (modules/tflite_export.py): each one's size and eval-split accuracy
+  beside the SavedModel's, as the Trainer measured them."""
+  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
+  from inspector import files  # pylint: disable=g-import-not-at-top
+  path = os.path.join(path_utils.serving_model_path(model.uri),
+                      signatures.TFLITE_DIR, signatures.TFLITE_RESULTS_FILE)
+  if not files.exists(path):
+    raise InspectError(f'{path}: missing (a model exported without '
+                       'TensorFlow Lite files)')
+  return json.loads(files.read_bytes(path))
 
 
 def _number(value: float) -> Optional[float]:

@@ -219,6 +219,8 @@ def evaluation_section(md: queries.Metadata, run: queries.Run
       'confusion': _attempt('the confusion matrix',
                             evaluation.confusion_matrix, md, model, None,
                             evaluator),
+      'on_device': _attempt('the TensorFlow Lite files', evaluation.on_device,
+                            model),
       'push': _not_run(run, 'Pusher') or _attempt('the push', _push, md, run),
   }
 

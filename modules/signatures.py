@@ -10,6 +10,11 @@ CLASSES = 'classes'
 CLASS_NAMES = 'class_names'
 # The serving model's assets.extra: class names and how it was trained.
 EXTRA_DIR = 'assets.extra'
+# The TensorFlow Lite files beside the SavedModel (modules/tflite_export.py).
+TFLITE_DIR = 'tflite'
+TFLITE_FILES = {'float32': 'model_float32.tflite',
+                'dynamic_range': 'model_dynamic_range.tflite'}
+TFLITE_RESULTS_FILE = 'tflite.json'
 # The files serve_image_bytes takes (what tf.io.decode_image reads), by
 # their first bytes.
 IMAGE_FILE_MAGIC = {b'\x89PNG': 'PNG', b'\xff\xd8\xff': 'JPEG', b'GIF8': 'GIF',

@@ -31,13 +31,13 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
+from modules import signatures
 from modules import transform
 from records import features
 
-TFLITE_DIR = 'tflite'
-FILES = {'float32': 'model_float32.tflite',
-         'dynamic_range': 'model_dynamic_range.tflite'}
-RESULTS_FILE = 'tflite.json'
+TFLITE_DIR = signatures.TFLITE_DIR
+FILES = signatures.TFLITE_FILES
+RESULTS_FILE = signatures.TFLITE_RESULTS_FILE
 EVAL_RECORDS = 2000
 _BATCH = 200
 

@@ -48,6 +48,10 @@ CLASS_NAMES_FILE = 'class_names.txt'
 # headers; image folders: what it converted them to), as custom properties
 # of the Examples artifact: Transform and Trainer take it from there.
 GEOMETRY_PROPERTIES = ('image_height', 'image_width', 'image_channels')
+# On the Examples artifact of image folders: how the geometry was chosen,
+# GEOMETRY_GIVEN (by the options) or what ExampleGen inferred it from.
+GEOMETRY_CHOICE_PROPERTY = 'image_geometry_chosen'
+GEOMETRY_GIVEN = 'set by the options'
 
 # How the `image` bytes hold the pixels, one encoding per Examples artifact,
 # recorded as its custom property: raw uint8 pixels, or a PNG file (lossless)

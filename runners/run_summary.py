@@ -163,9 +163,8 @@ def _left_out(props, shown: int = 5) -> List[str]:
 def _geometry_chosen(props) -> List[str]:
   """The line on the geometry ExampleGen chose for image folders, if no
   option set it."""
-  from components.image_example_gen import geometry_choice  # pylint: disable=g-import-not-at-top
-  chosen = props.get(geometry_choice.CHOICE_PROPERTY)
-  if chosen is None or chosen == geometry_choice.GIVEN:
+  chosen = props.get(features.GEOMETRY_CHOICE_PROPERTY)
+  if chosen is None or chosen == features.GEOMETRY_GIVEN:
     return []
   geometry = features.ImageGeometry.from_dict(
       {key: props[key] for key in features.GEOMETRY_PROPERTIES})

@@ -173,6 +173,18 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
   recall = page.split('precision and recall per class', 1)[1]
   assert _rows(recall.split('</table>', 1)[0])[1][0] == CLASSES[0]
   assert facts['evaluation']['push']['destination'] == destination
+  # On-device: both TensorFlow Lite files with their size and accuracy,
+  # measured on the same eval records as the SavedModel.
+  lite = facts['evaluation']['on_device']
+  assert lite['eval_records'] == EVAL_RECORDS
+  table = page.split('On-device (TensorFlow Lite)', 1)[1].split('</table>')[0]
+  rows = {row[0]: row for row in _rows(table)[1:]}
+  assert set(rows) == {m['file'] for m in lite['models'].values()} == {
+      'model_float32.tflite', 'model_dynamic_range.tflite'}
+  for m in lite['models'].values():
+    assert m['bytes'] > 0 and f'{m["bytes"]:,} B' == rows[m['file']][1]
+  assert lite['models']['float32']['accuracy'] == pytest.approx(
+      lite['saved_model_accuracy'], abs=0.005)
 
   # Lineage: from the PushedModel back to the input files.
   assert facts['lineage']['root'] == {'id': pushed['id'],

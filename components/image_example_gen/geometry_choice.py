@@ -30,10 +30,8 @@ SAMPLE_SIZE = 300
 # Photos' usual input size for a CNN (ImageNet models'): larger inputs cost
 # memory and time that a first model of a photo folder rarely needs.
 MAX_SIDE = 224
-# On the Examples artifact: how its geometry was chosen, GIVEN or what
-# `choose` inferred it from.
-CHOICE_PROPERTY = 'image_geometry_chosen'
-GIVEN = 'set by the options'
+CHOICE_PROPERTY = features.GEOMETRY_CHOICE_PROPERTY
+GIVEN = features.GEOMETRY_GIVEN
 _GREY_MODES = ('1', 'L', 'LA', 'La', 'I', 'I;16', 'I;16B', 'I;16L', 'F')
 # EXIF orientations that turn the image a quarter (width and height swap).
 _TRANSPOSED = (5, 6, 7, 8)
