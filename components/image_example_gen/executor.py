@@ -163,8 +163,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       geometry = idx_source.dataset_geometry(idx_files.values())
     else:
       idx_files = {}
-      plan = folder_plan.plan(input_base, input_config, output_config,
-                              options.class_names)
+      plan = folder_plan.plan(
+          input_base, input_config, output_config, options.class_names,
+          exec_properties[example_gen_utils.SPAN_PROPERTY_NAME])
       class_names, folder_files = plan.class_names, plan.files
       progress.notice(plan.summary())
       geometry, geometry_chosen = geometry_choice.choose(

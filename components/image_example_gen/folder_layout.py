@@ -24,7 +24,8 @@ import bisect
 import hashlib
 import itertools
 import os
-from typing import Any, Dict, List, Optional, Sequence
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from tfx.proto import example_gen_pb2
@@ -125,7 +126,10 @@ def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
   if sorted(patterns) != sorted(SPLIT_NAMES):
     return None
   prefix = patterns['train'][:-len('train/*/*')]
-  if input_config(SPLITS, prefix.strip('/') or None) != config:
+  try:
+    if input_config(SPLITS, prefix.strip('/') or None) != config:
+      return None
+  except ValueError:  # A span folder TFX's driver has already resolved.
     return None
   return prefix
 
@@ -167,6 +171,48 @@ def resolve(exec_properties: Dict[str, Any],
       standard_component_specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(
           output_config(CLASSES, eval_percent)),
   }
+
+
+def split_patterns(data_dir: str) -> List[str]:
+  """The input split patterns of the layout `data_dir` holds (none if
+  neither), as absolute paths."""
+  layout = layout_of(data_dir)
+  if layout is None:
+    return []
+  return [os.path.join(data_dir, split.pattern)
+          for split in input_config(layout).splits]
+
+
+def span_folders(input_base: str, input_config_resolved: example_gen_pb2.Input,
+                 span: int) -> Tuple[Optional[str], Optional[str]]:
+  """(the folder of span `span`, the newest earlier span folder still on disk
+  with either layout in it), None for each that is not there.
+
+  TFX's driver hands the executor the input config with the span number
+  written into the pattern (span-{SPAN} made span-2), not the pattern itself:
+  the span folder is what precedes the layout's own patterns, and earlier
+  spans are its siblings named alike with another number.
+  """
+  pattern = input_config_resolved.splits[0].pattern
+  suffix = next((s for s in ('train/*/*', 'eval/*/*', '*/*')
+                 if pattern.endswith('/' + s)), None)
+  if span <= 0 or suffix is None:
+    return None, None
+  folder = pattern[:-len(suffix)].strip('/')
+  runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
+  if not folder or '/' in folder or not runs:
+    return None, None
+  number = runs[-1]
+  sibling = re.compile(re.escape(folder[:number.start()]) + r'(\d+)' +
+                       re.escape(folder[number.end():]))
+  earlier = {}
+  for name in tf.io.gfile.listdir(input_base):
+    match = sibling.fullmatch(name.rstrip('/'))
+    if match and int(match.group(1)) < span:
+      earlier[int(match.group(1))] = os.path.join(input_base, name.rstrip('/'))
+  newest = next((earlier[n] for n in sorted(earlier, reverse=True)
+                 if layout_of(earlier[n])), None)
+  return os.path.join(input_base, folder), newest
 
 
 def partition(files: Sequence[str], data_dir: str,

@@ -3,7 +3,10 @@ files, listed once and checked before any worker starts.
 
 The checks a user needs before anything trains, each one line naming the
 folder: neither layout found (folder_layout.py), fewer than two classes, a
-class with images in eval (or any other split) and none in train.
+class with images in eval (or any other split) and none in train, a span
+whose class folders differ from the earlier span's (labels are indices in the
+sorted class names: a class added or dropped shifts every label after it, and
+the new model's labels would no longer mean the served model's).
 """
 
 import collections
@@ -85,15 +88,50 @@ def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
           f'{train!r}: the model could not learn it')
 
 
+def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
+                       span: int, class_names: Sequence[str]) -> None:
+  """Span `span`'s class names (found in its folders) against the newest
+  earlier span's still on disk, by folder names only.
+
+  Raises:
+    InputDataError: they differ, naming the span folder, the classes added
+      and missing, and the --class-names that keeps every earlier label (the
+      earlier classes, then the added ones).
+  """
+  span_dir, earlier_dir = folder_layout.span_folders(input_base, input_config,
+                                                     span)
+  if earlier_dir is None:
+    return
+  earlier = image_folder.discover_class_names(
+      folder_layout.split_patterns(earlier_dir))
+  added = sorted(set(class_names) - set(earlier))
+  missing = sorted(set(earlier) - set(class_names))
+  if not added and not missing:
+    return
+  changes = '; '.join(
+      f'{what} {", ".join(repr(n) for n in names)}'
+      for what, names in (('added', added), ('missing', missing)) if names)
+  raise InputDataError(
+      span_dir,
+      f'class folders differ from {os.path.basename(earlier_dir)}\'s: '
+      f'{changes}; labels are indices in the sorted class names, so they '
+      'would no longer mean what they meant to earlier models; to change the '
+      'classes on purpose, fix every label with --class-names '
+      f'{",".join(earlier + added)}')
+
+
 def plan(input_base: str, input_config: example_gen_pb2.Input,
          output_config: example_gen_pb2.Output,
-         class_names: Optional[Sequence[str]]) -> FolderPlan:
+         class_names: Optional[Sequence[str]], span: int) -> FolderPlan:
   """Lists and checks the input splits and cuts them into output splits.
+
+  span: the span TFX's driver resolved (0 without a span pattern).
 
   Raises:
     InputDataError: neither layout, a missing split, an empty or unknown
       class folder, fewer than two classes in train, a class in another
-      split and not in train.
+      split and not in train, a span's classes unlike the earlier span's
+      (without explicit class names).
   """
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
@@ -106,6 +144,8 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
         f"{len(names)} class folder{'' if len(names) == 1 else 's'} "
         f'found ({", ".join(names) or "none"}): a classifier needs at least '
         'two')
+  if not class_names:
+    check_span_classes(input_base, input_config, span, names)
   listed = {name: image_folder.check_split(pattern, names)
             for name, pattern in patterns.items()}
   hash_split = bool(output_config.split_config.splits)
