@@ -33,7 +33,6 @@ _READONLY = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
 # file ([client] password=...), never from the command line, where every
 # user of the machine sees it (ps, /proc/PID/cmdline).
 MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
-_PASSWORD_SOURCES = f'--mysql-defaults-file or ${MYSQL_PASSWORD_ENV}'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +42,8 @@ class MySqlOptions:
   database: str = 'mlmd'
   user: str = 'root'
   password: str = dataclasses.field(default='', repr=False)
+  # Where the password came from, for messages.
+  password_source: str = f'${MYSQL_PASSWORD_ENV}'
 
   def describe(self) -> str:
     """user@host:port/database, for messages (never the password)."""
@@ -101,13 +102,17 @@ def mysql_options(args: argparse.Namespace) -> Optional[MySqlOptions]:
   --mysql-defaults-file's, else $MLMD_MYSQL_PASSWORD, else ''."""
   if not args.mysql_host:
     return None
-  password = (read_defaults_file(args.mysql_defaults_file)
-              if getattr(args, 'mysql_defaults_file', None) else None)
+  defaults_file = getattr(args, 'mysql_defaults_file', None)
+  password = read_defaults_file(defaults_file) if defaults_file else None
+  if password is not None:
+    source = f'--mysql-defaults-file {defaults_file}'
+  else:
+    password = os.environ.get(MYSQL_PASSWORD_ENV, '')
+    source = f'${MYSQL_PASSWORD_ENV}'
   return MySqlOptions(
       host=args.mysql_host, port=args.mysql_port,
       database=args.mysql_database, user=args.mysql_user,
-      password=(os.environ.get(MYSQL_PASSWORD_ENV, '') if password is None
-                else password))
+      password=password, password_source=source)
 
 
 def sqlite_path(store: Optional[str] = None,
@@ -127,7 +132,8 @@ def connection_config(sqlite: Optional[str] = None,
   if mysql:
     return metadata_store_pb2.ConnectionConfig(
         mysql=metadata_store_pb2.MySQLDatabaseConfig(
-            **dataclasses.asdict(mysql)))
+            host=mysql.host, port=mysql.port, database=mysql.database,
+            user=mysql.user, password=mysql.password))
   return metadata_store_pb2.ConnectionConfig(
       sqlite=metadata_store_pb2.SqliteMetadataSourceConfig(
           filename_uri=sqlite, connection_mode=_READONLY))
@@ -161,7 +167,7 @@ def open_store(sqlite: Optional[str] = None,
       # MLMD's client reports no cause; the server answered (see
       # _unreachable), so it refused the login or the database.
       reason = (f'the server refused user {mysql.user!r} (wrong password in '
-                f'{_PASSWORD_SOURCES}, or no access to database '
+                f'{mysql.password_source}, or no access to database '
                 f'{mysql.database!r})')
     raise InspectError(
         f'{where}: cannot open as an ML Metadata store: {reason}') from e

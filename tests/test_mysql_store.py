@@ -137,6 +137,19 @@ def test_wrong_password_is_one_line(server, tmp_path):
       "access to database 'mlmd_refused')")
 
 
+def test_wrong_password_in_an_option_file_names_the_file(server, tmp_path):
+  option_file = tmp_path / 'my.cnf'
+  option_file.write_text('[client]\npassword = not-the-password\n')
+  result = local_run.run(
+      '--data-dir', str(tmp_path), '--output-dir', str(tmp_path / 'out'),
+      *server.flags('mlmd_refused'), '--mysql-defaults-file', str(option_file),
+      env={inspect_store.MYSQL_PASSWORD_ENV: mariadb.PASSWORD})
+  assert result.returncode == 1
+  assert result.stderr.strip().endswith(
+      f"(wrong password in --mysql-defaults-file {option_file}, or no "
+      "access to database 'mlmd_refused')")
+
+
 def test_unreachable_server_is_one_line(tmp_path):
   with socket.socket() as s:  # A port nothing listens on.
     s.bind(('127.0.0.1', 0))
