@@ -3,7 +3,6 @@
 import argparse
 import glob
 import json
-import logging
 import os
 
 import numpy as np
@@ -29,6 +28,7 @@ from runners import flags
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
+from tests.absl_lines import absl_lines
 
 NUM_SHARDS = DataConfig().num_shards
 
@@ -472,17 +472,6 @@ def test_skip_bad_images_is_for_image_folders():
                            num_shards=1)
 
 
-class _ProgressLines(logging.Handler):
-
-  def __init__(self):
-    super().__init__(level=logging.INFO)
-    self.lines = []
-
-  def emit(self, record):
-    if record.msg == progress.PROGRESS_LINE:
-      self.lines.append(record.getMessage())
-
-
 @pytest.mark.parametrize('layout', ['idx', 'images'])
 def test_progress_lines_name_the_split_and_count_its_images(
     tmp_path, monkeypatch, layout):
@@ -498,16 +487,8 @@ def test_progress_lines_name_the_split_and_count_its_images(
     datasets.write_image_folder(str(tmp_path / 'in'))
     options = ImageExampleGenOptions(input_format='images', num_shards=1)
     last = {'train: 12 of 12', 'eval: 6 of 6'}
-  lines = _ProgressLines()
-  logger = logging.getLogger('absl')
-  level = logger.level
-  logger.setLevel(logging.INFO)
-  logger.addHandler(lines)
-  try:
+  with absl_lines(progress.PROGRESS_LINE) as lines:
     run_executor(tmp_path / 'in', tmp_path / 'out', options)
-  finally:
-    logger.removeHandler(lines)
-    logger.setLevel(level)
   assert {f'ImageExampleGen: {l} images read (100%)' for l in last} <= set(
-      lines.lines), lines.lines
-  assert all(' of ' in l and l.endswith('%)') for l in lines.lines)
+      lines), lines
+  assert all(' of ' in l and l.endswith('%)') for l in lines)

@@ -4,7 +4,6 @@ class missing from train, images too big to decode, and the geometry chosen
 from the images' headers when no option sets it."""
 
 import json
-import logging
 import os
 import struct
 import zlib
@@ -24,6 +23,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 from tests import artifacts
 from tests import examples_io
+from tests.absl_lines import absl_lines
 
 CLASSES = ('cat', 'dog', 'fish')
 
@@ -48,30 +48,11 @@ def _options(**kwargs):
          **kwargs})
 
 
-class _Notices(logging.Handler):
-  """The lines ImageExampleGen shows on the console besides progress."""
-
-  def __init__(self):
-    super().__init__(level=logging.INFO)
-    self.lines = []
-
-  def emit(self, record):
-    if record.msg == progress.NOTICE_LINE:
-      self.lines.append(record.getMessage())
-
-
 def _run(data, out, options, **configs):
-  notices = _Notices()
-  logger = logging.getLogger('absl')
-  level = logger.level
-  logger.setLevel(logging.INFO)
-  logger.addHandler(notices)
-  try:
+  # The lines ImageExampleGen shows on the console besides progress.
+  with absl_lines(progress.NOTICE_LINE) as notices:
     examples = artifacts.run_example_gen(data, out, options, **configs)
-  finally:
-    logger.removeHandler(notices)
-    logger.setLevel(level)
-  return examples, notices.lines
+  return examples, notices
 
 
 def _labels(examples, split):

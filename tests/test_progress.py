@@ -2,7 +2,6 @@
 log line per epoch always, and a live bar only on a terminal."""
 
 import fcntl
-import logging
 import os
 import pty
 import re
@@ -15,29 +14,13 @@ import pytest
 import tf_keras as keras
 
 from modules import progress
-
-
-class _Records(logging.Handler):
-
-  def __init__(self):
-    super().__init__(level=logging.INFO)
-    self.lines = []
-
-  def emit(self, record):
-    if record.msg == progress.EPOCH_LINE:
-      self.lines.append(record.getMessage())
+from tests.absl_lines import absl_lines
 
 
 @pytest.fixture
 def epoch_lines():
-  records = _Records()
-  logger = logging.getLogger('absl')
-  level = logger.level
-  logger.setLevel(logging.INFO)
-  logger.addHandler(records)
-  yield records.lines
-  logger.removeHandler(records)
-  logger.setLevel(level)
+  with absl_lines(progress.EPOCH_LINE) as lines:
+    yield lines
 
 
 def _fit(callback, epochs=2):
