@@ -152,6 +152,20 @@ class DataConfig:
         *(self.image_size or (default.height, default.width)),
         self.channels or default.channels)
 
+  @property
+  def images(self) -> bool:
+    return self.input_format == 'images'
+
+  @property
+  def infer_size(self) -> bool:
+    """ExampleGen chooses the size from the images: no --image-size."""
+    return self.images and self.image_size is None
+
+  @property
+  def infer_channels(self) -> bool:
+    """ExampleGen chooses the channels from the images: no --channels."""
+    return self.images and self.channels is None
+
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:

@@ -37,11 +37,9 @@ def create_pipeline(
       class_names=data.class_names, image_geometry=data.image_geometry,
       num_shards=data.num_shards, skip_bad_images=data.skip_bad_images,
       image_encoding=data.image_encoding, png_min_pixels=data.png_min_pixels,
-      infer_size=data.input_format == 'images' and data.image_size is None,
-      infer_channels=data.input_format == 'images' and data.channels is None,
+      infer_size=data.infer_size, infer_channels=data.infer_channels,
       eval_percent=data.eval_percent,
-      max_image_pixels=(data.max_image_pixels
-                        if data.input_format == 'images' else None),
+      max_image_pixels=data.max_image_pixels if data.images else None,
       span_dir_pattern=data.span_dir_pattern)
   if infrastructure.example_gen_beam_pipeline_args:
     example_gen.with_beam_pipeline_args(
