@@ -4,11 +4,12 @@ import os
 from typing import List
 
 from modules import signatures
+from pipeline import configs
 from records import features
 
 SAVED_MODEL_FILE = 'saved_model.pb'
-# Where a pipeline run pushes its models: OUT/serving_model/<version>/.
-SERVING_MODEL_DIR = 'serving_model'
+# Where a pipeline run pushes its models: OUT/<this>/<version>/.
+SERVING_MODEL_DIR = configs.SERVING_MODEL_DIR_NAME
 
 EXPECTED = ('a SavedModel folder (holding saved_model.pb), a folder of '
             'pushed versions (<version>/saved_model.pb), or a pipeline '

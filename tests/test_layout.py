@@ -25,7 +25,7 @@ ALLOWED = {
     'modules': {'records'},
     'pipeline': {'records', 'components', 'modules'},
     'inspector': {'records', 'modules', 'pipeline'},
-    'predict': {'records', 'modules'},
+    'predict': {'records', 'modules', 'pipeline'},
     'runners': {'records', 'components', 'modules', 'pipeline', 'inspector'},
     'data': {'records', 'components'},
     'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runners'},
