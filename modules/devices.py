@@ -1,20 +1,27 @@
 """Which devices train the model, with which strategy and precision.
 
-`plan()` is a pure function of the visible GPUs, so the choice it makes is
-tested on a CPU-only machine; `make_strategy()` turns a plan into the
-`tf.distribute.Strategy` that carries it out.
+`plan()` is a pure function of the visible GPUs and the CPU's feature
+flags, so the choice it makes is tested on any machine; `make_strategy()`
+turns a plan into the `tf.distribute.Strategy` that carries it out.
+
+Precision: float16 on GPUs; on a CPU, bfloat16 where the CPU computes it
+natively (AVX512_BF16 or AMX: oneDNN's bfloat16 kernels), float32
+elsewhere, where bfloat16 is emulated and slower. Either way variables,
+logits and the served model stay float32.
 """
 
 import dataclasses
 import json
 import os
-from typing import Sequence
+from typing import Collection, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 # Where the Trainer records its plan, in the ModelRun artifact's directory
 # (beside TensorBoard's logs): the run report shows it.
 PLAN_FILE = 'device_plan.json'
+# /proc/cpuinfo flags of a CPU with native bfloat16 arithmetic.
+BFLOAT16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,13 +33,16 @@ class DevicePlan:
   precision: str  # A Keras mixed-precision policy name.
   global_batch_size: int
   workers: int = 1  # Processes training together (modules/cluster.py).
+  precision_why: str = ''
 
   def describe(self) -> str:
     where = ', '.join(self.devices) if self.devices else 'CPU'
     if self.workers > 1:
       where = f'{self.workers} workers, each on {where}'
+    why = f' ({self.precision_why})' if self.precision_why else ''
     return (f'training on {where} with the {self.strategy} strategy, '
-            f'{self.precision} precision, global batch {self.global_batch_size}')
+            f'{self.precision} precision{why}, global batch '
+            f'{self.global_batch_size}')
 
   def write(self, directory: str) -> None:
     """Records the plan as PLAN_FILE in `directory` (any TF filesystem)."""
@@ -42,10 +52,37 @@ class DevicePlan:
                  'description': self.describe()}, f, indent=2)
 
 
+def cpu_flags(cpuinfo: str = '/proc/cpuinfo') -> Collection[str]:
+  """The CPU's feature flags (empty where the file does not say)."""
+  try:
+    with open(cpuinfo, encoding='utf-8') as f:
+      for line in f:
+        if line.startswith('flags'):
+          return frozenset(line.partition(':')[2].split())
+  except OSError:
+    pass
+  return frozenset()
+
+
+def cpu_precision(flags: Collection[str],
+                  mixed_precision: bool = True) -> Tuple[str, str]:
+  """(The Keras policy, why) for training on a CPU with these flags."""
+  native = [f for f in BFLOAT16_CPU_FLAGS if f in flags]
+  if not mixed_precision:
+    return 'float32', 'mixed precision off'
+  if native:
+    return 'mixed_bfloat16', f'the CPU computes bfloat16: {", ".join(native)}'
+  return 'float32', ('the CPU has no native bfloat16 (none of '
+                     f'{", ".join(BFLOAT16_CPU_FLAGS)})')
+
+
 def plan(gpus: Sequence[str], batch_size: int,
-         mixed_precision: bool = True, workers: int = 1) -> DevicePlan:
-  """One GPU trains alone, several mirror; GPUs compute in mixed float16;
-  several workers (processes, machines) train under MultiWorkerMirrored.
+         mixed_precision: bool = True, workers: int = 1,
+         flags: Optional[Collection[str]] = None) -> DevicePlan:
+  """One GPU trains alone, several mirror; GPUs compute in mixed float16,
+  CPUs in mixed bfloat16 where they do it natively (`flags`, default this
+  CPU's); several workers (processes, machines) train under
+  MultiWorkerMirrored.
 
   `batch_size` is per replica: with N GPUs each step sees N times as many
   examples, which keeps every GPU as busy as one would be; with W workers
@@ -53,16 +90,22 @@ def plan(gpus: Sequence[str], batch_size: int,
   `gpus` are one worker's.
   """
   gpus = list(gpus)
+  if gpus:
+    precision, why = ('mixed_float16', '') if mixed_precision else (
+        'float32', 'mixed precision off')
+  else:
+    precision, why = cpu_precision(cpu_flags() if flags is None else flags,
+                                   mixed_precision)
   if workers > 1:
-    precision = 'mixed_float16' if gpus and mixed_precision else 'float32'
     return DevicePlan('multi_worker', gpus, precision,
-                      batch_size * workers * max(1, len(gpus)), workers)
+                      batch_size * workers * max(1, len(gpus)), workers, why)
   if not gpus:
-    return DevicePlan('default', [], 'float32', batch_size)
-  precision = 'mixed_float16' if mixed_precision else 'float32'
+    return DevicePlan('default', [], precision, batch_size, precision_why=why)
   if len(gpus) == 1:
-    return DevicePlan('one_device', gpus, precision, batch_size)
-  return DevicePlan('mirrored', gpus, precision, batch_size * len(gpus))
+    return DevicePlan('one_device', gpus, precision, batch_size,
+                      precision_why=why)
+  return DevicePlan('mirrored', gpus, precision, batch_size * len(gpus),
+                    precision_why=why)
 
 
 def visible_gpus() -> Sequence[str]:

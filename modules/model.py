@@ -23,6 +23,7 @@ and evaluation see the images as they are.
 
 from typing import Tuple
 
+import tensorflow as tf
 import tf_keras as keras
 
 from modules.architectures import AUTO, MNIST_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
@@ -79,6 +80,21 @@ def build(architecture: str, geometry: features.ImageGeometry,
     raise ValueError(f'unknown architecture {architecture!r}')
   logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
   return keras.Model(inputs, logits, name=architecture.replace('-', '_'))
+
+
+def loss(num_classes: int, label_smoothing: float = 0.0):
+  """Cross-entropy on logits and integer labels, with label smoothing
+  (Keras smooths one-hot labels only)."""
+  if not label_smoothing:
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+  smoothed = keras.losses.CategoricalCrossentropy(
+      from_logits=True, label_smoothing=label_smoothing)
+
+  def smoothed_cross_entropy(labels, logits):
+    labels = tf.one_hot(tf.cast(tf.reshape(labels, [-1]), tf.int32),
+                        num_classes)
+    return smoothed(labels, logits)
+  return smoothed_cross_entropy
 
 
 def build_cnn(geometry: features.ImageGeometry, num_classes: int,

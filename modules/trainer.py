@@ -131,6 +131,26 @@ def export_serving_model(model: keras.Model,
       json.dump(plan, f, indent=1, sort_keys=True)
 
 
+def one_cycle(peak: float, warmup_fraction: float,
+              total_steps: int) -> keras.optimizers.schedules.CosineDecay:
+  """From peak/10 up to `peak` over the first `warmup_fraction` of the
+  steps, then a cosine down to zero at the last step."""
+  warmup = int(warmup_fraction * total_steps)
+  return keras.optimizers.schedules.CosineDecay(
+      peak / 10, decay_steps=max(total_steps - warmup, 1), alpha=0.0,
+      warmup_target=peak, warmup_steps=warmup)
+
+
+def float32_copy(model: keras.Model, architecture: str,
+                 geometry: features.ImageGeometry, num_classes: int,
+                 config) -> keras.Model:
+  """The same network and weights, computing in float32 (the global policy
+  must be float32)."""
+  copy = model_lib.build(architecture, geometry, num_classes, config)
+  copy.set_weights(model.get_weights())
+  return copy
+
+
 def run_fn(fn_args: FnArgs) -> None:
   """TFX Trainer entry point.
 
@@ -217,21 +237,26 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
                plan.describe())
   if chief:
     device_plan.write(model_run_dir)
+  if config.seed is not None:
+    keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = strategy or devices.make_strategy(device_plan)
-
-  with strategy.scope():
-    model = model_lib.build(plan.architecture, geometry, len(class_names),
-                            config.model)
-    model.compile(
-        optimizer=keras.optimizers.Adam(config.learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
+  total_steps = plan.epochs * (steps_per_epoch or math.ceil(
+      train_plan.size.records / device_plan.global_batch_size))
+  with strategy.scope():
+    model = model_lib.build(plan.architecture, geometry, len(class_names),
+                            config.model)
+    model.compile(
+        optimizer=keras.optimizers.Adam(
+            one_cycle(config.learning_rate, plan.warmup_fraction,
+                      total_steps)),
+        loss=model_lib.loss(len(class_names), config.label_smoothing),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
       train_plan, repeat=bool(steps_per_epoch))
@@ -243,8 +268,6 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
   callbacks = [
-      keras.callbacks.LearningRateScheduler(
-          lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
       keras.callbacks.TensorBoard(log_dir=model_run_dir, update_freq='epoch'),
       # Instead of Keras's own output (verbose=0): see progress.py.
       progress.EpochProgress(device_plan.global_batch_size),
@@ -253,6 +276,12 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
             validation_data=evaluation, validation_steps=fn_args.eval_steps,
             callbacks=callbacks, verbose=0)
   sample_record = input_pipeline.first_record(fn_args.train_files)
+  # Served in float32 whatever it trained in: a bfloat16 graph would run
+  # emulated, slowly, on a CPU without bfloat16 arithmetic.
+  keras.mixed_precision.set_global_policy('float32')
+  if device_plan.precision != 'float32':
+    model = float32_copy(model, plan.architecture, geometry, len(class_names),
+                         config.model)
   export_serving_model(
       model, tf_transform_output, class_names, serving_model_dir,
       sample_record,
@@ -269,6 +298,5 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   if chief:  # After the barrier: the chief alone converts, needing no one.
     tflite_export.export(model, geometry, tf_transform_output, sample_record,
                          class_names, serving_model_dir, evaluation)
-  keras.mixed_precision.set_global_policy('float32')
   for directory in temporary:
     shutil.rmtree(directory)

@@ -42,12 +42,11 @@ class Budget:
       'over the training records (BENCHMARKS.md, "MNIST time to accuracy").')
   min_epochs: int = knob(3, 'Fewest epochs the budget gives.')
   max_epochs: int = knob(60, 'Most epochs the budget gives.')
-  learning_rate_decay: Optional[float] = knob(
-      None, 'Learning rate factor per epoch; None: from '
-      'last_epoch_learning_rate.')
-  last_epoch_learning_rate: float = knob(
-      0.13, 'The last epoch\'s learning rate as a fraction of the first\'s, '
-      'whatever the epochs: the schedule the classic CNN was tuned with.')
+  warmup_fraction: float = knob(
+      0.2, 'Fraction of the training steps over which the learning rate '
+      'rises from a tenth of --learning-rate to all of it; a cosine then '
+      'takes it down to zero at the last step (a one-cycle schedule: few '
+      'epochs reach what many did at a decaying rate).')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,10 +137,20 @@ class TrainingConfig:
       128, 'Batch size per GPU, or on CPU (default: %(default)s).',
       flag='--batch-size', type=int)
   learning_rate: float = knob(
-      1e-3, 'Adam learning rate of the first epoch; it decays each epoch, to '
-      '%(last_epoch_learning_rate)s times this in the last (default: '
-      '%(default)s).', flag='--learning-rate', type=float)
-  mixed_precision: bool = knob(True, 'float16 compute on GPUs (never on CPU).')
+      1e-3, 'Adam\'s peak learning rate, reached after the warm-up '
+      '(default: %(default)s).', flag='--learning-rate', type=float)
+  label_smoothing: float = knob(
+      0.0, 'Label smoothing of the cross-entropy loss (default: '
+      '%(default)s).', flag='--label-smoothing', type=float)
+  seed: Optional[int] = knob(
+      None, 'Seed for the initial weights, the shuffling and dropout, so a '
+      'run can be repeated (default: none, a new draw each run).',
+      flag='--seed', type=int)
+  mixed_precision: bool = knob(
+      True, 'Train in float32 only. By default GPUs train in mixed float16 '
+      'and CPUs that compute bfloat16 natively (AVX512_BF16 or AMX) in '
+      'mixed bfloat16; the served model is float32 either way.',
+      flag='--no-mixed-precision', action='store_false')
   # A cluster's TF_CONFIG (Vertex AI, Kubeflow's Training Operator) says
   # how many workers it has; without one, run_fn starts this many.
   workers: int = knob(

@@ -5,9 +5,9 @@ images' geometry (model.choose) and whether to augment them
 The budget is counted in examples seen: epochs = ceil(training_examples /
 training records), within [min_epochs, max_epochs], so that MNIST gets a
 few epochs (BENCHMARKS.md, "MNIST time to accuracy") and a few thousand
-images get dozens. The learning rate decays by the same factor each epoch,
-down to `last_epoch_learning_rate` times its start in the last epoch,
-whatever the number of epochs (Budget's fields, modules/training_config.py).
+images get dozens. The learning rate warms up, then follows a cosine to
+zero at the last planned step, whatever the number of epochs (Budget's
+fields, modules/training_config.py).
 """
 
 import dataclasses
@@ -26,7 +26,7 @@ class TrainingPlan:
   augment: bool
   augment_why: str
   epochs: int
-  learning_rate_decay: float
+  warmup_fraction: float
   train_records: int
 
   def to_dict(self) -> Dict[str, Any]:
@@ -36,7 +36,8 @@ class TrainingPlan:
     return (f'{self.architecture} ({self.why}); augmentation '
             f'{"on" if self.augment else "off"} ({self.augment_why}); '
             f'{self.epochs} epochs over {self.train_records} training '
-            f'records, learning rate x{self.learning_rate_decay:.3f} per epoch')
+            f'records, learning rate warm-up over {self.warmup_fraction:.0%} '
+            'of the steps then cosine to zero')
 
 
 def epochs_for(budget: Budget, train_records: int) -> int:
@@ -46,12 +47,6 @@ def epochs_for(budget: Budget, train_records: int) -> int:
   return min(max(wanted, budget.min_epochs), budget.max_epochs)
 
 
-def decay_for(budget: Budget, epochs: int) -> float:
-  if budget.learning_rate_decay is not None:
-    return budget.learning_rate_decay
-  return budget.last_epoch_learning_rate ** (1 / max(epochs - 1, 1))
-
-
 def plan(budget: Budget, model: model_lib.ModelConfig,
          geometry: features.ImageGeometry, train_records: int) -> TrainingPlan:
   architecture, why = model_lib.choose(model, geometry)
@@ -59,5 +54,5 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
   epochs = epochs_for(budget, train_records)
   return TrainingPlan(architecture=architecture, why=why, augment=augment,
                       augment_why=augment_why, epochs=epochs,
-                      learning_rate_decay=decay_for(budget, epochs),
+                      warmup_fraction=budget.warmup_fraction,
                       train_records=train_records)

@@ -11,6 +11,7 @@ import tf_keras as keras
 
 from modules import devices
 from modules import model as model_lib
+from modules import trainer
 from modules import training_plan
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from records import features
@@ -19,14 +20,53 @@ from runners import flags
 CONFIG = ModelConfig()
 
 
-def test_cpu_plan_trains_in_float32_with_the_default_strategy():
-  plan = devices.plan([], batch_size=128)
+AVX2_ONLY = ('sse4_2', 'avx', 'avx2', 'fma')
+AVX512_BF16 = (*AVX2_ONLY, 'avx512f', 'avx512_bf16')
+AMX = (*AVX2_ONLY, 'avx512f', 'amx_tile', 'amx_bf16')
+
+
+def test_cpu_plan_trains_in_float32_without_native_bfloat16():
+  plan = devices.plan([], batch_size=128, flags=AVX2_ONLY)
   assert (plan.strategy, plan.precision, plan.global_batch_size) == (
       'default', 'float32', 128)
-  assert 'CPU' in plan.describe()
-  # On this CPU-only machine that is what the Trainer gets.
-  assert devices.plan(devices.visible_gpus(), 128) == plan
+  assert 'CPU' in plan.describe() and 'no native bfloat16' in plan.describe()
   assert devices.make_strategy(plan) is tf.distribute.get_strategy()
+
+
+@pytest.mark.parametrize('flags', [AVX512_BF16, AMX])
+def test_cpu_plan_trains_in_bfloat16_where_the_cpu_computes_it(flags):
+  plan = devices.plan([], batch_size=128, flags=flags)
+  assert plan.precision == 'mixed_bfloat16'
+  assert 'bf16' in plan.describe()
+  off = devices.plan([], batch_size=128, mixed_precision=False, flags=flags)
+  assert off.precision == 'float32' and 'off' in off.describe()
+  several = devices.plan([], batch_size=64, workers=2, flags=flags)
+  assert several.precision == 'mixed_bfloat16'
+
+
+def test_this_machine_gets_the_plan_its_cpu_flags_give():
+  flags = devices.cpu_flags()
+  assert 'fpu' in flags  # Every x86 CPU's /proc/cpuinfo says so.
+  plan = devices.plan(devices.visible_gpus(), 128)
+  assert plan == devices.plan([], 128, flags=flags)
+  assert devices.cpu_flags('/no/such/cpuinfo') == frozenset()
+
+
+def test_a_bfloat16_trained_model_is_served_in_float32():
+  geometry = features.ImageGeometry(12, 12, 1)
+  keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    trained = model_lib.build('small-gap-cnn', geometry, 3, CONFIG)
+    assert trained.get_layer('conv1').compute_dtype == 'bfloat16'
+  finally:
+    keras.mixed_precision.set_global_policy('float32')
+  served = trainer.float32_copy(trained, 'small-gap-cnn', geometry, 3, CONFIG)
+  assert {layer.compute_dtype for layer in served.layers} == {'float32'}
+  images = np.random.default_rng(0).normal(size=(4, *geometry.shape)).astype(
+      np.float32)
+  # The same weights: bfloat16's 8-bit mantissa is all that differs.
+  np.testing.assert_allclose(served(images).numpy(),
+                             trained(images).numpy(), atol=0.1)
 
 
 def test_the_plan_is_recorded_for_the_run_report(tmp_path):
@@ -36,11 +76,12 @@ def test_the_plan_is_recorded_for_the_run_report(tmp_path):
                          ).read_text())
   assert recorded == {'strategy': 'mirrored', 'devices': ['/gpu:0', '/gpu:1'],
                       'precision': 'mixed_float16', 'global_batch_size': 128,
-                      'workers': 1, 'description': plan.describe()}
+                      'workers': 1, 'precision_why': '',
+                      'description': plan.describe()}
 
 
 def test_several_workers_multiply_the_batch_and_mirror():
-  cpu = devices.plan([], batch_size=64, workers=3)
+  cpu = devices.plan([], batch_size=64, workers=3, flags=AVX2_ONLY)
   assert (cpu.strategy, cpu.precision, cpu.global_batch_size, cpu.workers) == (
       'multi_worker', 'float32', 192, 3)
   assert cpu.describe().startswith('training on 3 workers, each on CPU')
@@ -195,12 +236,17 @@ def test_augmentation_acts_in_training_only(architecture):
 def test_the_budget_scales_with_the_dataset(records, epochs):
   budget = Budget()
   assert training_plan.epochs_for(budget, records) == epochs
-  decay = training_plan.decay_for(budget, epochs)
-  assert decay ** (epochs - 1) == pytest.approx(budget.last_epoch_learning_rate)
-  # Set explicitly, epochs and decay are what they say.
-  fixed = Budget(epochs=8, learning_rate_decay=0.75)
-  assert training_plan.epochs_for(fixed, records) == 8
-  assert training_plan.decay_for(fixed, 8) == 0.75
+  # Set explicitly, epochs are what they say.
+  assert training_plan.epochs_for(Budget(epochs=8), records) == 8
+
+
+def test_the_learning_rate_warms_up_then_falls_to_zero():
+  schedule = trainer.one_cycle(0.01, 0.2, total_steps=100)
+  rates = [float(schedule(step)) for step in range(101)]
+  assert rates[0] == pytest.approx(0.001)
+  assert max(rates) == pytest.approx(0.01) == rates[20]
+  assert rates[20:] == sorted(rates[20:], reverse=True)
+  assert rates[100] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_the_plan_says_what_and_why():
