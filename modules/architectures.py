@@ -4,5 +4,6 @@ modules/model.py builds them."""
 
 AUTO = 'auto'
 MNIST_CNN = 'mnist-cnn'
+SMALL_BN_CNN = 'small-bn-cnn'
 SMALL_GAP_CNN = 'small-gap-cnn'
-ARCHITECTURES = (MNIST_CNN, SMALL_GAP_CNN)
+ARCHITECTURES = (SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN)

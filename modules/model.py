@@ -1,10 +1,16 @@
 """The networks, and which one an image geometry gets.
 
+small-bn-cnn   blocks of conv 3x3, batch norm and ReLU with a 2x2 max-pool
+               between them, then dense classes on the flattened features.
+               A tenth of mnist-cnn's arithmetic and a fiftieth of its
+               weights, and batch norm with a one-cycle schedule reaches in
+               a few epochs what mnist-cnn needs many for (BENCHMARKS.md,
+               "MNIST time to accuracy"). Its head grows with the image
+               area: small grey images only.
 mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
-               tutorial): conv, max-pool, conv, max-pool, dense, dropout,
-               dense classes (sizes: ModelConfig). Its Flatten -> Dense
-               head grows with the image area: right for small grey images
-               only.
+               tutorial, the seeds' CNN): conv, max-pool, conv, max-pool,
+               dense, dropout, dense classes (sizes: ModelConfig). Kept by
+               name for comparison.
 small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
                stride 2, a 2x2 max-pool after each later block but the
                last; then global average pooling, dropout and dense
@@ -13,8 +19,9 @@ small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
                vary, and halving the image at every block lets the last
                features see most of it (at 96x96 a shape's whole outline,
                not pieces of it).
-'auto' picks mnist-cnn for grey images of at most `mnist_cnn_max_pixels`
-pixels and small-gap-cnn for anything larger or in colour.
+'auto' picks small-bn-cnn for grey images of at most
+`small_grey_max_pixels` pixels and small-gap-cnn for anything larger or in
+colour.
 
 With `augment`, random flips, shifts and brightness changes (Keras
 preprocessing layers) come first; they act only in training, so serving
@@ -26,7 +33,7 @@ from typing import Tuple
 import tensorflow as tf
 import tf_keras as keras
 
-from modules.architectures import AUTO, MNIST_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
+from modules.architectures import AUTO, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from modules.training_config import ModelConfig
 from records import features
 
@@ -42,13 +49,13 @@ def choose(config: ModelConfig,
   if config.architecture != AUTO:
     return config.architecture, 'as configured'
   pixels = geometry.height * geometry.width
-  if geometry.channels == 1 and pixels <= config.mnist_cnn_max_pixels:
-    return MNIST_CNN, (f'auto: grey images of {pixels} pixels (at most '
-                       f'{config.mnist_cnn_max_pixels})')
+  if geometry.channels == 1 and pixels <= config.small_grey_max_pixels:
+    return SMALL_BN_CNN, (f'auto: grey images of {pixels} pixels (at most '
+                          f'{config.small_grey_max_pixels})')
   return SMALL_GAP_CNN, (
       'auto: ' + ('colour images' if geometry.channels > 1 else
                   f'images of {pixels} pixels (more than '
-                  f'{config.mnist_cnn_max_pixels})'))
+                  f'{config.small_grey_max_pixels})'))
 
 
 def choose_augment(config: ModelConfig,
@@ -72,7 +79,9 @@ def build(architecture: str, geometry: features.ImageGeometry,
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
   augment, _ = choose_augment(config, geometry)
   x = _augmentation(config)(inputs) if augment else inputs
-  if architecture == MNIST_CNN:
+  if architecture == SMALL_BN_CNN:
+    x = _small_bn_cnn_features(x, config)
+  elif architecture == MNIST_CNN:
     x = _mnist_cnn_features(x, config)
   elif architecture == SMALL_GAP_CNN:
     x = _small_gap_cnn_features(x, config)
@@ -111,6 +120,18 @@ def _mnist_cnn_features(x, config: ModelConfig):
   x = keras.layers.Flatten()(x)
   x = keras.layers.Dense(config.dense_units, activation='relu', name='dense')(x)
   return keras.layers.Dropout(config.dropout)(x)
+
+
+def _small_bn_cnn_features(x, config: ModelConfig):
+  for i, filters in enumerate(config.bn_conv_filters, start=1):
+    if i > 1 and min(x.shape[1], x.shape[2]) >= 2:
+      x = keras.layers.MaxPool2D(name=f'pool{i - 1}')(x)
+    # No bias: batch norm's offset does its job.
+    x = keras.layers.Conv2D(filters, 3, padding='same', use_bias=False,
+                            name=f'conv{i}')(x)
+    x = keras.layers.BatchNormalization(name=f'bn{i}')(x)
+    x = keras.layers.ReLU(name=f'relu{i}')(x)
+  return keras.layers.Flatten()(x)
 
 
 def _small_gap_cnn_features(x, config: ModelConfig):

@@ -53,15 +53,20 @@ class Budget:
 class ModelConfig:
   """Which network (modules/model.py) and its size."""
   architecture: str = knob(
-      AUTO, 'The network: mnist-cnn (the classic MNIST CNN), small-gap-cnn '
-      '(conv blocks with batch norm and a global-average-pooling head, its '
-      'size independent of the image size), or auto: mnist-cnn for grey '
-      'images of at most %(mnist_cnn_max_pixels)d pixels, small-gap-cnn for '
-      'larger or colour ones (default: %(default)s).', flag='--model',
-      choices=(AUTO, *ARCHITECTURES))
-  mnist_cnn_max_pixels: int = knob(
-      32 * 32, 'auto: mnist-cnn for grey images up to this many pixels (its '
-      'Flatten -> Dense head grows with the image area).')
+      AUTO, 'The network: small-bn-cnn (conv blocks with batch norm, a dense '
+      'head; fast on small grey images), mnist-cnn (the classic MNIST CNN), '
+      'small-gap-cnn (conv blocks with batch norm and a global-average-'
+      'pooling head, its size independent of the image size), or auto: '
+      'small-bn-cnn for grey images of at most %(small_grey_max_pixels)d '
+      'pixels, small-gap-cnn for larger or colour ones (default: '
+      '%(default)s).', flag='--model', choices=(AUTO, *ARCHITECTURES))
+  small_grey_max_pixels: int = knob(
+      32 * 32, 'auto: small-bn-cnn for grey images up to this many pixels '
+      '(its dense head grows with the image area).')
+  # small-bn-cnn.
+  bn_conv_filters: Tuple[int, ...] = knob(
+      (32, 64, 128), 'small-bn-cnn: one conv block per width, a 2x2 '
+      'max-pool between blocks.')
   # mnist-cnn.
   conv_filters: Tuple[int, ...] = knob((32, 64), 'mnist-cnn: conv widths.')
   kernel_size: int = knob(5, 'mnist-cnn: conv kernel size.')
@@ -98,7 +103,7 @@ class ModelConfig:
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ModelConfig':
     d = dict(d)
-    for key in ('conv_filters', 'gap_conv_filters'):
+    for key in ('bn_conv_filters', 'conv_filters', 'gap_conv_filters'):
       d[key] = tuple(int(f) for f in d[key])
     return cls(**d)
 
@@ -137,10 +142,10 @@ class TrainingConfig:
       128, 'Batch size per GPU, or on CPU (default: %(default)s).',
       flag='--batch-size', type=int)
   learning_rate: float = knob(
-      1e-3, 'Adam\'s peak learning rate, reached after the warm-up '
+      3e-3, 'Adam\'s peak learning rate, reached after the warm-up '
       '(default: %(default)s).', flag='--learning-rate', type=float)
   label_smoothing: float = knob(
-      0.0, 'Label smoothing of the cross-entropy loss (default: '
+      0.1, 'Label smoothing of the cross-entropy loss (default: '
       '%(default)s).', flag='--label-smoothing', type=float)
   seed: Optional[int] = knob(
       None, 'Seed for the initial weights, the shuffling and dropout, so a '

@@ -126,6 +126,25 @@ def test_classic_mnist_cnn_size():
       (1024 * 10 + 10))
 
 
+@pytest.mark.parametrize('geometry', [
+    features.MNIST_GEOMETRY, features.ImageGeometry(5, 9, 1)])
+def test_small_bn_cnn_is_conv_blocks_and_a_dense_head(geometry):
+  model = model_lib.build('small-bn-cnn', geometry, 10, CONFIG)
+  assert model(np.zeros((2, *geometry.shape), np.float32)).shape == (2, 10)
+  convs = [layer for layer in model.layers
+           if isinstance(layer, keras.layers.Conv2D)]
+  assert [c.filters for c in convs] == list(CONFIG.bn_conv_filters)
+  assert all(c.kernel_size == (3, 3) and not c.use_bias for c in convs)
+  assert len([layer for layer in model.layers if isinstance(
+      layer, keras.layers.BatchNormalization)]) == len(convs)
+  if geometry == features.MNIST_GEOMETRY:
+    # 28 -> 14 -> 7: the dense head reads 7 x 7 x 128 features, and the
+    # whole network is a small fraction of mnist-cnn's weights.
+    assert model.get_layer('logits').kernel.shape == (7 * 7 * 128, 10)
+    assert model.count_params() * 10 < model_lib.build_cnn(
+        geometry, 10, CONFIG).count_params()
+
+
 def test_logits_stay_float32_under_mixed_precision():
   keras.mixed_precision.set_global_policy('mixed_float16')
   try:
@@ -137,8 +156,8 @@ def test_logits_stay_float32_under_mixed_precision():
 
 
 @pytest.mark.parametrize('geometry, architecture', [
-    (features.MNIST_GEOMETRY, 'mnist-cnn'),
-    (features.ImageGeometry(32, 32, 1), 'mnist-cnn'),
+    (features.MNIST_GEOMETRY, 'small-bn-cnn'),
+    (features.ImageGeometry(32, 32, 1), 'small-bn-cnn'),
     (features.ImageGeometry(33, 32, 1), 'small-gap-cnn'),
     (features.ImageGeometry(28, 28, 3), 'small-gap-cnn'),
     (features.ImageGeometry(96, 96, 3), 'small-gap-cnn'),
@@ -206,7 +225,8 @@ def test_small_gap_cnn_sees_whole_shapes_at_96x96():
   assert model.get_layer('gap').input.shape[1:3] == (6, 6)
 
 
-@pytest.mark.parametrize('architecture', ['mnist-cnn', 'small-gap-cnn'])
+@pytest.mark.parametrize('architecture',
+                         ['small-bn-cnn', 'mnist-cnn', 'small-gap-cnn'])
 def test_augmentation_acts_in_training_only(architecture):
   geometry = features.ImageGeometry(32, 32, 3)
   augmented = model_lib.build(
