@@ -23,6 +23,13 @@ import tqdm
 
 # The absl message of each epoch's line; runners/run_summary.py looks for it.
 EPOCH_LINE = 'Epoch %d/%d: %s'
+# What the Trainer chose that its user should read (network, epochs,
+# precision): shown on the console like the epoch lines.
+PLAN_LINE = 'Trainer: %s'
+
+
+def plan_notice(text: str) -> None:
+  logging.info(PLAN_LINE, text)
 
 
 def _metrics(logs: Dict[str, Any]) -> str:

@@ -237,6 +237,9 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
                plan.describe())
   if chief:
     device_plan.write(model_run_dir)
+    progress.plan_notice(
+        f'{plan.architecture} ({plan.why}), {plan.epochs} epochs, '
+        f'{device_plan.precision} ({device_plan.precision_why or "GPU"})')
   if config.seed is not None:
     keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(device_plan.precision)

@@ -175,3 +175,35 @@ def test_rate_rows_give_each_rate_its_ratio_to_the_base():
   assert rate_rows(rates, 'keras', '{:.1f}x', {'keras': '5', 'ours': '7'}) == [
       '| keras | 4,000 (3,900-4,400) | 1.0x | 5 |', '| ours | 6,000 | 1.5x | 7 |']
   assert rate_rows(rates, 'keras', '{:.0%}')[1] == '| ours | 6,000 | 150% |'
+
+
+def test_quick_time_to_accuracy_races_the_bare_script(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'),
+                             {'train': 600, 't10k': 200})
+  output = tmp_path / 'BENCHMARKS.md'
+  result = subprocess.run(
+      [sys.executable, '-m', 'benchmarks', '--quick',
+       '--section', 'time-to-accuracy', '--data-dir', str(tmp_path / 'mnist'),
+       '--output', str(output), '--work-dir', str(tmp_path / 'work')],
+      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900)
+  print(result.stdout, result.stderr)
+  assert result.returncode == 0
+  report = output.read_text()
+  heading = '## MNIST time to accuracy'
+  assert re.search(r'CPU: .*; flags: .*The Trainer trains in '
+                   r'(float32|mixed_bfloat16)', report)
+  _, goals = _table(report, heading)
+  assert len(goals) == 3
+  assert all(verdict in ('met', '**not met**') for _, _, verdict in goals)
+  _, rows = _table(report, heading, which=1)
+  script, pipeline = rows  # Quick mode: one seed.
+  assert (script[0], script[1], pipeline[1]) == (
+      '1', 'bare Keras script', 'pipeline, defaults')
+  wall = {r[1]: float(r[2].removesuffix(' s')) for r in rows}
+  _assert_ratio(pipeline[7].rstrip('x') + 'x', wall['pipeline, defaults'],
+                wall['bare Keras script'], 'ratio')
+  assert re.fullmatch(r'\d+\.\d\d%', pipeline[6])
+  header, components = _table(report, heading, which=2)
+  assert header == ['component', 'defaults, seed 1']
+  assert {'ImageExampleGen', 'Transform', 'Trainer', 'Evaluator',
+          'whole run'} <= {r[0] for r in components}

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from modules import devices
 from records import features
 from tests import datasets
 from tests import local_run
@@ -83,6 +84,10 @@ def test_the_console_shows_only_the_runs_own_lines(pushed):
     assert re.match(rf'  Epoch {epoch}/2: 30 steps, 960 examples in [\d.]+s '
                     r'\([\d,]+ examples/s\); loss [\d.]+, accuracy [\d.]+, '
                     r'val_loss [\d.]+, val_accuracy [\d.]+$', line), line
+  # What the Trainer chose, precision from this CPU's flags.
+  [plan] = [l for l in lines if l.startswith('  Trainer: ')]
+  precision, why = devices.cpu_precision(devices.cpu_flags())
+  assert plan.endswith(f', 2 epochs, {precision} ({why})'), plan
   # Keras's own output is off (the progress above replaces it).
   assert not [l for l in lines if re.match(r'\d+/\d+ - ', l)]
   assert not [l for l in lines if re.fullmatch(r'Epoch \d+/\d+', l)]
