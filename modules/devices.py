@@ -22,6 +22,11 @@ import tensorflow as tf
 PLAN_FILE = 'device_plan.json'
 # /proc/cpuinfo flags of a CPU with native bfloat16 arithmetic.
 BFLOAT16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
+# oneDNN's instruction-set cap (ONEDNN_MAX_CPU_ISA): below AVX512_CORE_BF16
+# its bfloat16 kernels are emulated whatever the CPU has.
+_ISA_CAPS_WITHOUT_BFLOAT16 = ('SSE41', 'AVX', 'AVX2', 'AVX2_VNNI',
+                              'AVX2_VNNI_2', 'AVX512_CORE',
+                              'AVX512_CORE_VNNI')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,12 +69,17 @@ def cpu_flags(cpuinfo: str = '/proc/cpuinfo') -> Collection[str]:
   return frozenset()
 
 
-def cpu_precision(flags: Collection[str],
-                  mixed_precision: bool = True) -> Tuple[str, str]:
-  """(The Keras policy, why) for training on a CPU with these flags."""
+def cpu_precision(flags: Collection[str], mixed_precision: bool = True,
+                  isa_cap: Optional[str] = None) -> Tuple[str, str]:
+  """(The Keras policy, why) for training on a CPU with these flags, under
+  oneDNN's ISA cap (default: $ONEDNN_MAX_CPU_ISA)."""
   native = [f for f in BFLOAT16_CPU_FLAGS if f in flags]
+  isa_cap = (os.environ.get('ONEDNN_MAX_CPU_ISA', '') if isa_cap is None
+             else isa_cap).upper()
   if not mixed_precision:
     return 'float32', 'mixed precision off'
+  if native and isa_cap in _ISA_CAPS_WITHOUT_BFLOAT16:
+    return 'float32', f'ONEDNN_MAX_CPU_ISA={isa_cap} leaves out bfloat16'
   if native:
     return 'mixed_bfloat16', f'the CPU computes bfloat16: {", ".join(native)}'
   return 'float32', ('the CPU has no native bfloat16 (none of '

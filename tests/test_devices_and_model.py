@@ -42,6 +42,11 @@ def test_cpu_plan_trains_in_bfloat16_where_the_cpu_computes_it(flags):
   assert off.precision == 'float32' and 'off' in off.describe()
   several = devices.plan([], batch_size=64, workers=2, flags=flags)
   assert several.precision == 'mixed_bfloat16'
+  # oneDNN capped below its bfloat16 kernels: they would be emulated.
+  assert devices.cpu_precision(flags, isa_cap='avx2') == (
+      'float32', 'ONEDNN_MAX_CPU_ISA=AVX2 leaves out bfloat16')
+  assert devices.cpu_precision(flags, isa_cap='AVX512_CORE_AMX')[0] == (
+      'mixed_bfloat16')
 
 
 def test_this_machine_gets_the_plan_its_cpu_flags_give():
