@@ -78,8 +78,10 @@ def machine_line() -> str:
   import tensorflow_transform  # pylint: disable=g-import-not-at-top
   import tfx  # pylint: disable=g-import-not-at-top
   gpus = len(tf.config.list_physical_devices('GPU'))
+  isa_cap = os.environ.get('ONEDNN_MAX_CPU_ISA')
+  cap = f', oneDNN capped at {isa_cap} (ONEDNN_MAX_CPU_ISA)' if isa_cap else ''
   return (f'{datetime.date.today()}, {os.cpu_count()} CPU cores '
-          f'({cpu_model()}), {f"{gpus} GPU(s)" if gpus else "no GPU"}; '
+          f'({cpu_model()}{cap}), {f"{gpus} GPU(s)" if gpus else "no GPU"}; '
           f'Python {platform.python_version()}, TensorFlow {tf.__version__}, '
           f'TFX {tfx.__version__}, Beam {apache_beam.__version__}, TFT '
           f'{tensorflow_transform.__version__}.')
