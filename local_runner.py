@@ -174,9 +174,10 @@ def build_pipeline(args: argparse.Namespace):
   output_dir = os.path.abspath(args.output_dir)
   connection_config = _store(args).connection_config
   local = '://' not in args.data_dir
-  # ExampleGen's Beam execution and StatisticsGen's sampling follow the
-  # input's size; not known for object stores (then: the small-data
-  # settings, and --beam-args).
+  # The Beam execution of ExampleGen and of the components that analyse the
+  # records, and StatisticsGen's sampling, follow the input's size; not known
+  # for object stores (then: ExampleGen in one process, the others with the
+  # pipeline's Beam args, and --beam-args).
   size = (scale.measure(args.data_dir, knobs.data.input_format,
                         knobs.data.span_dir_pattern) if local else None)
   beam_args = shlex.split(args.beam_args)
@@ -194,9 +195,11 @@ def build_pipeline(args: argparse.Namespace):
           beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
                               list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
                               beam_args),
-          # --beam-args last, so that they override ExampleGen's own too.
+          # --beam-args last, so that they override these components' own too.
           example_gen_beam_pipeline_args=(scale.example_gen_beam_args(size) +
                                           beam_args),
+          analysis_beam_pipeline_args=(scale.analysis_beam_args(size) +
+                                       beam_args),
           statistics_sample_rate=scale.statistics_sample_rate(size),
           metadata_connection_config=connection_config,
           enable_cache=not args.no_cache))

@@ -117,7 +117,11 @@ def export_serving_model(model: keras.Model,
     return classify(transform.normalise(
         image_files.decode_files(image_bytes, geometry), mean, variance))
 
-  model.save(export_dir, save_format='tf', signatures={
+  # No traces of each layer's call for Keras to revive the model from:
+  # clients load the SavedModel (tf.saved_model.load, TFMA) and call its
+  # signatures, traced here, so the layer traces were tracing time for
+  # nothing.
+  model.save(export_dir, save_format='tf', save_traces=False, signatures={
       SERVING_SIGNATURE: serve_examples,
       IMAGES_SIGNATURE: serve_images,
       IMAGE_BYTES_SIGNATURE: serve_image_bytes,

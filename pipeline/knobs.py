@@ -189,6 +189,8 @@ class InfrastructureConfig:
   # After beam_pipeline_args, so these win for ExampleGen (pipeline/scale.py
   # picks them by the input's size).
   example_gen_beam_pipeline_args: Sequence[str] = ()
+  # Likewise for StatisticsGen, Transform and the Evaluator.
+  analysis_beam_pipeline_args: Sequence[str] = ()
   # TFDV's statistics over this fraction of the record batches; None: all.
   statistics_sample_rate: Optional[float] = None
   # None: the orchestrator's own ML Metadata (Kubeflow).

@@ -114,6 +114,12 @@ def create_pipeline(
       baseline_model=baseline_node.outputs['model'],
       eval_config=_eval_config(evaluation.accuracy_threshold))
 
+  # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
+  if infrastructure.analysis_beam_pipeline_args:
+    for component in (statistics_gen, transform, evaluator):
+      component.with_beam_pipeline_args(
+          list(infrastructure.analysis_beam_pipeline_args))
+
   # TFX's Pusher, except that the model already served is not pushed again
   # (see components/push_once.py).
   pusher = push_once.Pusher(

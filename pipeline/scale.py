@@ -1,6 +1,7 @@
 """Settings that follow the size of the data, decided when the DAG is
-built for a known input (local_runner.py): ExampleGen's Beam execution and
-StatisticsGen's sampling."""
+built for a known input (local_runner.py): the Beam execution of ExampleGen
+and of the components that analyse the records, and StatisticsGen's
+sampling."""
 
 from typing import List, Optional
 
@@ -19,6 +20,13 @@ EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
                                    '--direct_num_workers=1')
 EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS = ('--direct_running_mode=multi_processing',
                                        '--direct_num_workers=0')
+# StatisticsGen, Transform and the Evaluator in one process below this many
+# records (all splits), a worker per core (the pipeline's Beam args) from
+# there on: each worker process imports TensorFlow and TFDV, tf.Transform or
+# TFMA (and loads the model) before its first record, which costs more than
+# a second core saves on a small input.
+ANALYSIS_MULTI_PROCESS_MIN_RECORDS = 200_000
+ANALYSIS_IN_MEMORY_BEAM_ARGS = EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS
 # StatisticsGen: TFDV computes statistics over a sample of the record
 # batches, STATISTICS_SAMPLE_RECORDS of them, when the input holds more than
 # STATISTICS_SAMPLE_ABOVE_RECORDS records. A sample loses exact counts
@@ -49,6 +57,14 @@ def example_gen_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
   return list(EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS
               if size and size.bytes >= EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES
               else EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
+
+
+def analysis_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
+  """In one process for small inputs; none (the pipeline's Beam args) for
+  large ones, or unknown (an object store's) ones."""
+  return list(ANALYSIS_IN_MEMORY_BEAM_ARGS
+              if size and size.records < ANALYSIS_MULTI_PROCESS_MIN_RECORDS
+              else ())
 
 
 def statistics_sample_rate(size: Optional[input_size.InputSize]

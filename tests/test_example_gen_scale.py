@@ -141,3 +141,32 @@ def test_statistics_gen_samples_at_the_rate_the_pipeline_is_given(tmp_path):
   assert json.loads(stats_options(0.25))['_sample_rate'] == 0.25
   # Top-k and uniques from sketches whatever the rate (bounded memory).
   assert json.loads(stats_options(None))['_use_sketch_based_topk_uniques']
+
+
+def test_the_components_that_analyse_the_records_run_in_one_process_on_a_small_input(
+    tmp_path, monkeypatch):
+  import local_runner  # pylint: disable=g-import-not-at-top
+  datasets.write_idx_dataset(str(tmp_path / 'idx'), {'train': 30, 't10k': 10})
+
+  def beam_args(*argv):
+    args = local_runner.make_parser().parse_args(
+        ['--data-dir', str(tmp_path / 'idx'),
+         '--output-dir', str(tmp_path / 'out'), *argv])
+    return {c.id: c.executor_spec.beam_pipeline_args
+            for c in local_runner.build_pipeline(args).components
+            if c.id in ('StatisticsGen', 'Transform', 'Evaluator')}
+
+  def mode(args):  # Beam keeps the last value of a flag.
+    return [a for a in args if a.startswith('--direct_running_mode')][-1]
+
+  small = beam_args()
+  assert len(small) == 3
+  assert {mode(args) for args in small.values()} == {
+      '--direct_running_mode=in_memory'}
+  # --beam-args still win.
+  assert {mode(args) for args in beam_args(
+      '--beam-args=--direct_running_mode=multi_threading').values()} == {
+          '--direct_running_mode=multi_threading'}
+  monkeypatch.setattr(scale, 'ANALYSIS_MULTI_PROCESS_MIN_RECORDS', 40)
+  assert {mode(args) for args in beam_args().values()} == {
+      '--direct_running_mode=multi_processing'}
