@@ -23,6 +23,8 @@ import tqdm
 
 # The absl message of each epoch's line; runners/run_summary.py looks for it.
 EPOCH_LINE = 'Epoch %d/%d: %s'
+# And of each tuning trial's (modules/tuner.py): number, trials, summary.
+TRIAL_LINE = 'Tuner trial %d of %d: %s'
 
 
 def _metrics(logs: Dict[str, Any]) -> str:

@@ -13,7 +13,8 @@ from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
-from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
+from pipeline import tuning as tuning_lib
+from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 
 
@@ -26,6 +27,7 @@ def create_pipeline(
     training: TrainingConfig = TrainingConfig(),
     evaluation: EvaluationConfig = EvaluationConfig(),
     infrastructure: InfrastructureConfig = InfrastructureConfig(),
+    tuning: TuningConfig = TuningConfig(),
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
@@ -87,6 +89,10 @@ def create_pipeline(
 
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
   # replicas run TFX's Trainer executor with this same custom_config.
+  # With --tune, TFX's Tuner picks the Trainer's hyperparameters.
+  tuner = tuning_lib.tuner(tuning, training, example_gen.outputs['examples'],
+                           transform.outputs['transform_graph'],
+                           schema_gen.outputs['schema'])
   trainer_class = tfx.components.Trainer
   if infrastructure.vertex_training:
     from tfx.v1.extensions import google_cloud_ai_platform  # pylint: disable=g-import-not-at-top
@@ -98,6 +104,8 @@ def create_pipeline(
       schema=schema_gen.outputs['schema'],
       train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
       eval_args=tfx.proto.EvalArgs(num_steps=training.eval_steps),
+      hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
+                       else None),
       custom_config={'training': training.to_dict(),
                      **(infrastructure.vertex_training or {})})
 
@@ -128,7 +136,8 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          validation_gate, transform, trainer, baseline_node, evaluator,
+          validation_gate, transform, *([tuner] if tuner else []), trainer,
+          baseline_node, evaluator,
           pusher,
       ],
       enable_cache=infrastructure.enable_cache,

@@ -19,6 +19,7 @@ GROUPS = (
     ('input data', (knobs_lib.DataConfig,)),
     ('training and evaluation', (knobs_lib.TrainingConfig,
                                  knobs_lib.EvaluationConfig)),
+    ('tuning', (knobs_lib.TuningConfig,)),
 )
 
 
@@ -98,7 +99,8 @@ def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
 
   knobs = knobs_lib.Knobs(data=build(knobs_lib.DataConfig),
                           training=build(knobs_lib.TrainingConfig),
-                          evaluation=build(knobs_lib.EvaluationConfig))
+                          evaluation=build(knobs_lib.EvaluationConfig),
+                          tuning=build(knobs_lib.TuningConfig))
   _check(knobs)
   return knobs
 
