@@ -22,7 +22,7 @@ from keras_tuner.engine import base_tuner
 import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
-from tfx.components.tuner.component import TunerFnResult
+from tfx.v1.components import TunerFnResult
 
 from modules import input_pipeline
 from modules import model as model_lib
@@ -32,8 +32,6 @@ from modules import tuning
 from modules.trainer import class_names_for, image_geometry
 from modules.training_config import TrainingConfig, TuningConfig
 
-# What a trial's score is: the Trainer's validation metric, higher better.
-OBJECTIVE = 'val_accuracy'
 PROJECT_NAME = 'tuning'
 
 
@@ -77,9 +75,9 @@ class TrialTuner(base_tuner.BaseTuner):
           f'{type(e).__name__}: {e}') from e
     seconds = time.monotonic() - started
     logging.info(progress.TRIAL_LINE, int(trial.trial_id) + 1, self._trials,
-                 f'{describe(values)}: {OBJECTIVE} {accuracy:.4f} after '
+                 f'{describe(values)}: {tuning.OBJECTIVE} {accuracy:.4f} after '
                  f'{self._fn_args.train_steps} steps in {seconds:.1f}s')
-    return {OBJECTIVE: float(accuracy)}
+    return {tuning.OBJECTIVE: float(accuracy)}
 
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
   # a local run is the console: the log gets them instead.
@@ -90,12 +88,12 @@ class TrialTuner(base_tuner.BaseTuner):
   def results_summary(self, num_trials=10):
     for trial in self.oracle.get_best_trials(num_trials):
       logging.info('Tuner trial %s: %s: %s %s', trial.trial_id,
-                   describe(trial.hyperparameters.values), OBJECTIVE,
+                   describe(trial.hyperparameters.values), tuning.OBJECTIVE,
                    trial.score)
 
 
 def _oracle(tuning_config: TuningConfig, hyperparameters):
-  kwargs = dict(objective=keras_tuner.Objective(OBJECTIVE, 'max'),
+  kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)
   if tuning_config.search == 'bayesian':

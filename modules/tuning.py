@@ -21,6 +21,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from modules.architectures import MNIST_CNN, SMALL_GAP_CNN
 from modules.training_config import TrainingConfig
 
+# What a trial's score is: the Trainer's validation metric, higher better.
+OBJECTIVE = 'val_accuracy'
+
 LEARNING_RATE = 'learning_rate'
 WIDTH = 'width'
 DROPOUT = 'dropout'
