@@ -92,7 +92,8 @@ class TrialTuner(base_tuner.BaseTuner):
                    trial.score)
 
 
-def _oracle(tuning_config: TuningConfig, hyperparameters):
+def oracle(tuning_config: TuningConfig, hyperparameters):
+  """keras_tuner's oracle of the --tune-search, over `hyperparameters`."""
   kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)
@@ -114,9 +115,9 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
   # The network the Trainer would pick: the one tuned.
   network = training_plan.plan(config.budget, config.model, geometry,
                                train_plan.size.records).architecture
-  oracle = _oracle(tuning_config, tuning.hyperparameters(network))
-  oracle.verbose = 0  # Its display prints on stdout; run_trial logs.
-  tuner = TrialTuner(oracle, config, fn_args, directory=fn_args.working_dir,
+  search = oracle(tuning_config, tuning.hyperparameters(network))
+  search.verbose = 0  # Its display prints on stdout; run_trial logs.
+  tuner = TrialTuner(search, config, fn_args, directory=fn_args.working_dir,
                      project_name=PROJECT_NAME, overwrite=True)
   batches = max(1, math.ceil(train_plan.size.records / config.batch_size))
   logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s.',

@@ -15,9 +15,6 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
   scores on the eval split (the Trainer's eval steps)."""
   if not tuning.trials:
     return None
-  if tuning.trials < 0 or tuning.trial_steps < 1:
-    raise ValueError(f'--tune {tuning.trials} --tune-trial-steps '
-                     f'{tuning.trial_steps}: both must be 1 or more')
   return tfx.components.Tuner(
       tuner_fn=configs.TUNER_FN,
       examples=examples,

@@ -123,6 +123,11 @@ def _check(knobs: knobs_lib.Knobs) -> None:
                      'must be 1 or more')
   if workers < 1:
     raise SystemExit(f'error: --trainer-workers {workers}: must be 1 or more')
+  tuning = knobs.tuning
+  if tuning.trials < 0 or tuning.trial_steps < 1:
+    raise SystemExit(f'error: --tune {tuning.trials}, --tune-trial-steps '
+                     f'{tuning.trial_steps}: trials must be 0 (no tuning) or '
+                     'more, trial steps 1 or more')
   if workers > data.num_shards:
     # Each worker reads its own files (shards) of every split.
     raise SystemExit(f'error: --trainer-workers {workers} needs at least as '

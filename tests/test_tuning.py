@@ -11,9 +11,10 @@ import pytest
 import tf_keras
 
 import local_runner
+from modules import tuner as tuner_module
 from modules import tuning
 from modules.architectures import ARCHITECTURES, MNIST_CNN, SMALL_GAP_CNN
-from modules.training_config import TrainingConfig
+from modules.training_config import TrainingConfig, TuningConfig
 from pipeline import configs
 
 
@@ -101,14 +102,13 @@ class _ScoreTuner(base_tuner.BaseTuner):
     return {tuning.OBJECTIVE: values[tuning.DROPOUT]}
 
 
-def _oracle(trials):
-  return keras_tuner.oracles.RandomSearchOracle(
-      objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
-      max_trials=trials, seed=0, allow_new_entries=False,
-      hyperparameters=tuning.hyperparameters(MNIST_CNN))
+def _oracle(trials, search='random'):
+  return tuner_module.oracle(TuningConfig(trials=trials, search=search),
+                             tuning.hyperparameters(MNIST_CNN))
 
 
-def test_keras_tuner_holds_what_modules_tuner_relies_on(tmp_path):
+@pytest.mark.parametrize('search', ['random', 'bayesian'])
+def test_keras_tuner_holds_what_modules_tuner_relies_on(tmp_path, search):
   # keras_tuner's Keras tuners build, fit and save with Keras 3, which
   # cannot fit the project's tf_keras models: hence a BaseTuner.
   from keras_tuner.src.backend import config as backend_config  # pylint: disable=g-import-not-at-top
@@ -119,7 +119,8 @@ def test_keras_tuner_holds_what_modules_tuner_relies_on(tmp_path):
                         keras_tuner.src.backend.keras.Model)
   # A BaseTuner without a hypermodel searches the oracle's space, scores
   # each trial by what run_trial returns, and ranks them.
-  tuner = _ScoreTuner(_oracle(3), directory=str(tmp_path), overwrite=True)
+  tuner = _ScoreTuner(_oracle(3, search), directory=str(tmp_path),
+                      overwrite=True)
   tuner.search()
   trials = tuner.oracle.get_best_trials(3)
   assert len(trials) == 3
@@ -133,3 +134,10 @@ def test_keras_tuner_holds_what_modules_tuner_relies_on(tmp_path):
   with pytest.raises(keras_tuner.errors.FatalError, match='broken'):
     _ScoreTuner(_oracle(1), directory=str(tmp_path / 'fail'),
                 overwrite=True).search(fail=True)
+
+
+@pytest.mark.parametrize('flags', [['--tune', '-1'],
+                                   ['--tune', '2', '--tune-trial-steps', '0']])
+def test_a_negative_tune_or_no_trial_steps_is_refused(tmp_path, flags):
+  with pytest.raises(SystemExit, match='error: --tune'):
+    _dag(tmp_path, *flags)
