@@ -87,12 +87,13 @@ def create_pipeline(
       disable_statistics=True).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
-  # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
-  # replicas run TFX's Trainer executor with this same custom_config.
   # With --tune, TFX's Tuner picks the Trainer's hyperparameters.
   tuner = tuning_lib.tuner(tuning, training, example_gen.outputs['examples'],
                            transform.outputs['transform_graph'],
                            schema_gen.outputs['schema'])
+
+  # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
+  # replicas run TFX's Trainer executor with this same custom_config.
   trainer_class = tfx.components.Trainer
   if infrastructure.vertex_training:
     from tfx.v1.extensions import google_cloud_ai_platform  # pylint: disable=g-import-not-at-top
