@@ -4,8 +4,10 @@ keras_tuner's Keras tuners (keras_tuner.Tuner, RandomSearch, ...) build,
 fit and save models with the Keras keras_tuner imports, `keras`: Keras 3
 here (keras_tuner/src/backend/config.py), while the project's models are
 tf_keras models, which Keras 3's callbacks and saving do not take.
-keras_tuner's BaseTuner holds no Keras: its oracles pick the trials and
-its `run_trial` is ours. TrialTuner's trains each trial with tf_keras, as
+TF_USE_LEGACY_KERAS would not change that: it switches `tf.keras`, and
+keras_tuner imports the `keras` package itself. keras_tuner's BaseTuner
+holds no Keras: its oracles pick the trials and its `run_trial` is ours.
+TrialTuner trains each trial with tf_keras, as
 the Trainer does, from the same TrainingConfig (modules/tuning.py apply)
 and the same input_fn (modules/input_pipeline.py), for the trial budget
 (TFX's TrainArgs num_steps), and scores it on the eval split.
