@@ -31,6 +31,11 @@ def _json(artifact: queries.Artifact, name: str) -> Any:
     raise InspectError(f'{path}: not JSON ({e})') from e
 
 
+def best_values(best: queries.Artifact) -> Dict[str, Any]:
+  """The winner's values, from a HyperParameters artifact."""
+  return _json(best, BEST_FILE).get('values', {})
+
+
 def ran_tuner(run: queries.Run) -> bool:
   return run.execution(TUNER) is not None
 
@@ -44,7 +49,7 @@ def trials(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   execution = run.execution(TUNER)
   best = md.run_output(run, TUNER, 'best_hyperparameters')
   results = md.run_output(run, TUNER, 'tuner_results')
-  winner = _json(best, BEST_FILE).get('values', {})
+  winner = best_values(best)
   rows = []
   for rank, result in enumerate(_json(results, RESULTS_FILE)):
     values = {k: v for k, v in result.items()

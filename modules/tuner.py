@@ -16,7 +16,6 @@ tests/test_tuning.py checks what this relies on.
 
 import math
 import time
-from typing import Any, Dict
 
 from absl import logging
 import keras_tuner
@@ -37,10 +36,10 @@ from modules.training_config import TrainingConfig, TuningConfig
 PROJECT_NAME = 'tuning'
 
 
-def describe(values: Dict[str, Any]) -> str:
-  """'network mnist-cnn, learning_rate 0.00123, width 1.0, dropout 0.35'."""
-  return ', '.join(f'{name} {value:.3g}' if isinstance(value, float)
-                   else f'{name} {value}' for name, value in values.items())
+def _number(trial) -> int:
+  """A trial's number from 1, as the inspector shows it (its ids are
+  '0', '1', ...)."""
+  return int(trial.trial_id) + 1
 
 
 class TrialTuner(base_tuner.BaseTuner):
@@ -73,12 +72,13 @@ class TrialTuner(base_tuner.BaseTuner):
       # keras_tuner would record the trial as invalid and go on: a trial
       # that cannot train is a broken setup, not a bad point of the space.
       raise keras_tuner.errors.FatalError(
-          f'tuner trial {trial.trial_id} ({describe(values)}): '
+          f'tuner trial {_number(trial)} ({tuning.describe(values)}): '
           f'{type(e).__name__}: {e}') from e
     seconds = time.monotonic() - started
-    logging.info(progress.TRIAL_LINE, int(trial.trial_id) + 1, self._trials,
-                 f'{describe(values)}: {tuning.OBJECTIVE} {accuracy:.4f} after '
-                 f'{self._fn_args.train_steps} steps in {seconds:.1f}s')
+    logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
+                 f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
+                 f'{accuracy:.4f} after {self._fn_args.train_steps} steps in '
+                 f'{seconds:.1f}s')
     return {tuning.OBJECTIVE: float(accuracy)}
 
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
@@ -89,9 +89,9 @@ class TrialTuner(base_tuner.BaseTuner):
 
   def results_summary(self, num_trials=10):
     for trial in self.oracle.get_best_trials(num_trials):
-      logging.info('Tuner trial %s: %s: %s %s', trial.trial_id,
-                   describe(trial.hyperparameters.values), tuning.OBJECTIVE,
-                   trial.score)
+      logging.info('Tuner trial %d: %s: %s %s', _number(trial),
+                   tuning.describe(trial.hyperparameters.values),
+                   tuning.OBJECTIVE, trial.score)
 
 
 def oracle(tuning_config: TuningConfig, hyperparameters):

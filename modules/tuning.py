@@ -98,3 +98,9 @@ def tuned_values(hyperparameters_config: Optional[Dict[str, Any]]
   if not hyperparameters_config:
     return None
   return dict(hyperparameters_config['values'])
+
+
+def describe(values: Mapping[str, Any]) -> str:
+  """'network mnist-cnn, learning_rate 0.00123, width 1, dropout 0.35'."""
+  return ', '.join(f'{name} {value:.3g}' if isinstance(value, float)
+                   else f'{name} {value}' for name, value in values.items())

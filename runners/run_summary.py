@@ -131,6 +131,10 @@ def _describe(artifact, splits_stats: Dict[str, int],
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
                      _geometry_chosen(props) + _left_out(props))
+  if artifact.type == 'HyperParameters':  # The Tuner's winner (--tune).
+    from inspector import tuning  # pylint: disable=g-import-not-at-top
+    from modules import tuning as space  # pylint: disable=g-import-not-at-top
+    return 'best: ' + space.describe(tuning.best_values(artifact))
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
                                                          dict):
     bad = [split for split, ok in props['blessed'].items() if not ok]

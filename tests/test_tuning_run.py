@@ -45,6 +45,10 @@ def test_the_trainer_trains_the_winner(tuned_run):
                         r'learning_rate .*: val_accuracy [\d.]+ after 3 steps',
                         stdout, re.M)) == TRIALS
   assert stdout.index('✔ Tuner') < stdout.index('▶ Trainer')
+  # The run's summary names the winner beside its artifact.
+  assert re.search(r'Tuner +HyperParameters .*\n +best: network mnist-cnn, '
+                   r'learning_rate [\d.e-]+, width [\d.]+, dropout [\d.]+\n',
+                   stdout)
   [best_file] = glob.glob(str(out / 'pipeline' / 'Tuner' /
                               'best_hyperparameters' / '*' / '*.txt'))
   with open(best_file) as f:
