@@ -191,6 +191,7 @@ def build_pipeline(args: argparse.Namespace):
           args, knobs.data.schema, connection_config)),
       training=knobs.training,
       evaluation=knobs.evaluation,
+      tuning=knobs.tuning,
       infrastructure=knobs_lib.InfrastructureConfig(
           beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
                               list(configs.LOCAL_BEAM_PIPELINE_ARGS) +

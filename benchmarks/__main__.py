@@ -27,7 +27,7 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # TensorFlow.
 SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
             'shapes': 'shapes_run', 'encodings': 'encodings',
-            'scale': 'scale_report'}
+            'scale': 'scale_report', 'tuning': 'tuning'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -8,6 +8,7 @@
   python -m inspector metrics                    # the newest evaluated model
   python -m inspector samples 1 --png samples.png
   python -m inspector confusion latest-model --png confusion.png
+  python -m inspector tuning latest              # --tune's trials, the winner
   python -m inspector report latest --html report.html   # the run on one page
 
 The store is OUT/metadata.db of --output-dir (default: the project's
@@ -123,6 +124,11 @@ def _confusion(md: queries.Metadata, args) -> Any:
   return result
 
 
+def _tuning(md: queries.Metadata, args) -> Any:
+  from inspector import tuning  # pylint: disable=g-import-not-at-top
+  return tuning.trials(md, md.run(args.run))
+
+
 def _report(md: queries.Metadata, args) -> Any:
   facts = report.write(md, md.run(args.run), args.html)
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
@@ -218,6 +224,12 @@ def make_parser() -> argparse.ArgumentParser:
                    help='Also draw the matrix to FILE.')
   sub.add_argument('--split', default=None,
                    help='default: the split the Evaluator evaluated')
+
+  sub = command('tuning', _tuning, 'The Tuner\'s trials of a run tuned with '
+                '--tune: each trial\'s hyperparameters and score, and the '
+                'winner the Trainer trained with.')
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help='default: %(default)s')
 
   sub = command('report', _report, 'One self-contained HTML page of a run: '
                 'the DAG, the data, the training, the evaluation and push, '

@@ -262,6 +262,27 @@ def samples(out: Console, result: Dict[str, Any]) -> None:
   _wrote(out, result, 'png')
 
 
+def tuning(out: Console, result: Dict[str, Any]) -> None:
+  names = list(dict.fromkeys(name for trial in result['trials']
+                             for name in trial['hyperparameters']))
+  table = _table('trial', *names, result['objective'], '',
+                 right=('trial', result['objective'], *(
+                     name for name in names if all(
+                         isinstance(t['hyperparameters'].get(name),
+                                    (int, float))
+                         for t in result['trials']))),
+                 title=f'Tuner trials, best first (HyperParameters '
+                 f'{result["best_hyperparameters"]["id"]}, TunerResults '
+                 f'{result["tuner_results"]["id"]})')
+  for trial in result['trials']:
+    table.add_row(str(trial['trial']),
+                  *(number(trial['hyperparameters'].get(name))
+                    for name in names),
+                  number(trial['score']),
+                  'winner' if trial['winner'] else '')
+  out.print(table)
+
+
 def report(out: Console, result: Dict[str, Any]) -> None:
   out.print(f'Run {result["run"]["id"]}: {result["outcome"]["headline"]}')
   for name in ('dag', 'data', 'training', 'evaluation', 'lineage'):

@@ -10,6 +10,7 @@ the report still comes. Sections of components that did not run are
 
 import base64
 import io
+import itertools
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional
@@ -64,15 +65,18 @@ def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   ran = {e.node for e in run.executions}
   shapes = []
-  for schema in (None, configs.MNIST_SCHEMA):
-    for baseline in dict.fromkeys((knobs.EvaluationConfig().baseline,
-                                   'last_blessed', 'served')):
-      built = pipeline.create_pipeline(
-          run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
-          data=knobs.DataConfig(schema=schema),
-          evaluation=knobs.EvaluationConfig(baseline=baseline))
-      shapes.append({c.id: sorted(u.id for u in c.upstream_nodes)
-                     for c in built.components})
+  for schema, baseline, trials in itertools.product(
+      (None, configs.MNIST_SCHEMA),
+      dict.fromkeys((knobs.EvaluationConfig().baseline, 'last_blessed',
+                     'served')),
+      (0, 1)):  # Without and with --tune.
+    built = pipeline.create_pipeline(
+        run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
+        data=knobs.DataConfig(schema=schema),
+        evaluation=knobs.EvaluationConfig(baseline=baseline),
+        tuning=knobs.TuningConfig(trials=trials))
+    shapes.append({c.id: sorted(u.id for u in c.upstream_nodes)
+                   for c in built.components})
   return max(shapes, key=lambda shape: len(ran & set(shape)))
 
 
@@ -179,6 +183,7 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
   from inspector import training  # pylint: disable=g-import-not-at-top
+  from inspector import tuning  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Trainer')
   if not_run:
     return not_run
@@ -198,6 +203,8 @@ def training_section(md: queries.Metadata, run: queries.Run
                            producer),
       'device_plan': _attempt('the device plan', training.device_plan,
                               model_run),
+      'tuning': (_attempt('the tuning trials', tuning.trials, md, run)
+                 if tuning.ran_tuner(run) else None),
   }
 
 

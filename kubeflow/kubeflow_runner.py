@@ -308,6 +308,7 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
       data=knobs.data,
       training=knobs.training,
       evaluation=evaluation,
+      tuning=knobs.tuning,
       infrastructure=knobs_lib.InfrastructureConfig(
           beam_pipeline_args=(list(configs.IMAGE_BEAM_PIPELINE_ARGS) +
                               list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +

@@ -23,6 +23,8 @@ import tqdm
 
 # The absl message of each epoch's line; runners/run_summary.py looks for it.
 EPOCH_LINE = 'Epoch %d/%d: %s'
+# And of each tuning trial's (modules/tuner.py): number, trials, summary.
+TRIAL_LINE = 'Tuner trial %d of %d: %s'
 # What the Trainer chose that its user should read (network, epochs,
 # precision): shown on the console like the epoch lines.
 PLAN_LINE = 'Trainer: %s'

@@ -44,6 +44,7 @@ from modules import progress
 from modules import tflite_export
 from modules import training_plan
 from modules import transform
+from modules import tuning
 from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
                                 IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
                                 PROBABILITIES, SERVING_SIGNATURE)
@@ -163,6 +164,9 @@ def run_fn(fn_args: FnArgs) -> None:
   and no TF_CONFIG: nothing else started any).
   """
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
+  tuned = tuning.tuned_values(fn_args.hyperparameters)  # --tune's winner.
+  if tuned:
+    config = tuning.apply(config, tuned)
   task = cluster.from_environment()
   if config.workers > 1 and not cluster.has_tf_config():
     check_files_per_worker(fn_args, config.workers)
@@ -295,6 +299,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry),
        'learning_rate': config.learning_rate,
+       'tuned': tuning.tuned_values(fn_args.hyperparameters),
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})

@@ -126,6 +126,28 @@ class InputConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class TuningConfig:
+  """TFX's Tuner before the Trainer (modules/tuning.py holds the space)."""
+  trials: int = knob(
+      0, 'Tune the learning rate, width and dropout first: TFX\'s Tuner '
+      'trains this many trials of --tune-trial-steps steps each, and the '
+      'Trainer trains the full budget with the best (default: no tuning).',
+      flag='--tune', type=int, metavar='TRIALS')
+  trial_steps: int = knob(
+      100, 'Training steps of each tuning trial, then one pass over the '
+      'eval split (--eval-steps batches) (default: %(default)s).',
+      flag='--tune-trial-steps', type=int, metavar='STEPS')
+  search: str = knob(
+      'random', 'How the Tuner picks each trial: random, or bayesian (a '
+      'Gaussian process over the trials so far) (default: %(default)s).',
+      flag='--tune-search', choices=('random', 'bayesian'))
+  seed: int = knob(0, 'The search\'s random seed: the same trials each run.')
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainingConfig:
   """Everything the Trainer is told. The fields' order is their flags'."""
   budget: Budget = dataclasses.field(default_factory=Budget)

@@ -38,10 +38,11 @@ LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
 )
 
-# Transform and Trainer: module paths (the package is installed, locally and
+# Transform, Trainer and Tuner: module paths (the package is installed, locally and
 # in the Kubeflow image, so no module files are copied around).
 PREPROCESSING_FN = 'modules.transform.preprocessing_fn'
 RUN_FN = 'modules.trainer.run_fn'
+TUNER_FN = 'modules.tuner.tuner_fn'
 
 # Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
 # [a-z0-9-], so the DAG is compiled under this name.

@@ -2,6 +2,7 @@
 
   DataConfig            what ExampleGen reads and writes, and the schema
   TrainingConfig        the Trainer's (modules/training_config.py)
+  TuningConfig          TFX's Tuner before it, with --tune (the same)
   EvaluationConfig      when the Evaluator blesses a model
   InfrastructureConfig  how and where the DAG runs: set by the runner
 
@@ -17,7 +18,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from ml_metadata.proto import metadata_store_pb2
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from modules.training_config import TrainingConfig, knob
+from modules.training_config import TrainingConfig, TuningConfig, knob
 from pipeline import configs
 from records import features
 
@@ -207,3 +208,4 @@ class Knobs(NamedTuple):
   data: DataConfig = DataConfig()
   training: TrainingConfig = TrainingConfig()
   evaluation: EvaluationConfig = EvaluationConfig()
+  tuning: TuningConfig = TuningConfig()

@@ -13,7 +13,8 @@ from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
-from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
+from pipeline import tuning as tuning_lib
+from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 
 
@@ -26,6 +27,7 @@ def create_pipeline(
     training: TrainingConfig = TrainingConfig(),
     evaluation: EvaluationConfig = EvaluationConfig(),
     infrastructure: InfrastructureConfig = InfrastructureConfig(),
+    tuning: TuningConfig = TuningConfig(),
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
@@ -85,6 +87,11 @@ def create_pipeline(
       disable_statistics=True).with_id('Transform')
   transform.add_upstream_node(validation_gate)
 
+  # With --tune, TFX's Tuner picks the Trainer's hyperparameters.
+  tuner = tuning_lib.tuner(tuning, training, example_gen.outputs['examples'],
+                           transform.outputs['transform_graph'],
+                           schema_gen.outputs['schema'])
+
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
   # replicas run TFX's Trainer executor with this same custom_config.
   trainer_class = tfx.components.Trainer
@@ -98,6 +105,8 @@ def create_pipeline(
       schema=schema_gen.outputs['schema'],
       train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
       eval_args=tfx.proto.EvalArgs(num_steps=training.eval_steps),
+      hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
+                       else None),
       custom_config={'training': training.to_dict(),
                      **(infrastructure.vertex_training or {})})
 
@@ -134,7 +143,8 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          validation_gate, transform, trainer, baseline_node, evaluator,
+          validation_gate, transform, *([tuner] if tuner else []), trainer,
+          baseline_node, evaluator,
           pusher,
       ],
       enable_cache=infrastructure.enable_cache,

@@ -19,6 +19,7 @@ GROUPS = (
     ('input data', (knobs_lib.DataConfig,)),
     ('training and evaluation', (knobs_lib.TrainingConfig,
                                  knobs_lib.EvaluationConfig)),
+    ('tuning', (knobs_lib.TuningConfig,)),
 )
 
 
@@ -98,7 +99,8 @@ def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
 
   knobs = knobs_lib.Knobs(data=build(knobs_lib.DataConfig),
                           training=build(knobs_lib.TrainingConfig),
-                          evaluation=build(knobs_lib.EvaluationConfig))
+                          evaluation=build(knobs_lib.EvaluationConfig),
+                          tuning=build(knobs_lib.TuningConfig))
   _check(knobs)
   return knobs
 
@@ -121,6 +123,11 @@ def _check(knobs: knobs_lib.Knobs) -> None:
                      'must be 1 or more')
   if workers < 1:
     raise SystemExit(f'error: --trainer-workers {workers}: must be 1 or more')
+  tuning = knobs.tuning
+  if tuning.trials < 0 or tuning.trial_steps < 1:
+    raise SystemExit(f'error: --tune {tuning.trials}, --tune-trial-steps '
+                     f'{tuning.trial_steps}: trials must be 0 (no tuning) or '
+                     'more, trial steps 1 or more')
   if workers > data.num_shards:
     # Each worker reads its own files (shards) of every split.
     raise SystemExit(f'error: --trainer-workers {workers} needs at least as '

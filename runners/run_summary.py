@@ -28,6 +28,7 @@ _FINISHED = 'Component %s is finished.'
 _STATE = metadata_store_pb2.Execution.State
 # Log messages of components' progress lines, shown indented.
 _PROGRESS = (training_progress.EPOCH_LINE, training_progress.PLAN_LINE,
+             training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
              example_gen_progress.NOTICE_LINE)
 
@@ -131,6 +132,10 @@ def _describe(artifact, splits_stats: Dict[str, int],
       parts.append(f'{split}: {count:,} records in {shards} shards')
     return '\n'.join((['; '.join(parts)] if parts else []) +
                      _geometry_chosen(props) + _left_out(props))
+  if artifact.type == 'HyperParameters':  # The Tuner's winner (--tune).
+    from inspector import tuning  # pylint: disable=g-import-not-at-top
+    from modules import tuning as space  # pylint: disable=g-import-not-at-top
+    return 'best: ' + space.describe(tuning.best_values(artifact))
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
                                                          dict):
     bad = [split for split, ok in props['blessed'].items() if not ok]

@@ -64,7 +64,7 @@ def module_paths(spec: dict):
           paths.add(value)
     parameters = spec['root']['dag']['tasks'][name].get('inputs', {}).get(
         'parameters', {})
-    for key in ('run_fn', 'preprocessing_fn', 'module_path'):
+    for key in ('run_fn', 'preprocessing_fn', 'tuner_fn', 'module_path'):
       if key in parameters:
         paths.add(parameters[key]['runtimeValue']['constant'])
   return paths

@@ -71,6 +71,13 @@ def _accuracy_threshold(dag):
   return threshold
 
 
+def _tuning(dag):
+  """The Tuner's settings; {} without a Tuner."""
+  if 'Tuner' not in [c.id for c in dag.components]:
+    return {}
+  return json.loads(_component(dag, 'Tuner')['custom_config'])['tuning']
+
+
 IMAGES = ['--input-format', 'images']
 # flag: (command line, where its value lands in the built DAG, that value).
 CASES = {
@@ -138,6 +145,11 @@ CASES = {
                           lambda dag: _training(dag).workers, 2),
     '--accuracy-threshold': (['--accuracy-threshold', '0.5'],
                              _accuracy_threshold, 0.5),
+    '--tune': (['--tune', '3'], lambda dag: _tuning(dag).get('trials'), 3),
+    '--tune-trial-steps': (['--tune', '1', '--tune-trial-steps', '9'],
+                           lambda dag: _tuning(dag).get('trial_steps'), 9),
+    '--tune-search': (['--tune', '1', '--tune-search', 'bayesian'],
+                      lambda dag: _tuning(dag).get('search'), 'bayesian'),
 }
 
 

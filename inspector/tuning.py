@@ -1,0 +1,69 @@
+"""A run's tuning (`--tune`): TFX's Tuner's trials and the winner.
+
+TFX's Tuner writes two artifacts: HyperParameters (best_hyperparameters.txt,
+the winner's keras_tuner HyperParameters config, which the Trainer trains
+with) and TunerResults (tuner_results.json, one row per completed trial,
+best first: trial_id, score and the trial's values).
+"""
+
+import json
+import os
+from typing import Any, Dict
+
+from inspector import files
+from inspector import queries
+from inspector.store import InspectError
+from modules import tuning
+
+TUNER = 'Tuner'
+# TFX's Tuner executor's file names (tfx/components/tuner/executor.py).
+BEST_FILE = 'best_hyperparameters.txt'
+RESULTS_FILE = 'tuner_results.json'
+
+
+def _json(artifact: queries.Artifact, name: str) -> Any:
+  path = os.path.join(artifact.uri, name)
+  if not files.exists(path):
+    raise InspectError(f'{artifact.type} {artifact.id}: {path} is missing')
+  try:
+    return json.loads(files.read_bytes(path))
+  except ValueError as e:
+    raise InspectError(f'{path}: not JSON ({e})') from e
+
+
+def best_values(best: queries.Artifact) -> Dict[str, Any]:
+  """The winner's values, from a HyperParameters artifact."""
+  return _json(best, BEST_FILE).get('values', {})
+
+
+def ran_tuner(run: queries.Run) -> bool:
+  return run.execution(TUNER) is not None
+
+
+def trials(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
+  """The Tuner's trials, best first, numbered as its log numbers them, and
+  the winner the Trainer trained with."""
+  if not ran_tuner(run):
+    raise InspectError(f'run {run.name} ran no {TUNER} (a run tunes with '
+                       '--tune TRIALS)')
+  execution = run.execution(TUNER)
+  best = md.run_output(run, TUNER, 'best_hyperparameters')
+  results = md.run_output(run, TUNER, 'tuner_results')
+  winner = best_values(best)
+  rows = []
+  for rank, result in enumerate(_json(results, RESULTS_FILE)):
+    values = {k: v for k, v in result.items()
+              if k not in ('trial_id', 'score')}
+    rows.append({'trial': int(result['trial_id']) + 1,
+                 'score': result['score'], 'hyperparameters': values,
+                 'winner': rank == 0 and values == winner})
+  producer = md.producer(best.id) or execution
+  return {
+      'status': 'ok', 'cached': execution.cached,
+      'seconds': producer.seconds, 'tuned_in_run': producer.run,
+      'objective': tuning.OBJECTIVE,
+      'best_hyperparameters': {'id': best.id, 'uri': best.uri,
+                               'values': winner},
+      'tuner_results': {'id': results.id, 'uri': results.uri},
+      'trials': rows,
+  }

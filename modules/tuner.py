@@ -1,0 +1,135 @@
+"""The Tuner's module: `tuner_fn` for TFX's Tuner component (`--tune`).
+
+keras_tuner's Keras tuners (keras_tuner.Tuner, RandomSearch, ...) build,
+fit and save models with the Keras keras_tuner imports, `keras`: Keras 3
+here (keras_tuner/src/backend/config.py), while the project's models are
+tf_keras models, which Keras 3's callbacks and saving do not take.
+TF_USE_LEGACY_KERAS would not change that: it switches `tf.keras`, and
+keras_tuner imports the `keras` package itself. keras_tuner's BaseTuner
+holds no Keras: its oracles pick the trials and its `run_trial` is ours.
+TrialTuner trains each trial with tf_keras, as
+the Trainer does, from the same TrainingConfig (modules/tuning.py apply)
+and the same input_fn (modules/input_pipeline.py), for the trial budget
+(TFX's TrainArgs num_steps), and scores it on the eval split.
+tests/test_tuning.py checks what this relies on.
+"""
+
+import math
+import time
+
+from absl import logging
+import keras_tuner
+from keras_tuner.engine import base_tuner
+import tensorflow_transform as tft
+import tf_keras as keras
+from tfx.components.trainer.fn_args_utils import FnArgs
+from tfx.v1.components import TunerFnResult
+
+from modules import input_pipeline
+from modules import model as model_lib
+from modules import progress
+from modules import training_plan
+from modules import tuning
+from modules.trainer import class_names_for, image_geometry
+from modules.training_config import TrainingConfig, TuningConfig
+
+PROJECT_NAME = 'tuning'
+
+
+def _number(trial) -> int:
+  """A trial's number from 1, as the inspector shows it (its ids are
+  '0', '1', ...)."""
+  return int(trial.trial_id) + 1
+
+
+class TrialTuner(base_tuner.BaseTuner):
+  """Runs each trial as the Trainer trains: see the module's docstring."""
+
+  def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
+               **kwargs):
+    super().__init__(oracle, **kwargs)
+    self._config = config
+    self._fn_args = fn_args
+    self._trials = oracle.max_trials
+
+  def run_trial(self, trial, train, evaluation, geometry, num_classes):  # pylint: disable=arguments-differ
+    values = trial.hyperparameters.values
+    config = tuning.apply(self._config, values)
+    started = time.monotonic()
+    try:
+      keras.backend.clear_session()
+      model = model_lib.build(config.model.architecture, geometry,
+                              num_classes, config.model)
+      model.compile(
+          optimizer=keras.optimizers.Adam(config.learning_rate),
+          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+          metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+      model.fit(train, epochs=1, steps_per_epoch=self._fn_args.train_steps,
+                verbose=0)
+      _, accuracy = model.evaluate(evaluation, steps=self._fn_args.eval_steps,
+                                   verbose=0)
+    except Exception as e:
+      # keras_tuner would record the trial as invalid and go on: a trial
+      # that cannot train is a broken setup, not a bad point of the space.
+      raise keras_tuner.errors.FatalError(
+          f'tuner trial {_number(trial)} ({tuning.describe(values)}): '
+          f'{type(e).__name__}: {e}') from e
+    seconds = time.monotonic() - started
+    logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
+                 f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
+                 f'{accuracy:.4f} after {self._fn_args.train_steps} steps in '
+                 f'{seconds:.1f}s')
+    return {tuning.OBJECTIVE: float(accuracy)}
+
+  # TFX's executor calls these; keras_tuner prints them on stdout, which in
+  # a local run is the console: the log gets them instead.
+  def search_space_summary(self, extended=False):
+    logging.info('Tuner search space: %s', [
+        p.get_config() for p in self.oracle.get_space().space])
+
+  def results_summary(self, num_trials=10):
+    for trial in self.oracle.get_best_trials(num_trials):
+      logging.info('Tuner trial %d: %s: %s %s', _number(trial),
+                   tuning.describe(trial.hyperparameters.values),
+                   tuning.OBJECTIVE, trial.score)
+
+
+def oracle(tuning_config: TuningConfig, hyperparameters):
+  """keras_tuner's oracle of the --tune-search, over `hyperparameters`."""
+  kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
+                max_trials=tuning_config.trials, seed=tuning_config.seed,
+                hyperparameters=hyperparameters, allow_new_entries=False)
+  if tuning_config.search == 'bayesian':
+    return keras_tuner.oracles.BayesianOptimizationOracle(**kwargs)
+  return keras_tuner.oracles.RandomSearchOracle(**kwargs)
+
+
+def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
+  """TFX Tuner entry point: the tuner, and the datasets its trials read."""
+  config = TrainingConfig.from_dict(fn_args.custom_config['training'])
+  tuning_config = TuningConfig(**fn_args.custom_config['tuning'])
+  tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+  geometry = image_geometry(tf_transform_output)
+  num_classes = len(class_names_for(fn_args.train_files))
+  train_plan, eval_plan = input_pipeline.plan_inputs(
+      input_pipeline.measure(fn_args.train_files),
+      input_pipeline.measure(fn_args.eval_files), config.input)
+  # The network the Trainer would pick: the one tuned.
+  network = training_plan.plan(config.budget, config.model, geometry,
+                               train_plan.size.records).architecture
+  search = oracle(tuning_config, tuning.hyperparameters(network))
+  search.verbose = 0  # Its display prints on stdout; run_trial logs.
+  tuner = TrialTuner(search, config, fn_args, directory=fn_args.working_dir,
+                     project_name=PROJECT_NAME, overwrite=True)
+  batches = max(1, math.ceil(train_plan.size.records / config.batch_size))
+  logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s.',
+               tuning_config.trials, fn_args.train_steps,
+               fn_args.train_steps / batches, tuning_config.search)
+  return TunerFnResult(tuner=tuner, fit_kwargs=dict(
+      train=input_pipeline.make_planned_dataset(
+          fn_args.train_files, tf_transform_output, config.batch_size,
+          train_plan, repeat=True),
+      evaluation=input_pipeline.make_planned_dataset(
+          fn_args.eval_files, tf_transform_output, config.batch_size,
+          eval_plan),
+      geometry=geometry, num_classes=num_classes))

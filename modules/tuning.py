@@ -1,0 +1,106 @@
+"""What `--tune` searches, and how a point of the search becomes training.
+
+The space, the same for every network, with one entry per network in
+SPACES saying which ModelConfig fields its `width` and `dropout` set:
+
+  learning_rate  Adam's first-epoch rate, log-uniform in LEARNING_RATE
+  width          a multiplier on the network's widths (conv filters, dense
+                 units), one of WIDTHS; a network without widths of its
+                 own to tune (a pretrained backbone's head) has none
+  dropout        its dropout before the logits, uniform in DROPOUT
+  network        fixed: the network tuned, so that the Trainer trains it
+
+`apply` is the one mapping from a point's values to a TrainingConfig: the
+Tuner's trials (modules/tuner.py) and the Trainer (modules/trainer.py)
+both call it, so a trial trains what the Trainer will train.
+"""
+
+import dataclasses
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from modules.architectures import MNIST_CNN, SMALL_GAP_CNN
+from modules.training_config import TrainingConfig
+
+# What a trial's score is: the Trainer's validation metric, higher better.
+OBJECTIVE = 'val_accuracy'
+
+LEARNING_RATE = 'learning_rate'
+WIDTH = 'width'
+DROPOUT = 'dropout'
+NETWORK = 'network'
+
+LEARNING_RATE_RANGE = (1e-4, 1e-2)
+WIDTHS = (0.5, 1.0, 1.5)
+DROPOUT_RANGE = (0.1, 0.6)
+DROPOUT_STEP = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSpace:
+  """Which ModelConfig fields a network's `width` and `dropout` set."""
+  dropout: str
+  widths: Tuple[str, ...] = ()
+
+
+SPACES = {
+    MNIST_CNN: NetworkSpace(dropout='dropout',
+                            widths=('conv_filters', 'dense_units')),
+    SMALL_GAP_CNN: NetworkSpace(dropout='gap_dropout',
+                                widths=('gap_conv_filters',)),
+}
+
+
+def space_for(network: str) -> NetworkSpace:
+  try:
+    return SPACES[network]
+  except KeyError:
+    raise ValueError(f'--tune: no search space for the network {network!r} '
+                     f'(modules/tuning.py SPACES has {sorted(SPACES)})'
+                     ) from None
+
+
+def hyperparameters(network: str):
+  """The search space for `network`, as keras_tuner HyperParameters."""
+  import keras_tuner  # pylint: disable=g-import-not-at-top
+  space = space_for(network)
+  hp = keras_tuner.HyperParameters()
+  hp.Fixed(NETWORK, network)
+  hp.Float(LEARNING_RATE, *LEARNING_RATE_RANGE, sampling='log')
+  if space.widths:
+    hp.Choice(WIDTH, list(WIDTHS))
+  hp.Float(DROPOUT, *DROPOUT_RANGE, step=DROPOUT_STEP)
+  return hp
+
+
+def _scaled(value, width: float):
+  if isinstance(value, (tuple, list)):
+    return tuple(_scaled(v, width) for v in value)
+  return max(1, round(value * width))
+
+
+def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
+  """`config` with a point of the space: its network, learning rate, widths
+  scaled by its width, and its dropout."""
+  network = values[NETWORK]
+  space = space_for(network)
+  model = {'architecture': network, space.dropout: float(values[DROPOUT])}
+  for field in space.widths:
+    model[field] = _scaled(getattr(config.model, field), float(values[WIDTH]))
+  return dataclasses.replace(
+      config, learning_rate=float(values[LEARNING_RATE]),
+      model=dataclasses.replace(config.model, **model))
+
+
+def tuned_values(hyperparameters_config: Optional[Dict[str, Any]]
+                 ) -> Optional[Dict[str, Any]]:
+  """The values of the Trainer's fn_args.hyperparameters (a keras_tuner
+  HyperParameters config, as TFX's Tuner writes the best one), or None."""
+  if not hyperparameters_config:
+    return None
+  return dict(hyperparameters_config['values'])
+
+
+def describe(values: Mapping[str, Any]) -> str:
+  """'network mnist-cnn, learning_rate 0.00123, width 1, dropout 0.35'."""
+  return ', '.join(f'{name} {value:.3g}' if isinstance(value, float)
+                   else f'{name} {value}' for name, value in values.items())
