@@ -34,7 +34,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modules.architectures import AUTO, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
-from modules.training_config import ModelConfig
+from modules.training_config import ModelConfig, TrainingConfig
 from records import features
 
 # Inputs are normalised per channel (zero mean, unit variance), so their
@@ -89,6 +89,27 @@ def build(architecture: str, geometry: features.ImageGeometry,
     raise ValueError(f'unknown architecture {architecture!r}')
   logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
   return keras.Model(inputs, logits, name=architecture.replace('-', '_'))
+
+
+def one_cycle(peak: float, warmup_fraction: float,
+              total_steps: int) -> keras.optimizers.schedules.CosineDecay:
+  """From peak/10 up to `peak` over the first `warmup_fraction` of the
+  steps, then a cosine down to zero at the last step."""
+  warmup = int(warmup_fraction * total_steps)
+  return keras.optimizers.schedules.CosineDecay(
+      peak / 10, decay_steps=max(total_steps - warmup, 1), alpha=0.0,
+      warmup_target=peak, warmup_steps=warmup)
+
+
+def compile_for_training(model: keras.Model, config: TrainingConfig,
+                         num_classes: int, total_steps: int) -> None:
+  """Adam on the one-cycle schedule over `total_steps`, the (smoothed)
+  cross-entropy and accuracy: as the Trainer and the Tuner's trials train."""
+  model.compile(
+      optimizer=keras.optimizers.Adam(one_cycle(
+          config.learning_rate, config.budget.warmup_fraction, total_steps)),
+      loss=loss(num_classes, config.label_smoothing),
+      metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
 
 
 def loss(num_classes: int, label_smoothing: float = 0.0):

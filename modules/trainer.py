@@ -136,16 +136,6 @@ def export_serving_model(model: keras.Model,
       json.dump(plan, f, indent=1, sort_keys=True)
 
 
-def one_cycle(peak: float, warmup_fraction: float,
-              total_steps: int) -> keras.optimizers.schedules.CosineDecay:
-  """From peak/10 up to `peak` over the first `warmup_fraction` of the
-  steps, then a cosine down to zero at the last step."""
-  warmup = int(warmup_fraction * total_steps)
-  return keras.optimizers.schedules.CosineDecay(
-      peak / 10, decay_steps=max(total_steps - warmup, 1), alpha=0.0,
-      warmup_target=peak, warmup_steps=warmup)
-
-
 def float32_copy(model: keras.Model, architecture: str,
                  geometry: features.ImageGeometry, num_classes: int,
                  config) -> keras.Model:
@@ -262,12 +252,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   with strategy.scope():
     model = model_lib.build(plan.architecture, geometry, len(class_names),
                             config.model)
-    model.compile(
-        optimizer=keras.optimizers.Adam(
-            one_cycle(config.learning_rate, plan.warmup_fraction,
-                      total_steps)),
-        loss=model_lib.loss(len(class_names), config.label_smoothing),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+    model_lib.compile_for_training(model, config, len(class_names),
+                                   total_steps)
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
       train_plan, repeat=bool(steps_per_epoch))

@@ -27,6 +27,7 @@ from tfx.v1.components import TunerFnResult
 
 from modules import input_pipeline
 from modules import model as model_lib
+from modules import devices
 from modules import progress
 from modules import training_plan
 from modules import tuning
@@ -58,12 +59,14 @@ class TrialTuner(base_tuner.BaseTuner):
     started = time.monotonic()
     try:
       keras.backend.clear_session()
+      # The Trainer's precision (modules/devices.py).
+      keras.mixed_precision.set_global_policy(devices.plan(
+          devices.visible_gpus(), config.batch_size,
+          config.mixed_precision).precision)
       model = model_lib.build(config.model.architecture, geometry,
                               num_classes, config.model)
-      model.compile(
-          optimizer=keras.optimizers.Adam(config.learning_rate),
-          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-          metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+      model_lib.compile_for_training(model, config, num_classes,
+                                     self._fn_args.train_steps)
       model.fit(train, epochs=1, steps_per_epoch=self._fn_args.train_steps,
                 verbose=0)
       _, accuracy = model.evaluate(evaluation, steps=self._fn_args.eval_steps,
@@ -74,6 +77,8 @@ class TrialTuner(base_tuner.BaseTuner):
       raise keras_tuner.errors.FatalError(
           f'tuner trial {_number(trial)} ({tuning.describe(values)}): '
           f'{type(e).__name__}: {e}') from e
+    finally:
+      keras.mixed_precision.set_global_policy('float32')
     seconds = time.monotonic() - started
     logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
                  f'{tuning.describe(values)}: {tuning.OBJECTIVE} '

@@ -7,7 +7,8 @@ SPACES saying which ModelConfig fields its `width` and `dropout` set:
   width          a multiplier on the network's widths (conv filters, dense
                  units), one of WIDTHS; a network without widths of its
                  own to tune (a pretrained backbone's head) has none
-  dropout        its dropout before the logits, uniform in DROPOUT
+  dropout        its dropout before the logits, uniform in DROPOUT (a
+                 network without dropout has none)
   network        fixed: the network tuned, so that the Trainer trains it
 
 `apply` is the one mapping from a point's values to a TrainingConfig: the
@@ -18,7 +19,7 @@ both call it, so a trial trains what the Trainer will train.
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from modules.architectures import MNIST_CNN, SMALL_GAP_CNN
+from modules.architectures import MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN
 from modules.training_config import TrainingConfig
 
 # What a trial's score is: the Trainer's validation metric, higher better.
@@ -38,11 +39,12 @@ DROPOUT_STEP = 0.05
 @dataclasses.dataclass(frozen=True)
 class NetworkSpace:
   """Which ModelConfig fields a network's `width` and `dropout` set."""
-  dropout: str
+  dropout: Optional[str] = None
   widths: Tuple[str, ...] = ()
 
 
 SPACES = {
+    SMALL_BN_CNN: NetworkSpace(widths=('bn_conv_filters',)),
     MNIST_CNN: NetworkSpace(dropout='dropout',
                             widths=('conv_filters', 'dense_units')),
     SMALL_GAP_CNN: NetworkSpace(dropout='gap_dropout',
@@ -68,7 +70,8 @@ def hyperparameters(network: str):
   hp.Float(LEARNING_RATE, *LEARNING_RATE_RANGE, sampling='log')
   if space.widths:
     hp.Choice(WIDTH, list(WIDTHS))
-  hp.Float(DROPOUT, *DROPOUT_RANGE, step=DROPOUT_STEP)
+  if space.dropout:
+    hp.Float(DROPOUT, *DROPOUT_RANGE, step=DROPOUT_STEP)
   return hp
 
 
@@ -83,7 +86,9 @@ def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
   scaled by its width, and its dropout."""
   network = values[NETWORK]
   space = space_for(network)
-  model = {'architecture': network, space.dropout: float(values[DROPOUT])}
+  model = {'architecture': network}
+  if space.dropout:
+    model[space.dropout] = float(values[DROPOUT])
   for field in space.widths:
     model[field] = _scaled(getattr(config.model, field), float(values[WIDTH]))
   return dataclasses.replace(

@@ -266,7 +266,7 @@ def test_the_budget_scales_with_the_dataset(records, epochs):
 
 
 def test_the_learning_rate_warms_up_then_falls_to_zero():
-  schedule = trainer.one_cycle(0.01, 0.2, total_steps=100)
+  schedule = model_lib.one_cycle(0.01, 0.2, total_steps=100)
   rates = [float(schedule(step)) for step in range(101)]
   assert rates[0] == pytest.approx(0.001)
   assert max(rates) == pytest.approx(0.01) == rates[20]

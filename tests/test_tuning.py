@@ -13,7 +13,7 @@ import tf_keras
 import local_runner
 from modules import tuner as tuner_module
 from modules import tuning
-from modules.architectures import ARCHITECTURES, MNIST_CNN, SMALL_GAP_CNN
+from modules.architectures import ARCHITECTURES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig, TuningConfig
 from pipeline import configs
 
@@ -60,7 +60,7 @@ def test_every_network_has_a_space():
   assert set(tuning.SPACES) == set(ARCHITECTURES)
 
 
-@pytest.mark.parametrize('network', [MNIST_CNN, SMALL_GAP_CNN])
+@pytest.mark.parametrize('network', [SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN])
 def test_a_point_of_the_space_sets_the_network_rate_widths_and_dropout(
     network):
   config = TrainingConfig()
@@ -70,13 +70,14 @@ def test_a_point_of_the_space_sets_the_network_rate_widths_and_dropout(
   space = tuning.SPACES[network]
   assert tuned.learning_rate == 0.0042
   assert tuned.model.architecture == network
-  assert getattr(tuned.model, space.dropout) == 0.15
+  if space.dropout:
+    assert getattr(tuned.model, space.dropout) == 0.15
   for field in space.widths:
     before, after = getattr(config.model, field), getattr(tuned.model, field)
     assert after == (tuple(round(w / 2) for w in before)
                      if isinstance(before, tuple) else round(before / 2))
   # Nothing else changes.
-  untouched = {'architecture', space.dropout, *space.widths}
+  untouched = {'architecture', space.dropout, *space.widths} - {None}
   assert {f.name: getattr(tuned.model, f.name)
           for f in dataclasses.fields(tuned.model) if f.name not in untouched
           } == {f.name: getattr(config.model, f.name)

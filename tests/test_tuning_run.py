@@ -41,13 +41,13 @@ def _training_plan(out):
 
 def test_the_trainer_trains_the_winner(tuned_run):
   out, stdout = tuned_run
-  assert len(re.findall(r'^  Tuner trial \d of 2: network mnist-cnn, '
+  assert len(re.findall(r'^  Tuner trial \d of 2: network small-bn-cnn, '
                         r'learning_rate .*: val_accuracy [\d.]+ after 3 steps',
                         stdout, re.M)) == TRIALS
   assert stdout.index('✔ Tuner') < stdout.index('▶ Trainer')
   # The run's summary names the winner beside its artifact.
-  assert re.search(r'Tuner +HyperParameters .*\n +best: network mnist-cnn, '
-                   r'learning_rate [\d.e-]+, width [\d.]+, dropout [\d.]+\n',
+  assert re.search(r'Tuner +HyperParameters .*\n +best: network small-bn-cnn, '
+                   r'learning_rate [\d.e-]+, width [\d.]+\n',
                    stdout)
   [best_file] = glob.glob(str(out / 'pipeline' / 'Tuner' /
                               'best_hyperparameters' / '*' / '*.txt'))
