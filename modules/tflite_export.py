@@ -75,12 +75,15 @@ def _stderr_to_log() -> Iterator[None]:
         logging.info('TensorFlow Lite: %s', text)
 
 
-def convert(concrete_function, quantise: bool) -> bytes:
-  # No trackable object: the converter freezes the function's variables
-  # into its graph instead of saving and reloading a SavedModel of it
-  # first, for the same model at half the cost.
+def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
+  # The converter saves the function as a SavedModel of its trackable
+  # object first. A module holding only the model's variables saves in a
+  # fraction of the time the Keras model takes (which traces every layer),
+  # for the same file.
+  holder = tf.Module()
+  holder.model_variables = list(model.variables)
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
-      [concrete_function])
+      [concrete_function], holder)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
   if quantise:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -154,7 +157,7 @@ def export(model: keras.Model, geometry: features.ImageGeometry,
   }
   for kind, name in FILES.items():
     with _stderr_to_log():
-      content = convert(concrete, quantise=kind != 'float32')
+      content = convert(concrete, model, quantise=kind != 'float32')
       predicted = tflite_probabilities(content, pixels).argmax(axis=1)
     with tf.io.gfile.GFile(os.path.join(directory, name), 'wb') as f:
       f.write(content)
