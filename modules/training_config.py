@@ -47,6 +47,15 @@ class Budget:
       'rises from a tenth of --learning-rate to all of it; a cosine then '
       'takes it down to zero at the last step (a one-cycle schedule: few '
       'epochs reach what many did at a decaying rate).')
+  patience: int = knob(
+      5, 'Stop training when %(early_stopping_metric)s has not improved for '
+      'N epochs after the learning rate\'s warm-up, and keep the weights '
+      'of the best epoch (they are kept even when every planned epoch '
+      'runs); 0: no early stopping (default: %(default)s).',
+      flag='--early-stopping-patience', type=int, metavar='N')
+  early_stopping_metric: str = knob(
+      'val_accuracy', 'What early stopping watches, and which epoch\'s '
+      'weights it keeps: the Evaluator\'s own measure, on the eval split.')
 
 
 @dataclasses.dataclass(frozen=True)
