@@ -3,6 +3,7 @@
   .venv/bin/python -m benchmarks --data-dir ../shared/data/mnist
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
   .venv/bin/python -m benchmarks --section time-to-accuracy --section shapes
+  .venv/bin/python -m benchmarks --section colour-time-to-accuracy
   .venv/bin/python -m benchmarks --scale --work-dir ../scale   # 1x, 10x, 100x
 
 Prints a Markdown report and writes it to BENCHMARKS.md (--output): the
@@ -25,7 +26,9 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # command) -> Markdown`; imported when run: --help should not wait for
 # TensorFlow.
 SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
-            'shapes': 'shapes_run', 'encodings': 'encodings',
+            'shapes': 'shapes_run',
+            'colour-time-to-accuracy': 'colour_time_to_accuracy',
+            'encodings': 'encodings',
             'scale': 'scale_report'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
