@@ -41,7 +41,10 @@ class Budget:
       180_000, 'Examples the budget shows the model: the epochs are this '
       'over the training records (BENCHMARKS.md, "MNIST time to accuracy").')
   min_epochs: int = knob(3, 'Fewest epochs the budget gives.')
-  max_epochs: int = knob(60, 'Most epochs the budget gives.')
+  max_epochs: int = knob(
+      30, 'Most epochs the budget gives: with the one-cycle schedule and '
+      'early stopping, enough for a few thousand images (BENCHMARKS.md, '
+      '"Colour time to accuracy").')
   warmup_fraction: float = knob(
       0.2, 'Fraction of the training steps over which the learning rate '
       'rises from a tenth of --learning-rate to all of it; a cosine then '
