@@ -3,6 +3,7 @@
   .venv/bin/python -m benchmarks --data-dir ../shared/data/mnist
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
   .venv/bin/python -m benchmarks --section time-to-accuracy --section shapes
+  .venv/bin/python -m benchmarks --section colour-time-to-accuracy
   .venv/bin/python -m benchmarks --scale --work-dir ../scale   # 1x, 10x, 100x
   ONEDNN_MAX_CPU_ISA=AVX2 .venv/bin/python -m benchmarks --section time-to-accuracy
 
@@ -26,8 +27,10 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # command) -> Markdown`; imported when run: --help should not wait for
 # TensorFlow.
 SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
-            'shapes': 'shapes_run', 'encodings': 'encodings',
-            'scale': 'scale_report', 'tuning': 'tuning'}
+            'shapes': 'shapes_run',
+            'colour-time-to-accuracy': 'colour_time_to_accuracy',
+            'encodings': 'encodings', 'scale': 'scale_report',
+            'tuning': 'tuning'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -23,7 +23,7 @@ QUICK_FLAGS = ('--epochs', '2', '--train-steps', '4',
                '--direct_num_workers=1')
 
 
-def _test_set(out: str, per_class: int):
+def held_out_images(out: str, per_class: int):
   """uint8 images [N, H, W, 3] and labels of a fresh seed."""
   from PIL import Image  # pylint: disable=g-import-not-at-top
   shapes.write(out, per_class, SIZE, eval_per_class=0, seed=TEST_SEED)
@@ -54,7 +54,7 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
   with open(os.path.join(model_dir, 'assets.extra',
                          'training_plan.json')) as f:
     plan = json.load(f)
-  images, labels = _test_set(os.path.join(work_dir, 'shapes-test'),
+  images, labels = held_out_images(os.path.join(work_dir, 'shapes-test'),
                              test_per_class)
   pushed = bool(glob.glob(os.path.join(output_dir, 'serving_model', '*')))
   train, evaluation = (n * len(shapes.SHAPES)

@@ -21,8 +21,11 @@ from absl import logging
 import tf_keras as keras
 import tqdm
 
-# The absl message of each epoch's line; runners/run_summary.py looks for it.
+# The absl messages of each epoch's line and of training's end (how many
+# epochs ran, which one's weights were kept); runners/run_summary.py shows
+# them.
 EPOCH_LINE = 'Epoch %d/%d: %s'
+END_LINE = 'Training: %s.'
 # And of each tuning trial's (modules/tuner.py): number, trials, summary.
 TRIAL_LINE = 'Tuner trial %d of %d: %s'
 # What the Trainer chose that its user should read (network, epochs,

@@ -36,6 +36,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import cluster
 from modules import devices
+from modules import early_stopping
 from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
@@ -264,14 +265,19 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     check_files_per_worker(fn_args, task.workers)
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
+  stopper = early_stopping.callback(config.budget, plan.epochs)
   callbacks = [
       keras.callbacks.TensorBoard(log_dir=model_run_dir, update_freq='epoch'),
       # Instead of Keras's own output (verbose=0): see progress.py.
       progress.EpochProgress(device_plan.global_batch_size),
+      *([stopper] if stopper else []),
   ]
-  model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
-            validation_data=evaluation, validation_steps=fn_args.eval_steps,
-            callbacks=callbacks, verbose=0)
+  history = model.fit(
+      train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
+      validation_data=evaluation, validation_steps=fn_args.eval_steps,
+      callbacks=callbacks, verbose=0)
+  stopping = early_stopping.outcome(stopper, plan.epochs, len(history.epoch))
+  logging.info(progress.END_LINE, early_stopping.describe(stopping))
   sample_record = input_pipeline.first_record(fn_args.train_files)
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic.
@@ -288,6 +294,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
        'tuned': tuning.tuned_values(fn_args.hyperparameters),
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
+       'early_stopping': stopping,
        'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
   if task:
     # No worker returns before the chief's model is written: on Vertex AI

@@ -41,12 +41,24 @@ class Budget:
       180_000, 'Examples the budget shows the model: the epochs are this '
       'over the training records (BENCHMARKS.md, "MNIST time to accuracy").')
   min_epochs: int = knob(3, 'Fewest epochs the budget gives.')
-  max_epochs: int = knob(60, 'Most epochs the budget gives.')
+  max_epochs: int = knob(
+      30, 'Most epochs the budget gives: with the one-cycle schedule and '
+      'early stopping, enough for a few thousand images (BENCHMARKS.md, '
+      '"Colour time to accuracy").')
   warmup_fraction: float = knob(
       0.2, 'Fraction of the training steps over which the learning rate '
       'rises from a tenth of --learning-rate to all of it; a cosine then '
       'takes it down to zero at the last step (a one-cycle schedule: few '
       'epochs reach what many did at a decaying rate).')
+  patience: int = knob(
+      5, 'Stop training when %(early_stopping_metric)s has not improved for '
+      'N epochs after the learning rate\'s warm-up, and keep the weights '
+      'of the best epoch (they are kept even when every planned epoch '
+      'runs); 0: no early stopping (default: %(default)s).',
+      flag='--early-stopping-patience', type=int, metavar='N')
+  early_stopping_metric: str = knob(
+      'val_accuracy', 'What early stopping watches, and which epoch\'s '
+      'weights it keeps: the Evaluator\'s own measure, on the eval split.')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,8 +27,8 @@ _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
 _STATE = metadata_store_pb2.Execution.State
 # Log messages of components' progress lines, shown indented.
-_PROGRESS = (training_progress.EPOCH_LINE, training_progress.PLAN_LINE,
-             training_progress.TRIAL_LINE,
+_PROGRESS = (training_progress.EPOCH_LINE, training_progress.END_LINE,
+             training_progress.PLAN_LINE, training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
              example_gen_progress.NOTICE_LINE)
 

@@ -207,3 +207,37 @@ def test_quick_time_to_accuracy_races_the_bare_script(tmp_path):
   assert header == ['component', 'defaults, seed 1']
   assert {'ImageExampleGen', 'Transform', 'Trainer', 'Evaluator',
           'whole run'} <= {r[0] for r in components}
+
+
+def test_quick_colour_time_to_accuracy_compares_the_pipeline_and_keras(
+    tmp_path):
+  # The section writes its own images; the benchmark wants MNIST all the same.
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'), {'train': 200,
+                                                       't10k': 40})
+  output = tmp_path / 'BENCHMARKS.md'
+  result = subprocess.run(
+      [sys.executable, '-m', 'benchmarks', '--quick',
+       '--section', 'colour-time-to-accuracy', '--output', str(output),
+       '--data-dir', str(tmp_path / 'mnist'),
+       '--work-dir', str(tmp_path / 'work')],
+      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=1800)
+  print(result.stdout, result.stderr)
+  assert result.returncode == 0
+  report = output.read_text()
+  heading = '## Colour time to accuracy'
+  assert '<!-- section colour-time-to-accuracy -->' in report
+  assert re.search(r'CPU flags: .*; the Trainer computed in \w+', report)
+  _, goals = _table(report, heading)
+  assert [g[0].split(':')[0] for g in goals] == ['speed', 'time to accuracy']
+  for goal, measured, verdict in goals:
+    assert re.search(r'\d', measured) and verdict in ('met', '**not met**')
+  _, variants = _table(report, heading, which=1)
+  assert [v[0] for v in variants] == ['before', 'now']
+  # Two planned epochs each, both run (too few for early stopping).
+  assert [v[2] for v in variants] == ['2 (2)', '2 (2)']
+  for cells in variants:
+    assert all(re.search(r'\d', c) for c in cells[3:]), cells
+  [keras_row] = _table(report, heading, which=2)[1]
+  assert re.fullmatch(r'\d+', keras_row[1]) and keras_row[3] in ('yes', 'no')
+  assert 'Now: trained all 2 of 2 epochs; kept the weights of epoch' in report
+  assert str(tmp_path / 'work') + '/' not in report

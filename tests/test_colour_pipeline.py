@@ -47,6 +47,12 @@ def test_the_small_gap_cnn_is_chosen_logged_and_recorded(pushed):
   assert plan['geometry'] == f'{SIZE}x{SIZE}x3'
   assert plan['augment'] is True and plan['augment_why'] == 'auto: colour images'
   assert plan['train_records'] == 10 * len(CLASSES)
+  # Two planned epochs: both run (patience is longer), the best one kept.
+  stopping = plan['early_stopping']
+  assert (stopping['epochs_planned'], stopping['epochs_run']) == (2, 2)
+  assert not stopping['stopped_early'] and stopping['kept_epoch'] in (1, 2)
+  assert (f'Training: trained all 2 of 2 epochs; kept the weights of epoch '
+          f'{stopping["kept_epoch"]} (val_accuracy') in result.stdout
   logs = list((tmp / 'out' / 'logs').glob('*.log'))
   assert any('small-gap-cnn (auto: colour images)' in log.read_text()
              for log in logs)

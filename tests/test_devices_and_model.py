@@ -257,7 +257,7 @@ def test_augmentation_acts_in_training_only(architecture):
 
 
 @pytest.mark.parametrize('records, epochs', [
-    (60_000, 3), (3_000, 60), (10_000, 18), (1_000_000, 3)])
+    (60_000, 3), (3_000, 30), (10_000, 18), (1_000_000, 3)])
 def test_the_budget_scales_with_the_dataset(records, epochs):
   budget = Budget()
   assert training_plan.epochs_for(budget, records) == epochs
@@ -278,7 +278,7 @@ def test_the_plan_says_what_and_why():
   config = TrainingConfig()
   plan = training_plan.plan(config.budget, config.model,
                             features.ImageGeometry(64, 64, 3), 3_000)
-  assert (plan.architecture, plan.epochs) == ('small-gap-cnn', 60)
+  assert (plan.architecture, plan.epochs) == ('small-gap-cnn', 30)
   assert 'colour images' in plan.describe()
 
 

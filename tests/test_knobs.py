@@ -117,6 +117,9 @@ CASES = {
                  [configs.MNIST_SCHEMA]),
     '--epochs': (['--epochs', '5'],
                  lambda dag: _training(dag).budget.epochs, 5),
+    '--early-stopping-patience': (
+        ['--early-stopping-patience', '0'],
+        lambda dag: _training(dag).budget.patience, 0),
     '--model': (['--model', 'small-gap-cnn'],
                 lambda dag: _training(dag).model.architecture,
                 'small-gap-cnn'),

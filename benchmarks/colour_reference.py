@@ -1,0 +1,116 @@
+"""The bare Keras reference of the colour time-to-accuracy section: the
+Trainer's network (modules/model.build: the same widths, batch norm and
+augmentation), batch size, precision, optimizer and loss, trained by a
+plain `model.fit` on numpy arrays in memory: the images as the Transform
+graph hands them to the Trainer, read once before the clock starts. No
+input_fn, no TensorBoard, no progress callback; validation on the eval
+arrays each epoch, as the Trainer validates.
+
+  python -m benchmarks.colour_reference --examples URI --transform URI \\
+      --epochs N --target ACCURACY --out result.json
+
+Trains until validation accuracy reaches --target (or --epochs run out),
+in a process of its own, so that its CPU time is its own.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Optional, Sequence
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+
+def arrays(pattern: str, transform_output):
+  """(images float32 [N, H, W, C], labels [N]) of a split, transformed."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  batches = list(input_pipeline.make_dataset(
+      pattern, transform_output, 1024, training=False, cache=False))
+  return tuple(np.concatenate([b[i].numpy() for b in batches])
+               for i in (0, 1))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = argparse.ArgumentParser(
+      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--examples', required=True,
+                      help='An Examples artifact\'s URI.')
+  parser.add_argument('--transform', required=True,
+                      help='A transform graph artifact\'s URI.')
+  parser.add_argument('--epochs', type=int, required=True,
+                      help='Most epochs; the learning rate\'s one cycle '
+                      'spans them.')
+  parser.add_argument('--target', type=float, required=True,
+                      help='Stop at the first epoch of at least this '
+                      'validation accuracy.')
+  parser.add_argument('--no-mixed-precision', dest='mixed_precision',
+                      action='store_false')
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--out', required=True, help='The result, as JSON.')
+  args = parser.parse_args(argv)
+
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules import model as model_lib  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  from modules import training_plan  # pylint: disable=g-import-not-at-top
+  from modules.training_config import TrainingConfig  # pylint: disable=g-import-not-at-top
+
+  config = TrainingConfig()
+  output = tft.TFTransformOutput(args.transform)
+  geometry = trainer.image_geometry(output)
+  x, y = arrays(os.path.join(args.examples, 'Split-train', '*'), output)
+  xv, yv = arrays(os.path.join(args.examples, 'Split-eval', '*'), output)
+  classes = int(max(y.max(), yv.max())) + 1
+  plan = training_plan.plan(config.budget, config.model, geometry, len(y))
+  device_plan = devices.plan([], config.batch_size, args.mixed_precision)
+  keras.utils.set_random_seed(args.seed)
+  keras.mixed_precision.set_global_policy(device_plan.precision)
+  batch = device_plan.global_batch_size
+  model = model_lib.build(plan.architecture, geometry, classes, config.model)
+  model.compile(
+      optimizer=keras.optimizers.Adam(trainer.one_cycle(
+          config.learning_rate, plan.warmup_fraction,
+          args.epochs * -(-len(y) // batch))),
+      loss=model_lib.loss(classes, config.label_smoothing),
+      metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+
+  epoch_s, accuracy = [], []
+
+  class Clock(keras.callbacks.Callback):
+    """Each epoch's wall time (training and validation); stops at the
+    target."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+      self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+      epoch_s.append(time.perf_counter() - self.started)
+      accuracy.append(float(logs['val_accuracy']))
+      print(f'reference epoch {epoch + 1}: {epoch_s[-1]:.1f}s, val_accuracy '
+            f'{accuracy[-1]:.4f}', flush=True)
+      if accuracy[-1] >= args.target:
+        self.model.stop_training = True
+
+  cpu_start, wall_start = time.process_time(), time.perf_counter()
+  model.fit(x, y, batch_size=batch, epochs=args.epochs,
+            validation_data=(xv, yv), validation_batch_size=batch,
+            callbacks=[Clock()], verbose=0)
+  result = {
+      'cpu_s': time.process_time() - cpu_start,
+      'wall_s': time.perf_counter() - wall_start,
+      'epoch_s': epoch_s, 'val_accuracy': accuracy,
+      'train_records': len(y), 'precision': device_plan.precision,
+      'reached': bool(accuracy and accuracy[-1] >= args.target),
+  }
+  with open(args.out, 'w') as f:
+    json.dump(result, f)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,71 @@
+"""Early stopping: training ends when validation stops improving, and the
+model keeps the weights of its best epoch.
+
+Keras's EarlyStopping does the work (restore_best_weights: the weights of
+the best epoch are put back at the end of training, whether it stopped
+early or ran every planned epoch). This module sets it up from the Budget
+and says what happened, for the Trainer's log and training_plan.json.
+Epochs of the learning rate's warm-up do not count: validation is noisy
+while the rate rises, and a plateau there says nothing about the end.
+"""
+
+import math
+from typing import Any, Dict, Optional
+
+import tf_keras as keras
+
+from modules.training_config import Budget
+
+
+def callback(budget: Budget,
+             epochs: int) -> Optional[keras.callbacks.EarlyStopping]:
+  """The callback for a run of `epochs` planned epochs (None: no early
+  stopping)."""
+  if not budget.patience:
+    return None
+  return keras.callbacks.EarlyStopping(
+      monitor=budget.early_stopping_metric, patience=budget.patience,
+      restore_best_weights=True,
+      start_from_epoch=warmup_epochs(budget, epochs))
+
+
+def warmup_epochs(budget: Budget, epochs: int) -> int:
+  """Epochs (whole ones, rounded down) of the learning rate's warm-up."""
+  return math.floor(budget.warmup_fraction * epochs)
+
+
+def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
+            epochs_planned: int, epochs_run: int) -> Dict[str, Any]:
+  """What happened, for the log (`describe`) and training_plan.json:
+  epochs planned and run, whether training stopped early, and which
+  epoch's weights the model kept (1-based) with its validation value."""
+  if stopper is None:
+    return {'enabled': False, 'epochs_planned': epochs_planned,
+            'epochs_run': epochs_run, 'stopped_early': False,
+            'kept_epoch': epochs_run}
+  monitored = stopper.best_weights is not None
+  return {
+      'enabled': True, 'epochs_planned': epochs_planned,
+      'epochs_run': epochs_run, 'stopped_early': stopper.stopped_epoch > 0,
+      'monitor': stopper.monitor, 'patience': stopper.patience,
+      'from_epoch': stopper.start_from_epoch + 1,
+      # Nothing monitored (all epochs in the warm-up): the last epoch's.
+      'kept_epoch': stopper.best_epoch + 1 if monitored else epochs_run,
+      'kept_value': float(stopper.best) if monitored else None,
+  }
+
+
+def describe(result: Dict[str, Any]) -> str:
+  """The outcome in a sentence."""
+  ran = f'{result["epochs_run"]} of {result["epochs_planned"]} epochs'
+  if not result['enabled']:
+    return f'trained {ran}; early stopping off'
+  if result['stopped_early']:
+    ran = (f'stopped after {ran}: {result["monitor"]} had not improved for '
+           f'{result["patience"]} epochs')
+  else:
+    ran = f'trained all {ran}'
+  if result['kept_value'] is None:
+    return f'{ran}; kept the last epoch\'s weights (none monitored)'
+  return (f'{ran}; kept the weights of epoch {result["kept_epoch"]} '
+          f'({result["monitor"]} {result["kept_value"]:.4f}, the best)')
