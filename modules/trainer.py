@@ -34,8 +34,10 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+from modules import backbones
 from modules import cluster
 from modules import devices
+from modules import fine_tune
 from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
@@ -220,13 +222,17 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = strategy or devices.make_strategy(device_plan)
 
+  sample_record = input_pipeline.first_record(fn_args.train_files)
+  backbone = None
   with strategy.scope():
-    model = model_lib.build(plan.architecture, geometry, len(class_names),
-                            config.model)
-    model.compile(
-        optimizer=keras.optimizers.Adam(config.learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+    if config.model.backbone:
+      model, backbone = backbones.build(
+          geometry, len(class_names), config.model,
+          *transform.normalisation_constants(tf_transform_output,
+                                             sample_record))
+    else:
+      model = model_lib.build(plan.architecture, geometry, len(class_names),
+                              config.model)
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
@@ -242,23 +248,38 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     check_files_per_worker(fn_args, task.workers)
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
-  callbacks = [
-      keras.callbacks.LearningRateScheduler(
-          lambda epoch: config.learning_rate * plan.learning_rate_decay**epoch),
-      keras.callbacks.TensorBoard(log_dir=model_run_dir, update_freq='epoch'),
-      # Instead of Keras's own output (verbose=0): see progress.py.
-      progress.EpochProgress(device_plan.global_batch_size),
-  ]
-  model.fit(train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
-            validation_data=evaluation, validation_steps=fn_args.eval_steps,
-            callbacks=callbacks, verbose=0)
-  sample_record = input_pipeline.first_record(fn_args.train_files)
+  def fit(epochs: int, initial_epoch: int, learning_rate: float) -> None:
+    with strategy.scope():
+      model.compile(
+          optimizer=keras.optimizers.Adam(learning_rate),
+          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+          metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+    callbacks = [
+        keras.callbacks.LearningRateScheduler(
+            lambda epoch: learning_rate * plan.learning_rate_decay**epoch),
+        keras.callbacks.TensorBoard(log_dir=model_run_dir,
+                                    update_freq='epoch'),
+        # Instead of Keras's own output (verbose=0): see progress.py.
+        progress.EpochProgress(device_plan.global_batch_size),
+    ]
+    model.fit(train, epochs=epochs, initial_epoch=initial_epoch,
+              steps_per_epoch=steps_per_epoch, validation_data=evaluation,
+              validation_steps=fn_args.eval_steps, callbacks=callbacks,
+              verbose=0)
+
+  if backbone is None:
+    fit(plan.epochs, 0, config.learning_rate)
+  else:  # Two phases: the head, then fine-tuning (fine_tune.py).
+    fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
+                    fit)
   export_serving_model(
       model, tf_transform_output, class_names, serving_model_dir,
       sample_record,
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry),
        'learning_rate': config.learning_rate,
+       **(fine_tune.describe(backbone, plan.epochs, config.model)
+          if backbone else {}),
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
