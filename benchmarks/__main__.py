@@ -25,7 +25,8 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # command) -> Markdown`; imported when run: --help should not wait for
 # TensorFlow.
 SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
-            'shapes': 'shapes_run', 'encodings': 'encodings',
+            'shapes': 'shapes_run', 'backbones': 'backbones',
+            'encodings': 'encodings',
             'scale': 'scale_report'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
