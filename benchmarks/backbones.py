@@ -1,7 +1,7 @@
 """The backbones section: each --backbone from scratch (--weights none)
 against the scratch small-gap-cnn on the colour shapes (data/shapes.py),
-through the whole DAG in one output directory, so the data half runs once
-and each network re-runs only the Trainer onwards.
+through the DAG up to the Trainer, in one output directory, so the data
+half runs once and each network re-runs only the Trainer.
 
 The machine that measures has no network: ImageNet weights, the reason to
 use a backbone, are not measured here; these figures say what each network
@@ -16,11 +16,12 @@ from data import shapes
 from modules.architectures import BACKBONES, SMALL_GAP_CNN
 
 SIZE = 64
-PER_CLASS, EVAL_PER_CLASS = 200, 40
-EPOCHS = 4
+PER_CLASS, EVAL_PER_CLASS = 100, 20
+EPOCHS = 3
 QUICK = (10, 2, 2)  # Per class: train, eval; epochs.
+# Up to the Trainer: its epoch lines are the figures.
 RUNNER_FLAGS = ('--input-format', 'images', '--image-size', f'{SIZE}x{SIZE}',
-                '--channels', '3', '--accuracy-threshold', '0')
+                '--channels', '3', '--to-node', 'Trainer')
 QUICK_FLAGS = ('--train-steps', '4',
                '--beam-args=--direct_running_mode=in_memory '
                '--direct_num_workers=1')
@@ -68,9 +69,10 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       f'SHAPES: `python -m data.shapes --per-class {per_class} '
       f'--eval-per-class {eval_per_class} --size {SIZE}` (seed 0), '
       f'{train:,} training and {evaluation:,} eval images in ten classes; '
-      'one run per network, in one output directory (the data half runs '
-      f'once). Each backbone from `--weights none`, {epochs} epochs in two '
-      'phases (the head alone, then the top of the backbone too).',
+      'one run per network up to the Trainer, in one output directory (the '
+      f'data half runs once). Each backbone from `--weights none`, {epochs} '
+      'epochs in two phases (the head alone, then the top of the backbone '
+      'too).',
       '',
       '**Not measured: the gain from ImageNet weights.** This machine has '
       'no network, so no backbone starts from its ImageNet weights here; '
