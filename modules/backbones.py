@@ -185,8 +185,9 @@ def preprocess_input(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
 def check_weights(config: ModelConfig) -> None:
   """Fetches or reads the weights and loads them into the backbone, as the
   Trainer will: what it raises then, raised now (WeightsError)."""
-  application(config.backbone, BACKBONE_SIZES[config.backbone],
-              weights_file(config))
+  weights = weights_file(config)
+  if weights:
+    application(config.backbone, BACKBONE_SIZES[config.backbone], weights)
 
 
 def build(geometry: features.ImageGeometry, num_classes: int,
