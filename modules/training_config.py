@@ -31,6 +31,16 @@ def knob(default: Any, help: str, flag: Optional[str] = None,  # pylint: disable
                                          **argparse_kwargs))
 
 
+def parse_fraction(value: str) -> float:
+  try:
+    fraction = float(value)
+  except ValueError:
+    fraction = -1.0
+  if not 0 <= fraction <= 1:
+    raise ValueError(f'expected a fraction within 0..1, got {value!r}')
+  return fraction
+
+
 @dataclasses.dataclass(frozen=True)
 class Budget:
   """How long to train (modules/training_plan.py)."""
@@ -102,11 +112,13 @@ class ModelConfig:
       0.5, '--backbone: the share of the epochs that train the new head '
       'alone, the backbone frozen; the rest fine-tune the top of the '
       'backbone too (default: %(default)s).',
-      flag='--head-epochs-fraction', type=float, metavar='FRACTION')
+      flag='--head-epochs-fraction', parse=parse_fraction,
+      metavar='FRACTION')
   fine_tune_layers_fraction: float = knob(
       0.3, '--backbone: the top share of the backbone\'s layers that the '
       'second phase trains (default: %(default)s).',
-      flag='--fine-tune-layers-fraction', type=float, metavar='FRACTION')
+      flag='--fine-tune-layers-fraction', parse=parse_fraction,
+      metavar='FRACTION')
   fine_tune_learning_rate_factor: float = knob(
       0.1, '--backbone: the second phase\'s learning rate, as a fraction of '
       'the first\'s at the same epoch: small steps keep what the pretrained '

@@ -233,6 +233,8 @@ def test_without_backbone_nothing_changes():
                   '--backbone', NAME).training.model
   assert (chosen.backbone, chosen.backbone_weights,
           chosen.backbone_image_size) == (NAME, 'imagenet', (64, 64))
+  with pytest.raises(SystemExit):  # argparse: 'expected a fraction ...'.
+    _knobs('--backbone', NAME, '--head-epochs-fraction', '2')
   # The config round-trips through the Trainer's custom_config.
   training = _knobs('--backbone', NAME, '--weights', 'w.h5').training
   assert TrainingConfig.from_dict(json.loads(json.dumps(
