@@ -26,7 +26,12 @@ QUICK_FLAGS = ('--train-steps', '4',
                '--beam-args=--direct_running_mode=in_memory '
                '--direct_num_workers=1')
 CANDIDATES = ((SMALL_GAP_CNN, ('--model', SMALL_GAP_CNN)),
-              *((name, ('--backbone', name, '--weights', 'none'))
+              # From scratch: one epoch of the head, then the whole network
+              # at the same learning rate.
+              *((name, ('--backbone', name, '--weights', 'none',
+                        '--head-epochs-fraction', '0',
+                        '--fine-tune-layers-fraction', '1',
+                        '--fine-tune-learning-rate-factor', '1'))
                 for name in BACKBONES))
 
 
@@ -70,9 +75,9 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       f'--eval-per-class {eval_per_class} --size {SIZE}` (seed 0), '
       f'{train:,} training and {evaluation:,} eval images in ten classes; '
       'one run per network up to the Trainer, in one output directory (the '
-      f'data half runs once). Each backbone from `--weights none`, {epochs} '
-      'epochs in two phases (the head alone, then the top of the backbone '
-      'too).',
+      f'data half runs once). Each backbone from `--weights none`: one epoch of '
+      'the head alone (the first phase, never shorter), then the whole '
+      'network at the same learning rate (no pretrained layers to protect).',
       '',
       '**Not measured: the gain from ImageNet weights.** This machine has '
       'no network, so no backbone starts from its ImageNet weights here; '
