@@ -16,10 +16,11 @@ inside it, before the backbone, the backbone's own input:
   preprocess     the application's preprocess_input (scaling, or BGR and
                  ImageNet means); MobileNetV3 and EfficientNet do theirs
                  inside the application
-then the backbone, always called with training=False (batch norm in
-inference mode, as Keras' transfer-learning guide does: fine-tuning with
-batch statistics of small batches would wreck the pretrained features), and
-the head: global average pooling, dropout, dense classes.
+then the backbone, called with training=False when its weights are
+pretrained (batch norm in inference mode, as Keras' transfer-learning guide
+does: fine-tuning with batch statistics of small batches would wreck the
+pretrained features), and the head: global average pooling, dropout, dense
+classes.
 
 Why resize in the model, not in ImageExampleGen: the data half of the DAG
 (Examples, statistics, schema, Transform) stays the same whichever network
@@ -210,7 +211,11 @@ def build(geometry: features.ImageGeometry, num_classes: int,
   if size != (geometry.height, geometry.width):
     x = keras.layers.Resizing(*size, name='resize')(x)
   x = preprocess_input(config.backbone)(x)
-  x = backbone(x, training=False)
+  # Pretrained: batch norm in inference mode, always. From scratch there are
+  # no statistics to keep: it normalises with the batch's, as in any
+  # network trained from scratch (while frozen it runs in inference mode).
+  x = (backbone(x) if config.backbone_weights == NO_WEIGHTS
+       else backbone(x, training=False))
   x = keras.layers.GlobalAveragePooling2D(name='pool')(x)
   x = keras.layers.Dropout(config.head_dropout, name='head_dropout')(x)
   logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
