@@ -260,7 +260,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
         keras.callbacks.TensorBoard(log_dir=model_run_dir,
                                     update_freq='epoch'),
         # Instead of Keras's own output (verbose=0): see progress.py.
-        progress.EpochProgress(device_plan.global_batch_size),
+        progress.EpochProgress(device_plan.global_batch_size,
+                               epochs=plan.epochs),
     ]
     model.fit(train, epochs=epochs, initial_epoch=initial_epoch,
               steps_per_epoch=steps_per_epoch, validation_data=evaluation,

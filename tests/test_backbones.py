@@ -18,6 +18,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from data import shapes
 from modules import backbones
 from modules import fine_tune
+from modules import progress
 from modules import trainer
 from modules.architectures import BACKBONES
 from modules.training_config import Budget, ModelConfig, TrainingConfig
@@ -25,6 +26,7 @@ from pipeline import knobs as knobs_lib
 from records import features
 from runners import flags
 from tests import artifacts
+from tests.absl_lines import absl_lines
 from tests import local_run
 from tests import serving
 
@@ -182,13 +184,16 @@ def served(tmp_path_factory, weights_path):
       budget=Budget(epochs=2), batch_size=8,
       model=ModelConfig(backbone=NAME, weights=weights_path,
                         backbone_image_size=(SIZE, SIZE)))
-  trainer.run_fn(FnArgs(
-      train_files=[patterns['train']], eval_files=[patterns['eval']],
-      train_steps=4, eval_steps=None,
-      transform_graph_path=str(tmp / 'transform'),
-      serving_model_dir=str(tmp / 'serving'),
-      model_run_dir=str(tmp / 'model_run'),
-      custom_config={'training': config.to_dict()}))
+  with absl_lines(progress.EPOCH_LINE) as epochs:
+    trainer.run_fn(FnArgs(
+        train_files=[patterns['train']], eval_files=[patterns['eval']],
+        train_steps=4, eval_steps=None,
+        transform_graph_path=str(tmp / 'transform'),
+        serving_model_dir=str(tmp / 'serving'),
+        model_run_dir=str(tmp / 'model_run'),
+        custom_config={'training': config.to_dict()}))
+  # One line per epoch of the run, numbered across both phases.
+  assert [line.split(':')[0] for line in epochs] == ['Epoch 1/2', 'Epoch 2/2']
   return str(tmp / 'serving'), tmp / 'data'
 
 
