@@ -97,6 +97,20 @@ def _check_data_dir(args, data: knobs_lib.DataConfig) -> None:
                        '(the directory cannot be read)')
 
 
+def _check_backbone_weights(model) -> None:
+  """The backbone's weights fetched (into Keras' cache) or read now, so a
+  run without network or with a wrong file stops before ExampleGen, not in
+  the Trainer; the Trainer still fetches them itself where it runs alone
+  (Kubeflow)."""
+  if not model.backbone:
+    return
+  from modules import backbones  # pylint: disable=g-import-not-at-top
+  try:
+    backbones.check_weights(model)
+  except backbones.WeightsError as e:
+    raise SystemExit(f'error: {e}') from e
+
+
 def _setup_logging(output_dir: str, verbose: bool) -> str:
   from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   log_dir = os.path.join(output_dir, 'logs')
@@ -208,8 +222,10 @@ def build_pipeline(args: argparse.Namespace):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = make_parser().parse_args(argv)
-  data = flags.knobs_from_args(args).data  # Exits on contradicting flags.
+  knobs = flags.knobs_from_args(args)  # Exits on contradicting flags.
+  data = knobs.data
   _check_data_dir(args, data)
+  _check_backbone_weights(knobs.training.model)
 
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from runners import interrupted_runs  # pylint: disable=g-import-not-at-top

@@ -29,8 +29,8 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
             'shapes': 'shapes_run',
             'colour-time-to-accuracy': 'colour_time_to_accuracy',
-            'encodings': 'encodings', 'scale': 'scale_report',
-            'tuning': 'tuning'}
+            'backbones': 'backbones', 'encodings': 'encodings',
+            'scale': 'scale_report', 'tuning': 'tuning'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -46,6 +46,8 @@ _NORMALISED_RANGE = (-10.0, 10.0)
 def choose(config: ModelConfig,
            geometry: features.ImageGeometry) -> Tuple[str, str]:
   """(architecture, why) for images of `geometry`."""
+  if config.backbone:
+    return config.backbone, 'pretrained backbone, as configured'
   if config.architecture != AUTO:
     return config.architecture, 'as configured'
   pixels = geometry.height * geometry.width
@@ -78,7 +80,7 @@ def build(architecture: str, geometry: features.ImageGeometry,
   """
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
   augment, _ = choose_augment(config, geometry)
-  x = _augmentation(config)(inputs) if augment else inputs
+  x = augmentation(config)(inputs) if augment else inputs
   if architecture == SMALL_BN_CNN:
     x = _small_bn_cnn_features(x, config)
   elif architecture == MNIST_CNN:
@@ -172,7 +174,7 @@ def _small_gap_cnn_features(x, config: ModelConfig):
   return keras.layers.Dropout(config.gap_dropout)(x)
 
 
-def _augmentation(config: ModelConfig) -> keras.Sequential:
+def augmentation(config: ModelConfig) -> keras.Sequential:
   """Random flips, shifts and brightness: identity outside training."""
   span = _NORMALISED_RANGE[1] - _NORMALISED_RANGE[0]
   return keras.Sequential([

@@ -63,14 +63,18 @@ class EpochProgress(keras.callbacks.Callback):
   """
 
   def __init__(self, batch_size: int,
-               bar_stream: Optional[TextIO] = None):
+               bar_stream: Optional[TextIO] = None,
+               epochs: Optional[int] = None):
     """
     Args:
       batch_size: examples per step (over all replicas), for examples/s.
       bar_stream: where the bar goes, if it is a terminal (default: stderr).
+      epochs: the run's epochs, when this fit trains only the first of them
+        (a phase of modules/fine_tune.py); default: the fit's.
     """
     super().__init__()
     self._batch_size = batch_size
+    self._epochs = epochs
     stream = sys.stderr if bar_stream is None else bar_stream
     self._bar_stream = stream if _is_terminal(stream) else None
     self._bar = None
@@ -79,6 +83,9 @@ class EpochProgress(keras.callbacks.Callback):
     # Without a known dataset size Keras learns the steps of an epoch only
     # by running one; later epochs' bars show the first one's count.
     self._known_steps = None
+
+  def _total_epochs(self) -> int:
+    return self._epochs or self.params['epochs']
 
   def on_epoch_begin(self, epoch: int, logs=None) -> None:
     self._steps = 0
@@ -90,7 +97,7 @@ class EpochProgress(keras.callbacks.Callback):
       known = all(_terminal_size(self._bar_stream))
       self._bar = tqdm.tqdm(
           total=self.params.get('steps') or self._known_steps,
-          desc=f'Epoch {epoch + 1}/{self.params["epochs"]}', unit='step',
+          desc=f'Epoch {epoch + 1}/{self._total_epochs()}', unit='step',
           file=self._bar_stream, leave=False, dynamic_ncols=known,
           ncols=None if known else 80, nrows=None if known else 24,
           bar_format='{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} '
@@ -114,7 +121,7 @@ class EpochProgress(keras.callbacks.Callback):
     if self._bar is not None:
       self._bar.close()
       self._bar = None
-    logging.info(EPOCH_LINE, epoch + 1, self.params['epochs'],
+    logging.info(EPOCH_LINE, epoch + 1, self._total_epochs(),
                  epoch_summary(self._steps, self._steps * self._batch_size,
                                seconds, logs or {}))
 

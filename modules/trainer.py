@@ -21,12 +21,13 @@ under MultiWorkerMirroredStrategy, reading its own files of each split;
 the chief writes the model and the logs.
 """
 
+import dataclasses
 import json
 import math
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -34,9 +35,11 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+from modules import backbones
 from modules import cluster
 from modules import devices
 from modules import early_stopping
+from modules import fine_tune
 from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
@@ -137,12 +140,12 @@ def export_serving_model(model: keras.Model,
       json.dump(plan, f, indent=1, sort_keys=True)
 
 
-def float32_copy(model: keras.Model, architecture: str,
-                 geometry: features.ImageGeometry, num_classes: int,
-                 config) -> keras.Model:
-  """The same network and weights, computing in float32 (the global policy
-  must be float32)."""
-  copy = model_lib.build(architecture, geometry, num_classes, config)
+def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
+  """`copy` (the same network, built under the float32 policy) with
+  `model`'s weights."""
+  # Keras lists trainable weights first: with every layer trainable in
+  # both, their weights come in the same order (a frozen layer's would not).
+  model.trainable = True
   copy.set_weights(model.get_weights())
   return copy
 
@@ -244,17 +247,27 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   keras.mixed_precision.set_global_policy(device_plan.precision)
   strategy = strategy or devices.make_strategy(device_plan)
 
+  sample_record = input_pipeline.first_record(fn_args.train_files)
+  normalisation = transform.normalisation_constants(tf_transform_output,
+                                                    sample_record)
+
+  def build() -> Tuple[keras.Model, Optional[keras.Model]]:
+    """(The model, its pretrained backbone or None.)"""
+    if config.model.backbone:
+      return backbones.build(geometry, len(class_names), config.model,
+                             *normalisation)
+    return model_lib.build(plan.architecture, geometry, len(class_names),
+                           config.model), None
+
+  with strategy.scope():
+    model, backbone = build()
+
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / plan.epochs)
                      if fn_args.train_steps else None)
-  total_steps = plan.epochs * (steps_per_epoch or math.ceil(
-      train_plan.size.records / device_plan.global_batch_size))
-  with strategy.scope():
-    model = model_lib.build(plan.architecture, geometry, len(class_names),
-                            config.model)
-    model_lib.compile_for_training(model, config, len(class_names),
-                                   total_steps)
+  epoch_steps = steps_per_epoch or math.ceil(
+      train_plan.size.records / device_plan.global_batch_size)
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
       train_plan, repeat=bool(steps_per_epoch))
@@ -266,25 +279,42 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
 
   stopper = early_stopping.callback(config.budget, plan.epochs)
-  callbacks = [
-      keras.callbacks.TensorBoard(log_dir=model_run_dir, update_freq='epoch'),
-      # Instead of Keras's own output (verbose=0): see progress.py.
-      progress.EpochProgress(device_plan.global_batch_size),
-      *([stopper] if stopper else []),
-  ]
-  history = model.fit(
-      train, epochs=plan.epochs, steps_per_epoch=steps_per_epoch,
-      validation_data=evaluation, validation_steps=fn_args.eval_steps,
-      callbacks=callbacks, verbose=0)
-  stopping = early_stopping.outcome(stopper, plan.epochs, len(history.epoch))
+  epochs_run = []
+
+  def fit(epochs: int, initial_epoch: int, learning_rate: float) -> None:
+    """Compiles (the trainable weights may have changed) and trains from
+    `initial_epoch` up to `epochs`, one learning-rate cycle over them."""
+    with strategy.scope():
+      model_lib.compile_for_training(
+          model, dataclasses.replace(config, learning_rate=learning_rate),
+          len(class_names), (epochs - initial_epoch) * epoch_steps)
+    callbacks = [
+        keras.callbacks.TensorBoard(log_dir=model_run_dir,
+                                    update_freq='epoch'),
+        # Instead of Keras's own output (verbose=0): see progress.py.
+        progress.EpochProgress(device_plan.global_batch_size,
+                               epochs=plan.epochs),
+        *([stopper] if stopper else []),
+    ]
+    history = model.fit(
+        train, epochs=epochs, initial_epoch=initial_epoch,
+        steps_per_epoch=steps_per_epoch, validation_data=evaluation,
+        validation_steps=fn_args.eval_steps, callbacks=callbacks, verbose=0)
+    epochs_run.extend(history.epoch)
+
+  if backbone is None:
+    fit(plan.epochs, 0, config.learning_rate)
+  else:  # Two phases: the head, then fine-tuning (fine_tune.py); early
+    # stopping watches each, the last one's best weights are kept.
+    fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
+                    fit)
+  stopping = early_stopping.outcome(stopper, plan.epochs, len(epochs_run))
   logging.info(progress.END_LINE, early_stopping.describe(stopping))
-  sample_record = input_pipeline.first_record(fn_args.train_files)
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic.
   keras.mixed_precision.set_global_policy('float32')
   if device_plan.precision != 'float32':
-    model = float32_copy(model, plan.architecture, geometry, len(class_names),
-                         config.model)
+    model = float32_copy(model, build()[0])
   export_serving_model(
       model, tf_transform_output, class_names, serving_model_dir,
       sample_record,
@@ -292,6 +322,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
        'geometry': str(geometry),
        'learning_rate': config.learning_rate,
        'tuned': tuning.tuned_values(fn_args.hyperparameters),
+       **(fine_tune.describe(backbone, plan.epochs, config.model)
+          if backbone else {}),
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'early_stopping': stopping,

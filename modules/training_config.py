@@ -12,7 +12,8 @@ import argparse
 import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
-from modules.architectures import ARCHITECTURES, AUTO
+from modules.architectures import (ARCHITECTURES, AUTO, BACKBONES,  # pylint: disable=g-multiple-import
+                                   IMAGENET, NO_WEIGHTS)
 
 
 def knob(default: Any, help: str, flag: Optional[str] = None,  # pylint: disable=redefined-builtin
@@ -28,6 +29,16 @@ def knob(default: Any, help: str, flag: Optional[str] = None,  # pylint: disable
   return dataclasses.field(default=default,
                            metadata=dict(help=help, flag=flag,
                                          **argparse_kwargs))
+
+
+def parse_fraction(value: str) -> float:
+  try:
+    fraction = float(value)
+  except ValueError:
+    fraction = -1.0
+  if not 0 <= fraction <= 1:
+    raise ValueError(f'expected a fraction within 0..1, got {value!r}')
+  return fraction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +106,41 @@ class ModelConfig:
       'averages keep per step. Keras\'s 0.99 remembers too many steps on a '
       'few thousand images, while the weights change under them: '
       'evaluation then normalises with stale statistics.')
+  # A pretrained backbone (modules/backbones.py, modules/fine_tune.py).
+  backbone: Optional[str] = knob(
+      None, 'Transfer learning: a Keras Applications network (ImageNet '
+      'weights unless --weights says otherwise) with a new head, trained in '
+      'two phases, instead of --model (default: none, --model decides).',
+      flag='--backbone', choices=BACKBONES)
+  weights: Optional[str] = knob(
+      None, '--backbone\'s starting weights: ' + IMAGENET + ' (Keras\' '
+      'published ones, downloaded once into Keras\' cache), a weights file '
+      'of that network (.h5 or .weights.h5, without its top), or ' +
+      NO_WEIGHTS + ' (from scratch) (default: ' + IMAGENET + ').',
+      flag='--weights', metavar=f'{IMAGENET}|PATH|{NO_WEIGHTS}')
+  backbone_image_size: Optional[Tuple[int, int]] = knob(
+      None, 'The backbone\'s input size, which the model resizes the images '
+      'to; None: the backbone\'s own (224x224), or --image-size when given '
+      '(runners/flags.py sets it).')
+  head_dropout: float = knob(
+      0.2, '--backbone: dropout between the pooled features and the logits.')
+  head_epochs_fraction: float = knob(
+      0.5, '--backbone: the share of the epochs that train the new head '
+      'alone, the backbone frozen; the rest fine-tune the top of the '
+      'backbone too (default: %(default)s).',
+      flag='--head-epochs-fraction', parse=parse_fraction,
+      metavar='FRACTION')
+  fine_tune_layers_fraction: float = knob(
+      0.3, '--backbone: the top share of the backbone\'s layers that the '
+      'second phase trains (default: %(default)s).',
+      flag='--fine-tune-layers-fraction', parse=parse_fraction,
+      metavar='FRACTION')
+  fine_tune_learning_rate_factor: float = knob(
+      0.1, '--backbone: the second phase\'s learning rate, as a fraction of '
+      'the first\'s at the same epoch: small steps keep what the pretrained '
+      'layers learnt (default: %(default)s).',
+      flag='--fine-tune-learning-rate-factor', type=float,
+      metavar='FACTOR')
   augment: Optional[bool] = knob(
       None, 'Random horizontal flips, shifts and brightness changes in '
       'training (never in evaluation or serving). Default: on for colour '
@@ -111,12 +157,27 @@ class ModelConfig:
     if self.architecture not in (AUTO, *ARCHITECTURES):
       raise ValueError(f'architecture must be {AUTO!r} or one of '
                        f'{ARCHITECTURES}, got {self.architecture!r}')
+    if self.backbone is not None and self.backbone not in BACKBONES:
+      raise ValueError(f'backbone must be one of {BACKBONES}, got '
+                       f'{self.backbone!r}')
+    for name in ('head_epochs_fraction', 'fine_tune_layers_fraction'):
+      if not 0 <= getattr(self, name) <= 1:
+        raise ValueError(f'{name} must be within 0..1, got '
+                         f'{getattr(self, name)}')
+
+  @property
+  def backbone_weights(self) -> str:
+    """What --weights says, its default filled in."""
+    return self.weights or IMAGENET
 
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ModelConfig':
     d = dict(d)
     for key in ('bn_conv_filters', 'conv_filters', 'gap_conv_filters'):
       d[key] = tuple(int(f) for f in d[key])
+    if d.get('backbone_image_size') is not None:
+      d['backbone_image_size'] = tuple(int(v) for v in
+                                       d['backbone_image_size'])
     return cls(**d)
 
 

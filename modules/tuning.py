@@ -19,7 +19,7 @@ both call it, so a trial trains what the Trainer will train.
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from modules.architectures import MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN
+from modules.architectures import BACKBONES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig
 
 # What a trial's score is: the Trainer's validation metric, higher better.
@@ -49,6 +49,9 @@ SPACES = {
                             widths=('conv_filters', 'dense_units')),
     SMALL_GAP_CNN: NetworkSpace(dropout='gap_dropout',
                                 widths=('gap_conv_filters',)),
+    # A pretrained backbone: its head's dropout (its widths are its own).
+    **{backbone: NetworkSpace(dropout='head_dropout')
+       for backbone in BACKBONES},
 }
 
 
@@ -86,7 +89,8 @@ def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
   scaled by its width, and its dropout."""
   network = values[NETWORK]
   space = space_for(network)
-  model = {'architecture': network}
+  # A backbone is chosen by --backbone, which stays as it is.
+  model = {} if network in BACKBONES else {'architecture': network}
   if space.dropout:
     model[space.dropout] = float(values[DROPOUT])
   for field in space.widths:

@@ -102,7 +102,19 @@ def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
                           evaluation=build(knobs_lib.EvaluationConfig),
                           tuning=build(knobs_lib.TuningConfig))
   _check(knobs)
-  return knobs
+  return _backbone_at_image_size(knobs)
+
+
+def _backbone_at_image_size(knobs: knobs_lib.Knobs) -> knobs_lib.Knobs:
+  """--image-size, when given, is the backbone's input size too: the
+  images are already that size, and the model does not resize them."""
+  model = knobs.training.model
+  if not (model.backbone and knobs.data.image_size and
+          model.backbone_image_size is None):
+    return knobs
+  return knobs._replace(training=dataclasses.replace(
+      knobs.training, model=dataclasses.replace(
+          model, backbone_image_size=tuple(knobs.data.image_size))))
 
 
 def _check(knobs: knobs_lib.Knobs) -> None:
@@ -121,6 +133,10 @@ def _check(knobs: knobs_lib.Knobs) -> None:
   if data.max_image_pixels < 1:
     raise SystemExit(f'error: --max-image-pixels {data.max_image_pixels}: '
                      'must be 1 or more')
+  model = knobs.training.model
+  if model.weights and not model.backbone:
+    raise SystemExit('error: --weights applies to a pretrained backbone only '
+                     '(--backbone NAME)')
   if workers < 1:
     raise SystemExit(f'error: --trainer-workers {workers}: must be 1 or more')
   tuning = knobs.tuning

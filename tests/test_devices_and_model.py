@@ -65,7 +65,8 @@ def test_a_bfloat16_trained_model_is_served_in_float32():
     assert trained.get_layer('conv1').compute_dtype == 'bfloat16'
   finally:
     keras.mixed_precision.set_global_policy('float32')
-  served = trainer.float32_copy(trained, 'small-gap-cnn', geometry, 3, CONFIG)
+  served = trainer.float32_copy(
+      trained, model_lib.build('small-gap-cnn', geometry, 3, CONFIG))
   assert {layer.compute_dtype for layer in served.layers} == {'float32'}
   images = np.random.default_rng(0).normal(size=(4, *geometry.shape)).astype(
       np.float32)

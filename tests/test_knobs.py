@@ -123,6 +123,19 @@ CASES = {
     '--model': (['--model', 'small-gap-cnn'],
                 lambda dag: _training(dag).model.architecture,
                 'small-gap-cnn'),
+    '--backbone': (['--backbone', 'resnet50'],
+                   lambda dag: _training(dag).model.backbone, 'resnet50'),
+    '--weights': (['--backbone', 'resnet50', '--weights', 'none'],
+                  lambda dag: _training(dag).model.weights, 'none'),
+    '--head-epochs-fraction': (
+        ['--head-epochs-fraction', '0.25'],
+        lambda dag: _training(dag).model.head_epochs_fraction, 0.25),
+    '--fine-tune-layers-fraction': (
+        ['--fine-tune-layers-fraction', '0.5'],
+        lambda dag: _training(dag).model.fine_tune_layers_fraction, 0.5),
+    '--fine-tune-learning-rate-factor': (
+        ['--fine-tune-learning-rate-factor', '0.5'],
+        lambda dag: _training(dag).model.fine_tune_learning_rate_factor, 0.5),
     '--augment': (['--augment'], lambda dag: _training(dag).model.augment,
                   True),
     '--no-augment': (['--no-augment'],

@@ -11,11 +11,13 @@ import pytest
 import tf_keras
 
 import local_runner
+from modules import model as model_lib
 from modules import tuner as tuner_module
 from modules import tuning
-from modules.architectures import ARCHITECTURES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
+from modules.architectures import ARCHITECTURES, BACKBONES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig, TuningConfig
 from pipeline import configs
+from records import features
 
 
 def _dag(tmp_path, *flags):
@@ -57,19 +59,23 @@ def test_tune_adds_the_tuner_before_the_trainer_and_nothing_else(tmp_path):
 
 
 def test_every_network_has_a_space():
-  assert set(tuning.SPACES) == set(ARCHITECTURES)
+  assert set(tuning.SPACES) == {*ARCHITECTURES, *BACKBONES}
 
 
-@pytest.mark.parametrize('network', [SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN])
+@pytest.mark.parametrize('network', [SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN,
+                                     'mobilenet-v2'])
 def test_a_point_of_the_space_sets_the_network_rate_widths_and_dropout(
     network):
   config = TrainingConfig()
   values = {tuning.NETWORK: network, tuning.LEARNING_RATE: 0.0042,
             tuning.WIDTH: 0.5, tuning.DROPOUT: 0.15}
+  if network in BACKBONES:
+    config = dataclasses.replace(config, model=dataclasses.replace(
+        config.model, backbone=network))
   tuned = tuning.apply(config, values)
   space = tuning.SPACES[network]
   assert tuned.learning_rate == 0.0042
-  assert tuned.model.architecture == network
+  assert model_lib.choose(tuned.model, features.MNIST_GEOMETRY)[0] == network
   if space.dropout:
     assert getattr(tuned.model, space.dropout) == 0.15
   for field in space.widths:

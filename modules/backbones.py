@@ -1,0 +1,224 @@
+"""Pretrained backbones (`--backbone`): a Keras Application without its
+top, its weights, and the model around it.
+
+The model takes what every network here takes, the Transform graph's
+normalised images [N, H, W, C], so the serving signatures are unchanged;
+inside it, before the backbone, the backbone's own input:
+
+  augmentation   as the scratch networks' (modules/model.py), on the
+                 normalised images, training only
+  pixels         the normalisation undone with the constants the Transform
+                 learnt (transform.normalisation_constants): 0..255 again
+  RGB            grey images repeated to 3 channels
+  resize         to the backbone's input size (ModelConfig.
+                 backbone_image_size: its own 224x224 unless --image-size
+                 gave one), and never below 32x32, Keras' minimum
+  preprocess     the application's preprocess_input (scaling, or BGR and
+                 ImageNet means); MobileNetV3 and EfficientNet do theirs
+                 inside the application
+then the backbone, called with training=False when its weights are
+pretrained (batch norm in inference mode, as Keras' transfer-learning guide
+does: fine-tuning with batch statistics of small batches would wreck the
+pretrained features), and the head: global average pooling, dropout, dense
+classes.
+
+Why resize in the model, not in ImageExampleGen: the data half of the DAG
+(Examples, statistics, schema, Transform) stays the same whichever network
+trains, so trying a backbone re-runs only the Trainer onwards; IDX files,
+which ExampleGen cannot resize, work as image folders do; and small images
+are not stored four to fifty times larger. ExampleGen's own geometry choice
+already brings large photos down to at most 224 pixels a side.
+
+Weights: `imagenet` downloads Keras' published file once into Keras' cache
+(keras.utils.get_file, as the applications themselves do, from the URL each
+one builds: WEIGHTS below), a PATH is loaded as it is, `none` trains from
+scratch.
+"""
+
+import dataclasses
+import os
+import tempfile
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+from modules import model as model_lib
+from modules import transform
+from modules.architectures import (BACKBONE_MIN_SIDE, BACKBONE_SIZES,  # pylint: disable=g-multiple-import
+                                   IMAGENET, NO_WEIGHTS)
+from modules.training_config import ModelConfig
+from records import features
+
+
+@dataclasses.dataclass(frozen=True)
+class Weights:
+  """Keras' published ImageNet weights of an application without its top:
+  the file, where Keras Applications download it from, and its MD5 (None
+  where Keras checks none)."""
+  file_name: str
+  base_url: str
+  md5: Optional[str]
+
+  @property
+  def url(self) -> str:
+    return self.base_url + self.file_name
+
+
+_KERAS_APPLICATIONS = 'https://storage.googleapis.com/tensorflow/keras-applications/'
+# Application, module of its preprocess_input, weights: tests/test_backbones.py
+# checks these against what each application downloads.
+APPLICATIONS = {
+    'mobilenet-v3-small': (
+        'MobileNetV3Small', 'mobilenet_v3', Weights(
+            'weights_mobilenet_v3_small_224_1.0_float_no_top_v2.h5',
+            _KERAS_APPLICATIONS + 'mobilenet_v3/',
+            'd3e8ec802a04aa4fc771ee12a9a9b836')),
+    'mobilenet-v3-large': (
+        'MobileNetV3Large', 'mobilenet_v3', Weights(
+            'weights_mobilenet_v3_large_224_1.0_float_no_top_v2.h5',
+            _KERAS_APPLICATIONS + 'mobilenet_v3/',
+            '07fb09a5933dd0c8eaafa16978110389')),
+    # Keras picks MobileNetV2's file by input size; the 224 one fits any.
+    'mobilenet-v2': (
+        'MobileNetV2', 'mobilenet_v2', Weights(
+            'mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5',
+            _KERAS_APPLICATIONS + 'mobilenet_v2/', None)),
+    'efficientnet-b0': (
+        'EfficientNetB0', 'efficientnet', Weights(
+            'efficientnetb0_notop.h5',
+            'https://storage.googleapis.com/keras-applications/',
+            '50bc09e76180e00e4465e1a485ddc09d')),
+    'resnet50': (
+        'ResNet50', 'resnet50', Weights(
+            'resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5',
+            _KERAS_APPLICATIONS + 'resnet/',
+            '4d473c1dd8becc155b73f8504c6f6626')),
+}
+assert set(APPLICATIONS) == set(BACKBONE_SIZES)
+# Where keras.utils.get_file keeps what it downloads (its default cache).
+CACHE_SUBDIR = 'models'
+
+
+class WeightsError(ValueError):
+  """Weights that cannot be had or do not fit: one line, naming the file
+  or the URL and the way out."""
+
+
+def keras_cache_dir() -> str:
+  """Keras' download cache, as keras.utils.get_file chooses it."""
+  base = os.path.expanduser(os.path.join('~', '.keras'))
+  if not os.access(base, os.W_OK):  # get_file's own fallback.
+    base = os.path.join('/tmp', '.keras')
+  return os.path.join(base, CACHE_SUBDIR)
+
+
+def imagenet_weights(name: str) -> str:
+  """The local path of `name`'s ImageNet weights, downloaded into Keras'
+  cache unless already there."""
+  weights = APPLICATIONS[name][2]
+  try:
+    return keras.utils.get_file(weights.file_name, weights.url,
+                                cache_subdir=CACHE_SUBDIR,
+                                file_hash=weights.md5)
+  except Exception as e:  # get_file raises a bare Exception for URL errors.
+    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise WeightsError(
+        f'cannot download the ImageNet weights of --backbone {name} from '
+        f'{weights.url} ({reason}); without network, fetch that file '
+        f'elsewhere and pass --weights PATH (or put it in '
+        f'{keras_cache_dir()}), or train from scratch with --weights '
+        f'{NO_WEIGHTS}') from e
+
+
+def weights_file(config: ModelConfig) -> Optional[str]:
+  """The local weights file the backbone starts from; None: from scratch."""
+  weights = config.backbone_weights
+  if weights == NO_WEIGHTS:
+    return None
+  if weights == IMAGENET:
+    return imagenet_weights(config.backbone)
+  if not tf.io.gfile.exists(weights):
+    raise WeightsError(f'--weights {weights}: no such file')
+  if '://' not in weights:
+    return weights
+  # h5py reads local files only: an object store's file is copied first,
+  # keeping its name (Keras picks the format by the name's ending).
+  local = os.path.join(tempfile.mkdtemp(prefix='backbone-weights-'),
+                       os.path.basename(weights))
+  tf.io.gfile.copy(weights, local)
+  return local
+
+
+def input_size(config: ModelConfig,
+               geometry: features.ImageGeometry) -> Tuple[int, int]:
+  """(height, width) the backbone sees."""
+  del geometry  # The size is the backbone's, or the one configured.
+  height, width = (config.backbone_image_size or
+                   BACKBONE_SIZES[config.backbone])
+  return max(height, BACKBONE_MIN_SIDE), max(width, BACKBONE_MIN_SIDE)
+
+
+def application(name: str, size: Tuple[int, int],
+                weights: Optional[str]) -> keras.Model:
+  """Keras Application `name` without its top, on RGB images of `size`
+  (0..255 after its preprocess_input), with `weights` loaded (a file;
+  None: as initialised)."""
+  constructor = getattr(keras.applications, APPLICATIONS[name][0])
+  backbone = constructor(input_shape=(*size, 3), include_top=False,
+                         weights=None)
+  if weights:
+    try:
+      backbone.load_weights(weights)
+    except (OSError, ValueError, KeyError) as e:
+      first = str(e).strip().splitlines()[0] if str(e).strip() else ''
+      raise WeightsError(
+          f'--weights {weights}: not weights of --backbone {name} without '
+          f'its top ({type(e).__name__}: {first})') from e
+  return backbone
+
+
+def preprocess_input(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
+  return getattr(keras.applications, APPLICATIONS[name][1]).preprocess_input
+
+
+def check_weights(config: ModelConfig) -> None:
+  """Fetches or reads the weights and loads them into the backbone, as the
+  Trainer will: what it raises then, raised now (WeightsError)."""
+  weights = weights_file(config)
+  if weights:
+    application(config.backbone, BACKBONE_SIZES[config.backbone], weights)
+
+
+def build(geometry: features.ImageGeometry, num_classes: int,
+          config: ModelConfig, mean: np.ndarray,
+          variance: np.ndarray) -> Tuple[keras.Model, keras.Model]:
+  """(The model, its backbone): normalised images [batch, H, W, C] ->
+  logits [batch, classes]; see the module docstring. mean, variance: the
+  Transform's per-channel normalisation constants."""
+  size = input_size(config, geometry)
+  backbone = application(config.backbone, size, weights_file(config))
+  inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
+  augment, _ = model_lib.choose_augment(config, geometry)
+  x = model_lib.augmentation(config)(inputs) if augment else inputs
+  std = np.sqrt(np.asarray(variance, np.float64) + transform.VARIANCE_EPSILON)
+  x = keras.layers.Rescaling(
+      scale=[float(s * 255) for s in std],
+      offset=[float(m * 255) for m in np.asarray(mean)], name='pixels')(x)
+  if geometry.channels == 1:
+    x = keras.layers.Concatenate(name='rgb')([x, x, x])
+  if size != (geometry.height, geometry.width):
+    x = keras.layers.Resizing(*size, name='resize')(x)
+  x = preprocess_input(config.backbone)(x)
+  # Pretrained: batch norm in inference mode, always. From scratch there are
+  # no statistics to keep: it normalises with the batch's, as in any
+  # network trained from scratch (while frozen it runs in inference mode).
+  x = (backbone(x) if config.backbone_weights == NO_WEIGHTS
+       else backbone(x, training=False))
+  x = keras.layers.GlobalAveragePooling2D(name='pool')(x)
+  x = keras.layers.Dropout(config.head_dropout, name='head_dropout')(x)
+  logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
+  model = keras.Model(inputs, logits,
+                      name=config.backbone.replace('-', '_') + '_classifier')
+  return model, backbone

@@ -1,0 +1,261 @@
+"""Pretrained backbones (--backbone), without network: weights from a file
+the test writes, the two training phases, the served model's signatures,
+the offline error before the DAG starts, a wrong weights file, and nothing
+changed without --backbone."""
+
+import argparse
+import json
+import os
+import socket
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+from components.image_example_gen.options import ImageExampleGenOptions
+from data import shapes
+from modules import backbones
+from modules import fine_tune
+from modules import progress
+from modules import trainer
+from modules.architectures import BACKBONES
+from modules.training_config import Budget, ModelConfig, TrainingConfig
+from pipeline import knobs as knobs_lib
+from records import features
+from runners import flags
+from tests import artifacts
+from tests.absl_lines import absl_lines
+from tests import local_run
+from tests import serving
+
+NAME = 'mobilenet-v3-small'
+SIZE = 32
+CLASSES = shapes.SHAPES[:3]
+
+
+def _closed_port() -> int:
+  """A loopback port nothing listens on: a proxy there refuses at once."""
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def no_network(home) -> dict:
+  """Environment of a machine without network and with an empty Keras
+  cache: every HTTP(S) request goes to a proxy that refuses it, so the
+  real internet is never reached."""
+  proxy = f'http://127.0.0.1:{_closed_port()}'
+  return {'HOME': str(home), 'https_proxy': proxy, 'http_proxy': proxy,
+          'HTTPS_PROXY': proxy, 'HTTP_PROXY': proxy, 'no_proxy': '',
+          'NO_PROXY': ''}
+
+
+@pytest.fixture(scope='module')
+def weights_path(tmp_path_factory):
+  """Weights of the backbone at its initialisation, saved as a user's
+  weights file is."""
+  path = tmp_path_factory.mktemp('weights') / 'backbone.weights.h5'
+  backbones.application(NAME, (SIZE, SIZE), None).save_weights(str(path))
+  return str(path)
+
+
+def test_the_weights_table_is_what_keras_applications_download():
+  # Keras builds each URL inside the application's function; its module
+  # constants hold the base URL and the hashes. A change there shows here.
+  from tf_keras.src.applications import efficientnet, mobilenet_v2, mobilenet_v3, resnet  # pylint: disable=g-import-not-at-top,g-multiple-import
+  tables = {'mobilenet-v3-small': (mobilenet_v3.BASE_WEIGHT_PATH,
+                                   mobilenet_v3.WEIGHTS_HASHES[
+                                       'small_224_1.0_float'][1]),
+            'mobilenet-v3-large': (mobilenet_v3.BASE_WEIGHT_PATH,
+                                   mobilenet_v3.WEIGHTS_HASHES[
+                                       'large_224_1.0_float'][1]),
+            'mobilenet-v2': (mobilenet_v2.BASE_WEIGHT_PATH, None),
+            'efficientnet-b0': (efficientnet.BASE_WEIGHTS_PATH,
+                                efficientnet.WEIGHTS_HASHES['b0'][1]),
+            'resnet50': (resnet.BASE_WEIGHTS_PATH,
+                         resnet.WEIGHTS_HASHES['resnet50'][1])}
+  assert set(tables) == set(BACKBONES) == set(backbones.APPLICATIONS)
+  for name, (base_url, md5) in tables.items():
+    weights = backbones.APPLICATIONS[name][2]
+    assert (weights.base_url, weights.md5) == (base_url, md5), name
+    assert weights.url.endswith('.h5')
+    assert callable(getattr(keras.applications, backbones.APPLICATIONS[name][0]))
+
+
+def test_without_network_the_download_fails_in_one_line_with_the_way_out(
+    tmp_path, monkeypatch):
+  for key, value in no_network(tmp_path).items():
+    monkeypatch.setenv(key, value)
+  with pytest.raises(backbones.WeightsError) as raised:
+    backbones.imagenet_weights(NAME)
+  message = str(raised.value)
+  assert '\n' not in message
+  assert backbones.APPLICATIONS[NAME][2].url in message
+  assert '--weights PATH' in message and '--weights none' in message
+
+
+def test_a_wrong_weights_file_is_named(tmp_path, weights_path):
+  not_h5 = tmp_path / 'notes.h5'
+  not_h5.write_text('not weights')
+  for wrong, backbone in ((str(not_h5), NAME),
+                          (weights_path, 'mobilenet-v2')):  # Another network's.
+    config = ModelConfig(backbone=backbone, weights=wrong)
+    with pytest.raises(backbones.WeightsError,
+                       match=f'--weights {wrong}: not weights of --backbone '
+                       f'{backbone}') as raised:
+      backbones.application(backbone, (SIZE, SIZE),
+                            backbones.weights_file(config))
+    assert '\n' not in str(raised.value)
+  with pytest.raises(backbones.WeightsError, match='no such file'):
+    backbones.weights_file(ModelConfig(backbone=NAME,
+                                       weights=str(tmp_path / 'missing.h5')))
+
+
+def _weights(layers):
+  return [[w.copy() for w in layer.get_weights()] for layer in layers]
+
+
+def _changed(before, after):
+  return [any(not np.array_equal(b, a) for b, a in zip(old, new))
+          for old, new in zip(before, after)]
+
+
+def test_the_head_trains_first_then_only_the_top_of_the_backbone(
+    weights_path):
+  # MNIST-size grey images: repeated to RGB, resized up to 32x32.
+  geometry = features.ImageGeometry(28, 28, 1)
+  config = ModelConfig(backbone=NAME, weights=weights_path, augment=False,
+                       backbone_image_size=(28, 28))
+  model, backbone = backbones.build(geometry, 3, config, np.array([0.3]),
+                                    np.array([0.04]))
+  assert backbone.input_shape[1:] == (SIZE, SIZE, 3)
+  initial = _weights(backbone.layers)
+  file_weights = backbones.application(NAME, (SIZE, SIZE), weights_path)
+  for mine, saved in zip(backbone.get_weights(), file_weights.get_weights()):
+    np.testing.assert_array_equal(mine, saved)
+  rng = np.random.default_rng(0)
+  images = rng.normal(size=(16, *geometry.shape)).astype(np.float32)
+  labels = rng.integers(0, 3, size=16)
+  after_phase = []
+
+  def fit(epochs, initial_epoch, learning_rate):
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    head_before = model.get_layer('logits').get_weights()[0].copy()
+    model.fit(images, labels, batch_size=8, epochs=epochs,
+              initial_epoch=initial_epoch, verbose=0)
+    assert not np.array_equal(head_before,
+                              model.get_layer('logits').get_weights()[0])
+    after_phase.append((learning_rate, _weights(backbone.layers)))
+
+  fine_tune.train(backbone, 2, config, 1e-2, fit)
+  [(head_lr, head_only), (tune_lr, tuned)] = after_phase
+  assert tune_lr == pytest.approx(head_lr * config.fine_tune_learning_rate_factor)
+  assert not any(_changed(initial, head_only))  # Phase 1: frozen.
+  first = fine_tune.first_trained_layer(backbone, config)
+  assert 0 < first < len(backbone.layers)
+  changed = _changed(head_only, tuned)
+  assert not any(changed[:first]) and any(changed[first:])
+  # Batch norm in inference mode: its ImageNet statistics stay.
+  for layer, old, new in zip(backbone.layers, head_only, tuned):
+    if isinstance(layer, keras.layers.BatchNormalization):
+      np.testing.assert_array_equal(old[2:], new[2:])  # Moving mean, var.
+
+
+@pytest.fixture(scope='module')
+def served(tmp_path_factory, weights_path):
+  """run_fn on a colour shapes folder through real ExampleGen and Transform,
+  from the weights file: the serving model's directory and the data."""
+  tmp = tmp_path_factory.mktemp('backbone')
+  shapes.write(str(tmp / 'data'), per_class=8, size=SIZE, eval_per_class=4,
+               shapes=CLASSES)
+  geometry = features.ImageGeometry(SIZE, SIZE, 3)
+  examples = artifacts.run_example_gen(
+      tmp / 'data', tmp / 'examples', ImageExampleGenOptions(
+          num_shards=2, input_format='images', geometry=geometry))
+  patterns = {split: os.path.join(examples.uri, f'Split-{split}', '*')
+              for split in ('train', 'eval')}
+  artifacts.make_transform_output(patterns['train'], geometry,
+                                  str(tmp / 'transform'))
+  config = TrainingConfig(
+      budget=Budget(epochs=2), batch_size=8,
+      model=ModelConfig(backbone=NAME, weights=weights_path,
+                        backbone_image_size=(SIZE, SIZE)))
+  with absl_lines(progress.EPOCH_LINE) as epochs:
+    trainer.run_fn(FnArgs(
+        train_files=[patterns['train']], eval_files=[patterns['eval']],
+        train_steps=4, eval_steps=None,
+        transform_graph_path=str(tmp / 'transform'),
+        serving_model_dir=str(tmp / 'serving'),
+        model_run_dir=str(tmp / 'model_run'),
+        custom_config={'training': config.to_dict()}))
+  # One line per epoch of the run, numbered across both phases.
+  assert [line.split(':')[0] for line in epochs] == ['Epoch 1/2', 'Epoch 2/2']
+  return str(tmp / 'serving'), tmp / 'data'
+
+
+def test_the_served_backbone_answers_every_signature(served):
+  path, data = served
+  with open(os.path.join(path, 'assets.extra', 'training_plan.json')) as f:
+    plan = json.load(f)
+  assert plan['architecture'] == NAME
+  assert plan['backbone']['head_epochs'] == 1
+  assert plan['backbone']['fine_tuning_epochs'] == 1
+  assert plan['backbone']['input_size'] == [SIZE, SIZE]
+  model = tf.saved_model.load(path)
+  files = sorted((data / 'eval').glob('*/*.png'))
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  images = np.stack([np.asarray(Image.open(f).convert('RGB')) for f in files])
+  probabilities, classes = serving.classify_images(model, images)
+  assert probabilities.shape == (len(files), len(CLASSES))
+  np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-5)
+  out = model.signatures['serving_default'](
+      examples=tf.constant(serving.serialized_examples(images)))
+  np.testing.assert_allclose(out['probabilities'].numpy(), probabilities,
+                             rtol=1e-4, atol=1e-5)
+  out = model.signatures['serve_image_bytes'](
+      image_bytes=tf.constant([f.read_bytes() for f in files]))
+  np.testing.assert_array_equal(out['classes'].numpy(), classes)
+
+
+def _knobs(*argv):
+  parser = argparse.ArgumentParser()
+  flags.add_flags(parser, 'data', 'data')
+  return flags.knobs_from_args(parser.parse_args(list(argv)))
+
+
+def test_without_backbone_nothing_changes():
+  assert _knobs() == knobs_lib.Knobs()
+  assert _knobs('--input-format', 'images', '--image-size', '64x64'
+                ).training == TrainingConfig()
+  with pytest.raises(SystemExit, match='--weights applies to a pretrained '
+                     'backbone only'):
+    _knobs('--weights', 'none')
+  chosen = _knobs('--input-format', 'images', '--image-size', '64x64',
+                  '--backbone', NAME).training.model
+  assert (chosen.backbone, chosen.backbone_weights,
+          chosen.backbone_image_size) == (NAME, 'imagenet', (64, 64))
+  with pytest.raises(SystemExit):  # argparse: 'expected a fraction ...'.
+    _knobs('--backbone', NAME, '--head-epochs-fraction', '2')
+  # The config round-trips through the Trainer's custom_config.
+  training = _knobs('--backbone', NAME, '--weights', 'w.h5').training
+  assert TrainingConfig.from_dict(json.loads(json.dumps(
+      training.to_dict()))) == training
+
+
+def test_the_local_runner_stops_before_the_dag_without_network(tmp_path):
+  shapes.write(str(tmp_path / 'data'), per_class=2, size=SIZE,
+               eval_per_class=1, shapes=CLASSES)
+  (tmp_path / 'home').mkdir()
+  result = local_run.run(
+      '--data-dir', str(tmp_path / 'data'), '--input-format', 'images',
+      '--output-dir', str(tmp_path / 'out'), '--backbone', NAME,
+      local_run.ONE_PROCESS, env=no_network(tmp_path / 'home'), timeout=300)
+  assert result.returncode == 1
+  assert '▶' not in result.stdout  # No component started.
+  [line] = [l for l in result.stderr.splitlines() if l.startswith('error')]
+  assert backbones.APPLICATIONS[NAME][2].url in line
+  assert '--weights PATH' in line
