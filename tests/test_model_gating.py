@@ -3,17 +3,21 @@ push the served model again.
 
 The runs are tests/tiny_runs.py's `two_runs` (shared with the inspection
 tests): a first run pushes a good model, and the same run again pushes
-nothing new. Each later case starts from the output directory exactly as
-those two runs left it, and puts it back afterwards, whatever the other
-tests did (each test runs alone and in any order): a much worse model
-(above the threshold, below the served one) is not pushed; the same worse
-model against a higher threshold is not pushed either. In each, the first
-model stays the newest version.
+nothing new. Then one much worse model runs twice on that output
+directory, which is put back as the two runs left it afterwards, for the
+other tests (each runs alone and in any order): above the threshold but
+below the served model, it is not pushed; against a higher threshold (its
+Trainer answered from the cache), it is not pushed either. In each, the
+first model stays the newest version.
 """
 
+import dataclasses
 import os
 import shutil
+import subprocess
+from typing import List, Set, Tuple
 
+from ml_metadata.proto import metadata_store_pb2
 import pytest
 import tensorflow_model_analysis as tfma
 
@@ -21,8 +25,9 @@ from tests import local_run
 from tests import mlmd
 from tests import tiny_runs
 
-# A learning rate this small leaves the model at its random start: ~10%.
-UNTRAINED = ['--learning-rate', '1e-9']
+# A learning rate this small leaves the model at its random start (~10%),
+# after a few steps as after many.
+UNTRAINED = ['--learning-rate', '1e-9', '--epochs', '1', '--train-steps', '2']
 
 
 def _runs_newest(store, type_name):
@@ -45,11 +50,44 @@ def _run(workspace, *args):
                        *args)
 
 
-@pytest.fixture
-def workspace(two_runs):
-  """The shared runs' folder, for a test that runs again on their output
-  directory: put back as the two runs left it once the test is done, for
-  the other tests that read it.
+@dataclasses.dataclass
+class Outcome:
+  """What a run on the shared runs' output directory left there."""
+  result: subprocess.CompletedProcess
+  served_before: List[str]
+  served_after: List[str]
+  blessing: metadata_store_pb2.Artifact  # The newest.
+  baselines: List[metadata_store_pb2.Artifact]  # Models its blessing names.
+  failures: Set[Tuple[str, bool]]
+  pushed: int  # The newest PushedModel's `pushed`.
+  trainer_states: List[str]
+
+
+def _run_and_look(workspace, *args) -> Outcome:
+  served_before = _served(workspace)
+  result = _run(workspace, *args)
+  store = mlmd.open_store(str(workspace / 'out'))
+  blessing = _runs_newest(store, 'ModelBlessing')
+  baseline_id = blessing.custom_properties['baseline_model_id'].int_value
+  return Outcome(
+      result=result, served_before=served_before,
+      served_after=_served(workspace), blessing=blessing,
+      baselines=[a for a in store.get_artifacts_by_type('Model')
+                 if a.id == baseline_id],
+      failures=_failures(store),
+      pushed=_runs_newest(store, 'PushedModel').custom_properties[
+          'pushed'].int_value,
+      trainer_states=mlmd.execution_states(store)['Trainer'])
+
+
+@pytest.fixture(scope='module')
+def worse_model(two_runs):
+  """One untrained model, run twice on the shared runs' output directory:
+  against a threshold anything meets, so that only the comparison with the
+  served model can stop it, then against one it misses (its Trainer
+  answered from the cache: only the threshold changed). Returns the two
+  Outcomes, with the directory put back as the two runs left it, for the
+  other tests that read it.
 
   Put back at the same path, not run on in a copy elsewhere: ML Metadata's
   artifact URIs and the PushedModel's destination are absolute paths under
@@ -58,10 +96,14 @@ def workspace(two_runs):
   out, kept = two_runs / 'out', two_runs / 'out-as-the-two-runs-left-it'
   shutil.copytree(out, kept, symlinks=True)
   try:
-    yield two_runs
+    comparison = _run_and_look(two_runs, '--accuracy-threshold', '0',
+                               *UNTRAINED)
+    threshold = _run_and_look(two_runs, '--accuracy-threshold', '0.5',
+                              *UNTRAINED)
   finally:
     shutil.rmtree(out)
     os.rename(kept, out)
+  return comparison, threshold
 
 
 def _served(workspace):
@@ -93,34 +135,27 @@ def test_2_a_rerun_does_not_push_the_same_model_again(two_runs):
   assert mlmd.execution_states(store)['Trainer'] == ['COMPLETE', 'CACHED']
 
 
-def test_3_a_model_worse_than_the_served_one_is_not_pushed(workspace):
-  [version] = _served(workspace)
-  # The threshold lets anything through: only the comparison can stop it.
-  result = _run(workspace, '--accuracy-threshold', '0', *UNTRAINED)
-  assert result.returncode == 0, result.stderr
-  store = mlmd.open_store(str(workspace / 'out'))
-  blessing = _runs_newest(store, 'ModelBlessing')
-  assert blessing.custom_properties['blessed'].int_value == 0
+def test_3_a_model_worse_than_the_served_one_is_not_pushed(worse_model):
+  outcome, _ = worse_model
+  [version] = outcome.served_before
+  assert outcome.result.returncode == 0, outcome.result.stderr
+  assert outcome.blessing.custom_properties['blessed'].int_value == 0
   # It was compared against the served model, and lost.
-  served_model = [a for a in store.get_artifacts_by_type('Model')
-                  if a.id == blessing.custom_properties[
-                      'baseline_model_id'].int_value]
-  assert served_model
-  assert _failures(store) == {('sparse_categorical_accuracy', True)}
-  assert 'against the last blessed model (worse)' in result.stdout
-  assert _runs_newest(store, 'PushedModel').custom_properties[
-      'pushed'].int_value == 0
-  assert _served(workspace) == [version]
+  assert outcome.baselines
+  assert outcome.failures == {('sparse_categorical_accuracy', True)}
+  assert 'against the last blessed model (worse)' in outcome.result.stdout
+  assert outcome.pushed == 0
+  assert outcome.served_after == [version]
 
 
-def test_4_a_model_below_the_threshold_is_not_pushed(workspace):
-  [version] = _served(workspace)
-  result = _run(workspace, '--accuracy-threshold', '0.5', *UNTRAINED)
-  assert result.returncode == 0, result.stderr
-  store = mlmd.open_store(str(workspace / 'out'))
-  assert ('sparse_categorical_accuracy', False) in _failures(store)
-  assert 'below the threshold 0.5' in result.stdout
-  assert _runs_newest(store, 'PushedModel').custom_properties[
-      'pushed'].int_value == 0
+def test_4_a_model_below_the_threshold_is_not_pushed(worse_model):
+  _, outcome = worse_model
+  [version] = outcome.served_before
+  assert outcome.result.returncode == 0, outcome.result.stderr
+  # The model of test 3, evaluated again against the higher threshold.
+  assert outcome.trainer_states[-1] == 'CACHED'
+  assert ('sparse_categorical_accuracy', False) in outcome.failures
+  assert 'below the threshold 0.5' in outcome.result.stdout
+  assert outcome.pushed == 0
   # The first model is still the one served, and the newest version.
-  assert _served(workspace) == [version]
+  assert outcome.served_after == [version]

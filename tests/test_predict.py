@@ -1,5 +1,6 @@
 """The predict tool (`image-pipeline-predict`, `python -m predict`) on a tiny
-model trained by the Trainer's run_fn and placed as a pipeline pushes it."""
+model trained by the Trainer's run_fn (tests/tiny_models.py) and placed as a
+pipeline pushes it."""
 
 import csv
 import io
@@ -17,20 +18,17 @@ from PIL import Image
 from modules import signatures
 from predict import cli
 from predict import inputs
-from records import features
 from tests import local_run
-from tests import tiny_models
 
 VERSION = '1700000000'
 
 
 @pytest.fixture(scope='module')
-def served(tmp_path_factory):
+def served(grey_model, tmp_path_factory):
   """(pipeline output dir, eval images, their classes and names through
   serve_images)."""
-  tmp = tmp_path_factory.mktemp('predict')
-  path, written = tiny_models.train(tmp, features.MNIST_GEOMETRY)
-  out = tmp / 'out'
+  path, written = grey_model  # tests/tiny_models.py: shared, read only.
+  out = tmp_path_factory.mktemp('predict') / 'out'
   shutil.copytree(path, out / 'serving_model' / VERSION)
   images, _ = written['t10k']
   answer = tf.saved_model.load(path).signatures[signatures.IMAGES_SIGNATURE](

@@ -23,8 +23,8 @@ RGB = features.ImageGeometry(16, 16, 3)
 
 
 @pytest.fixture(scope='module')
-def grey(tmp_path_factory):
-  path, written = tiny_models.train(tmp_path_factory.mktemp('grey'), GREY)
+def grey(grey_model):
+  path, written = grey_model  # tests/tiny_models.py: shared, read only.
   return path, tf.saved_model.load(path), written['t10k']
 
 
