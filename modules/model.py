@@ -107,6 +107,11 @@ def compile_for_training(model: keras.Model, config: TrainingConfig,
                          num_classes: int, total_steps: int) -> None:
   """Adam on the one-cycle schedule over `total_steps`, the (smoothed)
   cross-entropy and accuracy: as the Trainer and the Tuner's trials train."""
+  # AutoGraph leaves the `keras` package alone but not `tf_keras`: it would
+  # convert Keras's train and test steps and everything they call, seconds
+  # of tracing before the first step. Keras's code needs no conversion.
+  model.train_step = tf.autograph.experimental.do_not_convert(model.train_step)
+  model.test_step = tf.autograph.experimental.do_not_convert(model.test_step)
   model.compile(
       optimizer=keras.optimizers.Adam(one_cycle(
           config.learning_rate, config.budget.warmup_fraction, total_steps)),

@@ -46,7 +46,7 @@ def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
                      mean: np.ndarray, variance: np.ndarray):
   """uint8 [N, H, W, C] -> probabilities, as a concrete function."""
 
-  @tf.function(input_signature=[
+  @tf.function(autograph=False, input_signature=[
       tf.TensorSpec([None, *geometry.shape], tf.uint8, name='images')])
   def classify(images):
     logits = model(transform.normalise(images, mean, variance), training=False)

@@ -103,20 +103,23 @@ def export_serving_model(model: keras.Model,
     return {PROBABILITIES: probabilities, CLASSES: classes,
             CLASS_NAMES: tf.gather(names, classes)}
 
-  @tf.function(input_signature=[
+  # autograph=False: the model and the transform need no conversion, and
+  # AutoGraph would convert tf_keras's layers (model.compile_for_training
+  # says why) at every trace.
+  @tf.function(autograph=False, input_signature=[
       tf.TensorSpec([None], tf.string, name='examples')])
   def serve_examples(examples):
     transformed = model.tft_layer(tf.io.parse_example(examples, request_spec))
     return classify(transformed[features.IMAGE_KEY])
 
-  @tf.function(input_signature=[
+  @tf.function(autograph=False, input_signature=[
       tf.TensorSpec(None, tf.uint8, name='images')])
   def serve_images(images):
     # The transform's second half on the pixels as sent: no raw bytes.
     return classify(transform.normalise(decode.check_images(images, geometry),
                                         mean, variance))
 
-  @tf.function(input_signature=[
+  @tf.function(autograph=False, input_signature=[
       tf.TensorSpec([None], tf.string, name='image_bytes')])
   def serve_image_bytes(image_bytes):
     return classify(transform.normalise(
