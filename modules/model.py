@@ -124,13 +124,14 @@ def loss(num_classes: int, label_smoothing: float = 0.0):
   (Keras smooths one-hot labels only)."""
   if not label_smoothing:
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-  smoothed = keras.losses.CategoricalCrossentropy(
-      from_logits=True, label_smoothing=label_smoothing)
 
+  # A function of per-example losses: Model.compile wraps it to reduce
+  # them as each distribution strategy needs.
   def smoothed_cross_entropy(labels, logits):
     labels = tf.one_hot(tf.cast(tf.reshape(labels, [-1]), tf.int32),
                         num_classes)
-    return smoothed(labels, logits)
+    return keras.losses.categorical_crossentropy(
+        labels, logits, from_logits=True, label_smoothing=label_smoothing)
   return smoothed_cross_entropy
 
 

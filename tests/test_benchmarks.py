@@ -197,11 +197,13 @@ def test_quick_time_to_accuracy_races_the_bare_script(tmp_path):
   assert all(verdict in ('met', '**not met**') for _, _, verdict in goals)
   _, rows = _table(report, heading, which=1)
   script, pipeline = rows  # Quick mode: one seed.
-  assert (script[0], script[1], pipeline[1]) == (
-      '1', 'bare Keras script', 'pipeline, defaults')
-  wall = {r[1]: float(r[2].removesuffix(' s')) for r in rows}
-  _assert_ratio(pipeline[7].rstrip('x') + 'x', wall['pipeline, defaults'],
-                wall['bare Keras script'], 'ratio')
+  assert (script[0], pipeline[1]) == ('1', 'pipeline, defaults')
+  # A script stopped short of the goal says its time is a lower bound.
+  reached = float(script[6].rstrip('%')) >= 99.3
+  assert script[1] == 'bare Keras script' + (
+      '' if reached else ' (goal not reached: a lower bound)')
+  _assert_ratio(pipeline[7], float(pipeline[2].removesuffix(' s')),
+                float(script[2].removesuffix(' s')), 'ratio')
   assert re.fullmatch(r'\d+\.\d\d%', pipeline[6])
   header, components = _table(report, heading, which=2)
   assert header == ['component', 'defaults, seed 1']
