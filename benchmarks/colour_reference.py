@@ -72,12 +72,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   keras.mixed_precision.set_global_policy(device_plan.precision)
   batch = device_plan.global_batch_size
   model = model_lib.build(plan.architecture, geometry, classes, config.model)
-  model.compile(
-      optimizer=keras.optimizers.Adam(trainer.one_cycle(
-          config.learning_rate, plan.warmup_fraction,
-          args.epochs * -(-len(y) // batch))),
-      loss=model_lib.loss(classes, config.label_smoothing),
-      metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+  model_lib.compile_for_training(model, config, classes,
+                                 args.epochs * -(-len(y) // batch))
 
   epoch_s, accuracy = [], []
 

@@ -158,7 +158,8 @@ def _small_bn_cnn_features(x, config: ModelConfig):
     # No bias: batch norm's offset does its job.
     x = keras.layers.Conv2D(filters, 3, padding='same', use_bias=False,
                             name=f'conv{i}')(x)
-    x = keras.layers.BatchNormalization(name=f'bn{i}')(x)
+    x = keras.layers.BatchNormalization(
+        momentum=config.batch_norm_momentum, name=f'bn{i}')(x)
     x = keras.layers.ReLU(name=f'relu{i}')(x)
   return keras.layers.Flatten()(x)
 
@@ -171,7 +172,7 @@ def _small_gap_cnn_features(x, config: ModelConfig):
     x = keras.layers.Conv2D(filters, 3, strides=2 if i == 1 else 1,
                             padding='same', use_bias=False, name=f'conv{i}')(x)
     x = keras.layers.BatchNormalization(
-        momentum=config.gap_batch_norm_momentum, name=f'bn{i}')(x)
+        momentum=config.batch_norm_momentum, name=f'bn{i}')(x)
     x = keras.layers.ReLU(name=f'relu{i}')(x)
     # Small images stop shrinking.
     if 1 < i < last and min(x.shape[1], x.shape[2]) >= 2:

@@ -86,6 +86,11 @@ class ModelConfig:
   small_grey_max_pixels: int = knob(
       32 * 32, 'auto: small-bn-cnn for grey images up to this many pixels '
       '(its dense head grows with the image area).')
+  batch_norm_momentum: float = knob(
+      0.9, 'small-bn-cnn and small-gap-cnn: how much of their value batch '
+      'norm\'s moving averages keep per step. Keras\'s 0.99 remembers too '
+      'many steps on a few thousand images, while the weights change under '
+      'them: evaluation then normalises with stale statistics.')
   # small-bn-cnn.
   bn_conv_filters: Tuple[int, ...] = knob(
       (32, 64, 128), 'small-bn-cnn: one conv block per width, a 2x2 '
@@ -101,11 +106,6 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  gap_batch_norm_momentum: float = knob(
-      0.9, 'small-gap-cnn: how much of their value batch norm\'s moving '
-      'averages keep per step. Keras\'s 0.99 remembers too many steps on a '
-      'few thousand images, while the weights change under them: '
-      'evaluation then normalises with stale statistics.')
   # A pretrained backbone (modules/backbones.py, modules/fine_tune.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '

@@ -200,7 +200,7 @@ def test_small_gap_cnn_does_not_grow_with_the_image():
   # Moving averages that keep up with a few thousand images' training.
   assert {layer.momentum for layer in model.layers
           if isinstance(layer, keras.layers.BatchNormalization)} == {
-              ModelConfig().gap_batch_norm_momentum} == {0.9}
+              ModelConfig().batch_norm_momentum} == {0.9}
   # Against the Flatten -> Dense head at 96x96: 37.7M parameters.
   mnist = model_lib.build_cnn(features.ImageGeometry(96, 96, 3), 10, CONFIG)
   assert mnist.count_params() > 37_000_000

@@ -15,6 +15,7 @@ from inspector import charts
 from inspector import queries
 from inspector import report
 from inspector import report_page
+from modules import devices as device_plans
 from pipeline import configs
 from runners import local_store
 from runners import run_report
@@ -147,7 +148,8 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
   assert 'training on CPU' in page
   # One precision, the one the Trainer used (its device plan).
   devices = page.split('<h3>Devices</h3>', 1)[1].split('</table>', 1)[0]
-  assert ['precision', 'float32'] in _rows(devices)
+  precision, _ = device_plans.cpu_precision(device_plans.cpu_flags())
+  assert ['precision', precision] in _rows(devices)
   assert 'mixed_precision' not in page
 
   # Evaluation: accuracy, threshold, baseline (none: the first model),
