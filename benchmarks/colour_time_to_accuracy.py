@@ -10,7 +10,6 @@ before's Trainer time.
 """
 
 import dataclasses
-import glob
 import json
 import os
 import subprocess
@@ -84,11 +83,7 @@ def run_variant(name: str, flags: Tuple[str, ...], shapes_dir: str,
        *shapes_run.RUNNER_FLAGS, *(QUICK_FLAGS if quick else ()), *flags])
   load = (load_start, os.getloadavg()[0])
   epoch_s, val_accuracy = local_run.epochs()
-  [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
-                                       'model', '*', 'Format-Serving'))
-  with open(os.path.join(model_dir, 'assets.extra',
-                         'training_plan.json')) as f:
-    plan = json.load(f)
+  model_dir, plan = runs.trainer_model(output_dir)
   with open(os.path.join(runs.newest_artifact(output_dir, 'Trainer',
                                               'model_run'),
                          'device_plan.json')) as f:

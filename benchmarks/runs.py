@@ -65,6 +65,18 @@ def newest_artifact(output_dir: str, component: str, output: str) -> str:
   return os.path.join(parent, max(os.listdir(parent), key=int))
 
 
+def trainer_model(output_dir: str) -> Tuple[str, Dict]:
+  """(The serving model's directory, its training_plan.json) of a local
+  run's Trainer (one run in `output_dir`), pushed or not."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import json  # pylint: disable=g-import-not-at-top
+  [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
+                                       'model', '*', 'Format-Serving'))
+  with open(os.path.join(model_dir, 'assets.extra',
+                         'training_plan.json')) as f:
+    return model_dir, json.load(f)
+
+
 @dataclasses.dataclass
 class LocalRun:
   command: List[str]

@@ -3,7 +3,6 @@ whole DAG with default training settings, and the trained model's accuracy
 through `serve_images` on images of another seed."""
 
 import glob
-import json
 import os
 
 import numpy as np
@@ -47,13 +46,7 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
   local_run = runs.run_local_runner(
       ['--data-dir', shapes_dir, '--output-dir', output_dir, *flags])
   epoch_s, val_accuracy = local_run.epochs()
-  # The Trainer's model, pushed or not (the Evaluator's verdict is the
-  # threshold's business, the accuracy is ours).
-  [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
-                                       'model', '*', 'Format-Serving'))
-  with open(os.path.join(model_dir, 'assets.extra',
-                         'training_plan.json')) as f:
-    plan = json.load(f)
+  model_dir, plan = runs.trainer_model(output_dir)
   images, labels = held_out_images(os.path.join(work_dir, 'shapes-test'),
                              test_per_class)
   pushed = bool(glob.glob(os.path.join(output_dir, 'serving_model', '*')))
