@@ -54,19 +54,24 @@ def _assert_ratio(cell: str, numerator: float, denominator: float,
                                                 denominator)
 
 
-def test_quick_benchmark_writes_a_complete_report(tmp_path):
-  datasets.write_idx_dataset(str(tmp_path / 'mnist'),
-                             {'train': 2000, 't10k': 400})
+def _quick(tmp_path, mnist_counts, *section_args, timeout=900):
+  """(The written report, stdout) of `python -m benchmarks --quick` on a
+  tiny IDX dataset of `mnist_counts` ({'train': N, 't10k': M})."""
+  datasets.write_idx_dataset(str(tmp_path / 'mnist'), mnist_counts)
   output = tmp_path / 'BENCHMARKS.md'
   result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks', '--quick',
+      [sys.executable, '-m', 'benchmarks', '--quick', *section_args,
        '--data-dir', str(tmp_path / 'mnist'), '--output', str(output),
        '--work-dir', str(tmp_path / 'work')],
-      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900)
+      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=timeout)
   print(result.stdout, result.stderr)
   assert result.returncode == 0
-  report = output.read_text()
-  assert report in result.stdout  # Printed and written alike.
+  return output.read_text(), result.stdout
+
+
+def test_quick_benchmark_writes_a_complete_report(tmp_path):
+  report, stdout = _quick(tmp_path, {'train': 2000, 't10k': 400})
+  assert report in stdout  # Printed and written alike.
   assert report.startswith('# Benchmarks (quick mode')
   assert re.search(r'\d+ CPU cores', report)
   assert 'python -m benchmarks --quick' in report
@@ -178,17 +183,8 @@ def test_rate_rows_give_each_rate_its_ratio_to_the_base():
 
 
 def test_quick_time_to_accuracy_races_the_bare_script(tmp_path):
-  datasets.write_idx_dataset(str(tmp_path / 'mnist'),
-                             {'train': 600, 't10k': 200})
-  output = tmp_path / 'BENCHMARKS.md'
-  result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks', '--quick',
-       '--section', 'time-to-accuracy', '--data-dir', str(tmp_path / 'mnist'),
-       '--output', str(output), '--work-dir', str(tmp_path / 'work')],
-      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900)
-  print(result.stdout, result.stderr)
-  assert result.returncode == 0
-  report = output.read_text()
+  report, _ = _quick(tmp_path, {'train': 600, 't10k': 200},
+                     '--section', 'time-to-accuracy')
   heading = '## MNIST time to accuracy'
   assert re.search(r'CPU: .*; flags: .*The Trainer trains in '
                    r'(float32|mixed_bfloat16)', report)
@@ -214,18 +210,8 @@ def test_quick_time_to_accuracy_races_the_bare_script(tmp_path):
 def test_quick_colour_time_to_accuracy_compares_the_pipeline_and_keras(
     tmp_path):
   # The section writes its own images; the benchmark wants MNIST all the same.
-  datasets.write_idx_dataset(str(tmp_path / 'mnist'), {'train': 200,
-                                                       't10k': 40})
-  output = tmp_path / 'BENCHMARKS.md'
-  result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks', '--quick',
-       '--section', 'colour-time-to-accuracy', '--output', str(output),
-       '--data-dir', str(tmp_path / 'mnist'),
-       '--work-dir', str(tmp_path / 'work')],
-      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=1800)
-  print(result.stdout, result.stderr)
-  assert result.returncode == 0
-  report = output.read_text()
+  report, _ = _quick(tmp_path, {'train': 200, 't10k': 40},
+                     '--section', 'colour-time-to-accuracy', timeout=1800)
   heading = '## Colour time to accuracy'
   assert '<!-- section colour-time-to-accuracy -->' in report
   assert re.search(r'CPU flags: .*; the Trainer computed in \w+', report)
