@@ -255,6 +255,10 @@ def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
               if key not in features.PIXEL_RANGE_KEYS}
   transform = tf_transform_output.transform_features_layer()
 
+  # tf.data would run this through AutoGraph, which converts the transform
+  # layer's tf_keras code (model.compile_for_training says why): seconds
+  # per dataset, for straight-line code.
+  @tf.autograph.experimental.do_not_convert
   def fn(serialized: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     transformed = transform(tf.io.parse_example(serialized, raw_spec))
     return transformed[features.IMAGE_KEY], transformed[features.LABEL_KEY]

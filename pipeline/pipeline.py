@@ -121,7 +121,7 @@ def create_pipeline(
       example_splits=['eval'],
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],
-      eval_config=_eval_config(evaluation.accuracy_threshold))
+      eval_config=eval_config(evaluation.accuracy_threshold))
 
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   if infrastructure.analysis_beam_pipeline_args:
@@ -178,11 +178,11 @@ def _baseline(baseline: str, serving_model_dir: str):
   raise ValueError(f'baseline {baseline!r}: last_blessed or served')
 
 
-def _eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
+def eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
   """Accuracy on the eval split: above the threshold, and no regression;
   and the confusion matrix (the inspector's, read from the evaluation)."""
   accuracy = tfma.MetricConfig(
-      class_name='SparseCategoricalAccuracy',
+      class_name='SparseCategoricalAccuracy', module='modules.accuracy',
       threshold=tfma.MetricThreshold(
           value_threshold=tfma.GenericValueThreshold(
               lower_bound={'value': accuracy_threshold}),

@@ -2,6 +2,7 @@
 networks, which one a geometry gets, augmentation and the training budget."""
 
 import argparse
+import importlib
 import json
 
 import numpy as np
@@ -9,13 +10,16 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+from modules import architectures
 from modules import devices
 from modules import model as model_lib
 from modules import trainer
 from modules import training_plan
 from modules.training_config import Budget, ModelConfig, TrainingConfig
+from pipeline import pipeline
 from records import features
 from runners import flags
+from tests import autograph_calls
 
 CONFIG = ModelConfig()
 
@@ -295,3 +299,43 @@ def test_a_dataset_preset_brings_its_epochs_and_flags_win():
   assert epochs('--dataset', 'fashion-mnist', '--epochs', '3') == 3
   assert epochs('--dataset', 'mnist') is None  # The budget decides.
   assert epochs() is None
+
+
+def _converted_calls_updating(metric) -> list:
+  with autograph_calls.converted_calls() as calls:
+    metric.update_state(tf.constant([0, 1, 1]),
+                        tf.constant([[.9, .1], [.2, .8], [.6, .4]]))
+  return calls
+
+
+def test_the_evaluators_accuracy_is_keras_without_autograph():
+  # As TFMA finds it: the eval config's module and class.
+  config = pipeline.eval_config(0.5).metrics_specs[0].metrics[1]
+  ours = getattr(importlib.import_module(config.module), config.class_name)()
+  keras_own = keras.metrics.SparseCategoricalAccuracy()
+  assert _converted_calls_updating(ours) == []
+  assert _converted_calls_updating(keras_own)  # Keras still converts.
+  assert ours.name == keras_own.name == 'sparse_categorical_accuracy'
+  assert float(ours.result()) == float(keras_own.result()) == pytest.approx(2 / 3)
+
+
+def _library_calls_converted_fitting(model) -> list:
+  data = tf.data.Dataset.from_tensor_slices(
+      (np.zeros((4, 8, 8, 1), np.float32), [0, 1, 2, 0])).batch(2)
+  with autograph_calls.converted_calls() as calls:  # As the Trainer fits.
+    model.fit(data, epochs=1, verbose=0, validation_data=data)
+  # What Keras's steps call: the layers, the loss and the optimizer.
+  return [c for c in calls if c.startswith(
+      ('tf_keras.src.layers.', 'tf_keras.src.losses.',
+       'tf_keras.src.optimizers.', 'modules.'))]
+
+
+def test_training_steps_run_nothing_through_autograph():
+  ours, plain = (model_lib.build(architectures.SMALL_BN_CNN,
+                                 features.ImageGeometry(8, 8, 1), 3, CONFIG)
+                 for _ in range(2))
+  model_lib.compile_for_training(ours, TrainingConfig(), 3, total_steps=4)
+  plain.compile(optimizer='adam', metrics=['accuracy'],
+                loss=model_lib.loss(3, label_smoothing=0.1))
+  assert _library_calls_converted_fitting(ours) == []
+  assert _library_calls_converted_fitting(plain)  # Keras alone converts.

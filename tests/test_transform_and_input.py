@@ -12,6 +12,7 @@ from modules import transform
 from records import decode
 from records import features
 from tests import artifacts
+from tests import autograph_calls
 from tests import datasets
 from tests import examples_io
 
@@ -177,3 +178,22 @@ def test_image_encodings_round_trip(tmp_path, encoding):
   # The normalisation serve_images uses, read from an encoded record.
   mean, _ = transform.normalisation_constants(output, records[0])
   assert mean.shape == (3,)
+
+
+def test_the_input_pipeline_runs_nothing_through_autograph(grey):
+  examples, output = grey
+
+  def plain(x):
+    return x + 1
+
+  with autograph_calls.converted_calls() as calls:
+    dataset = input_pipeline.make_dataset(
+        os.path.join(examples.uri, 'Split-train', '*'), output, batch_size=16,
+        training=True, shuffle_buffer=1000)
+    next(iter(dataset))
+  # The project's own small functions only: no library code converted.
+  assert [c for c in calls if not c.startswith('modules.')] == []
+  with autograph_calls.converted_calls() as calls:  # tf.data would convert.
+    next(iter(tf.data.Dataset.range(2).map(plain)))
+  assert calls
+
