@@ -312,7 +312,15 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
                         num_parallel_calls=AUTOTUNE, deterministic=not training)
   if parse_size != batch_size:
     dataset = dataset.rebatch(batch_size)
-  return dataset.prefetch(AUTOTUNE)
+  # Without tf.data's autotuner: Keras drops each epoch's iterator, and
+  # dropping one waits for its autotuning thread to wake from its current
+  # sleep, which lengthens with the iterator's age (seconds per epoch by
+  # the end). The parallel steps then run one call per core, which is
+  # what the autotuner settles on here, the input costing little next to
+  # the model's steps.
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return dataset.prefetch(AUTOTUNE).with_options(options)
 
 
 def _read_shard(path: tf.Tensor, block: Optional[int]) -> tf.data.Dataset:

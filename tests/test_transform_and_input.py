@@ -197,3 +197,13 @@ def test_the_input_pipeline_runs_nothing_through_autograph(grey):
     next(iter(tf.data.Dataset.range(2).map(plain)))
   assert calls
 
+
+@pytest.mark.parametrize('training', [True, False])
+def test_datasets_run_without_the_autotuner(grey, training):
+  # Keras drops an iterator each epoch, and TF waits for the autotuner's
+  # thread when one is dropped (input_pipeline.make_dataset says more).
+  examples, output = grey
+  dataset = input_pipeline.make_dataset(
+      os.path.join(examples.uri, 'Split-train', '*'), output, batch_size=16,
+      training=training, shuffle_buffer=1000 if training else None)
+  assert dataset.options().autotune.enabled is False
