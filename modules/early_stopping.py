@@ -5,8 +5,11 @@ Keras's EarlyStopping does the work (restore_best_weights: the weights of
 the best epoch are put back at the end of training, whether it stopped
 early or ran every planned epoch). This module sets it up from the Budget
 and says what happened, for the Trainer's log and training_plan.json.
-Epochs of the learning rate's warm-up do not count: validation is noisy
-while the rate rises, and a plateau there says nothing about the end.
+Validation is watched only once the learning rate has come down to half
+its peak, halfway through the cosine that follows the warm-up: while the
+rate is high, validation swings from epoch to epoch, and the accuracy
+comes with the rate's fall; a plateau before that says nothing about the
+end.
 """
 
 import math
@@ -26,12 +29,14 @@ def callback(budget: Budget,
   return keras.callbacks.EarlyStopping(
       monitor=budget.early_stopping_metric, patience=budget.patience,
       restore_best_weights=True,
-      start_from_epoch=warmup_epochs(budget, epochs))
+      start_from_epoch=unwatched_epochs(budget, epochs))
 
 
-def warmup_epochs(budget: Budget, epochs: int) -> int:
-  """Epochs (whole ones, rounded down) of the learning rate's warm-up."""
-  return math.floor(budget.warmup_fraction * epochs)
+def unwatched_epochs(budget: Budget, epochs: int) -> int:
+  """Epochs (whole ones, rounded down) before the learning rate is down to
+  half its peak (model.one_cycle)."""
+  warmup = budget.warmup_fraction
+  return math.floor((warmup + (1 - warmup) / 2) * epochs)
 
 
 def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
@@ -49,7 +54,7 @@ def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
       'epochs_run': epochs_run, 'stopped_early': stopper.stopped_epoch > 0,
       'monitor': stopper.monitor, 'patience': stopper.patience,
       'from_epoch': stopper.start_from_epoch + 1,
-      # Nothing monitored (all epochs in the warm-up): the last epoch's.
+      # Nothing monitored (too few epochs): the last epoch's.
       'kept_epoch': stopper.best_epoch + 1 if monitored else epochs_run,
       'kept_value': float(stopper.best) if monitored else None,
   }

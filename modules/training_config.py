@@ -63,7 +63,8 @@ class Budget:
       'epochs reach what many did at a decaying rate).')
   patience: int = knob(
       5, 'Stop training when %(early_stopping_metric)s has not improved for '
-      'N epochs after the learning rate\'s warm-up, and keep the weights '
+      'N epochs once the learning rate is down to half its peak, and keep '
+      'the weights '
       'of the best epoch (they are kept even when every planned epoch '
       'runs); 0: no early stopping (default: %(default)s).',
       flag='--early-stopping-patience', type=int, metavar='N')

@@ -49,8 +49,9 @@ def test_validation_getting_worse_stops_training_and_keeps_the_best_epoch():
                   early_stopping_metric='val_loss')
   model, weights, history, stopper = _fit(budget, epochs=20)
   losses = history.history['val_loss']
-  best = int(np.argmin(losses))
-  # Stopped `patience` epochs after the best one, long before the 20.
+  watched = early_stopping.unwatched_epochs(budget, 20)
+  best = watched + int(np.argmin(losses[watched:]))
+  # Stopped `patience` epochs after the best watched one, before the 20.
   assert len(history.epoch) == best + 1 + budget.patience < 20
   assert _same(model.get_weights(), weights[best])
   assert not _same(model.get_weights(), weights[-1])
@@ -75,10 +76,13 @@ def test_the_default_watches_validation_accuracy():
   assert _same(model.get_weights(), weights[result['kept_epoch'] - 1])
 
 
-def test_the_warm_up_epochs_do_not_count():
-  budget = Budget(patience=2, warmup_fraction=0.5,
+def test_epochs_at_a_high_learning_rate_do_not_count():
+  # The default schedule's rate is down to half its peak at 60% of it.
+  assert early_stopping.unwatched_epochs(Budget(warmup_fraction=0.2),
+                                         30) == 18
+  budget = Budget(patience=2, warmup_fraction=0.0,
                   early_stopping_metric='val_loss')
-  assert early_stopping.warmup_epochs(budget, 9) == 4
+  assert early_stopping.unwatched_epochs(budget, 8) == 4
   _, _, history, stopper = _fit(budget, epochs=8)
   losses = history.history['val_loss']
   # Epochs 1-4 are not judged: 5, the best of the rest (validation only
