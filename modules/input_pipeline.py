@@ -315,9 +315,8 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   # Without tf.data's autotuner: Keras drops each epoch's iterator, and
   # dropping one waits for its autotuning thread to wake from its current
   # sleep, which lengthens with the iterator's age (seconds per epoch by
-  # the end). The parallel steps then run one call per core, which is
-  # what the autotuner settles on here, the input costing little next to
-  # the model's steps.
+  # the end). The AUTOTUNE values stay at tf.data's starting points (about
+  # a call per core): the input costs little next to the model's steps.
   options = tf.data.Options()
   options.autotune.enabled = False
   return dataset.prefetch(AUTOTUNE).with_options(options)

@@ -64,9 +64,8 @@ class Budget:
   patience: int = knob(
       5, 'Stop training when %(early_stopping_metric)s has not improved for '
       'N epochs once the learning rate is down to half its peak, and keep '
-      'the weights '
-      'of the best epoch (they are kept even when every planned epoch '
-      'runs); 0: no early stopping (default: %(default)s).',
+      'the weights of the best epoch (they are kept even when every '
+      'planned epoch runs); 0: no early stopping (default: %(default)s).',
       flag='--early-stopping-patience', type=int, metavar='N')
   early_stopping_metric: str = knob(
       'val_accuracy', 'What early stopping watches, and which epoch\'s '

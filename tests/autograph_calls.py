@@ -28,7 +28,8 @@ class _Calls(logging.Handler):
       function = record.args[0]
       module = getattr(function, '__module__', None) or ''
       if not module.startswith(_NOT_CONVERTED):
-        self.calls.append(f'{module}.{getattr(function, "__qualname__", function)}')
+        name = getattr(function, '__qualname__', function)
+        self.calls.append(f'{module}.{name}')
 
 
 @contextlib.contextmanager
