@@ -52,6 +52,10 @@ def _goal(name: str, measured: str, met: bool) -> str:
   return row(name, measured, 'met' if met else '**not met**')
 
 
+def _or_na(value: Optional[float], template: str) -> str:
+  return 'n/a' if value is None else template.format(value)
+
+
 def _input_cpu_budget(i: input_speed.Result) -> List[str]:
   """Why ours' cold epoch is where it is: its CPU per epoch, by stage."""
   read = i.cpu_seconds['bare read'].median
@@ -87,8 +91,9 @@ def render(command: str, quick: bool, repetitions: int,
            dag_skipped: str) -> str:
   ratio = lambda a, b: a.median / b.median  # pylint: disable=unnecessary-lambda-assignment
   conv_x = ratio(c.rate['ours'], c.rate['reference'])
-  conv_marginal_x = ratio(c.marginal_rate['ours'],
-                          c.marginal_rate['reference'])
+  marginal = c.marginal_rate
+  conv_marginal_x = (marginal['ours'] / marginal['reference']
+                     if None not in marginal.values() else None)
   bytes_x = c.bytes['ours'] / c.bytes['reference']
   input_x = ratio(i.rate['ours, cold'], i.rate['reference'])
   input_bare = ratio(i.rate['ours, cold'], i.rate['bare read'])
@@ -112,7 +117,7 @@ def render(command: str, quick: bool, repetitions: int,
       *table('goal', 'measured', ''),
       _goal('conversion: ours >= 10x the reference\'s examples/s',
             f'{conv_x:.1f}x (steady state, without fixed costs: '
-            f'{conv_marginal_x:.1f}x)', conv_x >= 10),
+            f'{_or_na(conv_marginal_x, "{:.1f}x")})', conv_x >= 10),
       _goal('conversion: ours <= 0.3x the reference\'s bytes',
             f'{bytes_x:.3f}x', bytes_x <= 0.3),
       _goal('input: ours >= 5x the reference (cold epoch)',
@@ -130,15 +135,16 @@ def render(command: str, quick: bool, repetitions: int,
       'float pixels per Example, 10 uncompressed files per split. Ours: '
       'the ImageExampleGen executor as the pipeline runs it (its Beam args), '
       'validation of the input, Beam start-up and gzip included. Steady '
-      'state: (N - N/10) / (t(N) - t(N/10)), i.e. without the fixed costs.',
+      'state: (N - N/10) / (t(N) - t(N/10)) of the median times, i.e. without '
+      'the fixed costs (n/a: the tenth took as long as the whole).',
       '',
       *table('', 'wall time (s)', 'examples/s', 'steady-state examples/s',
              'bytes on disk'),
       *(row(name, c.seconds[name].format('.2f'), c.rate[name].format(),
-            c.marginal_rate[name].format(), f'{c.bytes[name] / 1e6:,.1f} MB')
+            _or_na(marginal[name], '{:,.0f}'), f'{c.bytes[name] / 1e6:,.1f} MB')
         for name in ('reference', 'ours')),
       row('ours / reference', f'{1 / conv_x:.2f}x', f'{conv_x:.1f}x',
-          f'{conv_marginal_x:.1f}x', f'{bytes_x:.3f}x'),
+          _or_na(conv_marginal_x, '{:.1f}x'), f'{bytes_x:.3f}x'),
       '',
       f'## 2. Input pipeline: one epoch of the train split, batch '
       f'{i.batch_size} ({i.examples:,} examples)',
