@@ -368,18 +368,3 @@ def test_text_listings_do_not_load_tensorflow(two_runs):
           'assert "tensorflow" not in sys.modules, "tensorflow was imported"')
   subprocess.run([sys.executable, '-c', code], cwd=local_run.PROJECT_DIR,
                  check=True, capture_output=True)
-
-
-def test_commands_print_no_deprecation_warnings(two_runs, tmp_path):
-  out = two_runs / 'out'
-  [examples] = inspect_json(out, 'artifacts', '--type', 'Examples')
-  for command in (['runs'], ['artifacts'], ['lineage', 'latest-model'],
-                  ['stats', 'latest', '--html', str(tmp_path / 's.html')],
-                  ['anomalies', 'latest', '--html', str(tmp_path / 'a.html')],
-                  ['metrics'],
-                  ['samples', str(examples['id']), '--png',
-                   str(tmp_path / 's.png')],
-                  ['confusion', '--png', str(tmp_path / 'c.png')],
-                  ['report', '--html', str(tmp_path / 'r.html')]):
-    stderr = inspect(out, *command).stderr
-    assert 'deprecat' not in stderr.lower(), (command, stderr[-2000:])

@@ -33,6 +33,8 @@ def inspect(out_dir, *args, expect_rc=0):
        *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
       timeout=300)
   assert result.returncode == expect_rc, result.stderr[-3000:]
+  # Whatever the command, the libraries' deprecation warnings are not shown.
+  assert 'deprecat' not in result.stderr.lower(), result.stderr[-3000:]
   return result
 
 
