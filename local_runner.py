@@ -228,12 +228,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   _check_data_dir(args, data)
   _check_backbone_weights(knobs.training.model)
 
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from runners import interrupted_runs  # pylint: disable=g-import-not-at-top
-  from runners import run_report  # pylint: disable=g-import-not-at-top
-  from runners import run_summary  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
+  # The store and the output directory are checked before TFX (and with it
+  # TensorFlow) is imported: a wrong password or a busy directory is said in
+  # a fraction of a second, not after seconds of imports.
   try:  # Held until this process ends, however it ends.
     store = _store(args)  # InspectError: a defaults file that cannot be read.
     lock = interrupted_runs.lock_output_dir(output_dir)  # pylint: disable=unused-variable
@@ -245,6 +245,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           inspect_store.InspectError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from runners import run_report  # pylint: disable=g-import-not-at-top
+  from runners import run_summary  # pylint: disable=g-import-not-at-top
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config

@@ -31,7 +31,6 @@ from typing import IO, List
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components import tfx_workarounds
 from pipeline import configs
 
 _Execution = metadata_store_pb2.Execution
@@ -87,6 +86,9 @@ def _partial_outputs(pipeline_root: str, node_id: str,
   TFX's own scratch space for it (the node's .system directory) is left
   alone: it is TFX's to manage, and no output key starts with a dot.
   """
+  # Imported here: it imports TFX, and the output directory's lock is
+  # taken, or refused, before local_runner.py imports TFX.
+  from components import tfx_workarounds  # pylint: disable=g-import-not-at-top
   node_dir = os.path.join(pipeline_root, node_id)
   if not node_id or not os.path.isdir(node_dir):
     return []

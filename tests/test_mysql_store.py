@@ -165,6 +165,23 @@ def test_unreachable_server_is_one_line(tmp_path):
   assert not (tmp_path / 'out' / local_store.MYSQL_MARKER).exists()
 
 
+def test_the_store_is_checked_before_tensorflow_is_imported(tmp_path):
+  # TensorFlow and TFX take seconds to import: a run whose store cannot be
+  # used says so without waiting for them.
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+  argv = ['--data-dir', str(tmp_path), '--output-dir', str(tmp_path / 'out'),
+          '--mysql-host', '127.0.0.1', '--mysql-port', str(port)]
+  code = ('import sys, local_runner; '
+          f'assert local_runner.main({argv!r}) == 1; '
+          'assert "tensorflow" not in sys.modules, "tensorflow was imported"')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, cwd=local_run.PROJECT_DIR)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'cannot connect' in result.stderr
+
+
 def test_an_output_dir_stays_with_its_store(tmp_path):
   out = tmp_path / 'out'
   out.mkdir()
