@@ -18,6 +18,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from data import shapes
 from modules import backbones
 from modules import fine_tune
+from modules import model as model_lib
 from modules import progress
 from modules import trainer
 from modules.architectures import BACKBONES
@@ -140,10 +141,10 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
   labels = rng.integers(0, 3, size=16)
   after_phase = []
 
-  def fit(epochs, initial_epoch, learning_rate):
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
-                  loss=keras.losses.SparseCategoricalCrossentropy(
-                      from_logits=True))
+  def fit(epochs, initial_epoch, learning_rate):  # As the Trainer's fit.
+    model_lib.compile_for_training(
+        model, TrainingConfig(learning_rate=learning_rate), 3,
+        (epochs - initial_epoch) * 2)
     head_before = model.get_layer('logits').get_weights()[0].copy()
     model.fit(images, labels, batch_size=8, epochs=epochs,
               initial_epoch=initial_epoch, verbose=0)
