@@ -103,15 +103,22 @@ def one_cycle(peak: float, warmup_fraction: float,
       warmup_target=peak, warmup_steps=warmup)
 
 
+def steps_without_autograph(model: keras.Model) -> None:
+  """Keras's train and test steps of `model` traced as they are.
+
+  AutoGraph leaves the `keras` package alone but not `tf_keras`: it would
+  convert Keras's train and test steps and everything they call, seconds
+  of tracing before the first step. Keras's code needs no conversion.
+  """
+  model.train_step = tf.autograph.experimental.do_not_convert(model.train_step)
+  model.test_step = tf.autograph.experimental.do_not_convert(model.test_step)
+
+
 def compile_for_training(model: keras.Model, config: TrainingConfig,
                          num_classes: int, total_steps: int) -> None:
   """Adam on the one-cycle schedule over `total_steps`, the (smoothed)
   cross-entropy and accuracy: as the Trainer and the Tuner's trials train."""
-  # AutoGraph leaves the `keras` package alone but not `tf_keras`: it would
-  # convert Keras's train and test steps and everything they call, seconds
-  # of tracing before the first step. Keras's code needs no conversion.
-  model.train_step = tf.autograph.experimental.do_not_convert(model.train_step)
-  model.test_step = tf.autograph.experimental.do_not_convert(model.test_step)
+  steps_without_autograph(model)
   model.compile(
       optimizer=keras.optimizers.Adam(one_cycle(
           config.learning_rate, config.budget.warmup_fraction, total_steps)),

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tf_keras as keras
 
+from modules import model as model_lib
 from modules import progress
 from tests.absl_lines import absl_lines
 
@@ -25,6 +26,7 @@ def epoch_lines():
 
 def _fit(callback, epochs=2):
   model = keras.Sequential([keras.layers.Dense(2)])
+  model_lib.steps_without_autograph(model)  # Seconds less of tracing.
   model.compile(optimizer='sgd', loss='mse', metrics=['mae'])
   x = np.zeros((40, 3), np.float32)
   model.fit(x, np.zeros((40, 2), np.float32), batch_size=8, epochs=epochs,
