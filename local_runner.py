@@ -29,6 +29,7 @@ from inspector import store as inspect_store  # pylint: disable=g-import-not-at-
 from pipeline import configs  # pylint: disable=g-import-not-at-top
 from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top
 from runners import flags  # pylint: disable=g-import-not-at-top
+from runners import heavy_imports  # pylint: disable=g-import-not-at-top
 from runners import local_store  # pylint: disable=g-import-not-at-top
 
 
@@ -245,9 +246,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           inspect_store.InspectError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from runners import run_report  # pylint: disable=g-import-not-at-top
-  from runners import run_summary  # pylint: disable=g-import-not-at-top
+  with heavy_imports.without_gc():
+    from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+    from runners import run_report  # pylint: disable=g-import-not-at-top
+    from runners import run_summary  # pylint: disable=g-import-not-at-top
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config

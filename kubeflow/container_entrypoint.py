@@ -23,6 +23,7 @@ for something open-source Kubeflow Pipelines 2.x does that Vertex AI does not:
     own status, its output flushed, before that teardown.
 """
 
+import importlib
 import os
 import runpy
 import sys
@@ -33,9 +34,12 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from google.protobuf import json_format
 
+from runners import heavy_imports
+
 TFX_EXECUTOR_MODULE = (
     'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
 INVOCATION_FLAG = '--json_serialized_invocation_args'
+EXECUTOR_CLASS_FLAG = '--executor_class_path'
 INPUTS_SPEC_FLAG = '--json_serialized_inputs_spec_args'
 # Type titles that name no TFX artifact class.
 _GENERIC_TITLE_PREFIX = 'system.'
@@ -107,9 +111,21 @@ def _register_s3() -> None:
     pass  # An image without s3:// support (built without WITH_S3=1).
 
 
+def _import_executor(argv: List[str]) -> None:
+  """What the task will import anyway, imported first without the garbage
+  collector (runners/heavy_imports.py says why): TFX's components, which
+  TFX's entrypoint imports, and the module of the task's executor class."""
+  with heavy_imports.without_gc():
+    _register_s3()
+    importlib.import_module('tfx.components')
+    if EXECUTOR_CLASS_FLAG in argv:
+      importlib.import_module(
+          argv[_flag_value(argv, EXECUTOR_CLASS_FLAG)].rpartition('.')[0])
+
+
 def run(argv: List[str]) -> int:
   """Runs TFX's executor entrypoint on `argv` (without the program name)."""
-  _register_s3()
+  _import_executor(argv)
   argv = fix_arguments(argv)
   # TFX's module run as its own command line, as the image's default
   # entrypoint would (`python -m ...`): its flag parser stays TFX's.
