@@ -60,6 +60,7 @@ from kubeflow import vertex_training  # pylint: disable=g-import-not-at-top,wron
 from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
 from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
 from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
+from runners import heavy_imports  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 TARGETS = ('kubeflow', 'vertex')
@@ -291,8 +292,9 @@ def _vertex_training(args: argparse.Namespace,
 def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
   """The DAG of `args` and `knobs` (from check_args) with the cluster's
   paths."""
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  with heavy_imports.without_gc():
+    from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+    from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   s3_beam_args, _ = _s3_settings(args.s3_endpoint, args.s3_region)
   workers = knobs.training.workers
   evaluation = knobs.evaluation
