@@ -85,8 +85,8 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       'say what an epoch costs, not how well transfer learning does.',
       '',
       f'Load average (1, 5, 15 min) before and after each run: '
-      f'{"; ".join(loads)}. The benchmark ran at nice 19 on a shared '
-      'machine: times are upper bounds.',
+      f'{"; ".join(loads)} (above the cores\' count, something else shared '
+      'them: times are then upper bounds).',
       '',
       *table('network', 'flags', 'last epoch s', 'first epoch s (with '
              'tracing)', 'validation accuracy by epoch'),

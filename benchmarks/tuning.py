@@ -48,9 +48,9 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       f'{runs.TRAINING.batch_size}), each scored by its accuracy on the '
       'whole eval split (10,000 images) after those steps. Trial seconds: '
       'building the model, the steps and the evaluation; the first trial '
-      'also reads the splits into the input cache. One run, at nice 19 on a '
-      f'shared machine: 1-minute load {load_start:.1f} at the start, '
-      f'{load_end:.1f} at the end.',
+      'also reads the splits into the input cache. One run; 1-minute load '
+      f'{load_start:.1f} at the start, {load_end:.1f} at the end (above '
+      f'{os.cpu_count()}, something else shared the cores).',
       '',
       *table('trial', 'hyperparameters', 'seconds', 'val_accuracy', ''),
   ]
