@@ -9,10 +9,11 @@ password, as a team's server would.
 import dataclasses
 import os
 import shutil
-import socket
 import subprocess
 import time
 from typing import List, Optional
+
+from tests import ports
 
 USER = 'pipeline'
 PASSWORD = 'tests-only-secret'
@@ -31,12 +32,6 @@ def missing() -> str:
     return (f'MariaDB binaries missing ({", ".join(absent)}): apt-get install '
             'mariadb-server (.ci/run does)')
   return ''
-
-
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 @dataclasses.dataclass
@@ -81,7 +76,7 @@ def start(directory: str, timeout: float = 120) -> Server:
       [_binary('mariadb-install-db'), '--no-defaults', f'--datadir={datadir}',
        '--auth-root-authentication-method=normal', '--skip-test-db',
        *as_user], check=True, capture_output=True, timeout=300)
-  port = _free_port()
+  port = ports.free_port()
   socket_path = os.path.join(directory, 'mariadb.sock')
   log_path = os.path.join(directory, 'mariadb.log')
   process = subprocess.Popen(

@@ -5,23 +5,18 @@ Beam (boto3) and the tests all go through its HTTP API."""
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
 from typing import Dict, Iterator
+
+from tests import ports
 
 # moto accepts any credentials; the pods of a cluster get theirs the same way,
 # from the environment.
 ACCESS_KEY = 'test-access-key'
 SECRET_KEY = 'test-secret-key'
 REGION = 'us-east-1'
-
-
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 def _wait_until_up(endpoint: str, process: subprocess.Popen,
@@ -57,7 +52,7 @@ def pod_environment(endpoint: str) -> Dict[str, str]:
 @contextlib.contextmanager
 def running(log_path: str) -> Iterator[str]:
   """Starts the server; yields its endpoint, http://127.0.0.1:PORT."""
-  port = _free_port()
+  port = ports.free_port()
   endpoint = f'http://127.0.0.1:{port}'
   with open(log_path, 'w') as log:
     process = subprocess.Popen(

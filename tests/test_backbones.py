@@ -6,7 +6,6 @@ changed without --backbone."""
 import argparse
 import json
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from runners import flags
 from tests import artifacts
 from tests.absl_lines import absl_lines
 from tests import local_run
+from tests import ports
 from tests import serving
 
 NAME = 'mobilenet-v3-small'
@@ -36,18 +36,11 @@ SIZE = 32
 CLASSES = shapes.SHAPES[:3]
 
 
-def _closed_port() -> int:
-  """A loopback port nothing listens on: a proxy there refuses at once."""
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
 def no_network(home) -> dict:
   """Environment of a machine without network and with an empty Keras
   cache: every HTTP(S) request goes to a proxy that refuses it, so the
   real internet is never reached."""
-  proxy = f'http://127.0.0.1:{_closed_port()}'
+  proxy = f'http://127.0.0.1:{ports.free_port()}'
   return {'HOME': str(home), 'https_proxy': proxy, 'http_proxy': proxy,
           'HTTPS_PROXY': proxy, 'HTTP_PROXY': proxy, 'no_proxy': '',
           'NO_PROXY': ''}

@@ -3,7 +3,6 @@ MariaDB server (tests/mariadb.py), artifacts under --output-dir."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ from tests import datasets
 from tests import local_run
 from tests import mariadb
 from tests import mlmd
+from tests import ports
 
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'ValidationGate']
@@ -151,9 +151,7 @@ def test_wrong_password_in_an_option_file_names_the_file(server, tmp_path):
 
 
 def test_unreachable_server_is_one_line(tmp_path):
-  with socket.socket() as s:  # A port nothing listens on.
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
+  port = ports.free_port()
   result = local_run.run('--data-dir', str(tmp_path), '--output-dir',
                          str(tmp_path / 'out'), '--mysql-host', '127.0.0.1',
                          '--mysql-port', str(port))
@@ -168,9 +166,7 @@ def test_unreachable_server_is_one_line(tmp_path):
 def test_the_store_is_checked_before_tensorflow_is_imported(tmp_path):
   # TensorFlow and TFX take seconds to import: a run whose store cannot be
   # used says so without waiting for them.
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
+  port = ports.free_port()
   argv = ['--data-dir', str(tmp_path), '--output-dir', str(tmp_path / 'out'),
           '--mysql-host', '127.0.0.1', '--mysql-port', str(port)]
   code = ('import sys, local_runner; '
