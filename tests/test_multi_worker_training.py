@@ -236,7 +236,9 @@ def test_vertex_replicas_train_as_chief_and_worker(data, tmp_path):
   model_run = standard_artifacts.ModelRun()
   model_run.uri = str(tmp_path / 'model_run')
   custom_config = {
-      'training': _fn_args(data, tmp_path, workers=2).custom_config[
+      # As many steps as one worker's 4 epochs, as in the test above: at
+      # half as many, what two replicas learn is left to chance.
+      'training': _fn_args(data, tmp_path, workers=2, epochs=8).custom_config[
           'training'],
       **vertex_training.trainer_custom_config(
           'project', 'region', 'image', 2, 'machine')}
