@@ -52,8 +52,8 @@ def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
   """What happened, for the log (`describe`) and training_plan.json:
   epochs planned and run, whether training stopped early, and which
   epoch's weights the model kept (1-based) with its validation value;
-  `split`, the split validated on (None: none), and its records."""
-  on = {'split': split, 'split_records': split_records}
+  `split`, the split validated on, and its records."""
+  on = {'split': split, 'split_records': split_records} if split else {}
   if stopper is None:
     return {'enabled': False, 'epochs_planned': epochs_planned,
             'epochs_run': epochs_run, 'stopped_early': False,
@@ -71,12 +71,21 @@ def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
   }
 
 
+def without_validation(epochs_planned: int, epochs_run: int) -> Dict[str, Any]:
+  """The outcome of a run without a validation split: nothing watched, the
+  last epoch's weights kept."""
+  return {'enabled': False, 'epochs_planned': epochs_planned,
+          'epochs_run': epochs_run, 'stopped_early': False,
+          'kept_epoch': epochs_run, 'split': None,
+          'why': 'no validation split'}
+
+
 def describe(result: Dict[str, Any]) -> str:
   """The outcome in a sentence."""
   ran = f'{result["epochs_run"]} of {result["epochs_planned"]} epochs'
-  if not result['enabled'] and result.get('split', '') is None:
-    return (f'trained {ran}; no validation split: early stopping off, the '
-            'last epoch kept')
+  if not result['enabled'] and result.get('why'):
+    return (f'trained {ran}; {result["why"]}: early stopping off, the last '
+            'epoch kept')
   if not result['enabled']:
     return f'trained {ran}; early stopping off'
   if result['stopped_early']:

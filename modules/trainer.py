@@ -360,9 +360,11 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     # stopping watches each, the last one's best weights are kept.
     fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
                     fit)
-  stopping = early_stopping.outcome(
+  stopping = (early_stopping.outcome(
       stopper, plan.epochs, len(epochs_run), validation,
-      validation_plan.size.records if validation_plan else None)
+      validation_plan.size.records) if validation
+              else early_stopping.without_validation(plan.epochs,
+                                                     len(epochs_run)))
   logging.info(progress.END_LINE, early_stopping.describe(stopping))
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic.
