@@ -126,10 +126,10 @@ def export_serving_model(model: keras.Model,
   """
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
-  # Requests carry images only: no label, and no pixel_min/pixel_max (they
-  # are there for data validation; the model does not read them).
+  # Requests carry images only: no label, and no pixel_min/pixel_max or
+  # source (they are there for data checks; the model does not read them).
   request_spec = {k: v for k, v in raw_spec.items()
-                  if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
+                  if k not in (features.LABEL_KEY, *features.DATA_CHECK_KEYS)}
   geometry = image_geometry(tf_transform_output)
   mean, variance = transform.normalisation_constants(tf_transform_output,
                                                      sample_record)

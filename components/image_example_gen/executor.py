@@ -83,7 +83,8 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                 options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
             | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      split_pattern, class_names, exec_properties[_GEOMETRY_KEY], None,
+      split_pattern, class_names, exec_properties[_GEOMETRY_KEY],
+      exec_properties[standard_component_specs.INPUT_BASE_KEY], None,
       exec_properties[_IMAGE_ENCODING_KEY], options.max_image_pixels)
 
 
@@ -138,6 +139,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                  split, files, exec_properties[_CLASS_NAMES_KEY],
                  exec_properties[_GEOMETRY_KEY], options.num_shards,
                  exec_properties[_IMAGE_ENCODING_KEY], split_uri(split),
+                 exec_properties[standard_component_specs.INPUT_BASE_KEY],
                  exec_properties[_SKIPPED_FILES_KEY].get(split),
                  options.max_image_pixels))
       return

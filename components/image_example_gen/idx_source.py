@@ -180,47 +180,56 @@ class _Reader:
   def __init__(self, files: SplitFiles, encoding: str):
     self._images, self._labels = files
     self._encoding = encoding
+    self._source_prefix = os.path.basename(self._images.path) + ':'
     self._geometry = geometry(self._images)
     self._per_chunk = records_per_chunk(self._images)
     self._readers = None
     self._progress = progress.SplitProgress(
         os.path.basename(self._images.path), self._images.count)
 
-  def _chunks(self, start: int,
-              stop: int) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-    """(images, labels) of records [start, stop), a chunk at a time."""
+  def _chunks(self, start: int, stop: int
+              ) -> Iterator[Tuple[np.ndarray, np.ndarray, List[str]]]:
+    """(images, labels, sources) of records [start, stop), a chunk at a
+    time."""
     if self._readers is None:
       self._readers = (idx.ItemReader(self._images),
                        idx.ItemReader(self._labels))
     images_reader, labels_reader = self._readers
     for a in range(start, stop, self._per_chunk):
       b = min(stop, a + self._per_chunk)
-      yield images_reader.read(a, b), labels_reader.read(a, b)
+      # The record's place in the images file, as MNIST's label-error
+      # lists cite it.
+      sources = [f'{self._source_prefix}{i}' for i in range(a, b)]
+      yield images_reader.read(a, b), labels_reader.read(a, b), sources
       self._progress.add(b - a)
     if stop == self._images.count and stop > start:
       images_reader.check_end()
 
-  def _examples(self, images: np.ndarray, labels: np.ndarray) -> List[bytes]:
+  def _examples(self, images: np.ndarray, labels: np.ndarray,
+                sources: Sequence[str]) -> List[bytes]:
     if not len(images):
       return []
     return features.make_examples(images, labels, self._geometry,
-                                  self._encoding)
+                                  self._encoding, sources=sources)
 
   def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
     """Lists of serialized Examples of records [start, stop), a chunk at
     a time."""
-    for images, labels in self._chunks(start, stop):
-      yield self._examples(images, labels)
+    for chunk in self._chunks(start, stop):
+      yield self._examples(*chunk)
 
   def split_examples(self, start: int, stop: int, validation_percent: int
                      ) -> Iterator[Tuple[List[bytes], List[bytes]]]:
     """(train, validation) lists of serialized Examples of records [start,
     stop), a chunk at a time, split by a hash of each image's pixels."""
-    for images, labels in self._chunks(start, stop):
+    for images, labels, sources in self._chunks(start, stop):
       chosen = validation_split.mask(
           [image.tobytes() for image in images], validation_percent)
-      yield (self._examples(images[~chosen], labels[~chosen]),
-             self._examples(images[chosen], labels[chosen]))
+      picks = chosen.tolist()
+      yield (self._examples(images[~chosen], labels[~chosen],
+                            [s for s, c in zip(sources, picks) if not c]),
+             self._examples(images[chosen], labels[chosen],
+                            [s for s, c in zip(sources, picks) if c]))
 
   def close(self) -> None:
     for reader in self._readers or ():
