@@ -42,6 +42,8 @@ def test_preprocessing_normalises_each_channel(tmp_path, geometry):
   examples, output = _examples_and_transform(
       tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=2)
   spec = output.transformed_feature_spec()
+  assert set(spec) == {features.IMAGE_KEY, features.LABEL_KEY,
+                       transform.PIXEL_MEAN_KEY, transform.PIXEL_VARIANCE_KEY}
   assert spec[features.IMAGE_KEY].shape == list(geometry.shape)
   assert spec[features.IMAGE_KEY].dtype == tf.float32
 
