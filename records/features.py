@@ -194,20 +194,31 @@ def _example_without_source(image: bytes, geometry: ImageGeometry, label: int,
 
 def make_examples(images: np.ndarray, labels: np.ndarray,
                   geometry: ImageGeometry, encoding: str = 'raw', *,
-                  sources: Sequence[str]) -> List[bytes]:
+                  sources: Sequence[bytes],
+                  source_prefix: bytes = b'') -> List[bytes]:
   """`make_example` for many images at once: the same bytes, far faster.
+
+  Args:
+    images: uint8 [N, height, width(, channels)] of `geometry`.
+    labels: [N] class indices.
+    geometry: the images'.
+    encoding: one of IMAGE_ENCODINGS.
+    sources: [N] UTF-8 sources, each after `source_prefix` (IDX records
+      share their file's name: the prefix, and differ in their index).
+    source_prefix: what every source starts with.
 
   Every Example of one geometry, label and pixel range serializes to the same
   bytes around the image's pixels (a fixed-length `bytes` field), and its
   `source` is one more entry of the features map, which `_add_source`
   writes last. So one `make_example` per distinct (label, pixel_min,
   pixel_max) gives a template, and each record is that template's header
-  and prefix + the image's pixels + its suffix and the source entry's head
-  + the source (raw encoding; PNG and JPEG records are built one by one).
-  The header (the features' length) depends on the source's length too:
-  sources of a split differ little in length, so the pieces are kept per
-  template and source length. Building every proto in Python would be
-  most of ExampleGen's work; MNIST has a few dozen distinct templates.
+  and prefix + the image's pixels + its suffix, the source entry's head and
+  the source prefix + the rest of the source (raw encoding; PNG and JPEG
+  records are built one by one). The header (the features' length) depends
+  on the source's length too: a split's sources differ little in length,
+  so the pieces are kept per template and source length. Building every
+  proto in Python would be most of ExampleGen's work; MNIST has a few dozen
+  distinct templates.
   """
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:
@@ -217,29 +228,43 @@ def make_examples(images: np.ndarray, labels: np.ndarray,
     raise ValueError(f'{len(pixels)} images but {len(sources)} sources')
   if encoding != 'raw':  # Each image encodes to bytes of its own.
     return [make_example(image.tobytes(), geometry, label, encoding,
-                         source=source)
+                         source=(source_prefix + source).decode())
             for image, label, source in zip(pixels, labels.tolist(), sources)]
+  # (label, pixel_min, pixel_max, source length after the prefix).
   keys = zip(labels.tolist(), pixels.min(axis=1).tolist(),
-             pixels.max(axis=1).tolist())
+             pixels.max(axis=1).tolist(), map(len, sources))
   templates: Dict[Tuple[int, int, int], Tuple[bytes, bytes]] = {}
-  pieces: Dict[Tuple[Tuple[int, int, int], int], Tuple[bytes, bytes]] = {}
+  pieces: Dict[Tuple[int, int, int, int], Tuple[bytes, bytes]] = {}
+  # Each image a view of the pixels, joined with its pieces in one copy.
+  size = geometry.num_bytes
+  flat = memoryview(pixels.reshape(-1))
   records = []
-  for image, key, source in zip(pixels, keys, sources):
-    image, source = image.tobytes(), source.encode()
-    piece = pieces.get((key, len(source)))
+  for start, key, source in zip(range(0, len(pixels) * size, size), keys,
+                                sources):
+    image = flat[start:start + size]
+    piece = pieces.get(key)
     if piece is None:
-      if key not in templates:
-        templates[key] = _template(_features_body(
-            _example_without_source(image, geometry, key[0], 'raw')), image)
-      body_prefix, body_suffix = templates[key]
-      head = _source_entry_head(len(source))
-      length = (len(body_prefix) + len(image) + len(body_suffix) + len(head) +
-                len(source))
-      piece = pieces[key, len(source)] = (
-          b'\x0a' + _varint(length) + body_prefix, body_suffix + head)
-    prefix, suffix = piece
-    records.append(prefix + image + suffix + source)
+      if key[:3] not in templates:
+        templates[key[:3]] = _template(_features_body(_example_without_source(
+            image.tobytes(), geometry, key[0], 'raw')), image.tobytes())
+      piece = pieces[key] = _pieces(*templates[key[:3]], size, source_prefix,
+                                    len(source))
+    records.append(b''.join((piece[0], image, piece[1], source)))
   return records
+
+
+def _pieces(body_prefix: bytes, body_suffix: bytes, image_length: int,
+            source_prefix: bytes, source_rest: int) -> Tuple[bytes, bytes]:
+  """The bytes of a record before its image (the header and the template's
+  prefix) and between its image and the rest of its source (the template's
+  suffix, the source entry's head and `source_prefix`), for sources of
+  len(source_prefix) + `source_rest` bytes."""
+  source_length = len(source_prefix) + source_rest
+  head = _source_entry_head(source_length)
+  length = (len(body_prefix) + image_length + len(body_suffix) + len(head) +
+            source_length)
+  return (b'\x0a' + _varint(length) + body_prefix,
+          body_suffix + head + source_prefix)
 
 
 def _varint(value: int) -> bytes:

@@ -9,9 +9,10 @@ from components.image_example_gen import tfrecord_sink
 from records import features
 
 
+@pytest.mark.parametrize('source_prefix', [b'', b'train-images-idx3-ubyte:'])
 @pytest.mark.parametrize('geometry', [features.MNIST_GEOMETRY,
                                       features.ImageGeometry(5, 3, 3)])
-def test_make_examples_equals_make_example(geometry):
+def test_make_examples_equals_make_example(geometry, source_prefix):
   rng = np.random.default_rng(0)
   # Labels past 127 take a two-byte varint: the templates differ in length.
   labels = np.array([0, 7, 127, 128, 300, 7, 0], np.int64)
@@ -25,10 +26,13 @@ def test_make_examples_equals_make_example(geometry):
 
   # Sources of several lengths (the header's length changes with them),
   # one of a two-byte varint length, one not ASCII.
-  sources = ['train/cat/0.png', 'x', 'train-images-idx3-ubyte.gz:12345',
-             'a/' * 70 + 'deep.png', 'été/çà.jpg', '', 'x']
+  rests = ['train/cat/0.png', 'x', '12345', 'a/' * 70 + 'deep.png',
+           'été/çà.jpg', '', 'x']
+  sources = [source_prefix.decode() + rest for rest in rests]
 
-  records = features.make_examples(images, labels, geometry, sources=sources)
+  records = features.make_examples(
+      images, labels, geometry, sources=[rest.encode() for rest in rests],
+      source_prefix=source_prefix)
 
   assert records == [features.make_example(i.tobytes(), geometry, int(l),
                                            source=s)
@@ -61,22 +65,23 @@ def test_encoded_records_carry_their_source(encoding):
   images = np.random.default_rng(0).integers(0, 256, (2, *geometry.shape),
                                              np.uint8)
   records = features.make_examples(images, np.array([1, 2]), geometry,
-                                   encoding, sources=['a.png', 'b/c.png'])
+                                   encoding, sources=[b'a.png', b'c.png'],
+                                   source_prefix=b'b/')
   assert [tf.train.Example.FromString(r).features.feature[
       features.SOURCE_KEY].bytes_list.value[0] for r in records] == [
-          b'a.png', b'b/c.png']
+          b'b/a.png', b'b/c.png']
 
 
 def test_make_examples_needs_a_source_per_image():
   with pytest.raises(ValueError, match='2 images but 1 sources'):
     features.make_examples(np.zeros((2, 28, 28), np.uint8), np.zeros(2),
-                           features.MNIST_GEOMETRY, sources=['a'])
+                           features.MNIST_GEOMETRY, sources=[b'a'])
 
 
 def test_make_examples_rejects_the_wrong_size():
   with pytest.raises(ValueError, match='784'):
     features.make_examples(np.zeros((2, 27, 28), np.uint8), np.zeros(2),
-                           features.MNIST_GEOMETRY, sources=['a', 'b'])
+                           features.MNIST_GEOMETRY, sources=[b'a', b'b'])
 
 
 def test_frame_reads_back_as_tfrecords(tmp_path):

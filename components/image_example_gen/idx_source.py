@@ -180,7 +180,9 @@ class _Reader:
   def __init__(self, files: SplitFiles, encoding: str):
     self._images, self._labels = files
     self._encoding = encoding
-    self._source_prefix = os.path.basename(self._images.path) + ':'
+    # A record's source: its place in the images file, as MNIST's
+    # label-error lists cite it.
+    self._source_prefix = (os.path.basename(self._images.path) + ':').encode()
     self._geometry = geometry(self._images)
     self._per_chunk = records_per_chunk(self._images)
     self._readers = None
@@ -188,29 +190,29 @@ class _Reader:
         os.path.basename(self._images.path), self._images.count)
 
   def _chunks(self, start: int, stop: int
-              ) -> Iterator[Tuple[np.ndarray, np.ndarray, List[str]]]:
-    """(images, labels, sources) of records [start, stop), a chunk at a
-    time."""
+              ) -> Iterator[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(images, labels, indices in the file) of records [start, stop), a
+    chunk at a time."""
     if self._readers is None:
       self._readers = (idx.ItemReader(self._images),
                        idx.ItemReader(self._labels))
     images_reader, labels_reader = self._readers
     for a in range(start, stop, self._per_chunk):
       b = min(stop, a + self._per_chunk)
-      # The record's place in the images file, as MNIST's label-error
-      # lists cite it.
-      sources = [f'{self._source_prefix}{i}' for i in range(a, b)]
-      yield images_reader.read(a, b), labels_reader.read(a, b), sources
+      yield (images_reader.read(a, b), labels_reader.read(a, b),
+             np.arange(a, b))
       self._progress.add(b - a)
     if stop == self._images.count and stop > start:
       images_reader.check_end()
 
   def _examples(self, images: np.ndarray, labels: np.ndarray,
-                sources: Sequence[str]) -> List[bytes]:
+                indices: np.ndarray) -> List[bytes]:
     if not len(images):
       return []
-    return features.make_examples(images, labels, self._geometry,
-                                  self._encoding, sources=sources)
+    return features.make_examples(
+        images, labels, self._geometry, self._encoding,
+        sources=[b'%d' % i for i in indices.tolist()],
+        source_prefix=self._source_prefix)
 
   def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
     """Lists of serialized Examples of records [start, stop), a chunk at
@@ -222,14 +224,12 @@ class _Reader:
                      ) -> Iterator[Tuple[List[bytes], List[bytes]]]:
     """(train, validation) lists of serialized Examples of records [start,
     stop), a chunk at a time, split by a hash of each image's pixels."""
-    for images, labels, sources in self._chunks(start, stop):
+    for images, labels, indices in self._chunks(start, stop):
       chosen = validation_split.mask(
           [image.tobytes() for image in images], validation_percent)
-      picks = chosen.tolist()
       yield (self._examples(images[~chosen], labels[~chosen],
-                            [s for s, c in zip(sources, picks) if not c]),
-             self._examples(images[chosen], labels[chosen],
-                            [s for s, c in zip(sources, picks) if c]))
+                            indices[~chosen]),
+             self._examples(images[chosen], labels[chosen], indices[chosen]))
 
   def close(self) -> None:
     for reader in self._readers or ():
