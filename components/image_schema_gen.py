@@ -11,7 +11,10 @@ statistics:
   pixel_max                to the smallest seen .. 255 (brighter likewise)
 so that checking later data against this schema (`local_runner.py
 --freeze-schema`) flags another image size, a new label value or images
-whose pixels were scaled into a narrower range.
+whose pixels were scaled into a narrower range. And it leaves `source`
+without a domain (`free_source`): TFDV makes a string feature of few
+values (up to 100) an enum of the values seen, and every record's source
+is its own, so another split or any new image would be an anomaly.
 """
 
 import os
@@ -73,8 +76,22 @@ def pin_image_domains(
     logging.info('Schema: %s pinned to %d..%d.', feature.name, *pinned)
 
 
+def free_source(schema: schema_pb2.Schema) -> None:
+  """Removes any domain TFDV inferred for `source`, in place (the module
+  docstring says why); it stays a string present in every record."""
+  for feature in schema.feature:
+    if feature.name == features.SOURCE_KEY and feature.HasField('domain'):
+      name = feature.domain
+      feature.ClearField('domain')
+      kept = [d for d in schema.string_domain if d.name != name]
+      del schema.string_domain[:]
+      schema.string_domain.extend(kept)
+      logging.info('Schema: %s left without a domain.', feature.name)
+
+
 class Executor(schema_gen_executor.Executor):
-  """SchemaGen's inference, then `pin_image_domains` on the same splits."""
+  """SchemaGen's inference, then `pin_image_domains` on the same splits
+  and `free_source`."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
@@ -95,6 +112,7 @@ class Executor(schema_gen_executor.Executor):
         schema_gen_executor.DEFAULT_FILE_NAME)
     schema = io_utils.SchemaReader().read(path)
     pin_image_domains(schema, statistics)
+    free_source(schema)
     io_utils.write_pbtxt_file(path, schema)
 
 

@@ -203,6 +203,7 @@ def training_section(md: queries.Metadata, run: queries.Run
                            producer),
       'device_plan': _attempt('the device plan', training.device_plan,
                               model_run),
+      'splits': _attempt('the splits', training.splits, model),
       'tuning': (_attempt('the tuning trials', tuning.trials, md, run)
                  if tuning.ran_tuner(run) else None),
   }

@@ -1,11 +1,15 @@
-"""How a model trained: per epoch curves, the settings and the device plan.
+"""How a model trained: per epoch curves, the settings, the device plan,
+and which split decided what.
 
 The Trainer (modules/trainer.py) logs with Keras' TensorBoard callback at
 update_freq='epoch' into its ModelRun artifact: `train/` and `validation/`
 hold one `epoch_<metric>` scalar per epoch (step 0 is the first), read with
 TensorBoard's own event reader. The settings are the `training` entry of the
 Trainer's custom_config execution property; the device plan is the file the
-Trainer writes beside the logs (modules/devices.py PLAN_FILE).
+Trainer writes beside the logs (modules/devices.py PLAN_FILE). The splits
+are in the serving model's training_plan.json (modules/trainer.py): the
+records the Trainer read per split, the split that decided early stopping
+and the kept epoch (the `validation/` curves are that split's).
 """
 
 import json
@@ -67,7 +71,32 @@ def settings(trainer: queries.Execution) -> Dict[str, Any]:
               if k != 'mixed_precision'}
   return {'training': training,
           'train_steps': train_args.get('num_steps'),
-          'eval_steps': eval_args.get('num_steps')}
+          'eval_steps': eval_args.get('num_steps'),
+          # TFX's defaults where the args name none.
+          'train_splits': train_args.get('splits') or ['train'],
+          'eval_splits': eval_args.get('splits') or ['eval']}
+
+
+def splits(model: queries.Artifact) -> Dict[str, Any]:
+  """Which split decided what, from the serving model's training_plan.json:
+  {'records': {split: records read}, 'validation_split': the split early
+  stopping and the kept epoch were decided on (None: none), 'early_stopping':
+  its outcome (modules/early_stopping.py)}."""
+  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
+  path = os.path.join(path_utils.serving_model_path(model.uri),
+                      signatures.EXTRA_DIR, trainer.TRAINING_PLAN_FILE)
+  if not files.exists(path):
+    raise InspectError(f'{path}: missing (a model exported without its '
+                       'training plan)')
+  plan = json.loads(files.read_bytes(path))
+  if 'records' not in plan:
+    raise InspectError(f'{path}: no records per split (a Trainer from '
+                       'before the validation split)')
+  return {'records': plan['records'],
+          'validation_split': plan.get(trainer.VALIDATION_SPLIT_KEY),
+          'early_stopping': plan.get('early_stopping', {})}
 
 
 def device_plan(model_run: queries.Artifact) -> Dict[str, Any]:

@@ -3,7 +3,8 @@
 TFX's Tuner writes two artifacts: HyperParameters (best_hyperparameters.txt,
 the winner's keras_tuner HyperParameters config, which the Trainer trains
 with) and TunerResults (tuner_results.json, one row per completed trial,
-best first: trial_id, score and the trial's values).
+best first: trial_id, score and the trial's values). The trials are scored
+on the split of the Tuner's EvalArgs (pipeline/validation.py).
 """
 
 import json
@@ -58,10 +59,17 @@ def trials(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                  'score': result['score'], 'hyperparameters': values,
                  'winner': rank == 0 and values == winner})
   producer = md.producer(best.id) or execution
+  try:
+    eval_args = json.loads(producer.properties.get('eval_args') or '{}')
+  except ValueError as e:
+    raise InspectError(f'{TUNER} execution {producer.id}: eval_args is not '
+                       f'JSON ({e})') from e
   return {
       'status': 'ok', 'cached': execution.cached,
       'seconds': producer.seconds, 'tuned_in_run': producer.run,
       'objective': tuning.OBJECTIVE,
+      # TFX's default where the args name none.
+      'scored_on': (eval_args.get('splits') or ['eval'])[0],
       'best_hyperparameters': {'id': best.id, 'uri': best.uri,
                                'values': winner},
       'tuner_results': {'id': results.id, 'uri': results.uri},

@@ -1,6 +1,12 @@
 """Early stopping: training ends when validation stops improving, and the
 model keeps the weights of its best epoch.
 
+Validation is the validation split's (ImageExampleGen carves it out of the
+training data), never the eval split's: the Evaluator's accuracy there
+would be optimistic if the eval split had chosen the epoch. Without a
+validation split (--validation-percent 0) nothing is chosen: early
+stopping is off and the last epoch's weights are kept.
+
 Keras's EarlyStopping does the work (restore_best_weights: the weights of
 the best epoch are put back at the end of training, whether it stopped
 early or ran every planned epoch). This module sets it up from the Budget
@@ -40,16 +46,21 @@ def unwatched_epochs(budget: Budget, epochs: int) -> int:
 
 
 def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
-            epochs_planned: int, epochs_run: int) -> Dict[str, Any]:
+            epochs_planned: int, epochs_run: int,
+            split: Optional[str] = None,
+            split_records: Optional[int] = None) -> Dict[str, Any]:
   """What happened, for the log (`describe`) and training_plan.json:
   epochs planned and run, whether training stopped early, and which
-  epoch's weights the model kept (1-based) with its validation value."""
+  epoch's weights the model kept (1-based) with its validation value;
+  `split`, the split validated on, and its records."""
+  on = {'split': split, 'split_records': split_records} if split else {}
   if stopper is None:
     return {'enabled': False, 'epochs_planned': epochs_planned,
             'epochs_run': epochs_run, 'stopped_early': False,
-            'kept_epoch': epochs_run}
+            'kept_epoch': epochs_run, **on}
   monitored = stopper.best_weights is not None
   return {
+      **on,
       'enabled': True, 'epochs_planned': epochs_planned,
       'epochs_run': epochs_run, 'stopped_early': stopper.stopped_epoch > 0,
       'monitor': stopper.monitor, 'patience': stopper.patience,
@@ -60,9 +71,21 @@ def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
   }
 
 
+def without_validation(epochs_planned: int, epochs_run: int) -> Dict[str, Any]:
+  """The outcome of a run without a validation split: nothing watched, the
+  last epoch's weights kept."""
+  return {'enabled': False, 'epochs_planned': epochs_planned,
+          'epochs_run': epochs_run, 'stopped_early': False,
+          'kept_epoch': epochs_run, 'split': None,
+          'why': 'no validation split'}
+
+
 def describe(result: Dict[str, Any]) -> str:
   """The outcome in a sentence."""
   ran = f'{result["epochs_run"]} of {result["epochs_planned"]} epochs'
+  if not result['enabled'] and result.get('why'):
+    return (f'trained {ran}; {result["why"]}: early stopping off, the last '
+            'epoch kept')
   if not result['enabled']:
     return f'trained {ran}; early stopping off'
   if result['stopped_early']:
@@ -72,5 +95,6 @@ def describe(result: Dict[str, Any]) -> str:
     ran = f'trained all {ran}'
   if result['kept_value'] is None:
     return f'{ran}; kept the last epoch\'s weights (none monitored)'
+  on = f' on {result["split"]}' if result.get('split') else ''
   return (f'{ran}; kept the weights of epoch {result["kept_epoch"]} '
-          f'({result["monitor"]} {result["kept_value"]:.4f}, the best)')
+          f'({result["monitor"]} {result["kept_value"]:.4f}{on}, the best)')

@@ -247,12 +247,12 @@ def parse_block(tf_transform_output: tft.TFTransformOutput,
 
 def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
   """Serialized Examples [batch] -> (images, labels), vectorised."""
-  # The pixel range is for data validation only: the transform graph does
-  # not read it, and every feature parsed costs (the parse is most of what
-  # the input_fn adds to reading the shards).
+  # The pixel range and the source are for data checks only: the transform
+  # graph does not read them, and every feature parsed costs (the parse is
+  # most of what the input_fn adds to reading the shards).
   raw_spec = {key: spec for key, spec in
               tf_transform_output.raw_feature_spec().items()
-              if key not in features.PIXEL_RANGE_KEYS}
+              if key not in features.DATA_CHECK_KEYS}
   transform = tf_transform_output.transform_features_layer()
 
   # tf.data would run this through AutoGraph, which converts the transform

@@ -37,6 +37,18 @@ def plan_notice(text: str) -> None:
   logging.info(PLAN_LINE, text)
 
 
+def validation_notice(train_records: int, split: Optional[str],
+                      split_records: Optional[int]) -> str:
+  """Which split decides what, in a line: 'trains on train (54,000
+  records); early stopping and the kept epoch on validation (6,000)'."""
+  trains = f'trains on train ({train_records:,} records)'
+  if split is None:
+    return (f'{trains}; no validation split: early stopping off, the last '
+            'epoch kept')
+  return (f'{trains}; early stopping and the kept epoch on {split} '
+          f'({split_records:,} records)')
+
+
 def _metrics(logs: Dict[str, Any]) -> str:
   # Keras's logs hold the learning rate too ('lr'): not a metric.
   return ', '.join(f'{name} {float(value):.4f}'

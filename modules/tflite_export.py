@@ -13,9 +13,11 @@ inside, with the constants the Transform learnt; the graph is TFLite
 builtins only (no SELECT_TF_OPS), and it checks nothing: the caller sends
 the right geometry.
 
-Accuracy is measured on the first EVAL_RECORDS records of the eval split,
-for the SavedModel and each file on the same pixels, so the comparison is
-paired and the Trainer spends seconds on it, not minutes.
+Accuracy is measured on the first EVAL_RECORDS records of the eval split
+(the Examples' Split-eval files: the split that made no choice in
+training, as the Evaluator's), for the SavedModel and each file on the
+same pixels, so the comparison is paired and the Trainer spends seconds
+on it, not minutes.
 """
 
 import contextlib
@@ -23,7 +25,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -31,6 +33,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
+from modules import input_pipeline
 from modules import signatures
 from modules import transform
 from records import features
@@ -106,15 +109,18 @@ def tflite_probabilities(model_content: bytes, images: np.ndarray) -> np.ndarray
   return np.concatenate(out)
 
 
-def eval_sample(dataset: tf.data.Dataset, mean: np.ndarray,
+def eval_sample(eval_files: Sequence[str],
+                tf_transform_output: tft.TFTransformOutput, mean: np.ndarray,
                 variance: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """(uint8 pixels, labels) of the first EVAL_RECORDS of the Trainer's
-  eval dataset (batches of (normalised images, labels)).
+  """(uint8 pixels, labels) of the first EVAL_RECORDS of the eval split's
+  files, in a fixed order.
 
-  The Trainer reads the eval split only through the Transform graph, which
-  outputs normalised floats: the pixels are those, un-normalised and
-  rounded, which recovers the uint8 values exactly.
+  They are read as the Trainer reads any split, through the Transform
+  graph, which outputs normalised floats: the pixels are those,
+  un-normalised and rounded, which recovers the uint8 values exactly.
   """
+  dataset = input_pipeline.make_dataset(eval_files, tf_transform_output,
+                                        _BATCH, training=False, cache=False)
   images, labels = [], []
   for batch_images, batch_labels in dataset.unbatch().take(
       EVAL_RECORDS).batch(_BATCH):
@@ -133,13 +139,17 @@ def eval_sample(dataset: tf.data.Dataset, mean: np.ndarray,
 def export(model: keras.Model, geometry: features.ImageGeometry,
            tf_transform_output: tft.TFTransformOutput, sample_record: bytes,
            class_names: List[str], export_dir: str,
-           eval_dataset: tf.data.Dataset) -> Dict[str, Any]:
+           eval_files: Sequence[str]) -> Dict[str, Any]:
   """Writes the TFLite files, the class names and RESULTS_FILE into
-  export_dir/TFLITE_DIR; returns what RESULTS_FILE holds."""
+  export_dir/TFLITE_DIR; returns what RESULTS_FILE holds.
+
+  eval_files: the eval split's file patterns, to measure accuracy on.
+  """
   mean, variance = transform.normalisation_constants(tf_transform_output,
                                                      sample_record)
   concrete = pixel_classifier(model, geometry, mean, variance)
-  pixels, labels = eval_sample(eval_dataset, mean, variance)
+  pixels, labels = eval_sample(eval_files, tf_transform_output, mean,
+                               variance)
   reference = concrete(tf.constant(pixels)).numpy().argmax(axis=1)
   directory = os.path.join(export_dir, TFLITE_DIR)
   tf.io.gfile.makedirs(directory)

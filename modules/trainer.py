@@ -10,7 +10,12 @@ Transform graph does, so serving sees exactly what training saw:
                      converted as ImageExampleGen converts image folders
                      (modules/image_files.py), then as serve_images
 and all return probabilities (float32 [N, classes]), classes (int64 [N])
-and class_names (string [N]). The class names are also in
+and class_names (string [N]).
+
+Every choice made while training (early stopping, the epoch kept) is made
+on the validation split, TFX's EvalArgs split (pipeline/validation.py);
+without one (custom_config VALIDATION_SPLIT_KEY None) nothing is chosen.
+The eval split is read only by the TensorFlow Lite accuracy check. The class names are also in
 assets.extra/class_names.txt (line i names class i), what was trained, and
 why, in assets.extra/training_plan.json, and TensorFlow Lite files of the
 model in tflite/ (modules/tflite_export.py).
@@ -58,14 +63,48 @@ from records import features
 
 # In the serving model's assets.extra: the network, why, and the budget.
 TRAINING_PLAN_FILE = 'training_plan.json'
+# custom_config's entry naming the split validated on (None: none).
+VALIDATION_SPLIT_KEY = 'validation_split'
+EVAL_SPLIT = 'eval'
+
+
+def _examples_uri(train_files: List[str]) -> str:
+  # train_files are <examples uri>/Split-train/*
+  return os.path.dirname(os.path.dirname(train_files[0]))
 
 
 def class_names_for(train_files: List[str]) -> List[str]:
   """Class names of the Examples artifact that `train_files` belong to."""
-  # train_files are <examples uri>/Split-train/*
-  examples_uri = os.path.dirname(os.path.dirname(train_files[0]))
   return features.read_class_names(
-      os.path.join(examples_uri, features.CLASS_NAMES_FILE))
+      os.path.join(_examples_uri(train_files), features.CLASS_NAMES_FILE))
+
+
+def split_files_for(train_files: List[str], split: str) -> List[str]:
+  """The file pattern of split `split` of the Examples artifact that
+  `train_files` belong to."""
+  return [os.path.join(_examples_uri(train_files), f'Split-{split}', '*')]
+
+
+def validation_split(fn_args: FnArgs) -> Optional[str]:
+  """The split the Trainer (or the Tuner) validates on, None for none: as
+  custom_config says (pipeline/validation.py), else its eval files'."""
+  if VALIDATION_SPLIT_KEY in (fn_args.custom_config or {}):
+    return fn_args.custom_config[VALIDATION_SPLIT_KEY]
+  return os.path.basename(os.path.dirname(fn_args.eval_files[0]))[
+      len('Split-'):]
+
+
+def plan_inputs(fn_args: FnArgs, config: TrainingConfig, split: Optional[str]
+                ) -> Tuple[input_pipeline.InputPlan,
+                           Optional[input_pipeline.InputPlan]]:
+  """(The train split's plan, the validation split's or None)."""
+  train = input_pipeline.measure(fn_args.train_files)
+  if split is None:
+    return input_pipeline.plan_split(
+        'train', train, config.input, True, config.input.memory_budget), None
+  train_plan, validation_plan = input_pipeline.plan_inputs(
+      train, input_pipeline.measure(fn_args.eval_files), config.input)
+  return train_plan, dataclasses.replace(validation_plan, split=split)
 
 
 def image_geometry(
@@ -87,10 +126,10 @@ def export_serving_model(model: keras.Model,
   """
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
-  # Requests carry images only: no label, and no pixel_min/pixel_max (they
-  # are there for data validation; the model does not read them).
+  # Requests carry images only: no label, and no pixel_min/pixel_max or
+  # source (they are there for data checks; the model does not read them).
   request_spec = {k: v for k, v in raw_spec.items()
-                  if k not in (features.LABEL_KEY, *features.PIXEL_RANGE_KEYS)}
+                  if k not in (features.LABEL_KEY, *features.DATA_CHECK_KEYS)}
   geometry = image_geometry(tf_transform_output)
   mean, variance = transform.normalisation_constants(tf_transform_output,
                                                      sample_record)
@@ -166,7 +205,8 @@ def run_fn(fn_args: FnArgs) -> None:
     config = tuning.apply(config, tuned)
   task = cluster.from_environment()
   if config.workers > 1 and not cluster.has_tf_config():
-    check_files_per_worker(fn_args, config.workers)
+    check_files_per_worker(fn_args, config.workers,
+                           validation_split(fn_args))
     local_workers.train(fn_args, config.workers,
                         config.workers_timeout_seconds)
     return
@@ -176,11 +216,13 @@ def run_fn(fn_args: FnArgs) -> None:
   _train(fn_args, config, task, strategy)
 
 
-def check_files_per_worker(fn_args: FnArgs, workers: int) -> None:
+def check_files_per_worker(fn_args: FnArgs, workers: int,
+                           validation: Optional[str]) -> None:
   """Each worker reads its own files of a split: a split of fewer files
   than workers is an error, said before any worker starts."""
   for split, patterns in (('train', fn_args.train_files),
-                          ('eval', fn_args.eval_files)):
+                          *([(validation, fn_args.eval_files)]
+                            if validation else [])):
     files = input_pipeline.list_files(patterns)
     if len(files) < workers:
       raise ValueError(
@@ -216,11 +258,11 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
   geometry = image_geometry(tf_transform_output)
   class_names = class_names_for(fn_args.train_files)
+  validation = validation_split(fn_args)
 
-  train_plan, eval_plan = input_pipeline.plan_inputs(
-      input_pipeline.measure(fn_args.train_files),
-      input_pipeline.measure(fn_args.eval_files), config.input)
-  for input_plan in (train_plan, eval_plan):
+  train_plan, validation_plan = plan_inputs(fn_args, config, validation)
+  input_plans = [p for p in (train_plan, validation_plan) if p]
+  for input_plan in input_plans:
     logging.info('Trainer input: %s.', input_plan.describe())
   plan = training_plan.plan(config.budget, config.model, geometry,
                             train_plan.size.records)
@@ -245,6 +287,9 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     progress.plan_notice(
         f'{plan.architecture} ({plan.why}), {plan.epochs} epochs, '
         f'{device_plan.precision} ({device_plan.precision_why or "GPU"})')
+    progress.plan_notice(progress.validation_notice(
+        train_plan.size.records, validation,
+        validation_plan.size.records if validation_plan else None))
   if config.seed is not None:
     keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(device_plan.precision)
@@ -274,14 +319,17 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
       train_plan, repeat=bool(steps_per_epoch))
-  evaluation = input_pipeline.make_planned_dataset(
+  evaluation = validation_plan and input_pipeline.make_planned_dataset(
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
-      eval_plan)
+      validation_plan)
   if task:
-    check_files_per_worker(fn_args, task.workers)
-    train, evaluation = _shard_by_file(train), _shard_by_file(evaluation)
+    check_files_per_worker(fn_args, task.workers, validation)
+    train = _shard_by_file(train)
+    evaluation = evaluation and _shard_by_file(evaluation)
 
-  stopper = early_stopping.callback(config.budget, plan.epochs)
+  # Nothing to choose the epoch on without a validation split.
+  stopper = (early_stopping.callback(config.budget, plan.epochs)
+             if validation else None)
   epochs_run = []
 
   def fit(epochs: int, initial_epoch: int, learning_rate: float) -> None:
@@ -302,7 +350,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     history = model.fit(
         train, epochs=epochs, initial_epoch=initial_epoch,
         steps_per_epoch=steps_per_epoch, validation_data=evaluation,
-        validation_steps=fn_args.eval_steps, callbacks=callbacks, verbose=0)
+        validation_steps=fn_args.eval_steps if evaluation else None,
+        callbacks=callbacks, verbose=0)
     epochs_run.extend(history.epoch)
 
   if backbone is None:
@@ -311,7 +360,11 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     # stopping watches each, the last one's best weights are kept.
     fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
                     fit)
-  stopping = early_stopping.outcome(stopper, plan.epochs, len(epochs_run))
+  stopping = (early_stopping.outcome(
+      stopper, plan.epochs, len(epochs_run), validation,
+      validation_plan.size.records) if validation
+              else early_stopping.without_validation(plan.epochs,
+                                                     len(epochs_run)))
   logging.info(progress.END_LINE, early_stopping.describe(stopping))
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic.
@@ -330,13 +383,16 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
        'batch_size': device_plan.global_batch_size,
        'workers': device_plan.workers,
        'early_stopping': stopping,
-       'input': {p.split: p.to_dict() for p in (train_plan, eval_plan)}})
+       VALIDATION_SPLIT_KEY: validation,
+       'records': {p.split: p.size.records for p in input_plans},
+       'input': {p.split: p.to_dict() for p in input_plans}})
   if task:
     # No worker returns before the chief's model is written: on Vertex AI
     # each worker's TFX executor checks that the serving model exists.
     _barrier(strategy)
   if chief:  # After the barrier: the chief alone converts, needing no one.
     tflite_export.export(model, geometry, tf_transform_output, sample_record,
-                         class_names, serving_model_dir, evaluation)
+                         class_names, serving_model_dir,
+                         split_files_for(fn_args.train_files, EVAL_SPLIT))
   for directory in temporary:
     shutil.rmtree(directory)

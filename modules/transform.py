@@ -65,8 +65,8 @@ def preprocessing_fn(inputs: Dict[str, tf.Tensor],
   Besides the model's inputs, every row carries the analyzers' values
   (PIXEL_MEAN_KEY, PIXEL_VARIANCE_KEY), for `normalisation_constants`:
   a transform graph's outputs are per row, and this is how the graph says
-  what it learnt. pixel_min and pixel_max are for data validation only: not
-  transformed, not model inputs.
+  what it learnt. pixel_min, pixel_max and source are for data checks only:
+  not transformed, not model inputs.
   """
   geometry = geometry_from_config(custom_config)
   images = decode.decode_images(

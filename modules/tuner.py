@@ -10,7 +10,9 @@ holds no Keras: its oracles pick the trials and its `run_trial` is ours.
 TrialTuner trains each trial with tf_keras, as
 the Trainer does, from the same TrainingConfig (modules/tuning.py apply)
 and the same input_fn (modules/input_pipeline.py), for the trial budget
-(TFX's TrainArgs num_steps), and scores it on the eval split.
+(TFX's TrainArgs num_steps), and scores it on the validation split (TFX's
+EvalArgs split, pipeline/validation.py), never on the eval split, which
+the Evaluator alone reads.
 tests/test_tuning.py checks what this relies on.
 """
 
@@ -31,7 +33,8 @@ from modules import devices
 from modules import progress
 from modules import training_plan
 from modules import tuning
-from modules.trainer import class_names_for, image_geometry
+from modules.trainer import (class_names_for, image_geometry, plan_inputs,
+                             validation_split)
 from modules.training_config import TrainingConfig, TuningConfig
 
 PROJECT_NAME = 'tuning'
@@ -47,10 +50,11 @@ class TrialTuner(base_tuner.BaseTuner):
   """Runs each trial as the Trainer trains: see the module's docstring."""
 
   def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
-               **kwargs):
+               split: str, **kwargs):
     super().__init__(oracle, **kwargs)
     self._config = config
     self._fn_args = fn_args
+    self._split = split  # Scored on.
     self._trials = oracle.max_trials
 
   def run_trial(self, trial, train, evaluation, geometry, num_classes):  # pylint: disable=arguments-differ
@@ -82,8 +86,8 @@ class TrialTuner(base_tuner.BaseTuner):
     seconds = time.monotonic() - started
     logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
                  f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
-                 f'{accuracy:.4f} after {self._fn_args.train_steps} steps in '
-                 f'{seconds:.1f}s')
+                 f'{accuracy:.4f} on {self._split} after '
+                 f'{self._fn_args.train_steps} steps in {seconds:.1f}s')
     return {tuning.OBJECTIVE: float(accuracy)}
 
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
@@ -116,25 +120,30 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
   geometry = image_geometry(tf_transform_output)
   num_classes = len(class_names_for(fn_args.train_files))
-  train_plan, eval_plan = input_pipeline.plan_inputs(
-      input_pipeline.measure(fn_args.train_files),
-      input_pipeline.measure(fn_args.eval_files), config.input)
+  split = validation_split(fn_args)
+  if split is None:
+    raise ValueError('the Tuner needs a validation split to score its '
+                     'trials on, and the Examples have none '
+                     '(--validation-percent 0)')
+  train_plan, validation_plan = plan_inputs(fn_args, config, split)
   # The network the Trainer would pick: the one tuned.
   network = training_plan.plan(config.budget, config.model, geometry,
                                train_plan.size.records).architecture
   search = oracle(tuning_config, tuning.hyperparameters(network))
   search.verbose = 0  # Its display prints on stdout; run_trial logs.
-  tuner = TrialTuner(search, config, fn_args, directory=fn_args.working_dir,
+  tuner = TrialTuner(search, config, fn_args, split,
+                     directory=fn_args.working_dir,
                      project_name=PROJECT_NAME, overwrite=True)
   batches = max(1, math.ceil(train_plan.size.records / config.batch_size))
-  logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s.',
-               tuning_config.trials, fn_args.train_steps,
-               fn_args.train_steps / batches, tuning_config.search)
+  logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s; '
+               'scored on %s (%d records).', tuning_config.trials,
+               fn_args.train_steps, fn_args.train_steps / batches,
+               tuning_config.search, split, validation_plan.size.records)
   return TunerFnResult(tuner=tuner, fit_kwargs=dict(
       train=input_pipeline.make_planned_dataset(
           fn_args.train_files, tf_transform_output, config.batch_size,
           train_plan, repeat=True),
       evaluation=input_pipeline.make_planned_dataset(
           fn_args.eval_files, tf_transform_output, config.batch_size,
-          eval_plan),
+          validation_plan),
       geometry=geometry, num_classes=num_classes))

@@ -102,6 +102,18 @@ class DataConfig:
       'and eval/ folders): the percentage of images put in eval, chosen by '
       'a hash of each image\'s path (default: %(default)s).',
       flag='--eval-percent', type=int, metavar='PERCENT')
+  # A tenth of MNIST's 60,000 training images validates to within a few
+  # tenths of a percent.
+  validation_percent: int = knob(
+      10, 'The percentage of the training data held out as the validation '
+      'split, chosen by a hash of each image (its path in image folders, its '
+      'pixels in IDX files); a validation/ folder beside train/ and eval/ is '
+      'taken as given instead. Validation decides early stopping, the epoch '
+      'kept and the --tune trials\' scores; eval decides nothing, so the '
+      'Evaluator\'s accuracy is not optimistic. 0: no validation split, no '
+      'early stopping, the last epoch kept, no --tune (default: '
+      '%(default)s).', flag='--validation-percent', type=int,
+      metavar='PERCENT')
   # Pillow's own limit is about 89 million; a phone's largest photos are
   # near 100 million pixels.
   max_image_pixels: int = knob(

@@ -14,6 +14,7 @@ from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
 from pipeline import tuning as tuning_lib
+from pipeline import validation
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 
@@ -41,6 +42,7 @@ def create_pipeline(
       image_encoding=data.image_encoding, png_min_pixels=data.png_min_pixels,
       infer_size=data.infer_size, infer_channels=data.infer_channels,
       eval_percent=data.eval_percent,
+      validation_percent=data.validation_percent,
       max_image_pixels=data.max_image_pixels if data.images else None,
       span_dir_pattern=data.span_dir_pattern)
   if infrastructure.example_gen_beam_pipeline_args:
@@ -90,7 +92,8 @@ def create_pipeline(
   # With --tune, TFX's Tuner picks the Trainer's hyperparameters.
   tuner = tuning_lib.tuner(tuning, training, example_gen.outputs['examples'],
                            transform.outputs['transform_graph'],
-                           schema_gen.outputs['schema'])
+                           schema_gen.outputs['schema'],
+                           data.validation_percent)
 
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
   # replicas run TFX's Trainer executor with this same custom_config.
@@ -103,11 +106,14 @@ def create_pipeline(
       examples=example_gen.outputs['examples'],
       transform_graph=transform.outputs['transform_graph'],
       schema=schema_gen.outputs['schema'],
-      train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
-      eval_args=tfx.proto.EvalArgs(num_steps=training.eval_steps),
+      # Choices on the validation split only (pipeline/validation.py).
+      train_args=validation.train_args(training.train_steps),
+      eval_args=validation.eval_args(data.validation_percent,
+                                     training.eval_steps),
       hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
                        else None),
       custom_config={'training': training.to_dict(),
+                     **validation.custom_config(data.validation_percent),
                      **(infrastructure.vertex_training or {})})
 
   # What the new model must not be worse than (see _baseline).

@@ -14,14 +14,22 @@ Format of every record (a `tf.train.Example`):
   label     int64  class index into the class names of the Examples artifact
   pixel_min int64  darkest pixel value of the image (0..255)
   pixel_max int64  brightest pixel value of the image (0..255)
+  source    bytes  which input the record came from, UTF-8: an image
+                   file's path relative to the input base
+                   (`train/roses/IMG_0412.jpg`, the span folder in front
+                   with spans), or `<images file name>:<index>` for IDX
+                   files (`train-images-idx3-ubyte.gz:12345`, 0-based)
 
 pixel_min and pixel_max are there for data validation only: the raw `image`
 bytes give TFDV no pixel statistics, so without them a drop of images scaled
-to 0..127 would look like any other. The model never reads them and serving
+to 0..127 would look like any other. `source` is there for the data checks
+that list records a person should look at (copies across splits, doubtful
+labels). The model never reads these three (DATA_CHECK_KEYS) and serving
 requests may leave them out.
 """
 
 import dataclasses
+import functools
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -34,9 +42,12 @@ CHANNELS_KEY = 'channels'
 LABEL_KEY = 'label'
 PIXEL_MIN_KEY = 'pixel_min'
 PIXEL_MAX_KEY = 'pixel_max'
+SOURCE_KEY = 'source'
 PIXEL_RANGE_KEYS = (PIXEL_MIN_KEY, PIXEL_MAX_KEY)
+# For data checks only: neither the model nor a serving request needs them.
+DATA_CHECK_KEYS = (*PIXEL_RANGE_KEYS, SOURCE_KEY)
 FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
-                *PIXEL_RANGE_KEYS)
+                *PIXEL_RANGE_KEYS, SOURCE_KEY)
 
 # Class names travel with the data twice: as a custom property of the Examples
 # artifact (visible in ML Metadata) and as a vocabulary file next to the
@@ -152,9 +163,16 @@ def encode_image(pixels: bytes, geometry: ImageGeometry, encoding: str) -> bytes
 
 
 def make_example(image: bytes, geometry: ImageGeometry, label: int,
-                 encoding: str = 'raw') -> bytes:
+                 encoding: str = 'raw', *, source: str) -> bytes:
   """Returns one serialized `tf.train.Example` in the format above, from
-  the image's raw uint8 pixels."""
+  the image's raw uint8 pixels and the input it came from."""
+  return _add_source(_example_without_source(image, geometry, label, encoding),
+                     source.encode())
+
+
+def _example_without_source(image: bytes, geometry: ImageGeometry, label: int,
+                            encoding: str) -> bytes:
+  """A serialized Example of every feature but `source`."""
   # Imported here so that modules which only need the keys stay light.
   from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
   if len(image) != geometry.num_bytes:
@@ -175,52 +193,129 @@ def make_example(image: bytes, geometry: ImageGeometry, label: int,
 
 
 def make_examples(images: np.ndarray, labels: np.ndarray,
-                  geometry: ImageGeometry,
-                  encoding: str = 'raw') -> List[bytes]:
+                  geometry: ImageGeometry, encoding: str = 'raw', *,
+                  sources: Sequence[bytes],
+                  source_prefix: bytes = b'') -> List[bytes]:
   """`make_example` for many images at once: the same bytes, far faster.
 
+  Args:
+    images: uint8 [N, height, width(, channels)] of `geometry`.
+    labels: [N] class indices.
+    geometry: the images'.
+    encoding: one of IMAGE_ENCODINGS.
+    sources: [N] UTF-8 sources, each after `source_prefix` (IDX records
+      share their file's name: the prefix, and differ in their index).
+    source_prefix: what every source starts with.
+
   Every Example of one geometry, label and pixel range serializes to the same
-  bytes around the image's pixels (a fixed-length `bytes` field), so one
-  `make_example` per distinct (label, pixel_min, pixel_max) gives a
-  template, and each record is that template's prefix + the image's pixels +
-  its suffix (raw encoding; PNG and JPEG records are built one by one).
-  Building every proto in Python would be most of ExampleGen's work;
-  MNIST has a few dozen distinct templates.
+  bytes around the image's pixels (a fixed-length `bytes` field), and its
+  `source` is one more entry of the features map, which `_add_source`
+  writes last. So one `make_example` per distinct (label, pixel_min,
+  pixel_max) gives a template, and each record is that template's header
+  and prefix + the image's pixels + its suffix, the source entry's head and
+  the source prefix + the rest of the source (raw encoding; PNG and JPEG
+  records are built one by one). The header (the features' length) depends
+  on the source's length too: a split's sources differ little in length,
+  so the pieces are kept per template and source length. Building every
+  proto in Python would be most of ExampleGen's work; MNIST has a few dozen
+  distinct templates.
   """
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:
     raise ValueError(f'images have {pixels.shape[1]} bytes each, geometry '
                      f'{geometry} needs {geometry.num_bytes}')
+  if len(sources) != len(pixels):
+    raise ValueError(f'{len(pixels)} images but {len(sources)} sources')
   if encoding != 'raw':  # Each image encodes to bytes of its own.
-    return [make_example(image.tobytes(), geometry, label, encoding)
-            for image, label in zip(pixels, labels.tolist())]
+    return [make_example(image.tobytes(), geometry, label, encoding,
+                         source=(source_prefix + source).decode())
+            for image, label, source in zip(pixels, labels.tolist(), sources)]
+  # (label, pixel_min, pixel_max, source length after the prefix).
   keys = zip(labels.tolist(), pixels.min(axis=1).tolist(),
-             pixels.max(axis=1).tolist())
+             pixels.max(axis=1).tolist(), map(len, sources))
   templates: Dict[Tuple[int, int, int], Tuple[bytes, bytes]] = {}
+  pieces: Dict[Tuple[int, int, int, int], Tuple[bytes, bytes]] = {}
+  # Each image a view of the pixels, joined with its pieces in one copy.
+  size = geometry.num_bytes
+  flat = memoryview(pixels.reshape(-1))
   records = []
-  for image, key in zip(pixels, keys):
-    image = image.tobytes()
-    if key not in templates:
-      templates[key] = _template(make_example(image, geometry, key[0]), image)
-    prefix, suffix = templates[key]
-    records.append(prefix + image + suffix)
+  for start, key, source in zip(range(0, len(pixels) * size, size), keys,
+                                sources):
+    image = flat[start:start + size]
+    piece = pieces.get(key)
+    if piece is None:
+      if key[:3] not in templates:
+        templates[key[:3]] = _template(_features_body(_example_without_source(
+            image.tobytes(), geometry, key[0], 'raw')), image.tobytes())
+      piece = pieces[key] = _pieces(*templates[key[:3]], size, source_prefix,
+                                    len(source))
+    records.append(b''.join((piece[0], image, piece[1], source)))
   return records
 
 
+def _pieces(body_prefix: bytes, body_suffix: bytes, image_length: int,
+            source_prefix: bytes, source_rest: int) -> Tuple[bytes, bytes]:
+  """The bytes of a record before its image (the header and the template's
+  prefix) and between its image and the rest of its source (the template's
+  suffix, the source entry's head and `source_prefix`), for sources of
+  len(source_prefix) + `source_rest` bytes."""
+  source_length = len(source_prefix) + source_rest
+  head = _source_entry_head(source_length)
+  length = (len(body_prefix) + image_length + len(body_suffix) + len(head) +
+            source_length)
+  return (b'\x0a' + _varint(length) + body_prefix,
+          body_suffix + head + source_prefix)
+
+
+def _varint(value: int) -> bytes:
+  """`value` (>= 0) as a protobuf varint."""
+  out = b''
+  while True:
+    byte, value = value & 0x7f, value >> 7
+    out += bytes([byte | (0x80 if value else 0)])
+    if not value:
+      return out
+
+
+def _features_body(record: bytes) -> bytes:
+  """The serialized Features inside serialized Example `record`: its one
+  field, `features` (tag 0x0a), after the tag and length."""
+  assert record[:1] == b'\x0a', 'not a serialized Example of features'
+  start = 1
+  while record[start] & 0x80:  # Past the length's varint.
+    start += 1
+  return record[start + 1:]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_entry_head(length: int) -> bytes:
+  """The bytes of the features map's `source` entry before the source
+  itself (which ends the entry), for a source of `length` bytes."""
+  from tensorflow.core.example import feature_pb2  # pylint: disable=g-import-not-at-top
+  message = feature_pb2.Features()
+  message.feature[SOURCE_KEY].bytes_list.value.append(b'\0' * length)
+  entry = message.SerializeToString()
+  return entry[:len(entry) - length]
+
+
+def _add_source(record: bytes, source: bytes) -> bytes:
+  """Serialized Example `record` with the `source` entry last in its
+  features map (its fields may come in any order)."""
+  body = _features_body(record)
+  head = _source_entry_head(len(source))
+  return (b'\x0a' + _varint(len(body) + len(head) + len(source)) + body +
+          head + source)
+
+
 def _template(record: bytes, image: bytes) -> Tuple[bytes, bytes]:
-  """The bytes of serialized Example `record` before and after `image`.
+  """The bytes of serialized `record` (an Example's features) before and
+  after `image`.
 
   The image is BytesList's field 1 (tag 0x0a) of length len(image): looking
   for tag + length + pixels rather than the pixels alone, no other part of
   the record can match, whatever the pixels hold.
   """
-  length, size = b'', len(image)
-  while True:  # The length as a protobuf varint.
-    byte, size = size & 0x7f, size >> 7
-    length += bytes([byte | (0x80 if size else 0)])
-    if not size:
-      break
-  marker = b'\x0a' + length
+  marker = b'\x0a' + _varint(len(image))
   start = record.find(marker + image) + len(marker)
   assert start >= len(marker), 'image bytes not found in the record'
   return record[:start], record[start + len(image):]

@@ -130,6 +130,12 @@ def _check(knobs: knobs_lib.Knobs) -> None:
   if not 0 < data.eval_percent < 100:
     raise SystemExit(f'error: --eval-percent {data.eval_percent}: must be '
                      'between 1 and 99')
+  if not 0 <= data.validation_percent < 100:
+    raise SystemExit(f'error: --validation-percent {data.validation_percent}: '
+                     'must be between 0 and 99')
+  if knobs.tuning.trials and not data.validation_percent:
+    raise SystemExit('error: --tune needs a validation split to score its '
+                     'trials on; --validation-percent 0 leaves none')
   if data.max_image_pixels < 1:
     raise SystemExit(f'error: --max-image-pixels {data.max_image_pixels}: '
                      'must be 1 or more')

@@ -28,15 +28,17 @@ def classify_images(model, images: np.ndarray, batch_size: int = 1000):
 
 
 def serialized_examples(images: np.ndarray, labels=None, encoding='raw'):
-  """Examples in the ExampleGen format, the image bytes in `encoding`;
-  without labels when labels is None."""
+  """Examples in the ExampleGen format, the image bytes in `encoding`, as a
+  client sends them: without the source (and without labels when labels is
+  None)."""
   geometry = features.ImageGeometry(images.shape[1], images.shape[2],
                                     images.shape[3] if images.ndim == 4 else 1)
   out = []
   for i, image in enumerate(images):
     record = tf.train.Example.FromString(features.make_example(
         image.tobytes(), geometry, 0 if labels is None else int(labels[i]),
-        encoding))
+        encoding, source=''))
+    del record.features.feature[features.SOURCE_KEY]
     if labels is None:
       del record.features.feature[features.LABEL_KEY]
     out.append(record.SerializeToString())

@@ -46,7 +46,9 @@ def test_the_small_gap_cnn_is_chosen_logged_and_recorded(pushed):
   assert plan['why'] == 'auto: colour images'
   assert plan['geometry'] == f'{SIZE}x{SIZE}x3'
   assert plan['augment'] is True and plan['augment_why'] == 'auto: colour images'
-  assert plan['train_records'] == 10 * len(CLASSES)
+  # One of the training images is hashed into the validation split.
+  assert plan['records'] == {'train': 10 * len(CLASSES) - 1, 'validation': 1}
+  assert plan['train_records'] == 10 * len(CLASSES) - 1
   # Two planned epochs: both run (patience is longer), the best one kept.
   stopping = plan['early_stopping']
   assert (stopping['epochs_planned'], stopping['epochs_run']) == (2, 2)

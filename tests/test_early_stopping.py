@@ -106,3 +106,22 @@ def test_patience_zero_trains_every_epoch_and_keeps_the_last():
                     'stopped_early': False, 'kept_epoch': 3}
   assert early_stopping.describe(result) == (
       'trained 3 of 3 epochs; early stopping off')
+
+
+def test_the_outcome_names_the_split_it_was_decided_on():
+  budget = Budget(patience=3, warmup_fraction=0.0)
+  _, _, history, stopper = _fit(budget, epochs=4, validation_agrees=True)
+  result = early_stopping.outcome(stopper, 4, len(history.epoch),
+                                  'validation', 256)
+  assert result['split'] == 'validation' and result['split_records'] == 256
+  assert early_stopping.describe(result).endswith(
+      f'(val_accuracy {result["kept_value"]:.4f} on validation, the best)')
+
+
+def test_without_a_validation_split_nothing_is_chosen():
+  result = early_stopping.without_validation(5, 5)
+  assert not result['enabled'] and result['split'] is None
+  assert result['kept_epoch'] == 5
+  assert early_stopping.describe(result) == (
+      'trained 5 of 5 epochs; no validation split: early stopping off, the '
+      'last epoch kept')

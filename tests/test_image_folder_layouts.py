@@ -141,7 +141,8 @@ def test_neither_layout_names_both(tmp_path, layout):
     _run(data, tmp_path / 'out', _options())
   assert str(raised.value) == (
       f'{data}: neither layout of image folders found: expected '
-      f'{data}/train/<class>/<image> and {data}/eval/<class>/<image>, or '
+      f'{data}/train/<class>/<image> and {data}/eval/<class>/<image> (and '
+      f'optionally {data}/validation/<class>/<image>), or '
       f'{data}/<class>/<image> (split into train and eval by a hash of each '
       'path)')
 

@@ -22,6 +22,7 @@ from records import features
 from tests import examples_io
 from tests import local_run
 from tests import mlmd
+from tests import tiny_runs
 from tests.tiny_runs import DATA_AND_TRAINING
 from tests.tiny_runs import EVAL_RECORDS
 from tests.tiny_runs import inspect
@@ -90,8 +91,7 @@ def test_artifacts_with_their_key_properties(two_runs):
   [examples] = inspect_json(out, 'artifacts', '--type', 'Examples')
   assert examples['producer'] == 'ImageExampleGen'
   assert examples['run'] == first and examples['reused_by_runs'] == [second]
-  assert examples['properties']['splits'] == {'train': 300,
-                                              'eval': EVAL_RECORDS}
+  assert examples['properties']['splits'] == tiny_runs.SPLIT_RECORDS
   assert examples['properties']['class_names'] == [str(i) for i in range(10)]
   assert os.path.isdir(examples['uri'])
 
@@ -113,7 +113,8 @@ def test_artifacts_with_their_key_properties(two_runs):
       inspect_json(out, 'artifacts', '--run', second, '--type', 'Model')
 
   text = inspect(out, 'artifacts', '--type', 'Examples').stdout
-  assert 'train: 300, eval: 100' in text and examples['uri'] in text
+  assert ('train: {train}, validation: {validation}, eval: {eval}'.format(
+      **tiny_runs.SPLIT_RECORDS)) in text and examples['uri'] in text
 
 
 def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
@@ -200,8 +201,8 @@ def test_stats_of_a_run_with_tfdv_html(two_runs, tmp_path):
   first = inspect_json(out, 'artifacts', '--run', '-2', '--type',
                        'ExampleStatistics')
   assert stats['statistics']['id'] in {a['id'] for a in first}
-  assert {s: v['records'] for s, v in stats['splits'].items()} == {
-      'train': 300, 'eval': EVAL_RECORDS}
+  assert {s: v['records'] for s, v in stats['splits'].items()
+          } == tiny_runs.SPLIT_RECORDS
   by_name = {f['feature']: f for f in stats['splits']['train']['features']}
   assert set(by_name) == set(features.FEATURE_KEYS)
   assert (by_name['label']['min'], by_name['label']['max']) == (0, 9)

@@ -72,7 +72,7 @@ def test_every_task_ran_in_dependency_order(run):
 def test_examples_carry_shards_class_names_and_the_driver_span(run):
   _, _, _, outputs = run
   examples = only(outputs, 'ImageExampleGen', 'examples')
-  for split in ('train', 'eval'):
+  for split in ('train', 'validation', 'eval'):
     shards = glob.glob(os.path.join(examples.uri, f'Split-{split}',
                                     'data_tfrecord-*.gz'))
     assert len(shards) == DataConfig().num_shards
@@ -85,7 +85,7 @@ def test_examples_carry_shards_class_names_and_the_driver_span(run):
   metadata = dict(examples.metadata)
   assert features.decode_class_names(metadata['class_names']) == [
       str(i) for i in range(10)]
-  assert metadata['split_names'] == '["train", "eval"]'
+  assert metadata['split_names'] == '["train", "validation", "eval"]'
   # Set by the FileBasedExampleGen driver (pre-cache check), kept through.
   assert 'input_fingerprint' in metadata
 

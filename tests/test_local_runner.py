@@ -37,7 +37,9 @@ def test_idx_run_then_cached_rerun(tmp_path):
   for node in DATA_HALF:
     assert f'▶ {node}' in first.stdout
     assert f'✔ {node}: ' in first.stdout
-  assert 'train: 60 records in 8 shards; eval: 20 records in 8 shards' in first.stdout
+  # A tenth of train, by a hash of each image, is the validation split.
+  assert ('train: 49 records in 8 shards; validation: 11 records in 8 shards; '
+          'eval: 20 records in 8 shards') in first.stdout
 
   store = mlmd.open_store(str(tmp_path / 'out'))
   assert mlmd.execution_states(store) == {n: ['COMPLETE'] for n in DATA_HALF}
@@ -207,7 +209,9 @@ def test_skip_bad_images_skips_records_and_reports(tmp_path):
                '--skip-bad-images', '--output-dir', str(tmp_path / 'out'),
                ONE_PROCESS, '--to-node', 'StatisticsGen')
   assert result.returncode == 0
-  assert 'train: 11 records in 16 shards; eval: 5 records in 16 shards' in result.stdout
+  # Two of train's images are hashed into validation (dog/3.jpg, fish/1.jpg).
+  assert ('train: 9 records in 16 shards; validation: 2 records in 16 shards; '
+          'eval: 5 records in 16 shards') in result.stdout
   assert 'skipped 3 unreadable images, listed in skipped_images.json' in result.stdout
   for path, reason in bad.items():
     assert f'  {path}: {reason}' in result.stdout

@@ -10,6 +10,7 @@ from PIL import Image
 from components.image_example_gen import folder_layout
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import image_folder
+from components.image_example_gen import validation_split
 from records import features
 from tests import examples_io
 from tests import local_run
@@ -40,10 +41,14 @@ def test_class_folders_run_and_say_what_was_assumed(tmp_path):
   want = folder_layout.partition(
       image_folder.list_split(str(data / '*' / '*'))[0], str(data),
       folder_layout.output_config(folder_layout.CLASSES, 30).split_config)
-  counts = (f'train: {len(want["train"])} images, eval: '
+  want = validation_split.carve(want, {
+      p: os.path.relpath(p, data).encode() for p in want['train']}, 10)
+  counts = (f'train: {len(want["train"])} images, validation: '
+            f'{len(want["validation"])} images, eval: '
             f'{len(want["eval"])} images')
   assert (f'  ImageExampleGen: 2 classes (cat, dog); {counts}; no train/eval '
-          'folders: split by a hash of each image\'s path') in result.stdout
+          'folders: split by a hash of each image\'s path; validation taken '
+          'out of train by a hash of each path') in result.stdout
   chosen = ('size and channels chosen from the headers of 20 images '
             '(1 distinct size, colour)')
   assert (f'  ImageExampleGen: images converted to 10x14x3: {chosen}; '

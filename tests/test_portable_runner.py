@@ -130,7 +130,9 @@ def test_beam_components_on_portable_runner_with_external_workers(
   # What the workers wrote: the records, the statistics, the graph.
   [examples] = glob.glob(str(tmp_path / 'out' / 'pipeline' /
                              'ImageExampleGen' / 'examples' / '*'))
-  assert len(examples_io.read_split(examples, 'train')) == 40
+  # Of the train files' 40, those hashed into validation are there.
+  assert len(examples_io.read_split(examples, 'train')) == 31
+  assert len(examples_io.read_split(examples, 'validation')) == 9
   assert len(examples_io.read_split(examples, 'eval')) == 20
   assert glob.glob(str(tmp_path / 'out' / 'pipeline' / 'StatisticsGen' /
                        'statistics' / '*' / 'Split-train' / 'FeatureStats.pb'))

@@ -21,10 +21,11 @@ from runners import local_store
 from runners import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
+from tests.tiny_runs import CLASS_RECORDS
 from tests.tiny_runs import DATA_AND_TRAINING
 from tests.tiny_runs import EPOCHS
 from tests.tiny_runs import EVAL_RECORDS
-from tests.tiny_runs import TRAIN_RECORDS
+from tests.tiny_runs import SPLIT_RECORDS
 from tests.tiny_runs import inspect
 from tests.tiny_runs import inspect_json
 
@@ -114,26 +115,27 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
 
   # The data: split counts, class balance, samples, statistics, anomalies.
   data = facts['data']
-  assert data['examples']['properties']['splits'] == {
-      'train': TRAIN_RECORDS, 'eval': EVAL_RECORDS}
+  assert data['examples']['properties']['splits'] == SPLIT_RECORDS
   assert data['class_balance']['classes'] == CLASSES
-  assert data['class_balance']['splits'] == {
-      'train': [TRAIN_RECORDS // 10] * 10, 'eval': [EVAL_RECORDS // 10] * 10}
+  assert data['class_balance']['splits'] == CLASS_RECORDS
   balance = page.split('<h3>Class balance</h3>', 1)[1].split('</table>')[0]
   assert _rows(balance)[1:] == [
-      [c, str(TRAIN_RECORDS // 10), str(EVAL_RECORDS // 10)] for c in CLASSES]
+      [c, *(str(CLASS_RECORDS[s][i]) for s in ('train', 'validation', 'eval'))]
+      for i, c in enumerate(CLASSES)]
   bars = _chart_texts(page, 'Class balance')
-  assert {'train', 'eval', *CLASSES} <= set(bars)
+  assert {'train', 'validation', 'eval', *CLASSES} <= set(bars)
   # Each bar's count above it (and the axis's ticks).
-  assert bars.count(str(TRAIN_RECORDS // 10)) >= len(CLASSES)
+  for count in CLASS_RECORDS['train']:
+    assert str(count) in bars
   assert data['samples']['counts'] == {c: report.SAMPLES_PER_CLASS
                                        for c in CLASSES}
   assert 'alt="sample images per class" src="data:image/png;base64,' in page
   features = {f['feature']: f for f in
               data['statistics']['splits']['train']['features']}
   assert (features['label']['min'], features['label']['max']) == (0, 9)
-  assert f'{TRAIN_RECORDS} records' in page
-  assert data['anomalies']['splits'] == {'train': [], 'eval': []}
+  assert f'{SPLIT_RECORDS["train"]} records' in page
+  assert data['anomalies']['splits'] == {'train': [], 'validation': [],
+                                         'eval': []}
   assert 'split <b>train</b>: <span class="ok">none</span>' in page
 
   # Training: a dot per epoch on each curve, the settings, the devices.
@@ -151,6 +153,12 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
   precision, _ = device_plans.cpu_precision(device_plans.cpu_flags())
   assert ['precision', precision] in _rows(devices)
   assert 'mixed_precision' not in page
+  # Which split decided what: validation chose the epoch, eval nothing.
+  assert training['splits']['records'] == {
+      'train': SPLIT_RECORDS['train'],
+      'validation': SPLIT_RECORDS['validation']}
+  assert (f'decided on validation ({SPLIT_RECORDS["validation"]} records)'
+          in page)
 
   # Evaluation: accuracy, threshold, baseline (none: the first model),
   # blessing, confusion matrix, push.

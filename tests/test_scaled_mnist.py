@@ -3,6 +3,7 @@ deformation bounds, and a 3x tiny dataset through the whole DAG."""
 
 import gzip
 import os
+import re
 
 import numpy as np
 import pytest
@@ -135,7 +136,10 @@ def test_3x_tiny_scaled_dataset_through_the_whole_dag(tmp_path):
       '--accuracy-threshold', '0', '--epochs', '1',
       '--train-steps', '20', '--batch-size', '32', local_run.ONE_PROCESS)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert 'train: 300 records in 16 shards; eval: 50 records' in result.stdout
+  train, validation = map(int, re.search(
+      r'train: (\d+) records in 16 shards; validation: (\d+) records in 16 '
+      r'shards; eval: 50 records', result.stdout).groups())
+  assert train + validation == 300 and 0 < validation < 60
   assert os.listdir(tmp_path / 'out' / configs.SERVING_MODEL_DIR_NAME)
   # Transform computed no statistics of its own (StatisticsGen's are the
   # data's; pipeline/pipeline.py says why): its statistics outputs

@@ -42,6 +42,8 @@ def test_preprocessing_normalises_each_channel(tmp_path, geometry):
   examples, output = _examples_and_transform(
       tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=2)
   spec = output.transformed_feature_spec()
+  assert set(spec) == {features.IMAGE_KEY, features.LABEL_KEY,
+                       transform.PIXEL_MEAN_KEY, transform.PIXEL_VARIANCE_KEY}
   assert spec[features.IMAGE_KEY].shape == list(geometry.shape)
   assert spec[features.IMAGE_KEY].dtype == tf.float32
 
@@ -72,13 +74,15 @@ def test_normalise_with_the_constants_is_the_transform(tmp_path, geometry):
       tmp_path, geometry, {'train': 30, 't10k': 10}, num_shards=1)
   records = examples_io.read_split(examples.uri, 'eval')
   mean, variance = transform.normalisation_constants(
-      output, features.make_example(bytes(geometry.num_bytes), geometry, 0))
+      output, features.make_example(bytes(geometry.num_bytes), geometry, 0,
+                                    source='zeros'))
   assert mean.shape == variance.shape == (geometry.channels,)
   images = np.stack([r['image'] for r in records])
   pixels = images.reshape(-1, geometry.channels) / 255.0
   assert (pixels.mean(axis=0) != mean).all()  # Learnt on train, not eval.
   transformed = output.transform_features_layer()(tf.io.parse_example(
-      [features.make_example(i.tobytes(), geometry, 0) for i in images],
+      [features.make_example(i.tobytes(), geometry, 0, source=str(n))
+       for n, i in enumerate(images)],
       output.raw_feature_spec()))
   np.testing.assert_allclose(
       transform.normalise(tf.constant(images), mean, variance).numpy(),

@@ -48,8 +48,19 @@ def test_tune_adds_the_tuner_before_the_trainer_and_nothing_else(tmp_path):
           plain['Trainer'].exec_properties['custom_config'])
   props = tuner.exec_properties
   assert props['tuner_fn'] == configs.TUNER_FN
-  assert json.loads(props['train_args']) == {'num_steps': 7}
-  assert json.loads(props['eval_args']) == {'num_steps': 5}
+  # The trials train on train and are scored on validation, as the
+  # Trainer's epochs are; eval is the Evaluator's alone.
+  assert json.loads(props['train_args']) == {'splits': ['train'],
+                                             'num_steps': 7}
+  assert json.loads(props['eval_args']) == {'splits': ['validation'],
+                                            'num_steps': 5}
+  for node in ('Trainer', 'Tuner'):
+    assert json.loads(tuned[node].exec_properties['eval_args'])[
+        'splits'] == ['validation']
+    assert json.loads(tuned[node].exec_properties['custom_config'])[
+        'validation_split'] == 'validation'
+  assert json.loads(tuned['Evaluator'].exec_properties['example_splits']
+                    ) == ['eval']
   custom = json.loads(props['custom_config'])
   assert custom['tuning'] == {'trials': 3, 'trial_steps': 7,
                               'search': 'bayesian', 'seed': 0}

@@ -42,7 +42,8 @@ def _training_plan(out):
 def test_the_trainer_trains_the_winner(tuned_run):
   out, stdout = tuned_run
   assert len(re.findall(r'^  Tuner trial \d of 2: network small-bn-cnn, '
-                        r'learning_rate .*: val_accuracy [\d.]+ after 3 steps',
+                        r'learning_rate .*: val_accuracy [\d.]+ on validation '
+                        r'after 3 steps',
                         stdout, re.M)) == TRIALS
   assert stdout.index('✔ Tuner') < stdout.index('▶ Trainer')
   # The run's summary names the winner beside its artifact.
@@ -67,6 +68,7 @@ def test_the_inspector_shows_the_trials_and_the_winner(tuned_run):
   out, _ = tuned_run
   result = tiny_runs.inspect_json(out, 'tuning', 'latest')
   trials = result['trials']
+  assert result['scored_on'] == 'validation'
   assert sorted(t['trial'] for t in trials) == list(range(1, TRIALS + 1))
   assert [t['score'] for t in trials] == sorted(
       (t['score'] for t in trials), reverse=True)
@@ -92,4 +94,4 @@ def test_the_report_shows_the_tuner_and_its_trials(tuned_run, tmp_path):
   assert section.count('<tr class="winner">') == 1
   for trial in tuned['trials']:
     assert f'<td class="num">{trial["trial"]}</td>' in section
-
+  assert 'Trials scored on the validation split.' in section

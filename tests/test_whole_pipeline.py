@@ -85,9 +85,15 @@ def test_the_console_shows_only_the_runs_own_lines(pushed):
                     r'\([\d,]+ examples/s\); loss [\d.]+, accuracy [\d.]+, '
                     r'val_loss [\d.]+, val_accuracy [\d.]+$', line), line
   # What the Trainer chose, precision from this CPU's flags.
-  [plan] = [l for l in lines if l.startswith('  Trainer: ')]
+  [plan, splits] = [l for l in lines if l.startswith('  Trainer: ')]
   precision, why = devices.cpu_precision(devices.cpu_flags())
   assert plan.endswith(f', 2 epochs, {precision} ({why})'), plan
+  # Which split decides what: the 300 train records, a tenth or so held
+  # out for validation.
+  train, validation = map(int, re.fullmatch(
+      r'  Trainer: trains on train \((\d+) records\); early stopping and the '
+      r'kept epoch on validation \((\d+) records\)', splits).groups())
+  assert train + validation == 300 and 0 < validation < 60
   # Keras's own output is off (the progress above replaces it).
   assert not [l for l in lines if re.match(r'\d+/\d+ - ', l)]
   assert not [l for l in lines if re.fullmatch(r'Epoch \d+/\d+', l)]

@@ -7,9 +7,12 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from components.image_example_gen import validation_split
 from pipeline import configs
+from pipeline.knobs import DataConfig
 from records import features
 from tests import datasets
 from tests import local_run
@@ -24,6 +27,25 @@ TINY_TRAINING = ['--epochs', str(EPOCHS), '--train-steps', '60',
 TRAIN_RECORDS = 300
 EVAL_RECORDS = 100
 ACCURACY_THRESHOLD = '0.3'
+
+
+def _split_labels():
+  """The labels of each split of two_runs' data: validation is the train
+  files' records hashed into it (validation_split.py), eval is t10k's."""
+  images, labels = datasets.images_and_labels(TRAIN_RECORDS, seed=0)
+  chosen = validation_split.mask([image[..., None].tobytes()
+                                  for image in images],
+                                 DataConfig().validation_percent)
+  _, eval_labels = datasets.images_and_labels(EVAL_RECORDS, seed=1)
+  return {'train': labels[~chosen], 'validation': labels[chosen],
+          'eval': eval_labels}
+
+
+# Records, and records per class, of each split of two_runs' data.
+SPLIT_LABELS = _split_labels()
+SPLIT_RECORDS = {split: len(labels) for split, labels in SPLIT_LABELS.items()}
+CLASS_RECORDS = {split: np.bincount(labels, minlength=10).tolist()
+                 for split, labels in SPLIT_LABELS.items()}
 
 
 def inspect(out_dir, *args, expect_rc=0):

@@ -22,9 +22,13 @@ def default_input_config(input_format: str,
 
   idx:    train from train-* files, eval from t10k-* (MNIST's official test
           set, so the Evaluator reports the number papers quote).
-  images: train from train/<class>/<image>, eval from eval/<class>/<image>;
+  images: train from train/<class>/<image>, eval from eval/<class>/<image>
+          (and validation from validation/<class>/<image>, `layout`
+          folder_layout.SPLITS_WITH_VALIDATION);
           or, `layout` folder_layout.CLASSES, one split of <class>/<image>
           (folder_layout.output_config cuts it into train and eval).
+  The executor carves the validation split out of train where the data
+  gives none (validation_split.py).
 
   span_dir_pattern: data arrives in drops, one folder per span, each laid
   out as above, e.g. 'span-{SPAN}' for span-1/, span-2/, ... TFX's driver
@@ -56,6 +60,11 @@ class ImageExampleGen(FileBasedExampleGen):
   no input_config given: the layout is looked at here, where `input_base`
   can be read (so that TFX's driver fingerprints the right files), and
   again by the executor where no driver ran (folder_layout.py).
+
+  `validation_percent` (ImageExampleGenOptions says what 0 and None mean)
+  carves a validation split out of train by a stable hash of each record
+  (validation_split.py), unless a validation/ folder gives it (IDX files
+  hashed into splits by an `output_config` get none carved).
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -75,6 +84,7 @@ class ImageExampleGen(FileBasedExampleGen):
       infer_channels: bool = False,
       eval_percent: Optional[int] = None,
       max_image_pixels: Optional[int] = None,
+      validation_percent: Optional[int] = None,
       span_dir_pattern: Optional[str] = None,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
@@ -85,7 +95,8 @@ class ImageExampleGen(FileBasedExampleGen):
         skip_bad_images=skip_bad_images, image_encoding=image_encoding,
         png_min_pixels=png_min_pixels, infer_size=infer_size,
         infer_channels=infer_channels, eval_percent=eval_percent,
-        max_image_pixels=max_image_pixels)
+        max_image_pixels=max_image_pixels,
+        validation_percent=validation_percent)
     if input_config is None:
       layout = (folder_layout.detect(input_base, span_dir_pattern)
                 if input_format == 'images' and isinstance(input_base, str)

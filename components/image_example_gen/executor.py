@@ -18,7 +18,10 @@ folders gathered (skipped_images.py, os_files.py). Image folders are
 listed and checked once, before Beam starts (folder_plan.py): either
 layout (folder_layout.py, which also splits the one without train/eval
 folders), the classes, and, unless options set it, the geometry chosen from
-the images' headers (geometry_choice.py).
+the images' headers (geometry_choice.py). The validation split is carved
+out of train where the data gives none (validation_split.py): by
+folder_plan.py for image folders, by the workers converting the train
+files for IDX (idx_source.py).
 """
 
 import os
@@ -26,6 +29,7 @@ from typing import Any, Dict, List
 
 from absl import logging
 import apache_beam as beam
+import tensorflow as tf
 from tfx.components.example_gen import base_example_gen_executor
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen import write_split
@@ -46,6 +50,7 @@ from components.image_example_gen import os_files
 from components.image_example_gen import progress
 from components.image_example_gen import skipped_images
 from components.image_example_gen import tfrecord_sink
+from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
@@ -78,8 +83,34 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                 options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
             | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      split_pattern, class_names, exec_properties[_GEOMETRY_KEY], None,
+      split_pattern, class_names, exec_properties[_GEOMETRY_KEY],
+      exec_properties[standard_component_specs.INPUT_BASE_KEY], None,
       exec_properties[_IMAGE_ENCODING_KEY], options.max_image_pixels)
+
+
+def _carves_validation(options: ImageExampleGenOptions,
+                       input_config: example_gen_pb2.Input,
+                       output_config: example_gen_pb2.Output) -> bool:
+  """Whether the IDX workers carve the validation split out of train."""
+  names = [split.name for split in input_config.splits]
+  return bool(options.validation_percent and
+              validation_split.TRAIN in names and
+              validation_split.SPLIT not in names and
+              not output_config.split_config.splits)
+
+
+def _check_validation_written(examples_channel: List[Any],
+                              train_pattern: str, percent: int) -> None:
+  """Refuses a carved IDX validation split that came out empty (reads up
+  to its first record)."""
+  uri = artifact_utils.get_split_uri(examples_channel, validation_split.SPLIT)
+  files = sorted(tf.io.gfile.glob(os.path.join(uri, '*.gz')))
+  records = tf.data.TFRecordDataset(files, compression_type='GZIP')
+  if not files or not list(records.take(1)):
+    raise errors.InputDataError(
+        train_pattern, f'--validation-percent {percent} put none of its '
+        'records into the validation split: add records or raise the '
+        'percentage')
 
 
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
@@ -108,6 +139,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                  split, files, exec_properties[_CLASS_NAMES_KEY],
                  exec_properties[_GEOMETRY_KEY], options.num_shards,
                  exec_properties[_IMAGE_ENCODING_KEY], split_uri(split),
+                 exec_properties[standard_component_specs.INPUT_BASE_KEY],
                  exec_properties[_SKIPPED_FILES_KEY].get(split),
                  options.max_image_pixels))
       return
@@ -122,14 +154,19 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
              | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
                  split_uri(split), options.num_shards))
       return
-    # Each worker writes its own shards (idx_source.py says why).
+    # Each worker writes its own shards (idx_source.py says why), and
+    # those of train, the validation split's too.
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+    carve = _carves_validation(options, input_config, output_config)
     for split in input_config.splits:
       pattern = os.path.join(input_base, split.pattern)
+      validation = carve and split.name == validation_split.TRAIN
       _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
           exec_properties[_IDX_FILES_KEY][pattern],
           exec_properties[_CLASS_NAMES_KEY], options.num_shards,
-          exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name))
+          exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name),
+          split_uri(validation_split.SPLIT) if validation else None,
+          options.validation_percent if validation else 0)
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
@@ -165,7 +202,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       idx_files = {}
       plan = folder_plan.plan(
           input_base, input_config, output_config, options.class_names,
-          exec_properties[example_gen_utils.SPAN_PROPERTY_NAME])
+          exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
+          options.validation_percent)
       class_names, folder_files = plan.class_names, plan.files
       progress.notice(plan.summary())
       geometry, geometry_chosen = geometry_choice.choose(
@@ -178,9 +216,15 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                         f'{geometry_chosen}; --image-size and --channels '
                         'set them')
 
-    examples.split_names = artifact_utils.encode_split_names(
-        example_gen_utils.generate_output_split_names(input_config,
-                                                      output_config))
+    split_names = (list(folder_files) if folder_files else
+                   example_gen_utils.generate_output_split_names(
+                       input_config, output_config))
+    carve_idx = is_idx and _carves_validation(options, input_config,
+                                              output_config)
+    if carve_idx:
+      split_names.insert(split_names.index(validation_split.TRAIN) + 1,
+                         validation_split.SPLIT)
+    examples.split_names = artifact_utils.encode_split_names(split_names)
     skipped_files = (skipped_images.files(examples.uri, folder_files)
                      if options.skip_bad_images else {})
     encoding = features.resolve_encoding(options.image_encoding, geometry,
@@ -207,6 +251,10 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       if bad_data is None or bad_data is e:
         raise
       raise bad_data from e
+    if carve_idx:
+      _check_validation_written(examples_channel,
+                                patterns[validation_split.TRAIN],
+                                options.validation_percent)
     if options.skip_bad_images:
       skipped_images.record(examples, folder_files, skipped_files)
     if not is_idx:

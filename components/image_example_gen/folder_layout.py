@@ -1,6 +1,9 @@
-"""The two layouts of image folders, and the split of the one without splits.
+"""The layouts of image folders, and the split of the one without splits.
 
   splits:  DATA/train/<class>/<image> and DATA/eval/<class>/<image>
+  splits_with_validation: the same and DATA/validation/<class>/<image>,
+           the validation split as given (validation_split.py carves one
+           from train otherwise)
   classes: DATA/<class>/<image> (Keras' image_dataset_from_directory's):
            one input split, ALL_SPLIT, cut into train and eval by TFX's
            `output_config` hash buckets (`output_config`)
@@ -36,8 +39,10 @@ from components.image_example_gen import image_folder
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 
 SPLITS = 'splits'
+SPLITS_WITH_VALIDATION = 'splits_with_validation'
 CLASSES = 'classes'
 SPLIT_NAMES = ('train', 'eval')
+VALIDATION = 'validation'  # An optional folder beside SPLIT_NAMES'.
 ALL_SPLIT = 'all'  # The one input split of the classes layout.
 
 
@@ -51,16 +56,18 @@ def input_config(layout: str, span_dir_pattern: Optional[str] = None
                  ) -> example_gen_pb2.Input:
   """The input splits of `layout`, in each span's folder if there are spans."""
   prefix = _prefix(span_dir_pattern)
-  patterns = ({name: f'{prefix}{name}/*/*' for name in SPLIT_NAMES}
-              if layout == SPLITS else {ALL_SPLIT: f'{prefix}*/*'})
+  names = {SPLITS: SPLIT_NAMES,
+           SPLITS_WITH_VALIDATION: ('train', VALIDATION, 'eval')}.get(layout)
+  patterns = ({name: f'{prefix}{name}/*/*' for name in names}
+              if names else {ALL_SPLIT: f'{prefix}*/*'})
   return example_gen_pb2.Input(splits=[
       example_gen_pb2.Input.Split(name=name, pattern=pattern)
       for name, pattern in patterns.items()])
 
 
 def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
-  """None for the splits layout; train and eval hash buckets for classes."""
-  if layout == SPLITS:
+  """None for the splits layouts; train and eval hash buckets for classes."""
+  if layout != CLASSES:
     return example_gen_pb2.Output()
   if not 0 < eval_percent < 100:
     raise ValueError(f'eval_percent must be between 1 and 99, got '
@@ -82,13 +89,16 @@ def _has_images(folder: str) -> bool:
 
 
 def layout_of(data_dir: str) -> Optional[str]:
-  """SPLITS if `data_dir` holds a train or eval folder, CLASSES if it holds
-  class folders of images, None if neither."""
+  """SPLITS if `data_dir` holds a train or eval folder (SPLITS_WITH_VALIDATION
+  if a validation folder too), CLASSES if it holds class folders of images,
+  None if neither."""
   if not tf.io.gfile.isdir(data_dir):
     return None
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
          for name in SPLIT_NAMES):
-    return SPLITS
+    return (SPLITS_WITH_VALIDATION
+            if tf.io.gfile.isdir(os.path.join(data_dir, VALIDATION))
+            else SPLITS)
   folders = [d for d in tf.io.gfile.glob(os.path.join(data_dir, '*'))
              if tf.io.gfile.isdir(d) and not image_folder.is_os_file(d)]
   return CLASSES if any(_has_images(d) for d in folders) else None
@@ -98,8 +108,9 @@ def layouts_expected(data_dir: str) -> str:
   """The error's text: the two layouts accepted, under `data_dir`."""
   return (f'neither layout of image folders found: expected '
           f'{data_dir}/train/<class>/<image> and {data_dir}/eval/<class>/'
-          f'<image>, or {data_dir}/<class>/<image> (split into train and '
-          f'eval by a hash of each path)')
+          f'<image> (and optionally {data_dir}/validation/<class>/<image>), '
+          f'or {data_dir}/<class>/<image> (split into train and eval by a '
+          f'hash of each path)')
 
 
 def detect(input_base: str, span_dir_pattern: Optional[str] = None
@@ -112,11 +123,20 @@ def detect(input_base: str, span_dir_pattern: Optional[str] = None
       return layout_of(input_base)
     spans = sorted(tf.io.gfile.glob(os.path.join(
         input_base, _prefix(span_dir_pattern).rstrip('/').replace(
-            '{SPAN}', '*'))))
-    layouts = {layout_of(span) for span in spans} - {None}
+            '{SPAN}', '*'))), key=_span_order)
+    found = [layout for layout in map(layout_of, spans) if layout]
+    layouts = set(found)
+    if layouts == {SPLITS, SPLITS_WITH_VALIDATION}:
+      # A validation folder is the newest span's to give or not.
+      return found[-1]
     return layouts.pop() if len(layouts) == 1 else None
   except (tf.errors.OpError, OSError):
     return None
+
+
+def _span_order(folder: str) -> Tuple[int, ...]:
+  """Span folders in the order of the numbers in their names."""
+  return tuple(int(n) for n in re.findall(r'\d+', os.path.basename(folder)))
 
 
 def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
@@ -136,22 +156,25 @@ def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
 
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The classes layout's input config if `input_base` holds that layout
-  where the splits layout's was configured; else `configured`."""
+  """The classes layout's (or the splits with validation layout's) input
+  config if `input_base` holds that layout where the splits layout's was
+  configured; else `configured`."""
   prefix = _split_layout_prefix(configured)
   if prefix is None:
     return configured
   span_dir_pattern = prefix.strip('/') or None
-  if detect(input_base, span_dir_pattern) != CLASSES:
+  layout = detect(input_base, span_dir_pattern)
+  if layout not in (CLASSES, SPLITS_WITH_VALIDATION):
     return configured
-  return input_config(CLASSES, span_dir_pattern)
+  return input_config(layout, span_dir_pattern)
 
 
 def resolve(exec_properties: Dict[str, Any],
             eval_percent: int) -> Dict[str, Any]:
   """Execution properties whose input and output configs fit the data:
-  the classes layout's, if that is what `input_base` holds and the splits
-  layout's was configured (with no output splits of its own)."""
+  the classes layout's (or the splits with validation layout's), if that is
+  what `input_base` holds and the splits layout's was configured (with no
+  output splits of its own)."""
   configured = proto_utils.json_to_proto(
       exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
       example_gen_pb2.Input())
@@ -164,13 +187,14 @@ def resolve(exec_properties: Dict[str, Any],
                configured)
   if fitted == configured:
     return exec_properties
-  return {
+  fitted_properties = {
       **exec_properties,
       standard_component_specs.INPUT_CONFIG_KEY: proto_utils.proto_to_json(
-          fitted),
-      standard_component_specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(
-          output_config(CLASSES, eval_percent)),
-  }
+          fitted)}
+  if len(fitted.splits) == 1:  # The classes layout.
+    fitted_properties[standard_component_specs.OUTPUT_CONFIG_KEY] = (
+        proto_utils.proto_to_json(output_config(CLASSES, eval_percent)))
+  return fitted_properties
 
 
 def split_patterns(data_dir: str) -> List[str]:
@@ -194,7 +218,8 @@ def span_folders(input_base: str, input_config_resolved: example_gen_pb2.Input,
   spans are its siblings named alike with another number.
   """
   pattern = input_config_resolved.splits[0].pattern
-  suffix = next((s for s in ('train/*/*', 'eval/*/*', '*/*')
+  suffix = next((s for s in ('train/*/*', 'eval/*/*', 'validation/*/*',
+                              '*/*')
                  if pattern.endswith('/' + s)), None)
   if span <= 0 or suffix is None:
     return None, None

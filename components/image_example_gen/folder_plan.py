@@ -6,7 +6,8 @@ folder: neither layout found (folder_layout.py), fewer than two classes, a
 class with images in eval (or any other split) and none in train, a span
 whose class folders differ from the earlier span's (labels are indices in the
 sorted class names: a class added or dropped shifts every label after it, and
-the new model's labels would no longer mean the served model's).
+the new model's labels would no longer mean the served model's), a
+validation split asked for and empty, or given and not asked for.
 """
 
 import collections
@@ -18,6 +19,7 @@ from tfx.proto import example_gen_pb2
 
 from components.image_example_gen import folder_layout
 from components.image_example_gen import image_folder
+from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
 
 _NAMES_SHOWN = 10
@@ -28,6 +30,7 @@ class FolderPlan:
   files: Dict[str, List[str]]  # {output split: its image files, sorted}
   class_names: List[str]
   hash_split: bool  # Split by folder_layout.partition, not by folders.
+  validation_carved: bool = False  # Out of train, by validation_split.py.
 
   def summary(self) -> str:
     """'3 classes (cat, dog, fish); train: 80 images, eval: 20 images'."""
@@ -37,6 +40,8 @@ class FolderPlan:
                        for split, files in self.files.items())
     how = ('; no train/eval folders: split by a hash of each image\'s path'
            if self.hash_split else '')
+    if self.validation_carved:
+      how += '; validation taken out of train by a hash of each path'
     return f'{len(self.class_names)} classes ({names}); {counts}{how}'
 
 
@@ -51,8 +56,8 @@ def _check_layout(patterns: Dict[str, str]) -> None:
     return
   split_dirs = {_data_dir(p) for p in patterns.values()}
   parents = {os.path.dirname(d) for d in split_dirs}
-  for data_dir in (parents if set(patterns) == set(
-      folder_layout.SPLIT_NAMES) else split_dirs):
+  for data_dir in (parents if set(patterns) - {folder_layout.VALIDATION} ==
+                   set(folder_layout.SPLIT_NAMES) else split_dirs):
     if folder_layout.layout_of(data_dir) is None:
       raise InputDataError(data_dir, folder_layout.layouts_expected(data_dir))
 
@@ -76,9 +81,10 @@ def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
         'folders')
   for split, counts in present.items():
     for name in sorted(set(counts) - set(present[train])):
-      if hash_split:
+      if hash_split or split not in patterns:  # Carved by a hash.
         raise InputDataError(
-            os.path.join(data_dir, name),
+            os.path.join(data_dir if hash_split
+                         else _data_dir(patterns[train]), name),
             f'class {name!r}: all its {counts[name]} images fell into split '
             f'{split!r} by the hash split, none into {train!r}: the model '
             'could not learn it; add images to the class')
@@ -120,22 +126,45 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
       f'{",".join(earlier + added)}')
 
 
+def _carve_validation(files: Dict[str, List[str]], train_dir: str,
+                      percent: int) -> Dict[str, List[str]]:
+  """Takes the validation split out of train, by each path relative to
+  `train_dir` (<class>/<image>); refuses an empty one."""
+  keys = {path: os.path.relpath(path, train_dir).replace(os.sep, '/').encode()
+          for path in files['train']}
+  carved = validation_split.carve(files, keys, percent)
+  if not carved[validation_split.SPLIT]:
+    raise InputDataError(
+        train_dir, f'--validation-percent {percent} put none of its '
+        f'{len(files["train"])} training images into the validation split: '
+        'add images, raise the percentage, or give a validation/ folder')
+  return carved
+
+
 def plan(input_base: str, input_config: example_gen_pb2.Input,
          output_config: example_gen_pb2.Output,
-         class_names: Optional[Sequence[str]], span: int) -> FolderPlan:
+         class_names: Optional[Sequence[str]], span: int,
+         validation_percent: Optional[int] = None) -> FolderPlan:
   """Lists and checks the input splits and cuts them into output splits.
 
   span: the span TFX's driver resolved (0 without a span pattern).
+  validation_percent: as ImageExampleGenOptions' (validation_split.py).
 
   Raises:
     InputDataError: neither layout, a missing split, an empty or unknown
       class folder, fewer than two classes in train, a class in another
       split and not in train, a span's classes unlike the earlier span's
-      (without explicit class names).
+      (without explicit class names), a validation/ folder with
+      validation_percent 0, an empty carved validation split.
   """
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
   _check_layout(patterns)
+  if validation_split.SPLIT in patterns and validation_percent == 0:
+    raise InputDataError(
+        _data_dir(patterns[validation_split.SPLIT]),
+        'a validation folder, but --validation-percent 0 asks for no '
+        'validation split: remove the folder or the flag')
   names = list(class_names or
                image_folder.discover_class_names(patterns.values()))
   if len(names) < 2:
@@ -156,7 +185,14 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
     [(name, files)] = listed.items()
     files = folder_layout.partition(files, _data_dir(patterns[name]),
                                     output_config.split_config)
+    train_dir = _data_dir(patterns[name])
   else:
     files = listed
+    train_dir = _data_dir(patterns.get('train', ''))
+  carved = bool(validation_percent and 'train' in files and
+                validation_split.SPLIT not in files)
+  if carved:
+    files = _carve_validation(files, train_dir, validation_percent)
   _check_classes(files, patterns, hash_split)
-  return FolderPlan(files=files, class_names=names, hash_split=hash_split)
+  return FolderPlan(files=files, class_names=names, hash_split=hash_split,
+                    validation_carved=carved)

@@ -26,12 +26,17 @@ and they share the conversion evenly. Giving each worker one contiguous
 half instead would halve the first worker's decompression but leave the
 second with the whole file plus half the conversion.
 
+With a validation percentage, the workers converting the train split
+write each shard twice over: the records validation_split.py hashes into
+the validation split to shard s of that split, the others to shard s of
+train, in the same pass.
+
 `IdxToExampleBatches` (lists of Examples, for the hash-split output
 configs that TFX's own code partitions) reads chunks the same way.
 """
 
 import os
-from typing import Iterable, Iterator, List, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 import apache_beam as beam
@@ -41,6 +46,7 @@ import tensorflow as tf
 from components.image_example_gen import idx
 from components.image_example_gen import progress
 from components.image_example_gen import tfrecord_sink
+from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
 from records import features
 
@@ -174,27 +180,56 @@ class _Reader:
   def __init__(self, files: SplitFiles, encoding: str):
     self._images, self._labels = files
     self._encoding = encoding
+    # A record's source: its place in the images file, as MNIST's
+    # label-error lists cite it.
+    self._source_prefix = (os.path.basename(self._images.path) + ':').encode()
     self._geometry = geometry(self._images)
     self._per_chunk = records_per_chunk(self._images)
     self._readers = None
     self._progress = progress.SplitProgress(
         os.path.basename(self._images.path), self._images.count)
 
-  def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
-    """Lists of serialized Examples of records [start, stop), a chunk at
-    a time."""
+  def _chunks(self, start: int, stop: int
+              ) -> Iterator[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(images, labels, indices in the file) of records [start, stop), a
+    chunk at a time."""
     if self._readers is None:
       self._readers = (idx.ItemReader(self._images),
                        idx.ItemReader(self._labels))
     images_reader, labels_reader = self._readers
     for a in range(start, stop, self._per_chunk):
       b = min(stop, a + self._per_chunk)
-      yield features.make_examples(images_reader.read(a, b),
-                                   labels_reader.read(a, b), self._geometry,
-                                   self._encoding)
+      yield (images_reader.read(a, b), labels_reader.read(a, b),
+             np.arange(a, b))
       self._progress.add(b - a)
     if stop == self._images.count and stop > start:
       images_reader.check_end()
+
+  def _examples(self, images: np.ndarray, labels: np.ndarray,
+                indices: np.ndarray) -> List[bytes]:
+    if not len(images):
+      return []
+    return features.make_examples(
+        images, labels, self._geometry, self._encoding,
+        sources=[b'%d' % i for i in indices.tolist()],
+        source_prefix=self._source_prefix)
+
+  def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
+    """Lists of serialized Examples of records [start, stop), a chunk at
+    a time."""
+    for chunk in self._chunks(start, stop):
+      yield self._examples(*chunk)
+
+  def split_examples(self, start: int, stop: int, validation_percent: int
+                     ) -> Iterator[Tuple[List[bytes], List[bytes]]]:
+    """(train, validation) lists of serialized Examples of records [start,
+    stop), a chunk at a time, split by a hash of each image's pixels."""
+    for images, labels, indices in self._chunks(start, stop):
+      chosen = validation_split.mask(
+          [image.tobytes() for image in images], validation_percent)
+      yield (self._examples(images[~chosen], labels[~chosen],
+                            indices[~chosen]),
+             self._examples(images[chosen], labels[chosen], indices[chosen]))
 
   def close(self) -> None:
     for reader in self._readers or ():
@@ -216,20 +251,33 @@ class _ChunkToExamples(beam.DoFn):
 
 
 class _WriteShard(beam.DoFn):
-  """(shard, [(start, stop)]) -> writes that shard's file; yields its path."""
+  """(shard, [(start, stop)]) -> writes that shard's file (and, with a
+  validation split, that shard of validation too); yields their paths."""
 
   def __init__(self, files: SplitFiles, encoding: str, split_uri: str,
-               num_shards: int):
+               num_shards: int, validation_uri: Optional[str] = None,
+               validation_percent: int = 0):
     self._reader = _Reader(files, encoding)
     self._split_uri = split_uri
     self._num_shards = num_shards
+    self._validation_uri = validation_uri
+    self._validation_percent = validation_percent
 
   def process(self, element: Tuple[int, Iterable[Tuple[int, int]]]):
     shard, ranges = element
     (start, stop), = ranges  # One range per shard key.
     path = tfrecord_sink.shard_path(self._split_uri, shard, self._num_shards)
-    tfrecord_sink.write_shard(path, self._reader.examples(start, stop))
+    if not self._validation_uri:
+      tfrecord_sink.write_shard(path, self._reader.examples(start, stop))
+      yield path
+      return
+    validation_path = tfrecord_sink.shard_path(
+        self._validation_uri, shard, self._num_shards)
+    tfrecord_sink.write_shards(
+        [path, validation_path],
+        self._reader.split_examples(start, stop, self._validation_percent))
     yield path
+    yield validation_path
 
   def teardown(self):
     self._reader.close()
@@ -265,11 +313,14 @@ def IdxToExampleBatches(  # pylint: disable=invalid-name
 @beam.typehints.with_output_types(str)
 def WriteIdxSplit(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
-    num_shards: int, encoding: str,
-    split_uri: str) -> beam.pvalue.PCollection:
+    num_shards: int, encoding: str, split_uri: str,
+    validation_uri: Optional[str] = None,
+    validation_percent: int = 0) -> beam.pvalue.PCollection:
   """Converts one split's files (from `split_files`) into num_shards
-  gzipped TFRecord files in `split_uri` (see the module docstring);
-  returns the paths written."""
+  gzipped TFRecord files in `split_uri` (see the module docstring); with
+  `validation_uri`, the records hashed into the validation split
+  (validation_percent of them) go to num_shards files there instead.
+  Returns the paths written."""
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
@@ -279,5 +330,6 @@ def WriteIdxSplit(  # pylint: disable=invalid-name
           # Keyed by shard: the workers get the shards in turns, each in
           # increasing order (see the module docstring).
           | 'Deal' >> beam.GroupByKey()
-          | 'Write' >> beam.ParDo(_WriteShard(files, encoding, split_uri,
-                                              num_shards)))
+          | 'Write' >> beam.ParDo(_WriteShard(
+              files, encoding, split_uri, num_shards, validation_uri,
+              validation_percent)))

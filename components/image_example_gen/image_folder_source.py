@@ -31,6 +31,7 @@ configs that TFX's own code partitions) decodes the same listing.
 """
 
 import json
+import os
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
@@ -67,9 +68,17 @@ def records_per_write(geometry: features.ImageGeometry) -> int:
                     idx_source.CHUNK_BYTES // geometry.num_bytes))
 
 
+def source_of(path: str, input_base: str) -> str:
+  """An image's `source` feature: its path relative to the input base, as
+  the user laid it out (<split>/<class>/<image>, <class>/<image>, the span
+  folder in front with spans), '/'-separated."""
+  return os.path.relpath(path, input_base).replace(os.sep, '/')
+
+
 def _image_file_to_example(path: str, class_names: Sequence[str],
                            geometry: features.ImageGeometry,
-                           encoding: str, max_pixels: Optional[int]) -> bytes:
+                           encoding: str, max_pixels: Optional[int],
+                           input_base: str) -> bytes:
   label = image_folder.label_of(path, class_names)
   try:
     with tf.io.gfile.GFile(path, 'rb') as f:
@@ -78,8 +87,7 @@ def _image_file_to_example(path: str, class_names: Sequence[str],
     raise InputDataError(path, f'cannot read file: {e}') from e
   return features.make_example(
       image_folder.decode_image(path, data, geometry, max_pixels), geometry,
-      label,
-      encoding)
+      label, encoding, source=source_of(path, input_base))
 
 
 class _Decoder:
@@ -93,8 +101,9 @@ class _Decoder:
   def __init__(self, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
                encoding: str, split_progress: progress.SplitProgress,
-               max_pixels: Optional[int] = None):
+               input_base: str, max_pixels: Optional[int] = None):
     self._class_names = list(class_names)
+    self._input_base = input_base
     self._max_pixels = max_pixels
     self._geometry = geometry
     self._skip_bad = skip_bad
@@ -106,7 +115,7 @@ class _Decoder:
     try:
       example = _image_file_to_example(path, self._class_names,
                                        self._geometry, self._encoding,
-                                       self._max_pixels)
+                                       self._max_pixels, self._input_base)
     except InputDataError as e:
       if not self._skip_bad:
         raise
@@ -169,10 +178,12 @@ class _WriteShard(beam.DoFn):
 
 def _decoder(label: str, files: Sequence[str], class_names: Sequence[str],
              geometry: features.ImageGeometry, skipped_file: Optional[str],
-             encoding: str, max_pixels: Optional[int]) -> _Decoder:
+             encoding: str, input_base: str,
+             max_pixels: Optional[int]) -> _Decoder:
   """The decoder of a split's `files`, its progress named `label`."""
   return _Decoder(class_names, geometry, bool(skipped_file), encoding,
-                  progress.SplitProgress(label, len(files)), max_pixels)
+                  progress.SplitProgress(label, len(files)), input_base,
+                  max_pixels)
 
 
 def _write_skipped(skipped: beam.pvalue.PCollection,
@@ -191,16 +202,16 @@ def _write_skipped(skipped: beam.pvalue.PCollection,
 def WriteFolderSplit(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_name: str, files: Sequence[str],
     class_names: Sequence[str], geometry: features.ImageGeometry,
-    num_shards: int, encoding: str, split_uri: str,
+    num_shards: int, encoding: str, split_uri: str, input_base: str,
     skipped_file: Optional[str] = None,
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
   """Converts the image `files` of a split (listed and checked by
   folder_plan.py) into num_shards gzipped TFRecord files in `split_uri`
-  (see the module docstring); with `skipped_file`, skips unreadable images
-  and writes them there, one JSON object per line. Returns the paths
-  written."""
+  (see the module docstring), each record's source relative to
+  `input_base`; with `skipped_file`, skips unreadable images and writes
+  them there, one JSON object per line. Returns the paths written."""
   decoder = _decoder(split_name, files, class_names, geometry, skipped_file,
-                     encoding, max_pixels)
+                     encoding, input_base, max_pixels)
   written = (pipeline
              | 'Shards' >> beam.Create(
                  list(enumerate(shard_paths(files, num_shards))),
@@ -219,17 +230,18 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
 @beam.typehints.with_output_types(bytes)
 def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
-    geometry: features.ImageGeometry, skipped_file: Optional[str] = None,
-    encoding: str = 'raw',
+    geometry: features.ImageGeometry, input_base: str,
+    skipped_file: Optional[str] = None, encoding: str = 'raw',
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
   """Reads a split of class folders into serialized Examples, one per
-  element; with `skipped_file`, skips unreadable images and writes them
-  there, one JSON object per line."""
+  element, each record's source relative to `input_base`; with
+  `skipped_file`, skips unreadable images and writes them there, one JSON
+  object per line."""
   files = image_folder.check_split(split_pattern, class_names)
   # Progress is named by the split's folder/*/*, short of the input base.
   label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
   decoder = _decoder(label, files, class_names, geometry, skipped_file,
-                     encoding, max_pixels)
+                     encoding, input_base, max_pixels)
   decoded = (pipeline
              | 'Files' >> beam.Create(files, reshuffle=False)
              | 'Distribute' >> beam.Reshuffle()

@@ -48,6 +48,11 @@ class ImageExampleGenOptions:
     pipeline's); needed only there.
   max_image_pixels: 'images' only: an image whose header claims more pixels
     is refused before it is decoded; None: Pillow's own limit.
+  validation_percent: the share of the training records hashed into the
+    validation split (validation_split.py; pipeline/knobs.py has the
+    pipeline's), unless the data gives one (a validation/ folder). 0: no
+    validation split, and a validation/ folder is an error. None: none
+    carved, a validation/ folder taken.
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
@@ -60,6 +65,7 @@ class ImageExampleGenOptions:
   infer_channels: bool = False
   eval_percent: Optional[int] = None
   max_image_pixels: Optional[int] = None
+  validation_percent: Optional[int] = None
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -82,6 +88,10 @@ class ImageExampleGenOptions:
     if self.eval_percent is not None and not 0 < self.eval_percent < 100:
       raise ValueError(f'eval_percent must be between 1 and 99, got '
                        f'{self.eval_percent}')
+    if (self.validation_percent is not None and
+        not 0 <= self.validation_percent < 100):
+      raise ValueError(f'validation_percent must be between 0 and 99, got '
+                       f'{self.validation_percent}')
     if self.max_image_pixels is not None and self.max_image_pixels < 1:
       raise ValueError(f'max_image_pixels must be at least 1, got '
                        f'{self.max_image_pixels}')
@@ -105,6 +115,7 @@ class ImageExampleGenOptions:
         'infer_channels': self.infer_channels,
         'eval_percent': self.eval_percent,
         'max_image_pixels': self.max_image_pixels,
+        'validation_percent': self.validation_percent,
     }
 
   @classmethod
@@ -125,7 +136,10 @@ class ImageExampleGenOptions:
         eval_percent=(int(d['eval_percent'])
                       if d.get('eval_percent') is not None else None),
         max_image_pixels=(int(d['max_image_pixels'])
-                          if d.get('max_image_pixels') is not None else None))
+                          if d.get('max_image_pixels') is not None else None),
+        validation_percent=(int(d['validation_percent'])
+                            if d.get('validation_percent') is not None
+                            else None))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()

@@ -143,18 +143,37 @@ def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
   a shard's file is whole or absent, and a retried worker (Beam retries
   failed bundles) replaces it with the same bytes.
   """
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  temp = f'{path}.temp-{uuid.uuid4().hex}'
-  count = 0
-  writer = _GzipWriter(tf.io.gfile.GFile(temp, 'wb'))
-  try:
-    for records in batches:
-      writer.write(frame(records))
-      count += len(records)
-    writer.close()
-  except BaseException:
-    writer.close()
-    tf.io.gfile.remove(temp)
-    raise
-  tf.io.gfile.rename(temp, path, overwrite=True)
+  [count] = write_shards([path], ([records] for records in batches))
   return count
+
+
+def write_shards(paths: Sequence[str],
+                 batches: Iterable[Sequence[List[bytes]]]) -> List[int]:
+  """`write_shard` of several files at once: each element of `batches`
+  holds one list of records per path (a shard of train and the same
+  shard of validation, cut from the same input). Returns the number of
+  records of each file."""
+  temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
+  writers = []
+  counts = [0] * len(paths)
+  try:
+    for path, temp in zip(paths, temps):
+      tf.io.gfile.makedirs(os.path.dirname(path))
+      writers.append(_GzipWriter(tf.io.gfile.GFile(temp, 'wb')))
+    for lists in batches:
+      for i, (writer, records) in enumerate(zip(writers, lists)):
+        if records:
+          writer.write(frame(records))
+          counts[i] += len(records)
+    while writers:
+      writers.pop(0).close()
+  except BaseException:
+    for writer in writers:
+      writer.close()
+    for temp in temps:
+      if tf.io.gfile.exists(temp):
+        tf.io.gfile.remove(temp)
+    raise
+  for temp, path in zip(temps, paths):
+    tf.io.gfile.rename(temp, path, overwrite=True)
+  return counts

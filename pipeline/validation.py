@@ -1,0 +1,38 @@
+"""The split the Trainer and the Tuner validate on: ImageExampleGen's
+validation split, or none (--validation-percent 0).
+
+Every choice made while training (early stopping, the epoch kept, the
+Tuner's trial scores) is made on the validation split, through TFX's own
+TrainArgs/EvalArgs splits; the eval split is the Evaluator's alone.
+"""
+
+from typing import Any, Dict, Optional
+
+from tfx import v1 as tfx
+
+from components.image_example_gen import validation_split
+from modules.trainer import VALIDATION_SPLIT_KEY
+
+
+def split(validation_percent: int) -> Optional[str]:
+  """The validation split's name, None without one."""
+  return validation_split.SPLIT if validation_percent else None
+
+
+def train_args(num_steps: Optional[int]) -> tfx.proto.TrainArgs:
+  return tfx.proto.TrainArgs(splits=[validation_split.TRAIN],
+                             num_steps=num_steps)
+
+
+def eval_args(validation_percent: int,
+              num_steps: Optional[int]) -> tfx.proto.EvalArgs:
+  """The validation split. Without one TFX still hands the Trainer an eval
+  split's files (its default, 'eval'): run_fn reads none of them
+  (`custom_config`'s VALIDATION_SPLIT_KEY is None)."""
+  return tfx.proto.EvalArgs(
+      splits=[split(validation_percent) or 'eval'], num_steps=num_steps)
+
+
+def custom_config(validation_percent: int) -> Dict[str, Any]:
+  """What the Trainer's run_fn and the Tuner's tuner_fn are told of it."""
+  return {VALIDATION_SPLIT_KEY: split(validation_percent)}

@@ -1,0 +1,110 @@
+"""Real runs on tiny data: the validation split decides what training
+chooses, the eval split nothing; --validation-percent 0 chooses nothing."""
+
+import glob
+import json
+
+import pytest
+
+from tests import datasets
+from tests import examples_io
+from tests import local_run
+from tests import tiny_runs
+
+TO_TRAINER = ['--to-node', 'Trainer']
+
+
+def _run(tmp, *args):
+  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 200, 't10k': 40})
+  result = local_run.run('--data-dir', str(tmp / 'data'), '--output-dir',
+                         str(tmp / 'out'), *tiny_runs.TINY_TRAINING, *args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return tmp / 'out', result.stdout
+
+
+def _only(pattern):
+  [path] = glob.glob(str(pattern))
+  return path
+
+
+def _training_plan(out):
+  with open(_only(out / 'pipeline' / 'Trainer' / 'model' / '*' /
+                  'Format-Serving' / 'assets.extra' /
+                  'training_plan.json')) as f:
+    return json.load(f)
+
+
+def _examples(out):
+  return _only(out / 'pipeline' / 'ImageExampleGen' / 'examples' / '*')
+
+
+@pytest.fixture(scope='module')
+def validated_run(tmp_path_factory):
+  return _run(tmp_path_factory.mktemp('validated'), *TO_TRAINER)
+
+
+def test_the_trainer_validates_on_the_validation_split(validated_run):
+  out, stdout = validated_run
+  examples = _examples(out)
+  counts = {split: len(examples_io.read_split(examples, split))
+            for split in ('train', 'validation', 'eval')}
+  assert counts['train'] + counts['validation'] == 200
+  assert 0 < counts['validation'] < 40 and counts['eval'] == 40
+
+  plan = _training_plan(out)
+  assert plan['validation_split'] == 'validation'
+  assert plan['records'] == {'train': counts['train'],
+                             'validation': counts['validation']}
+  assert plan['early_stopping']['split'] == 'validation'
+  assert plan['early_stopping']['split_records'] == counts['validation']
+  assert sorted(plan['input']) == ['train', 'validation']
+  assert (f'  Trainer: trains on train ({counts["train"]} records); early '
+          'stopping and the kept epoch on validation '
+          f'({counts["validation"]} records)') in stdout
+  # The run summary lists every split's records.
+  assert (f'train: {counts["train"]} records in 16 shards; validation: '
+          f'{counts["validation"]} records in 16 shards; eval: 40 records'
+          ) in stdout
+
+  # TFX's own args say it, and the inspector's report shows it.
+  page = out / 'report.html'
+  training = tiny_runs.inspect_json(out, 'report', 'latest', '--html',
+                                    str(page))['training']
+  assert training['settings']['train_splits'] == ['train']
+  assert training['settings']['eval_splits'] == ['validation']
+  assert training['splits']['validation_split'] == 'validation'
+  assert training['splits']['records']['validation'] == counts['validation']
+  assert (f'decided on validation ({counts["validation"]} records)'
+          in page.read_text())
+
+
+def test_the_tflite_check_reads_the_eval_split(validated_run):
+  out, _ = validated_run
+  with open(_only(out / 'pipeline' / 'Trainer' / 'model' / '*' /
+                  'Format-Serving' / 'tflite' / 'tflite.json')) as f:
+    assert json.load(f)['eval_records'] == 40
+
+
+def test_validation_percent_0_makes_no_choice(tmp_path):
+  out, stdout = _run(tmp_path, '--validation-percent', '0', *TO_TRAINER)
+  assert not examples_io.split_files(_examples(out), 'validation')
+  plan = _training_plan(out)
+  assert plan['validation_split'] is None
+  assert plan['records'] == {'train': 200}
+  stopping = plan['early_stopping']
+  assert not stopping['enabled'] and stopping['split'] is None
+  assert stopping['kept_epoch'] == stopping['epochs_run'] == tiny_runs.EPOCHS
+  assert ('  Trainer: trains on train (200 records); no validation split: '
+          'early stopping off, the last epoch kept') in stdout
+  assert ('Training: trained 2 of 2 epochs; no validation split: early '
+          'stopping off, the last epoch kept.') in stdout
+
+
+def test_tune_without_a_validation_split_is_refused(tmp_path):
+  result = local_run.run('--data-dir', str(tmp_path), '--output-dir',
+                         str(tmp_path / 'out'), '--validation-percent', '0',
+                         '--tune', '2')
+  assert result.returncode != 0
+  assert result.stderr.strip().splitlines()[-1] == (
+      'error: --tune needs a validation split to score its trials on; '
+      '--validation-percent 0 leaves none')
