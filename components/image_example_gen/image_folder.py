@@ -14,6 +14,7 @@ silently). Any other file that is not an image stops the run.
 import io
 import os
 import re
+import struct
 from typing import Iterable, List, Optional, Sequence, Tuple
 import warnings
 
@@ -197,6 +198,7 @@ def decode_image(path: str, data: bytes,
     except (Image.DecompressionBombError,
             Image.DecompressionBombWarning) as e:  # A later frame's size.
       raise InputDataError(path, f'cannot decode image: {e}') from e
-    except (OSError, SyntaxError, ValueError) as e:
+    except (OSError, SyntaxError, ValueError, struct.error) as e:
+      # struct.error: EXIF data shorter than its header (Pillow's getexif).
       raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
