@@ -12,7 +12,8 @@ string ops (TF Serving runs them too) by Pillow's rules:
   honoured when its value is a whole number from 2 to 8.
 EXIF that Pillow skips (truncated entries, values past the end) gives no
 orientation, as in Pillow. Where Pillow raises instead (a bad TIFF header,
-a BigTIFF one, a PNG chunk cut short), ImageExampleGen refuses the file and
+a BigTIFF one, a PNG chunk cut short), ImageExampleGen refuses the file (or
+reads it unrotated: Pillow's opening of a JPEG file catches the error), and
 this reads it unrotated. Not read: compressed PNG text chunks (a damaged
 zlib stream would fail the request) and `Raw profile type exif` text.
 """
@@ -21,15 +22,15 @@ import tensorflow as tf
 
 NONE = 1  # EXIF's "upright": no transposition.
 # Walks are bounded: JPEG markers (and junk bytes) before the scan, PNG
-# chunks. Real files need tens; past this, a file is read unrotated.
+# chunks. Real files need tens; past this, the rest of a file is not read.
 MAX_STEPS = 4096
 _JPEG_EXIF = b'Exif\x00\x00'
 _JPEG_XMP = b'http://ns.adobe.com/xap/1.0/\x00'
 _XMP_KEY = b'XML:com.adobe.xmp'
 _ORIENTATION_TAG = 0x0112
-# TIFF headers Pillow accepts, the first byte saying the byte order.
+# TIFF headers Pillow reads EXIF with, the first byte saying the byte
+# order (on a BigTIFF one, Pillow's getexif raises).
 _TIFF_PREFIXES = (b'MM\x00\x2a', b'II\x2a\x00', b'MM\x2a\x00', b'II\x00\x2a')
-_BIGTIFF_PREFIXES = (b'MM\x00\x2b', b'II\x2b\x00')
 # Bytes per value of each TIFF type Pillow reads (0: a type it skips).
 _TYPE_SIZES = (0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4, 0, 0, 8)
 _PNG_CHUNK_TYPE = '[A-Za-z0-9_]{4}'  # Pillow's is_cid.
@@ -321,17 +322,14 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
 
   def step(pos, idat, exif, has_exif, xmp, has_xmp, broken, done):
     del done  # The loop's condition.
-    # At the first image data, what follows is searched for metadata
-    # chunk names: without any, the walk can stop there.
-    pos, done = tf.cond(
-        tf.logical_or(idat, tf.logical_not(tf.equal(
-            tf.strings.substr(data, tf.minimum(pos + 4, size), _int(4)),
-            b'IDAT'))),
-        lambda: (pos, tf.constant(False)),
-        lambda: (pos, tf.logical_not(
-            _names_a_metadata_chunk(_substr(data, pos + 8)))))
     length = _unsigned(data, pos, 4, tf.constant(True))
     kind = tf.strings.substr(data, tf.minimum(pos + 4, size), _int(4))
+    # At the first image data, the rest is searched for metadata chunk
+    # names: without any, the walk ends there.
+    nothing_after = tf.cond(
+        tf.logical_and(tf.logical_not(idat), tf.equal(kind, b'IDAT')),
+        lambda: tf.logical_not(_names_a_metadata_chunk(_substr(data, pos))),
+        lambda: tf.constant(False))
     # A bad chunk name: before the image data, Pillow's open fails; after
     # it, Pillow stops reading. A chunk cut short: Pillow fails.
     bad = tf.logical_not(tf.strings.regex_full_match(kind, _PNG_CHUNK_TYPE))
@@ -346,7 +344,7 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
         lambda: read_metadata(kind, _substr(data, pos + 8, length), exif,
                               has_exif, xmp, has_xmp),
         lambda: (exif, has_exif, xmp, has_xmp))
-    done = tf.reduce_any([done, bad, cut, tf.equal(kind, b'IEND')])
+    done = tf.reduce_any([nothing_after, bad, cut, tf.equal(kind, b'IEND')])
     return (pos + 12 + length, tf.logical_or(idat, tf.equal(kind, b'IDAT')),
             exif, has_exif, xmp, has_xmp, tf.logical_or(broken, failed),
             done)
