@@ -19,7 +19,7 @@ import io
 import os
 from typing import Iterable, Iterator, List, Optional
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from modules import signatures
 from records import image_conversion
@@ -119,6 +119,8 @@ def read(item: Item) -> Item:
     if item.error is None:
       try:
         item.data = converted(item.data)
+      except UnidentifiedImageError:  # Its message names a buffer.
+        item.error = 'cannot decode it: damaged beyond recognition'
       except (OSError, SyntaxError, ValueError,
               Image.DecompressionBombError) as e:
         item.error = f'cannot decode it: {e}'

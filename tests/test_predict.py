@@ -103,28 +103,33 @@ def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
   empty = _write(tmp_path / 'empty.png', b'')
   text = _write(tmp_path / 'text.png', b'hello, not a PNG')
   cut = _write(tmp_path / 'cut.png', _png(images[3])[:60])
+  webp = io.BytesIO()
+  Image.fromarray(images[4]).save(webp, 'WEBP')
+  cut_webp = _write(tmp_path / 'cut.webp', webp.getvalue()[:40])
   missing = str(tmp_path / 'missing.png')
   code, stdout, stderr = _run(
-      capsys, out, good[0], empty, good[1], text, cut, missing, good[2],
-      '--format', 'jsonl', '--batch-size', '4', '--top-k', '50')
+      capsys, out, good[0], empty, good[1], text, cut, missing, cut_webp,
+      good[2], '--format', 'jsonl', '--batch-size', '4', '--top-k', '50')
   assert code == 0
   rows = [json.loads(line) for line in stdout.splitlines()]
   assert [r['path'] for r in rows] == [good[0], empty, good[1], text, cut,
-                                       missing, good[2]]
+                                       missing, cut_webp, good[2]]
   errors = {r['path']: r['error'] for r in rows if r['error']}
-  assert set(errors) == {empty, text, cut, missing}
+  assert set(errors) == {empty, text, cut, missing, cut_webp}
   assert 'empty' in errors[empty]
-  assert 'not an image file' in errors[text]
+  assert errors[text] == ('not an image file (PNG, JPEG, GIF, BMP, WebP, '
+                          'TIFF)')
   assert 'cannot decode' in errors[cut]
+  assert 'cannot decode' in errors[cut_webp]
   assert 'no such file' in errors[missing]
-  for row, i in zip((rows[0], rows[2], rows[6]), range(3)):
+  for row, i in zip((rows[0], rows[2], rows[7]), range(3)):
     assert row['class'] == names[i]
     assert len(row['top_k']) == 10  # --top-k above the classes: all of them.
     assert row['top_k'][0]['class'] == row['class']
   assert 'Predicted 3 images' in stderr
-  assert '4 could not be predicted' in stderr
-  for path in errors:
-    assert path in stderr
+  assert '5 could not be predicted' in stderr
+  for path, error in errors.items():
+    assert f'  {path}: {error}\n' in stderr
 
 
 def test_nothing_predicted_is_a_failure(served, tmp_path, capsys):

@@ -388,6 +388,18 @@ def test_xmp_orientation_counts_where_exif_has_none():
                   _as_example_gen_converts(file, RGB), 'XMP')
 
 
+def test_exif_after_the_image_data_counts_as_in_pillow():
+  plain = _file(_PORTRAIT, 'PNG')
+  data = _exif(6)[6:]
+  chunk = (struct.pack('>L', len(data)) + b'eXIf' + data +
+           struct.pack('>L', zlib.crc32(b'eXIf' + data)))
+  end = plain.index(b'IEND') - 4
+  file = plain[:end] + chunk + plain[end:]
+  assert _pillow_orientation(file) == 6
+  _assert_close(_decode([file], RGB)[0], _as_example_gen_converts(file, RGB),
+                'eXIf after IDAT')
+
+
 def _xmp_text(xmp):
   info = PngImagePlugin.PngInfo()
   info.add_itxt('XML:com.adobe.xmp', xmp.decode())
