@@ -2,9 +2,10 @@
 
 The `serve_image_bytes` signature runs this on the files it is sent, so it
 must convert them as ImageExampleGen converted the image folders the model
-was trained on (components/image_example_gen/image_folder.py, with Pillow):
-transparency composited on white, then the trained channels (grey by
-Pillow's integer luma formula, which this reproduces exactly), then the
+was trained on (records/image_conversion.py, with Pillow): turned upright
+by the EXIF orientation (modules/image_orientation.py reads it as Pillow
+does), transparency composited on white, then the trained channels (grey
+by Pillow's integer luma formula, which this reproduces exactly), then the
 trained size by stretching (no aspect kept, no crop) with a bilinear
 filter. Pillow's BILINEAR widens its triangle filter when it shrinks, as
 `tf.image.resize(..., 'bilinear', antialias=True)` does (Pillow first
@@ -12,29 +13,34 @@ box-shrinks large images by a whole factor, and rounds differently): the
 two differ by a few grey levels on a few pixels
 (tests/test_serve_image_bytes.py holds them to that).
 
-Not reproduced: the EXIF orientation tag (TensorFlow's decoders ignore it,
-so a phone photo stored sideways is classified sideways), and GIF
-transparency (TensorFlow decodes GIFs to RGB).
+Not reproduced: GIF transparency (TensorFlow decodes GIFs to RGB). WebP
+and TIFF files are refused: TensorFlow does not decode them.
 """
 
 import tensorflow as tf
 
+from modules import image_orientation
 from modules import signatures
 from records import features
+from records import image_conversion
 
 FORMATS = tuple(signatures.IMAGE_FILE_MAGIC.values())
-_JPEG = next(magic for magic, name in signatures.IMAGE_FILE_MAGIC.items()
-             if name == 'JPEG')
+_JPEG, _PNG = (next(magic for magic, name in
+                    signatures.IMAGE_FILE_MAGIC.items() if name == format_)
+               for format_ in ('JPEG', 'PNG'))
 # Pillow's RGB to L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
 _LUMA = (19595, 38470, 7471)
-# image_folder.TRANSPARENT_BACKGROUND (modules do not import components; the
-# RGBA and grey + alpha cases of tests/test_serve_image_bytes.py compare).
-_BACKGROUND = 255.0
+# ImageExampleGen's background for transparent pixels: one level, white.
+_BACKGROUND = float(image_conversion.TRANSPARENT_BACKGROUND[0])
 
 
 def check_formats(files: tf.Tensor) -> tf.Operation:
   """Fails, naming the first offending position in the batch, unless every
-  file starts as a PNG, JPEG, GIF or BMP file does."""
+  file starts as a PNG, JPEG, GIF or BMP file does.
+
+  WebP and TIFF files, which image folders may hold, are refused too:
+  TensorFlow does not decode them (the predict command converts them).
+  """
   known = tf.zeros_like(files, tf.bool)
   for magic in signatures.IMAGE_FILE_MAGIC:
     known |= tf.equal(tf.strings.substr(files, 0, len(magic)), magic)
@@ -43,7 +49,8 @@ def check_formats(files: tf.Tensor) -> tf.Operation:
   return tf.debugging.Assert(
       tf.reduce_all(known),
       ['image_bytes: the file at batch position', first_bad,
-       f'is not a {", ".join(FORMATS)} file'])
+       f'is not a {", ".join(FORMATS)} file (convert WebP and TIFF files '
+       'to PNG first, as image-pipeline-predict does)'])
 
 
 def _to_rgb(image: tf.Tensor) -> tf.Tensor:
@@ -92,11 +99,17 @@ def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
   """One encoded image (a scalar string) to uint8 pixels of `geometry`."""
   # JPEG: the accurate integer IDCT, as Pillow's libjpeg uses; TensorFlow's
   # default (the fast one) shifts many pixels by a level or two.
+  jpeg = tf.equal(tf.strings.substr(data, 0, len(_JPEG)), _JPEG)
   image = tf.cond(
-      tf.equal(tf.strings.substr(data, 0, len(_JPEG)), _JPEG),
-      lambda: tf.io.decode_jpeg(data, dct_method='INTEGER_ACCURATE'),
+      jpeg, lambda: tf.io.decode_jpeg(data, dct_method='INTEGER_ACCURATE'),
       lambda: tf.io.decode_image(data, expand_animations=False,
                                  dtype=tf.uint8))
+  orientation = tf.case(
+      [(jpeg, lambda: image_orientation.jpeg_orientation(data)),
+       (tf.equal(tf.strings.substr(data, 0, len(_PNG)), _PNG),
+        lambda: image_orientation.png_orientation(data))],
+      default=lambda: tf.constant(image_orientation.NONE))
+  image = image_orientation.transpose(image, orientation)
   image = _resize(_to_channels(_to_rgb(image), geometry.channels), geometry)
   pixels = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
   return tf.ensure_shape(pixels, geometry.shape)

@@ -5,9 +5,12 @@
 
 MODEL is a pushed model version (OUT/serving_model/<version>/), a folder of
 versions (its newest), or a pipeline's output directory (its newest pushed
-version). IMAGES are files, folders (searched recursively for PNG, JPEG, GIF
-and BMP files) or globs. Files go to the model's `serve_image_bytes`
-signature in batches, so memory stays bounded whatever their number.
+version). IMAGES are files, folders (searched recursively for the formats
+of image folders: PNG, JPEG, GIF, BMP, WebP, TIFF) or globs. Files go to
+the model's `serve_image_bytes` signature in batches, so memory stays
+bounded whatever their number; WebP and TIFF files, which TensorFlow does
+not decode, are converted first as ImageExampleGen converts them
+(predict/inputs.py).
 
 One row per file, in order, to --output or stdout (predict/output.py says
 the columns). A file that cannot be read or decoded gets a row with its
@@ -44,8 +47,9 @@ def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog='image-pipeline-predict',
       description='Predict the classes of image files with a served model.',
-      epilog='The model decodes PNG, JPEG, GIF and BMP files of any size and '
-      'mode, and converts them as the pipeline converted its training images.')
+      epilog='PNG, JPEG, GIF, BMP, WebP and TIFF files of any size and mode '
+      'are converted as the pipeline converted its training images, turned '
+      'upright by their EXIF orientation.')
   parser.add_argument(
       'model', metavar='MODEL',
       help='a pushed model version (OUT/serving_model/<version>/), a folder '

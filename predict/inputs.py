@@ -4,18 +4,37 @@ generator (nothing is listed or loaded ahead), read in batches.
 A folder is searched recursively for IMAGE_EXTENSIONS (any case), hidden
 files and folders left out; a file named on the command line is tried
 whatever its name; a glob is expanded lazily (`**` spans folders).
+
+The formats of image folders are those ImageExampleGen reads. PNG, JPEG,
+GIF and BMP files go to the model as they are (serve_image_bytes decodes
+them, EXIF orientation included); WebP and TIFF files, which TensorFlow
+does not decode, are converted here as ImageExampleGen converts them
+(records/image_conversion.py: upright, grey or RGB) and sent as lossless
+PNG files, which the model then sizes as any other file.
 """
 
 import dataclasses
 import glob
+import io
 import os
 from typing import Iterable, Iterator, List, Optional
 
-from modules import signatures
+from PIL import Image, UnidentifiedImageError
 
-# The names of the files serve_image_bytes decodes.
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.gif', '.bmp')
+from modules import signatures
+from records import image_conversion
+
+IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 _MAGIC = signatures.IMAGE_FILE_MAGIC
+# Formats converted here, by their first bytes.
+_CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
+                                    data[8:12] == b'WEBP'),
+              'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*'))}
+_FORMATS = ', '.join((*_MAGIC.values(), *_CONVERTED))
+# Modes converted to grey; others to RGB. The model makes grey of RGB by
+# Pillow's formula, so either way it sees the pixels Pillow would make.
+_GREY_MODES = ('1', 'L', 'LA', 'La', 'I', 'I;16', 'I;16B', 'I;16L', 'I;16N',
+               'F')
 
 
 @dataclasses.dataclass
@@ -60,13 +79,32 @@ def paths(arguments: Iterable[str]) -> Iterator[Item]:
 
 
 def check(data: bytes) -> Optional[str]:
-  """Why `data` is not an image file the model decodes, or None. Cheap: the
-  first bytes only; a damaged file of a known format fails in the model."""
+  """Why `data` is not an image file the tool predicts, or None. Cheap: the
+  first bytes only; a damaged file of a known format fails later."""
   if not data:
     return 'empty file (0 bytes)'
-  if not any(data.startswith(magic) for magic in _MAGIC):
-    return f'not an image file ({", ".join(_MAGIC.values())})'
+  if not (any(data.startswith(magic) for magic in _MAGIC) or
+          any(test(data) for test in _CONVERTED.values())):
+    return f'not an image file ({_FORMATS})'
   return None
+
+
+def converted(data: bytes) -> bytes:
+  """`data` as a file the model decodes: itself, or a WebP or TIFF file
+  converted as ImageExampleGen converts it, as a PNG file.
+
+  Raises:
+    OSError, SyntaxError, ValueError, Image.DecompressionBombError: Pillow
+      cannot decode it.
+  """
+  if not any(test(data) for test in _CONVERTED.values()):
+    return data
+  with Image.open(io.BytesIO(data)) as image:
+    image = image_conversion.convert(
+        image, 'L' if image.mode in _GREY_MODES else 'RGB')
+  buffer = io.BytesIO()
+  image.save(buffer, 'PNG', compress_level=1)
+  return buffer.getvalue()
 
 
 def read(item: Item) -> Item:
@@ -78,6 +116,14 @@ def read(item: Item) -> Item:
       item.error = f'cannot read: {e.strerror or e}'
     else:
       item.error = check(item.data)
+    if item.error is None:
+      try:
+        item.data = converted(item.data)
+      except UnidentifiedImageError:  # Its message names a buffer.
+        item.error = 'cannot decode it: damaged beyond recognition'
+      except (OSError, SyntaxError, ValueError,
+              Image.DecompressionBombError) as e:
+        item.error = f'cannot decode it: {e}'
   return item
 
 

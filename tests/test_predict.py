@@ -15,10 +15,13 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from components.image_example_gen import idx
 from modules import signatures
 from predict import cli
 from predict import inputs
+from records import features
 from tests import local_run
+from tests import tiny_models
 
 VERSION = '1700000000'
 
@@ -100,28 +103,33 @@ def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
   empty = _write(tmp_path / 'empty.png', b'')
   text = _write(tmp_path / 'text.png', b'hello, not a PNG')
   cut = _write(tmp_path / 'cut.png', _png(images[3])[:60])
+  webp = io.BytesIO()
+  Image.fromarray(images[4]).save(webp, 'WEBP')
+  cut_webp = _write(tmp_path / 'cut.webp', webp.getvalue()[:40])
   missing = str(tmp_path / 'missing.png')
   code, stdout, stderr = _run(
-      capsys, out, good[0], empty, good[1], text, cut, missing, good[2],
-      '--format', 'jsonl', '--batch-size', '4', '--top-k', '50')
+      capsys, out, good[0], empty, good[1], text, cut, missing, cut_webp,
+      good[2], '--format', 'jsonl', '--batch-size', '4', '--top-k', '50')
   assert code == 0
   rows = [json.loads(line) for line in stdout.splitlines()]
   assert [r['path'] for r in rows] == [good[0], empty, good[1], text, cut,
-                                       missing, good[2]]
+                                       missing, cut_webp, good[2]]
   errors = {r['path']: r['error'] for r in rows if r['error']}
-  assert set(errors) == {empty, text, cut, missing}
+  assert set(errors) == {empty, text, cut, missing, cut_webp}
   assert 'empty' in errors[empty]
-  assert 'not an image file' in errors[text]
+  assert errors[text] == ('not an image file (PNG, JPEG, GIF, BMP, WebP, '
+                          'TIFF)')
   assert 'cannot decode' in errors[cut]
+  assert 'cannot decode' in errors[cut_webp]
   assert 'no such file' in errors[missing]
-  for row, i in zip((rows[0], rows[2], rows[6]), range(3)):
+  for row, i in zip((rows[0], rows[2], rows[7]), range(3)):
     assert row['class'] == names[i]
     assert len(row['top_k']) == 10  # --top-k above the classes: all of them.
     assert row['top_k'][0]['class'] == row['class']
   assert 'Predicted 3 images' in stderr
-  assert '4 could not be predicted' in stderr
-  for path in errors:
-    assert path in stderr
+  assert '5 could not be predicted' in stderr
+  for path, error in errors.items():
+    assert f'  {path}: {error}\n' in stderr
 
 
 def test_nothing_predicted_is_a_failure(served, tmp_path, capsys):
@@ -174,3 +182,101 @@ def test_files_are_read_one_batch_at_a_time(tmp_path):
   assert [item.path for item in first] == paths[:4]
   assert handed_out == paths[:4]  # Nothing read ahead of the batch.
   assert [len(b) for b in batches] == [4, 2]
+
+
+def _write_sides(directory, counts, geometry):
+  """MNIST-layout files whose class is the side of a bright band (top,
+  right, bottom, left): turned or flipped, an image is of another class."""
+  os.makedirs(directory, exist_ok=True)
+  written = {}
+  for seed, (prefix, count) in enumerate(counts.items()):
+    rng = np.random.default_rng(seed)
+    labels = (np.arange(count) % 4).astype(np.uint8)
+    images = rng.integers(0, 60, (count, geometry.height, geometry.width),
+                          dtype=np.uint8)
+    for image, label in zip(images, labels):
+      np.rot90(image, -int(label))[:geometry.height // 4] += 150  # A view.
+    idx.write(os.path.join(directory, f'{prefix}-images-idx3-ubyte.gz'),
+              images)
+    idx.write(os.path.join(directory, f'{prefix}-labels-idx1-ubyte.gz'),
+              labels)
+    written[prefix] = (images, labels)
+  return written
+
+
+@pytest.fixture(scope='module')
+def sides(tmp_path_factory):
+  """(pipeline output dir, eval images, their classes by serve_images) of
+  a model that tells which side of an image is bright."""
+  tmp = tmp_path_factory.mktemp('sides')
+  path, written = tiny_models.train(tmp, features.MNIST_GEOMETRY,
+                                    write_dataset=_write_sides)
+  out = tmp / 'out'
+  shutil.copytree(path, out / 'serving_model' / VERSION)
+  images, labels = written['t10k']
+  answer = tf.saved_model.load(path).signatures[signatures.IMAGES_SIGNATURE](
+      images=tf.constant(images))
+  classes = answer[signatures.CLASSES].numpy()
+  assert (classes == labels).mean() > 0.9  # It learnt the sides.
+  names = [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()]
+  return out, images, names
+
+
+def _encoded(pixels, format_, orientation=None) -> bytes:
+  options = {'quality': 100} if format_ == 'JPEG' else {}
+  if format_ == 'WEBP':
+    options['lossless'] = True
+  if orientation is not None:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    options['exif'] = exif.tobytes()
+  buffer = io.BytesIO()
+  Image.fromarray(pixels).save(buffer, format_, **options)
+  return buffer.getvalue()
+
+
+# How a camera stores an upright picture for some orientation tags: the
+# pixels turned or flipped so that Pillow's exif_transpose undoes it.
+_STORED = {3: lambda p: np.rot90(p, 2), 6: lambda p: np.rot90(p, 1),
+           8: lambda p: np.rot90(p, -1), 5: lambda p: p.T,
+           2: lambda p: p[:, ::-1]}
+
+
+def test_a_sideways_photo_gets_the_class_of_its_upright_twin(
+    sides, tmp_path, capsys):
+  out, images, names = sides
+  formats = {'PNG': '.png', 'JPEG': '.jpg', 'WEBP': '.webp', 'TIFF': '.tif'}
+  cases = [(f, o) for f in formats for o in _STORED]
+  sideways, untagged = [], []
+  for i, (format_, orientation) in enumerate(cases):
+    stored = np.ascontiguousarray(_STORED[orientation](images[i]))
+    sideways.append(_write(tmp_path / 'sideways' / f'{i}{formats[format_]}',
+                           _encoded(stored, format_, orientation)))
+    untagged.append(_encoded(stored, format_))
+  code, stdout, _ = _run(capsys, out, tmp_path / 'sideways', '--format',
+                         'jsonl')
+  assert code == 0
+  rows = [json.loads(line) for line in stdout.splitlines()]
+  assert len(rows) == len(cases)
+  for row in rows:
+    assert row['error'] is None
+    assert row['class'] == names[int(os.path.basename(row['path']).split(
+        '.')[0])], row['path']
+  # Straight to the served model: the PNG and JPEG files as they are.
+  serve = tf.saved_model.load(
+      os.path.join(out, 'serving_model', VERSION)).signatures[
+          signatures.IMAGE_BYTES_SIGNATURE]
+  raw = [i for i, path in enumerate(sideways)
+         if path.endswith(('.png', '.jpg'))]
+  files = []
+  for i in raw:
+    with open(sideways[i], 'rb') as f:
+      files.append(f.read())
+  answer = serve(image_bytes=tf.constant(files))
+  assert [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()] == [
+      names[i] for i in raw]
+  # The same pixels without the tag: the model sees another side.
+  plain = serve(image_bytes=tf.constant([untagged[i] for i in raw]))
+  wrong = [n.decode() for n in plain[signatures.CLASS_NAMES].numpy()] != (
+      np.array([names[i] for i in raw]))
+  assert wrong.mean() > 0.5

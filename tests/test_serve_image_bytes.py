@@ -5,16 +5,20 @@ the Trainer's run_fn."""
 import io
 import json
 import os
+import struct
+import zlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from PIL import Image
+from PIL import Image, PngImagePlugin
 
 from components.image_example_gen import image_folder
 from modules import image_files
+from modules import image_orientation
 from modules import tflite_export
 from modules import trainer
+from predict import inputs as predict_inputs
 from records import features
 from tests import tiny_models
 
@@ -35,9 +39,12 @@ def rgb(tmp_path_factory):
 
 
 def _file(pixels, format_, **options):
-  array = np.asarray(pixels, np.uint8)
-  image = Image.fromarray(array[..., 0] if array.ndim == 3 and
-                          array.shape[2] == 1 else array)
+  if isinstance(pixels, Image.Image):
+    image = pixels
+  else:
+    array = np.asarray(pixels)
+    image = Image.fromarray(array[..., 0] if array.ndim == 3 and
+                            array.shape[2] == 1 else array)
   buffer = io.BytesIO()
   image.save(buffer, format_, **options)
   return buffer.getvalue()
@@ -188,3 +195,263 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
   quantised, full = (results['models'][k]['bytes']
                      for k in ('dynamic_range', 'float32'))
   assert quantised < full / 2
+
+
+# EXIF orientation. A portrait stored as landscape pixels plus a tag; not
+# square, so that each orientation gives other pixels after resizing.
+_PORTRAIT = _smooth(40, 25, 3, seed=2)
+_ORIENTATION = 0x0112
+
+
+def _exif(orientation, endian='<'):
+  exif = Image.Exif()
+  exif[_ORIENTATION] = orientation
+  exif.endian = endian
+  return exif.tobytes()
+
+
+def _decode(files, geometry):
+  return image_files.decode_files(tf.constant(files), geometry).numpy()
+
+
+def _assert_close(served, converted, name):
+  assert served.shape == converted.shape, name
+  difference = np.abs(served.astype(int) - converted.astype(int))
+  assert difference.max() <= 3, name
+  assert difference.mean() < 0.5, name
+
+
+@pytest.mark.parametrize('geometry', [GREY, RGB], ids=str)
+@pytest.mark.parametrize('format_', ['JPEG', 'PNG'])
+@pytest.mark.parametrize('endian', ['<', '>'], ids=['II', 'MM'])
+def test_files_are_turned_upright_as_example_gen_turns_them(
+    geometry, format_, endian):
+  files = [_file(_PORTRAIT, format_, exif=_exif(orientation, endian),
+                 quality=95) for orientation in range(1, 9)]
+  assert all((b'MM\x00*' if endian == '>' else b'II*\x00') in f
+             for f in files)
+  served = _decode(files, geometry)
+  converted = [_as_example_gen_converts(f, geometry) for f in files]
+  for orientation, (by_model, by_pillow) in enumerate(zip(served, converted),
+                                                      start=1):
+    _assert_close(by_model, by_pillow, f'orientation {orientation}')
+  # Each orientation is another picture: the test can tell them apart.
+  assert len({c.tobytes() for c in converted}) == 8
+
+
+def _tiff(entries, endian='<', extra=b'', head=None):
+  """EXIF data: a TIFF header, IFD0 of (tag, type, count, 4 value bytes)
+  entries, then `extra` (at offset 8 + 2 + 12 * len(entries) + 4)."""
+  body = struct.pack(endian + 'H', len(entries))
+  for tag, type_, count, value in entries:
+    body += struct.pack(endian + 'HHL', tag, type_, count) + value
+  head = head or ((b'II*\x00' if endian == '<' else b'MM\x00*') +
+                  struct.pack(endian + 'L', 8))
+  return head + body + struct.pack(endian + 'L', 0) + extra
+
+
+def _short(value, endian='<'):
+  return struct.pack(endian + 'H', value) + b'\x00\x00'
+
+
+def _extra_at(entries):
+  return struct.pack('<L', 8 + 2 + 12 * entries + 4)
+
+
+# EXIF as cameras and tools get it wrong, and how Pillow reads it: the
+# orientation if it honours one; None if it raises (ImageExampleGen then
+# refuses the file; serve_image_bytes reads it unrotated).
+_MALFORMED = {
+    'orientation as LONG': (_tiff([(_ORIENTATION, 4, 1,
+                                    struct.pack('<L', 6))]), 6),
+    'orientation as RATIONAL 12/2': (_tiff(
+        [(_ORIENTATION, 5, 1, _extra_at(1))],
+        extra=struct.pack('<LL', 12, 2)), 6),
+    'orientation as RATIONAL 13/2': (_tiff(
+        [(_ORIENTATION, 5, 1, _extra_at(1))],
+        extra=struct.pack('<LL', 13, 2)), 1),
+    'orientation as BYTE': (_tiff([(_ORIENTATION, 1, 1, b'\x06\0\0\0')]), 1),
+    'orientation out of range': (_tiff([(_ORIENTATION, 3, 1, _short(9))]), 1),
+    'three values, the first counts': (_tiff(
+        [(_ORIENTATION, 3, 3, _extra_at(1))],
+        extra=struct.pack('<HHH', 8, 4, 5)), 8),
+    'unknown type, then a good entry': (_tiff(
+        [(_ORIENTATION, 99, 1, _short(3)), (_ORIENTATION, 3, 1, _short(6))]),
+                                        6),
+    'two entries, the first counts': (_tiff(
+        [(_ORIENTATION, 3, 1, _short(3)), (_ORIENTATION, 3, 1, _short(6))]),
+                                      3),
+    'a value past the end before it': (_tiff(
+        [(0x010E, 2, 20, struct.pack('<L', 999)),
+         (_ORIENTATION, 3, 1, _short(6))]), 1),
+    'a value past the end after it': (_tiff(
+        [(_ORIENTATION, 3, 1, _short(6)),
+         (0x010E, 2, 20, struct.pack('<L', 999))]), 6),
+    'IFD0 past the end': (_tiff([(_ORIENTATION, 3, 1, _short(6))],
+                                head=b'II*\x00' + struct.pack('<L', 5000)),
+                          1),
+    'cut in an entry': (_tiff([(0x010F, 3, 1, _short(1)),
+                               (_ORIENTATION, 3, 1, _short(6))])[:27], 1),
+    'not a TIFF header': (b'XX*\x00' + _tiff(
+        [(_ORIENTATION, 3, 1, _short(6))])[4:], None),
+    'a BigTIFF header': (b'II+\x00' + _tiff(
+        [(_ORIENTATION, 3, 1, _short(6))])[4:], None),
+    'shorter than a header': (b'II*\x00\x08', None),
+}
+
+
+def _with_exif_data(pixels, format_, data):
+  """A file with `data` as its EXIF, written as Pillow does not write it."""
+  if format_ == 'JPEG':
+    plain = _file(pixels, 'JPEG', quality=95)
+    segment = b'Exif\x00\x00' + data
+    return (plain[:2] + b'\xff\xe1' + struct.pack('>H', len(segment) + 2) +
+            segment + plain[2:])
+  plain = _file(pixels, 'PNG')
+  chunk = (struct.pack('>L', len(data)) + b'eXIf' + data +
+           struct.pack('>L', zlib.crc32(b'eXIf' + data)))
+  first_data = plain.index(b'IDAT') - 4
+  return plain[:first_data] + chunk + plain[first_data:]
+
+
+@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag).*:UserWarning')
+@pytest.mark.parametrize('format_', ['JPEG', 'PNG'])
+@pytest.mark.parametrize('name', list(_MALFORMED))
+def test_malformed_exif_is_read_where_pillow_reads_it(format_, name):
+  data, orientation = _MALFORMED[name]
+  file = _with_exif_data(_PORTRAIT, format_, data)
+  served = _decode([file], RGB)[0]
+  unrotated = _decode([_file(_PORTRAIT, format_, quality=95)], RGB)[0]
+  if orientation is None:
+    # Pillow raises: ImageExampleGen refuses the file, but for a JPEG file
+    # whose opening caught the error and reads it unrotated.
+    _assert_close(served, unrotated, name)
+    if format_ == 'PNG':
+      with pytest.raises(image_folder.InputDataError, match='cannot decode'):
+        _as_example_gen_converts(file, RGB)
+      return
+  upright = _as_example_gen_converts(file, RGB)
+  _assert_close(served, upright, name)
+  if orientation not in (None, 1):
+    assert np.abs(upright.astype(int) - unrotated).mean() > 10, name
+
+
+def _pillow_orientation(data):
+  """The orientation ImageExampleGen applies; 1 where Pillow raises."""
+  try:
+    with Image.open(io.BytesIO(data)) as image:
+      image.load()
+      orientation = image.getexif().get(_ORIENTATION, 1)
+  except Exception:  # pylint: disable=broad-except
+    return 1  # Whatever Pillow raises (struct.error too): no orientation.
+  return orientation if orientation in range(2, 9) else 1
+
+
+@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag).*:UserWarning')
+def test_damaged_exif_is_read_as_pillow_reads_it():
+  """Seeded random damage to EXIF data, read by the graph and by Pillow."""
+  readers = {'JPEG': tf.function(image_orientation.jpeg_orientation),
+             'PNG': tf.function(image_orientation.png_orientation)}
+  rng = np.random.default_rng(35)
+  pixels = np.zeros((4, 3, 3), np.uint8)
+  sources = [_exif(6)[6:], _exif(8, '>')[6:], _MALFORMED[
+      'orientation as RATIONAL 12/2'][0], _MALFORMED[
+          'a value past the end after it'][0]]
+  disagree, rotated = [], 0
+  for i in range(160):
+    data = bytearray(sources[i % len(sources)])
+    for _ in range(rng.integers(1, 4)):
+      data[rng.integers(len(data))] = rng.integers(256)
+    if rng.random() < 0.3:
+      data = data[:rng.integers(len(data))]
+    for format_, read in readers.items():
+      file = _with_exif_data(pixels, format_, bytes(data))
+      expected = _pillow_orientation(file)
+      got = int(read(tf.constant(file)))
+      rotated += expected != 1
+      if (got if got in range(2, 9) else 1) != expected:
+        disagree.append((format_, bytes(data).hex(), expected, got))
+  assert not disagree
+  assert rotated > 30  # The damage leaves many orientations to read.
+
+
+def test_xmp_orientation_counts_where_exif_has_none():
+  xmp = b'<x:xmpmeta><rdf:Description tiff:Orientation="8"/></x:xmpmeta>'
+  plain = _file(_PORTRAIT, 'JPEG', quality=95)
+  segment = b'http://ns.adobe.com/xap/1.0/\x00' + xmp
+  jpeg = (plain[:2] + b'\xff\xe1' + struct.pack('>H', len(segment) + 2) +
+          segment + plain[2:])
+  png = _file(_PORTRAIT, 'PNG', pnginfo=_xmp_text(xmp))
+  for file in (jpeg, png):
+    assert _pillow_orientation(file) == 8
+    _assert_close(_decode([file], RGB)[0],
+                  _as_example_gen_converts(file, RGB), 'XMP')
+
+
+def test_exif_after_the_image_data_counts_as_in_pillow():
+  plain = _file(_PORTRAIT, 'PNG')
+  data = _exif(6)[6:]
+  chunk = (struct.pack('>L', len(data)) + b'eXIf' + data +
+           struct.pack('>L', zlib.crc32(b'eXIf' + data)))
+  end = plain.index(b'IEND') - 4
+  file = plain[:end] + chunk + plain[end:]
+  assert _pillow_orientation(file) == 6
+  _assert_close(_decode([file], RGB)[0], _as_example_gen_converts(file, RGB),
+                'eXIf after IDAT')
+
+
+def _xmp_text(xmp):
+  info = PngImagePlugin.PngInfo()
+  info.add_itxt('XML:com.adobe.xmp', xmp.decode())
+  return info
+
+
+def test_webp_and_tiff_files_are_refused_with_what_to_do():
+  files = [_file(_PORTRAIT, 'WEBP'), _file(_PORTRAIT, 'TIFF')]
+  for file in files:
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match='convert WebP and TIFF files to PNG'):
+      _decode([file], RGB)
+
+
+# The files of every format image folders may hold, as the predict command
+# sends them to the model. (name, image, Pillow format, save options).
+_ROTATED = {'exif': _exif(6)}
+_FOLDER_FILES = [
+    ('photo.png', _PORTRAIT, 'PNG', _ROTATED),
+    ('grey+alpha.png', Image.fromarray(_TRANSPARENT[..., 2:], 'LA'), 'PNG',
+     {}),
+    ('photo.jpg', _PORTRAIT, 'JPEG', dict(_ROTATED, quality=95)),
+    ('grey.jpeg', _smooth(40, 25, 1), 'JPEG', {'quality': 95}),
+    ('photo.bmp', _PORTRAIT, 'BMP', {}),
+    ('palette.gif', Image.fromarray(_PORTRAIT).convert('P'), 'GIF', {}),
+    ('photo.webp', _PORTRAIT, 'WEBP', dict(_ROTATED, lossless=True)),
+    ('lossy.webp', _PORTRAIT, 'WEBP', {'quality': 80}),
+    ('rgba.webp', Image.fromarray(_TRANSPARENT, 'RGBA'), 'WEBP',
+     {'lossless': True}),
+    ('photo.tif', _PORTRAIT, 'TIFF', _ROTATED),
+    ('16-bit.tiff', _smooth(40, 25, 1)[..., 0].astype(np.uint16) * 257,
+     'TIFF', {}),
+    ('cmyk.tiff', Image.fromarray(_PORTRAIT).convert('CMYK'), 'TIFF', {}),
+    ('rgba.tiff', Image.fromarray(_TRANSPARENT, 'RGBA'), 'TIFF', {}),
+]
+
+
+def test_the_cases_cover_every_format_of_image_folders():
+  assert {os.path.splitext(name)[1] for name, *_ in _FOLDER_FILES} == set(
+      image_folder.IMAGE_EXTENSIONS)
+
+
+@pytest.mark.parametrize('geometry', [GREY, RGB], ids=str)
+@pytest.mark.parametrize('name,image,format_,options',
+                         [pytest.param(*case, id=case[0])
+                          for case in _FOLDER_FILES])
+def test_predict_sends_every_folder_format_as_example_gen_converts_it(
+    tmp_path, geometry, name, image, format_, options):
+  data = _file(image, format_, **options)
+  path = tmp_path / name
+  path.write_bytes(data)
+  item = predict_inputs.read(predict_inputs.Item(str(path)))
+  assert item.error is None
+  served = _decode([item.data], geometry)[0]
+  _assert_close(served, _as_example_gen_converts(data, geometry), name)

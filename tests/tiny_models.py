@@ -18,17 +18,21 @@ from tests import datasets
 
 
 def train(tmp, geometry: features.ImageGeometry, train_records: int = 200,
-          eval_records: int = 60, steps: int = 120):
+          eval_records: int = 60, steps: int = 120,
+          write_dataset=datasets.write_idx_dataset):
   """Trains on tiny learnable data (datasets.images_and_labels) of
   `geometry`; returns (the exported model's directory, {split: (images,
   labels)} as written).
+
+  write_dataset: writes MNIST-layout files of other images (as
+  datasets.write_idx_dataset, whose arguments it takes).
 
   steps: enough for a model sure of its answers. A half-trained one has
   answers near a tie between classes, which the TensorFlow Lite files'
   quantisation flips on some starts: the tests that compare those files'
   accuracy with the model's then fail by chance.
   """
-  written = datasets.write_idx_dataset(
+  written = write_dataset(
       str(tmp / 'in'), {'train': train_records, 't10k': eval_records},
       geometry)
   examples = artifacts.run_example_gen(

@@ -14,27 +14,24 @@ silently). Any other file that is not an image stops the run.
 import io
 import os
 import re
+import struct
 from typing import Iterable, List, Optional, Sequence, Tuple
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 import tensorflow as tf
 
 from components.image_example_gen.errors import InputDataError
 from records import features
+from records import image_conversion
 
-# Formats Pillow decodes (GIF: its first frame; TIFF: its first page).
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
-                    '.tiff')
+IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # Files Windows writes into folders of pictures (thumbnail caches, folder
 # settings), compared case-insensitively. Hidden dot-files need no list.
 OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
-# Transparent pixels are composited on white: transparent images (icons,
-# cut-out product shots, line art) are drawn to be shown on a light page,
-# and on black their dark strokes would vanish.
-TRANSPARENT_BACKGROUND = (255, 255, 255)
+TRANSPARENT_BACKGROUND = image_conversion.TRANSPARENT_BACKGROUND
 
 # Pillow warns of an image over Image.MAX_IMAGE_PIXELS as it opens it, and
 # raises DecompressionBombError over twice that: decode_image sets that
@@ -193,8 +190,7 @@ def decode_image(path: str, data: bytes,
   check_file(path, len(data))
   with open_image(path, data, max_pixels) as image:
     try:
-      image = _to_mode(ImageOps.exif_transpose(image),
-                       _PIL_MODES[geometry.channels])
+      image = image_conversion.convert(image, _PIL_MODES[geometry.channels])
       if image.size != (geometry.width, geometry.height):
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
@@ -202,20 +198,7 @@ def decode_image(path: str, data: bytes,
     except (Image.DecompressionBombError,
             Image.DecompressionBombWarning) as e:  # A later frame's size.
       raise InputDataError(path, f'cannot decode image: {e}') from e
-    except (OSError, SyntaxError, ValueError) as e:
+    except (OSError, SyntaxError, ValueError, struct.error) as e:
+      # struct.error: EXIF data shorter than its header (Pillow's getexif).
       raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
-
-
-def _to_mode(image: Image.Image, mode: str) -> Image.Image:
-  """`image` in PIL mode 'L' or 'RGB', whatever mode it was decoded in."""
-  if image.mode in ('I;16', 'I;16B', 'I;16L', 'I'):
-    # Pillow's own conversion clips 16-bit values at 255: scale instead.
-    image = Image.fromarray(
-        (np.asarray(image, dtype=np.uint32) >> 8).astype(np.uint8), 'L')
-  if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
-    image = image.convert('RGBA')  # Palette or colour-key transparency too.
-  if image.mode in ('RGBA', 'RGBa'):
-    background = Image.new('RGBA', image.size, TRANSPARENT_BACKGROUND + (255,))
-    image = Image.alpha_composite(background, image.convert('RGBA'))
-  return image.convert(mode)

@@ -1,0 +1,42 @@
+"""Image files as ImageExampleGen converts them for training, with Pillow:
+upright by their EXIF orientation, in grey or RGB.
+
+ImageExampleGen (components/image_example_gen/image_folder.py) converts
+every image of a folder with `convert`; the predict command converts the
+WebP and TIFF files TensorFlow cannot decode with it too, so that they reach
+the model as the training images did.
+"""
+
+import numpy as np
+from PIL import Image, ImageOps
+
+# The formats of image folders, by name: those Pillow decodes (GIF: its
+# first frame; TIFF: its first page).
+IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
+                    '.tiff')
+# Transparent pixels are composited on white: transparent images (icons,
+# cut-out product shots, line art) are drawn to be shown on a light page,
+# and on black their dark strokes would vanish.
+TRANSPARENT_BACKGROUND = (255, 255, 255)
+
+
+def convert(image: Image.Image, mode: str) -> Image.Image:
+  """`image` turned upright by its EXIF orientation (phones store portraits
+  as landscape pixels plus a rotation tag), in PIL mode 'L' or 'RGB':
+  16-bit images keep their 8 high bits, transparency is composited on
+  TRANSPARENT_BACKGROUND."""
+  return _to_mode(ImageOps.exif_transpose(image), mode)
+
+
+def _to_mode(image: Image.Image, mode: str) -> Image.Image:
+  """`image` in PIL mode 'L' or 'RGB', whatever mode it was decoded in."""
+  if image.mode in ('I;16', 'I;16B', 'I;16L', 'I'):
+    # Pillow's own conversion clips 16-bit values at 255: scale instead.
+    image = Image.fromarray(
+        (np.asarray(image, dtype=np.uint32) >> 8).astype(np.uint8), 'L')
+  if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
+    image = image.convert('RGBA')  # Palette or colour-key transparency too.
+  if image.mode in ('RGBA', 'RGBa'):
+    background = Image.new('RGBA', image.size, TRANSPARENT_BACKGROUND + (255,))
+    image = Image.alpha_composite(background, image.convert('RGBA'))
+  return image.convert(mode)
