@@ -1,39 +1,122 @@
-"""TFX's Evaluator, whose baseline may hold no model (nothing served yet).
+"""TFX's Evaluator, with a baseline that may hold no model and an accuracy
+threshold that may come from the data.
 
-The baseline comes from ServedModel (components/served_model.py), which
-always outputs a Model artifact; before anything is served that artifact is
-empty. TFX's Evaluator would fail loading it, so this executor then leaves
-the baseline out, exactly as TFX's Evaluator runs with no baseline: the
-accuracy threshold is checked, the comparison with a baseline is not.
+The baseline: with the `served` baseline it comes from ServedModel
+(components/served_model.py), which always outputs a Model artifact; before
+anything is served that artifact is empty. TFX's Evaluator would fail
+loading it, so this executor then leaves the baseline out, exactly as TFX's
+Evaluator runs with no baseline: the accuracy threshold is checked, the
+comparison with a baseline is not. (TFX's resolver, the `last_blessed`
+baseline, outputs nothing or a blessed model.)
+
+The threshold: with `accuracy_threshold_from_data`, the eval_config holds
+none, and this executor counts the labels of the evaluated splits and sets
+the one components/blessing_rule.py derives from them before TFMA runs.
+Counted here, not by ExampleGen: the Evaluator is the only reader, it reads
+those splits anyway, and Examples made before this rule (a cached
+ExampleGen) need no new property. Either way the rule is logged once and
+recorded on the ModelBlessing.
 """
 
-from typing import Any, Dict, List
+import json
+from typing import Any, Dict, List, Optional
 
 from absl import logging
+import tensorflow_model_analysis as tfma
 from tfx import types
-from tfx.components.evaluator import component as evaluator_component
 from tfx.components.evaluator import executor as evaluator_executor
+from tfx.dsl.components.base import base_beam_component
 from tfx.dsl.components.base import executor_spec
+from tfx.types import artifact_utils
+from tfx.types import component_spec
+from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs
+from tfx.utils import io_utils
+from tfx.utils import proto_utils
 
+from components import blessing_rule
 from components import served_model
+from records import features
+
+# 1: set the accuracy threshold from the eval split's classes.
+ACCURACY_FROM_DATA_KEY = 'accuracy_threshold_from_data'
+_SPECS = standard_component_specs
+
+
+def rule_of(input_dict: Dict[str, List[types.Artifact]],
+            exec_properties: Dict[str, Any],
+            eval_config: tfma.EvalConfig) -> blessing_rule.Rule:
+  """The blessing rule of this evaluation: the eval_config's fixed
+  threshold, or one from the labels of the evaluated splits."""
+  if not exec_properties.get(ACCURACY_FROM_DATA_KEY):
+    return blessing_rule.fixed(blessing_rule.threshold_of(eval_config))
+  [examples] = input_dict[_SPECS.EXAMPLES_KEY]
+  splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
+                      'null') or ['eval']
+  patterns = [io_utils.all_files_pattern(uri) for split in splits
+              for uri in artifact_utils.get_split_uris([examples], split)]
+  names = examples.get_string_custom_property(features.CLASS_NAMES_PROPERTY)
+  return blessing_rule.from_class_counts(
+      blessing_rule.count_labels(patterns, features.LABEL_KEY),
+      features.decode_class_names(names) if names else None)
 
 
 class Executor(evaluator_executor.Executor):
-  """TFX's Evaluator executor, minus a baseline that holds no model."""
+  """TFX's Evaluator executor, minus a baseline that holds no model, with
+  the blessing rule applied and recorded."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
-    key = standard_component_specs.BASELINE_MODEL_KEY
+    key = _SPECS.BASELINE_MODEL_KEY
     baselines = input_dict.get(key) or []
     if baselines and not all(served_model.holds_model(b) for b in baselines):
       logging.info('No model is served yet: evaluating without a baseline.')
       input_dict = {**input_dict, key: []}
-    super().Do(input_dict, output_dict, exec_properties)
+    eval_config = tfma.EvalConfig()
+    proto_utils.json_to_proto(exec_properties[_SPECS.EVAL_CONFIG_KEY],
+                              eval_config)
+    rule = rule_of(input_dict, exec_properties, eval_config)
+    blessing_rule.set_threshold(eval_config, rule.threshold)
+    logging.info(blessing_rule.RULE_LINE, rule.text)
+    super().Do(input_dict, output_dict, {
+        **exec_properties,
+        _SPECS.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
+    rule.record(artifact_utils.get_single_instance(
+        output_dict[_SPECS.BLESSING_KEY]))
 
 
-class Evaluator(evaluator_component.Evaluator):
-  """TFX's Evaluator component with the executor above; same inputs, outputs
-  and node id ('Evaluator')."""
+class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
+  PARAMETERS = {
+      **standard_component_specs.EvaluatorSpec.PARAMETERS,
+      ACCURACY_FROM_DATA_KEY: component_spec.ExecutionParameter(
+          type=int, optional=True),
+  }
+
+
+class Evaluator(base_beam_component.BaseBeamComponent):
+  """TFX's Evaluator component with the executor above: TFX's inputs and
+  outputs (those this pipeline uses) and node id ('Evaluator')."""
+
+  SPEC_CLASS = EvaluatorSpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
+
+  def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
+               eval_config: tfma.EvalConfig,
+               baseline_model: Optional[types.BaseChannel] = None,
+               example_splits: Optional[List[str]] = None,
+               accuracy_threshold_from_data: bool = False):
+    """TFX's Evaluator's arguments, and:
+
+    Args:
+      accuracy_threshold_from_data: the eval_config has no accuracy
+        threshold; the executor sets one from the evaluated splits' classes
+        (components/blessing_rule.py).
+    """
+    super().__init__(spec=EvaluatorSpec(
+        examples=examples, model=model, baseline_model=baseline_model,
+        eval_config=eval_config,
+        example_splits=json.dumps(example_splits),
+        **{ACCURACY_FROM_DATA_KEY: int(accuracy_threshold_from_data)},
+        evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
+        blessing=types.Channel(type=standard_artifacts.ModelBlessing)))

@@ -13,6 +13,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from absl import logging
+import tensorflow as tf
 from tfx import types
 from tfx.components.pusher import component as pusher_component
 from tfx.components.pusher import executor as pusher_executor
@@ -62,12 +63,70 @@ def same_files(a: str, b: str) -> bool:
              for p in sorted(sizes))
 
 
-def newest_version(base_directory: str) -> Optional[str]:
-  """The highest numbered version directory under `base_directory`."""
-  if not fileio.isdir(base_directory):
+class ServingDirectoryError(IOError):
+  """The serving directory could not be read: what is served is unknown."""
+
+
+def _store_root(path: str) -> Optional[str]:
+  """'s3://bucket/' of an object store URL; None for a local path."""
+  scheme, sep, rest = path.partition('://')
+  return f'{scheme}://{rest.split("/", 1)[0]}/' if sep and rest else None
+
+
+def _cause(error: Exception) -> str:
+  """'PermissionDeniedError: ...': TFX's NotFoundError says nothing itself."""
+  error = error if str(error) else (error.__cause__ or error)
+  message = getattr(error, 'message', None) or str(error) or 'not found'
+  return f'{type(error).__name__}: {message.strip()}'
+
+
+def _stat(base_directory: str):
+  """The directory's statistics; None if it does not exist.
+
+  `fileio.isdir` and `fileio.listdir` answer "no such directory" whatever
+  went wrong (TensorFlow's is_directory returns False on any error); `stat`
+  raises NotFoundError only when the path is missing, other errors as they
+  are. Except on S3: tensorflow-io's S3 filesystem answers NotFound for a
+  path under a bucket whatever failed, so a path said missing is believed
+  only once its bucket answers (a bucket's own stat reports its errors).
+  """
+  try:
+    return fileio.stat(base_directory)
+  except fileio.NotFoundError:
+    root = _store_root(base_directory)
+    if root and root != base_directory:
+      try:
+        fileio.stat(root)
+      except fileio.NotFoundError:
+        pass  # No bucket: nothing served.
     return None
-  versions = [name.rstrip('/') for name in fileio.listdir(base_directory)]
-  versions = [v for v in versions if v.isdigit()]
+
+
+def newest_version(base_directory: str) -> Optional[str]:
+  """The highest numbered version directory under `base_directory`; None if
+  it does not exist or holds no version.
+
+  Raises:
+    ServingDirectoryError: it cannot be read (permissions, an unreachable
+      object store, ...). "Nothing served" would skip the comparison with
+      the served model and push a possibly worse one.
+  """
+  try:
+    stat = _stat(base_directory)
+    # It exists: any error now, NotFound too, is one reading it.
+    names = (fileio.listdir(base_directory) if stat and stat.is_directory
+             else [])
+  except (OSError, tf.errors.OpError) as e:
+    raise ServingDirectoryError(
+        f'cannot read the serving directory {base_directory}, so which model '
+        f'is served is unknown: {_cause(e)}') from e
+  if stat is None:
+    return None
+  if not stat.is_directory:
+    raise ServingDirectoryError(
+        f'serving directory {base_directory}: a file, not a directory of '
+        'model versions')
+  versions = [v for v in (name.rstrip('/') for name in names) if v.isdigit()]
   return max(versions, key=int) if versions else None
 
 

@@ -9,9 +9,11 @@ Vertex AI), and it copies the served SavedModel into its Model artifact's
 (tfx.utils.path_utils.serving_model_path): nothing downstream depends on
 the serving directory staying as it was.
 
-Nothing served yet (the first run): the Model artifact holds no SavedModel,
-and the Evaluator (components/baseline_evaluator.py) then checks the
-accuracy threshold only.
+Nothing served yet (the first run: no serving directory, or no version in
+it): the Model artifact holds no SavedModel, and the Evaluator
+(components/baseline_evaluator.py) then checks the accuracy threshold only.
+A serving directory that cannot be read fails the step (and the run): taken
+for "nothing served", it would let a worse model be pushed.
 
 It must never be answered from a stale cache. On LocalDagRunner its driver
 puts the served version into the execution properties before the cache is
@@ -50,7 +52,9 @@ SERVED_FROM_PROPERTY = 'served_from'
 
 
 def served_version(serving_model_dir: str) -> Optional[str]:
-  """The version a model server would load from `serving_model_dir`."""
+  """The version a model server would load from `serving_model_dir`; None
+  if nothing is served. Raises push_once.ServingDirectoryError if it cannot
+  be read."""
   return push_once.newest_version(serving_model_dir)
 
 

@@ -16,6 +16,12 @@ from inspector import queries
 from inspector.store import InspectError
 
 _BASELINE = 'baseline'
+# What the Evaluator records on its ModelBlessing (components/
+# blessing_rule.py; the inspector imports no component): the accuracy's
+# threshold and why that one.
+_ACCURACY_METRIC = 'SparseCategoricalAccuracy'
+_THRESHOLD_PROPERTY = 'accuracy_threshold'
+_REASON_PROPERTY = 'accuracy_threshold_reason'
 
 
 def _tfma():
@@ -63,10 +69,14 @@ def failure_reasons(evaluation_uri: str) -> List[str]:
   return [f['reason'] for f in _validation(evaluation_uri)[1]]
 
 
-def thresholds(execution: queries.Execution) -> List[Dict[str, Any]]:
+def thresholds(md: queries.Metadata,
+               execution: queries.Execution) -> List[Dict[str, Any]]:
   """The thresholds of an Evaluator's eval_config: TFMA's metric name,
-  lower bound, and whether it may not be worse than the baseline."""
+  lower bound, and whether it may not be worse than the baseline. The
+  accuracy's lower bound and its rule are those the Evaluator recorded on
+  its blessing (components/blessing_rule.py), set from the data or not."""
   config = json.loads(execution.properties.get('eval_config') or '{}')
+  rule = _rule(md, execution)
   found = []
   for spec in config.get('metrics_specs', []):
     for metric in spec.get('metrics', []):
@@ -74,14 +84,28 @@ def thresholds(execution: queries.Execution) -> List[Dict[str, Any]]:
       if threshold:
         name = metric.get('class_name', '')
         lower = threshold.get('value_threshold', {}).get('lower_bound')
+        if name == _ACCURACY_METRIC and rule:
+          lower = rule.get(_THRESHOLD_PROPERTY, lower)
         found.append({
             # Keras' metric name: SparseCategoricalAccuracy ->
             # sparse_categorical_accuracy.
             'metric': ''.join('_' + c.lower() if c.isupper() and i else
                               c.lower() for i, c in enumerate(name)),
             'lower_bound': float(lower) if lower is not None else None,
-            'no_worse_than_baseline': 'change_threshold' in threshold})
+            'no_worse_than_baseline': 'change_threshold' in threshold,
+            'reason': (rule.get(_REASON_PROPERTY)
+                       if name == _ACCURACY_METRIC else None)})
   return found
+
+
+def _rule(md: queries.Metadata, execution: queries.Execution
+          ) -> Dict[str, Any]:
+  """The blessing rule's properties on the execution's ModelBlessing; {}
+  before the Evaluator recorded them."""
+  blessing = md.output(execution, 'blessing')
+  return {key: blessing.properties[key]
+          for key in (_THRESHOLD_PROPERTY, _REASON_PROPERTY)
+          if blessing is not None and key in blessing.properties}
 
 
 def newest_evaluated_model(md: queries.Metadata) -> queries.Artifact:
@@ -136,6 +160,7 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                    'metrics': sorted(values.values(),
                                      key=lambda r: r['metric'])})
   validation_ok, failures = _validation(evaluation.uri)
+  rule = _rule(md, execution)
   return {
       'model': {'id': model.id, 'uri': model.uri},
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
@@ -146,6 +171,10 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),
       'validation_ok': validation_ok, 'validation_failures': failures,
+      # components/blessing_rule.py's words.
+      'blessing_rule': (f'accuracy >= {rule[_THRESHOLD_PROPERTY]:g}, '
+                        f'{rule[_REASON_PROPERTY]}' if len(rule) == 2
+                        else None),
       'slices': slices,
   }
 

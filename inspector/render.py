@@ -215,6 +215,8 @@ def metrics(out: Console, result: Dict[str, Any]) -> None:
          if result['evaluations_of_this_model'] > 1 else '') + ')'))
   out.print(f'baseline: model {baseline["id"]}  {baseline["uri"]}' if baseline
             else 'baseline: none (no model was blessed before)')
+  if result.get('blessing_rule'):  # Recorded by the Evaluator.
+    out.print(f'blessing rule: {result["blessing_rule"]}')
   for data in result['slices']:
     columns = ['metric', 'value'] + (['baseline', 'diff'] if baseline else [])
     table = _table(*columns, right=columns[1:], title=f'slice {data["slice"]}')

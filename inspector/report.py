@@ -241,7 +241,7 @@ def _verdict(md: queries.Metadata, evaluator: queries.Execution,
              if s['slice'] == 'Overall' for row in s['metrics']}
   checks = [{**t, **{k: metrics.get(t['metric'], {}).get(k)
                      for k in ('value', 'baseline', 'diff')}}
-            for t in evaluation.thresholds(evaluator)]
+            for t in evaluation.thresholds(md, evaluator)]
   return {
       'blessed': result['blessed'], 'validation_ok': result['validation_ok'],
       'reasons': [f['reason'] for f in result['validation_failures']],
@@ -336,13 +336,14 @@ def outcome(run: queries.Run, facts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def check_text(check: Dict[str, Any]) -> str:
-  """'sparse_categorical_accuracy 0.9512: at least the threshold 0.9, and no
-  worse than the baseline's 0.9490'."""
+  """'sparse_categorical_accuracy 0.9512: at least the threshold 0.9, a
+  fixed threshold (...), and no worse than the baseline's 0.9490'."""
   if check.get('value') is None:
     return f'{check["metric"]}: no value recorded'
   conditions = []
   if check.get('lower_bound') is not None:
-    conditions.append(f'at least the threshold {check["lower_bound"]:g}')
+    conditions.append(f'at least the threshold {check["lower_bound"]:g}' + (
+        f', {check["reason"]}' if check.get('reason') else ''))
   if check.get('no_worse_than_baseline'):
     conditions.append(
         f'no worse than the baseline\'s {check["baseline"]:.4f}'

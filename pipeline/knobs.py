@@ -22,12 +22,16 @@ from modules.training_config import TrainingConfig, TuningConfig, knob
 from pipeline import configs
 from records import features
 
+# The accuracy threshold of IDX files (MNIST's layout) and of MNIST.
+IDX_ACCURACY_THRESHOLD = 0.99
+
 # Known datasets (`--dataset NAME`): the knobs each one sets unless a flag
 # does; any knob left out keeps its default (MNIST's are the defaults).
 # Fashion-MNIST reaches its threshold only with more epochs than the budget
 # gives its 60,000 images.
 DATASETS = {
-    'mnist': dict(class_names=[str(digit) for digit in range(10)]),
+    'mnist': dict(class_names=[str(digit) for digit in range(10)],
+                  accuracy_threshold=IDX_ACCURACY_THRESHOLD),
     'fashion-mnist': dict(
         class_names=['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
                      'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
@@ -183,9 +187,14 @@ class DataConfig:
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
   """When the Evaluator blesses (and the Pusher pushes) a model."""
-  accuracy_threshold: float = knob(
-      0.99, 'Eval-split accuracy a model needs to be blessed and pushed '
-      '(default: the --dataset\'s, else %(default)s).',
+  # None: IDX files' fixed one, or from the data for image folders (see
+  # fixed_accuracy_threshold).
+  accuracy_threshold: Optional[float] = knob(
+      None, 'Eval-split accuracy a model needs to be blessed and pushed, '
+      'fixed (default: the --dataset\'s; else for IDX files %s; for image '
+      'folders from the data: clearly above always guessing the eval split\'s '
+      'most common class, printed when the Evaluator runs; see '
+      'docs/serving.md).' % IDX_ACCURACY_THRESHOLD,
       flag='--accuracy-threshold', type=float)
   # Set by the runner: Kubeflow Pipelines runs no resolver.
   baseline: str = knob(
@@ -193,6 +202,13 @@ class EvaluationConfig:
       '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
       'Vertex AI) or \'served\' (the newest version in the serving '
       'directory). See pipeline.py\'s _baseline.')
+
+  def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:
+    """The fixed threshold for `data`; None: the Evaluator sets it from the
+    eval split's classes (components/blessing_rule.py)."""
+    if self.accuracy_threshold is not None:
+      return self.accuracy_threshold
+    return None if data.images else IDX_ACCURACY_THRESHOLD
 
 
 @dataclasses.dataclass(frozen=True)

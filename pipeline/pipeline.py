@@ -1,10 +1,13 @@
 """The TFX DAG, in one screen."""
 
+from typing import Optional
+
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
 from components import baseline_evaluator
+from components import blessing_rule
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
@@ -117,17 +120,20 @@ def create_pipeline(
                      **(infrastructure.vertex_training or {})})
 
   # What the new model must not be worse than (see _baseline).
-  baseline_node, evaluator_class = _baseline(evaluation.baseline,
-                                             serving_model_dir)
+  baseline_node = _baseline(evaluation.baseline, serving_model_dir)
   if evaluation.baseline == 'served':
     # Read what is served as late as it can be: once the model is trained.
     baseline_node.add_upstream_node(trainer)
-  evaluator = evaluator_class(
+  # TFX's Evaluator, which may set the accuracy threshold from the eval
+  # split's classes (see components/baseline_evaluator.py).
+  accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
+  evaluator = baseline_evaluator.Evaluator(
       examples=example_gen.outputs['examples'],
       example_splits=['eval'],
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],
-      eval_config=eval_config(evaluation.accuracy_threshold))
+      eval_config=eval_config(accuracy_threshold),
+      accuracy_threshold_from_data=accuracy_threshold is None)
 
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   if infrastructure.analysis_beam_pipeline_args:
@@ -160,14 +166,15 @@ def create_pipeline(
 
 
 def _baseline(baseline: str, serving_model_dir: str):
-  """(The node that finds the Evaluator's baseline, the Evaluator class).
+  """The node that finds the Evaluator's baseline.
 
   last_blessed: TFX's Resolver, the newest blessed model in ML Metadata (a
     Trainer's Model; needs an orchestrator that runs resolvers: LocalDagRunner,
     Vertex AI).
   served: ServedModel, the newest version under the serving directory,
     found without ML Metadata (open-source Kubeflow Pipelines runs no
-    resolver); the Evaluator then also runs when nothing is served yet.
+    resolver); the Evaluator then also runs when nothing is served yet
+    (components/baseline_evaluator.py).
   With the push-once Pusher both name the same model as long as only this
   pipeline pushes to the serving directory.
   """
@@ -177,21 +184,22 @@ def _baseline(baseline: str, serving_model_dir: str):
         model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
         model_blessing=tfx.dsl.Channel(
             type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
-                'latest_blessed_model_resolver'), tfx.components.Evaluator
+                'latest_blessed_model_resolver')
   if baseline == 'served':
-    return (ServedModel(serving_model_dir=serving_model_dir),
-            baseline_evaluator.Evaluator)
+    return ServedModel(serving_model_dir=serving_model_dir)
   raise ValueError(f'baseline {baseline!r}: last_blessed or served')
 
 
-def eval_config(accuracy_threshold: float) -> tfma.EvalConfig:
-  """Accuracy on the eval split: above the threshold, and no regression;
-  and the confusion matrix (the inspector's, read from the evaluation)."""
+def eval_config(accuracy_threshold: Optional[float]) -> tfma.EvalConfig:
+  """Accuracy on the eval split: above the threshold (None: the Evaluator
+  sets it), and no regression; and the confusion matrix (the inspector's,
+  read from the evaluation)."""
+  value_threshold = None if accuracy_threshold is None else (
+      tfma.GenericValueThreshold(lower_bound={'value': accuracy_threshold}))
   accuracy = tfma.MetricConfig(
-      class_name='SparseCategoricalAccuracy', module='modules.accuracy',
+      class_name=blessing_rule.ACCURACY_METRIC, module='modules.accuracy',
       threshold=tfma.MetricThreshold(
-          value_threshold=tfma.GenericValueThreshold(
-              lower_bound={'value': accuracy_threshold}),
+          value_threshold=value_threshold,
           change_threshold=tfma.GenericChangeThreshold(
               direction=tfma.MetricDirection.HIGHER_IS_BETTER,
               absolute={'value': -1e-10})))

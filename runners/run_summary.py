@@ -6,7 +6,8 @@ listens for exactly those records and asks ML Metadata whether the execution
 ran or was reused from the cache. Components run in this process too, and
 their progress records are shown the same way: the Trainer's line per epoch
 (modules/progress.py), ImageExampleGen's images read on a long input
-(components/image_example_gen/progress.py).
+(components/image_example_gen/progress.py), the Evaluator's blessing rule
+(components/blessing_rule.py).
 """
 
 import dataclasses
@@ -19,6 +20,7 @@ from typing import Dict, List, Optional, TextIO
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components import blessing_rule
 from components.image_example_gen import progress as example_gen_progress
 from modules import progress as training_progress
 from records import features
@@ -30,7 +32,7 @@ _STATE = metadata_store_pb2.Execution.State
 _PROGRESS = (training_progress.EPOCH_LINE, training_progress.END_LINE,
              training_progress.PLAN_LINE, training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
-             example_gen_progress.NOTICE_LINE)
+             example_gen_progress.NOTICE_LINE, blessing_rule.RULE_LINE)
 
 
 @dataclasses.dataclass

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from components import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import store as inspect_store
 import local_runner
@@ -63,12 +64,19 @@ def _steps(dag, key):
 
 
 def _accuracy_threshold(dag):
-  eval_config = json.loads(_component(dag, 'Evaluator')['eval_config'])
+  """The Evaluator's fixed accuracy threshold, or FROM_DATA."""
+  evaluator = _component(dag, 'Evaluator')
   [threshold] = [
-      metric['threshold']['value_threshold']['lower_bound']
-      for spec in eval_config['metrics_specs'] for metric in spec['metrics']
+      metric['threshold'].get('value_threshold', {}).get('lower_bound')
+      for spec in json.loads(evaluator['eval_config'])['metrics_specs']
+      for metric in spec['metrics']
       if metric['class_name'] == 'SparseCategoricalAccuracy']
-  return threshold
+  from_data = evaluator[baseline_evaluator.ACCURACY_FROM_DATA_KEY]
+  assert (threshold is None) == bool(from_data)
+  return FROM_DATA if from_data else threshold
+
+
+FROM_DATA = 'from the data'
 
 
 def _tuning(dag):
@@ -234,3 +242,19 @@ def test_a_class_names_file_that_cannot_be_read_is_named(tmp_path, capsys):
     local_runner.make_parser().parse_args(
         ['--class-names', f'@{tmp_path}/names.txt'])
   assert f'cannot read {tmp_path}/names.txt' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv,threshold', [
+    ([], knobs.IDX_ACCURACY_THRESHOLD),
+    (IMAGES, FROM_DATA),
+    ([*IMAGES, '--accuracy-threshold', '0.5'], 0.5),
+    ([*IMAGES, '--dataset', 'mnist'], 0.99),
+    ([*IMAGES, '--dataset', 'fashion-mnist'], 0.91),
+    (['--dataset', 'mnist'], 0.99),
+    (['--accuracy-threshold', '0'], 0),
+])
+def test_the_accuracy_threshold_is_fixed_or_from_the_data(tmp_path, argv,
+                                                          threshold):
+  # Image folders without a known dataset: from the eval split's classes
+  # (components/blessing_rule.py); IDX files and known datasets keep theirs.
+  assert _accuracy_threshold(_dag(tmp_path, *argv)) == threshold

@@ -19,16 +19,15 @@ PROJECT_DIR = configs.PROJECT_DIR
 OUR_PATHS = {'components.image_example_gen.executor.Executor',
              'components.validation_gate.ValidationGate_Executor',
              'components.push_once.Executor',
+             'components.baseline_evaluator.Executor',
              configs.RUN_FN, configs.PREPROCESSING_FN}
 # Besides, per target: the open-source KFP target's entrypoint and baseline.
 TARGET_PATHS = {
     'kubeflow': {'kubeflow.container_entrypoint',
-                 'components.served_model.Executor',
-                 'components.baseline_evaluator.Executor'},
+                 'components.served_model.Executor'},
     'vertex': {
         'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
-        'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver',
-        'tfx.components.evaluator.executor.Executor'},
+        'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver'},
 }
 
 

@@ -1,0 +1,130 @@
+"""The accuracy a model needs to be blessed, fixed or from the eval split.
+
+A fixed threshold suits a known dataset (MNIST's 0.99). For any other
+folder of images, the threshold comes from the data: the model must be
+clearly better than always guessing the eval split's most common class.
+Clearly: the Wilson score 95% interval of its accuracy over the split's N
+images lies above that class's share q. The interval's lower bound exceeds
+q exactly when the accuracy exceeds q + z * sqrt(q * (1 - q) / N) (the
+interval's defining equation, solved at q), so that is the threshold: an
+ordinary TFMA value threshold, computed once before TFMA runs, and rounded
+up to 4 decimals so that the number shown is the one checked.
+
+The Evaluator's executor (components/baseline_evaluator.py) applies the
+rule; the ModelBlessing records it (ACCURACY_THRESHOLD_PROPERTY and
+THRESHOLD_REASON_PROPERTY), which the run summary, the inspector and the
+report read.
+"""
+
+import dataclasses
+import math
+import statistics
+from typing import Optional, Sequence
+
+# The metric the threshold applies to (pipeline.eval_config's).
+ACCURACY_METRIC = 'SparseCategoricalAccuracy'
+# Custom properties of the ModelBlessing.
+ACCURACY_THRESHOLD_PROPERTY = 'accuracy_threshold'
+THRESHOLD_REASON_PROPERTY = 'accuracy_threshold_reason'
+# Logged once by the Evaluator; the local runner shows it on the console.
+RULE_LINE = 'Blessing rule: %s'
+FIXED_REASON = ('a fixed threshold (--accuracy-threshold, the --dataset\'s, '
+                'or IDX files\' default)')
+_Z_95 = statistics.NormalDist().inv_cdf(0.975)
+
+
+def clear_margin_threshold(majority: int, total: int) -> float:
+  """The accuracy above which the Wilson score 95% lower bound over `total`
+  examples exceeds `majority / total` (always guessing the majority class).
+  Above 1 when `total` is too small for any accuracy to be clear of it."""
+  if total < 1:
+    raise ValueError('no eval examples to set the accuracy threshold from')
+  share = majority / total
+  bound = share + _Z_95 * math.sqrt(share * (1 - share) / total)
+  return math.ceil(bound * 10_000) / 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  threshold: float
+  reason: str  # Why this threshold, in a few words.
+  from_data: bool = False
+
+  @property
+  def text(self) -> str:
+    return f'accuracy >= {self.threshold:g}, {self.reason}' + (
+        '; --accuracy-threshold sets a fixed one' if self.from_data else '')
+
+  def record(self, blessing) -> None:
+    """Records the rule on a ModelBlessing (a TFX Artifact)."""
+    blessing.set_float_custom_property(ACCURACY_THRESHOLD_PROPERTY,
+                                       self.threshold)
+    blessing.set_string_custom_property(THRESHOLD_REASON_PROPERTY,
+                                        self.reason)
+
+
+def fixed(threshold: float) -> Rule:
+  return Rule(threshold, FIXED_REASON)
+
+
+def from_class_counts(counts: Sequence[int],
+                      class_names: Optional[Sequence[str]] = None) -> Rule:
+  """The rule for an eval split holding counts[i] examples of class i."""
+  total = int(sum(counts))
+  majority = max(range(len(counts)), key=lambda i: counts[i]) if total else 0
+  threshold = clear_margin_threshold(int(counts[majority]) if total else 0,
+                                     total)
+  name = (class_names[majority] if class_names and majority < len(class_names)
+          else str(majority))
+  reason = (f'clearly above always guessing {name!r} '
+            f'({counts[majority] / total:.1%} of {total:,} eval images)')
+  if threshold > 1:
+    reason += ': too few eval images for any model to be clearly better'
+  return Rule(threshold, reason, from_data=True)
+
+
+def count_labels(file_patterns: Sequence[str], label_key: str):
+  """How many records of each label the gzipped TFRecord files of tf.Examples
+  hold: numpy int64 counts, index = label. Reads the labels only, a batch at a
+  time."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  files = tf.data.Dataset.list_files(list(file_patterns), shuffle=False)
+  labels = tf.data.TFRecordDataset(
+      files, compression_type='GZIP',
+      num_parallel_reads=tf.data.AUTOTUNE).batch(4096).map(
+          lambda records: tf.io.parse_example(
+              records, {label_key: tf.io.FixedLenFeature([], tf.int64)}
+          )[label_key])
+  counts = np.zeros(0, np.int64)
+  for batch in labels.as_numpy_iterator():
+    found = np.bincount(batch)
+    if len(found) > len(counts):
+      counts = np.pad(counts, (0, len(found) - len(counts)))
+    counts[:len(found)] += found
+  return counts
+
+
+def set_threshold(eval_config, threshold: float) -> None:
+  """Sets the lower bound of the accuracy's value threshold, in place, in a
+  tfma.EvalConfig."""
+  found = False
+  for spec in eval_config.metrics_specs:
+    for metric in spec.metrics:
+      if metric.class_name == ACCURACY_METRIC:
+        metric.threshold.value_threshold.lower_bound.value = threshold
+        found = True
+  if not found:
+    raise ValueError(f'the eval_config has no {ACCURACY_METRIC} metric to '
+                     'set the threshold of')
+
+
+def threshold_of(eval_config) -> Optional[float]:
+  """The accuracy's lower bound in a tfma.EvalConfig; None if it has none."""
+  for spec in eval_config.metrics_specs:
+    for metric in spec.metrics:
+      bound = metric.threshold.value_threshold
+      if metric.class_name == ACCURACY_METRIC and bound.HasField(
+          'lower_bound'):
+        return bound.lower_bound.value
+  return None
