@@ -6,6 +6,7 @@ from tfx import v1 as tfx
 
 from components import baseline_evaluator
 from components import push_once
+from components.data_checks.component import DataChecks
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
@@ -69,9 +70,16 @@ def create_pipeline(
       statistics=statistics_gen.outputs['statistics'],
       schema=schema_gen.outputs['schema'])
 
-  # Nothing that trains or pushes may run on data with anomalies.
+  # Copies within and across splits, and image issues (docs/data-checks.md).
+  data_checks = DataChecks(examples=example_gen.outputs['examples'])
+
+  # Nothing that trains or pushes may run on data with anomalies, or with
+  # eval copied from train.
   validation_gate = ValidationGate(
-      anomalies=example_validator.outputs['anomalies'])
+      anomalies=example_validator.outputs['anomalies'],
+      data_checks=data_checks.outputs['data_checks'],
+      eval_copies=data.eval_copies,
+      max_eval_copy_share=data.max_eval_copy_share)
 
   # Not materialised: the Trainer applies the graph per batch (see
   # modules/transform.py for the measurement behind that). The image
@@ -125,7 +133,7 @@ def create_pipeline(
 
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   if infrastructure.analysis_beam_pipeline_args:
-    for component in (statistics_gen, transform, evaluator):
+    for component in (statistics_gen, data_checks, transform, evaluator):
       component.with_beam_pipeline_args(
           list(infrastructure.analysis_beam_pipeline_args))
 
@@ -143,7 +151,7 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          validation_gate, transform, *([tuner] if tuner else []), trainer,
+          data_checks, validation_gate, transform, *([tuner] if tuner else []), trainer,
           baseline_node, evaluator,
           pusher,
       ],

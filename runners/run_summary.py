@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, TextIO
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components.data_checks import results as data_checks_results
 from components.image_example_gen import progress as example_gen_progress
 from modules import progress as training_progress
 from records import features
@@ -30,7 +31,8 @@ _STATE = metadata_store_pb2.Execution.State
 _PROGRESS = (training_progress.EPOCH_LINE, training_progress.END_LINE,
              training_progress.PLAN_LINE, training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
-             example_gen_progress.NOTICE_LINE)
+             example_gen_progress.NOTICE_LINE,
+             data_checks_results.NOTICE_LINE)
 
 
 @dataclasses.dataclass
