@@ -61,7 +61,7 @@ def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
   return lines
 
 
-def copies_problem(data_checks: tfx.types.Artifact,
+def copies_problem(data_checks: DataCheckResults,
                    max_share: float) -> Optional[str]:
   """One line naming the held-out splits with too many copies of training
   images, with a few pairs; None when every split is within max_share."""
@@ -84,8 +84,8 @@ def copies_problem(data_checks: tfx.types.Artifact,
 def ValidationGate(
     anomalies: tfx.dsl.components.InputArtifact[
         tfx.types.standard_artifacts.ExampleAnomalies],
-    data_checks: Optional[tfx.dsl.components.InputArtifact[
-        DataCheckResults]] = None,
+    # Optional: TFX's function components take None as the default.
+    data_checks: tfx.dsl.components.InputArtifact[DataCheckResults] = None,
     eval_copies: tfx.dsl.components.Parameter[str] = 'stop',
     max_eval_copy_share: tfx.dsl.components.Parameter[float] = 0.01) -> None:
   """Fails, listing the anomalies, unless every split validated cleanly;

@@ -134,3 +134,52 @@ def test_distinct_look_alikes_are_not_paired(checked):
   assert [row for row in rows if row['split_a'] == row['split_b']] == []
   assert results.json_property(output, results.IMAGES_PROPERTY) == {
       'train': 300, 'eval': 100}
+
+
+@pytest.fixture(scope='module')
+def gated_runs(tmp_path_factory):
+  """The data half of the pipeline on planted data (a fifth of eval copied
+  from train): once as is, once with --eval-copies keep."""
+  tmp = tmp_path_factory.mktemp('gated')
+  write_planted_idx(tmp / 'data')
+  runs = {}
+  for name, flags in (('stop', []), ('keep', ['--eval-copies', 'keep'])):
+    runs[name] = local_run.run(
+        '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
+        '--to-node', 'ValidationGate', '--num-shards', '2',
+        local_run.ONE_PROCESS, *flags)
+  return tmp / 'out', runs
+
+
+def test_gate_stops_on_eval_copies_above_the_share(gated_runs):
+  _, runs = gated_runs
+  stopped = runs['stop']
+  assert stopped.returncode == 1, stopped.stdout[-3000:]
+  lines = [line for line in (stopped.stdout + stopped.stderr).splitlines()
+           if 'with a copy in train' in line and 'ValidationGate' in line]
+  assert len(lines) == 1, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+  assert 'eval: 20 images (20.00%) with a copy in train' in lines[0]
+  assert '(exact)' in lines[0] and '--eval-copies keep' in lines[0]
+
+
+def test_eval_copies_keep_goes_on_and_says_what_it_found(gated_runs):
+  _, runs = gated_runs
+  kept = runs['keep']
+  assert kept.returncode == 0, kept.stderr[-3000:]
+  assert '▶ ValidationGate' in kept.stdout
+
+
+def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
+  out, _ = gated_runs
+  result = tiny_runs.inspect_json(out, 'duplicates', '--csv',
+                                  str(tmp_path / 'pairs.csv'))
+  assert result['copies']['train-eval'] == 20
+  assert result['held_out_copies']['eval']['images'] == 20
+  with open(tmp_path / 'pairs.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert len(rows) == result['csv']['pairs'] == 20
+  assert {row['split_a'] + '-' + row['split_b'] for row in rows} == {
+      'train-eval'}
+  assert all(row['record_a'].startswith('data_tfrecord-') for row in rows)
+  text = tiny_runs.inspect(out, 'duplicates').stdout
+  assert 'eval: 20 images (20.00%) with a copy in train' in text

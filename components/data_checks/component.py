@@ -19,7 +19,8 @@ from components.data_checks import executor
 
 class DataCheckResults(types.Artifact):
   """Copies and image issues found in an Examples artifact."""
-  TYPE_NAME = 'DataCheckResults'
+  # namespace.Name: the form Kubeflow's compiler asks of a custom type.
+  TYPE_NAME = 'image_pipeline.DataCheckResults'
 
 
 class DataChecksSpec(types.ComponentSpec):

@@ -1,0 +1,112 @@
+"""The copies and image issues DataChecks found in a run's Examples.
+
+Reads the DataChecks artifact of a run: its counts (custom properties) and
+its files (components/data_checks/results.py). Used by `python -m
+inspector duplicates` and by the report's data section.
+"""
+
+import csv
+import io
+import json
+import os
+import shutil
+from typing import Any, Dict, Iterator, List, Optional
+
+from rich.console import Console
+from rich.text import Text
+
+from components.data_checks import results
+from inspector import files
+from inspector import queries
+from inspector import render
+from inspector.store import InspectError
+
+NODE = 'DataChecks'
+OUTPUT_KEY = 'data_checks'
+SHOWN_PAIRS = 20
+
+
+def _json(artifact: queries.Artifact, name: str) -> Any:
+  value = artifact.properties.get(name)
+  return json.loads(value) if value else {}
+
+
+def _open(path: str):
+  if '://' in path:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.io.gfile.GFile(path)
+  return open(path, newline='', encoding='utf-8')
+
+
+def pair_rows(artifact: queries.Artifact, limit: Optional[int] = None
+              ) -> Iterator[Dict[str, str]]:
+  path = os.path.join(artifact.uri, results.COPIES_FILE)
+  if not files.exists(path):
+    raise InspectError(f'DataChecks {artifact.id}: {path} is missing')
+  with _open(path) as f:
+    for number, row in enumerate(csv.DictReader(f)):
+      if limit is not None and number >= limit:
+        return
+      yield row
+
+
+def summary(md: queries.Metadata, run: queries.Run,
+            limit: int = SHOWN_PAIRS) -> Dict[str, Any]:
+  """The counts, the first `limit` pairs, the issue counts, as JSON."""
+  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  return {
+      'run': run.name,
+      'data_checks': {'id': artifact.id, 'uri': artifact.uri},
+      'images': _json(artifact, results.IMAGES_PROPERTY),
+      'copies': _json(artifact, results.COPIES_PROPERTY),
+      'held_out_copies': _json(artifact, results.HELD_OUT_PROPERTY),
+      'image_issues': _json(artifact, results.ISSUES_PROPERTY),
+      'pairs': list(pair_rows(artifact, limit)),
+      'pairs_file': os.path.join(artifact.uri, results.COPIES_FILE),
+  }
+
+
+def write_csv(md: queries.Metadata, run: queries.Run, path: str) -> int:
+  """Every pair of the run's DataChecks into `path`; returns how many."""
+  files.check_directory(path)
+  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  count = 0
+  with open(path, 'w', newline='', encoding='utf-8') as out:
+    writer = csv.DictWriter(out, results.PAIR_COLUMNS, lineterminator='\n')
+    writer.writeheader()
+    for row in pair_rows(artifact):
+      writer.writerow(row)
+      count += 1
+  return count
+
+
+def text(out: Console, result: Dict[str, Any]) -> None:
+  """The console form of `summary` (+ 'csv' when written)."""
+  images = ', '.join(f'{split} {count:,}'
+                     for split, count in result['images'].items())
+  out.print(f'DataChecks {result["data_checks"]["id"]} of run '
+            f'{result["run"]}: {images} images')
+  copies = ', '.join(f'{pair} {count:,}'
+                     for pair, count in result['copies'].items())
+  out.print(f'copies: {copies}')
+  for line in results.held_out_lines(result['held_out_copies']):
+    out.print(f'  {line}')
+  issues = '; '.join(
+      f'{split}: ' + ', '.join(f'{issue.replace("_", "-")} {count:,}'
+                               for issue, count in counts.items())
+      for split, counts in result['image_issues'].items())
+  out.print(f'image issues: {issues}')
+  if result['pairs']:
+    table = render._table(  # pylint: disable=protected-access
+        'split', 'record', 'label', 'split', 'record', 'label', 'kind',
+        'correlation', right=('correlation',),
+        title=f'the first {len(result["pairs"])} pairs (all: '
+        f'{result["pairs_file"]})')
+    for row in result['pairs']:
+      table.add_row(row['split_a'], row['record_a'], row['label_a'],
+                    row['split_b'], row['record_b'], row['label_b'],
+                    row['kind'], row['correlation'])
+    out.print(table)
+  if result.get('csv'):
+    out.print(Text(f'wrote {result["csv"]["pairs"]:,} pairs to '
+                   f'{result["csv"]["path"]}'))
