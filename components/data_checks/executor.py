@@ -183,8 +183,8 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
           shards.record_names(b), small['label'][b].tolist(),
           np.where(pairs.exact[block], 'exact', 'near'),
           pairs.hash_bits[block].tolist(),
-          np.round(pairs.difference[block], 3).tolist(),
-          np.round(pairs.correlation[block], 4).tolist(),
+          np.round(pairs.difference[block].astype(float), 3).tolist(),
+          np.round(pairs.correlation[block].astype(float), 4).tolist(),
           (f'{d:016x}' for d in small['digest'][a].tolist()),
           (f'{d:016x}' for d in small['digest'][b].tolist())):
         writer.writerow(row)
@@ -205,7 +205,8 @@ def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
       for row in zip((split_names[s] for s in split[index]),
                      shards.record_names(index), labels[index].tolist(),
                      [issue] * len(index),
-                     np.round(scores[score_of[issue]][index], 3).tolist()):
+                     np.round(scores[score_of[issue]][index].astype(float),
+                              3).tolist()):
         writer.writerow(row)
 
 

@@ -11,8 +11,8 @@ the square of its count.
 Candidates within MAX_HASH_BITS bits are verified.
 
 Verification: the two thumbnails, each brought to zero mean and unit
-standard deviation (so brightness and contrast do not count), may differ
-at no pixel by more than MAX_DIFFERENCE. Images of one class look alike
+standard deviation (so brightness and contrast do not count), must differ
+at every pixel by less than MAX_DIFFERENCE. Images of one class look alike
 and correlate almost as well as copies do (two plain "1"s of MNIST
 correlate better than a copy with mild noise), but somewhere a stroke of
 one lies beside the other's; a copy's differences are small everywhere.
@@ -135,7 +135,7 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   for first, second in candidates(hashes, second_hashes, usable):
-    keep = compare(thumbs, first, second) <= MAX_DIFFERENCE
+    keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
   first, second = _unique_pairs(keys, count)
   difference = compare(thumbs, first, second)

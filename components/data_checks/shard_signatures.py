@@ -42,19 +42,31 @@ def read_small(work_dir: str, shard_number: int) -> Dict[str, np.ndarray]:
 
 
 def _batches(path: str, geometry: features.ImageGeometry, encoding: str):
+  """(uint8 [B, H, W, C] images, labels [B]) of the shard, a batch at a
+  time. Parsed eagerly: a traced tf.data map would be traced again for
+  every shard."""
   spec = {key: tf.io.FixedLenFeature([], tf.int64)
           for key in (features.HEIGHT_KEY, features.WIDTH_KEY,
                       features.CHANNELS_KEY, features.LABEL_KEY)}
   spec[features.IMAGE_KEY] = tf.io.FixedLenFeature([], tf.string)
-
-  def parse(serialized):
-    parsed = tf.io.parse_example(serialized, spec)
-    return (decode.decode_images(parsed, geometry, encoding),
-            parsed[features.LABEL_KEY])
-
   compression = 'GZIP' if path.endswith('.gz') else ''
   dataset = tf.data.TFRecordDataset(path, compression_type=compression)
-  return dataset.batch(BATCH_SIZE).map(parse).prefetch(_PREFETCH)
+  for serialized in dataset.batch(BATCH_SIZE).prefetch(_PREFETCH):
+    parsed = tf.io.parse_example(serialized, spec)
+    labels = parsed[features.LABEL_KEY].numpy()
+    if encoding != 'raw':
+      yield decode.decode_images(parsed, geometry, encoding).numpy(), labels
+      continue
+    sizes = [parsed[key].numpy() for key in (
+        features.HEIGHT_KEY, features.WIDTH_KEY, features.CHANNELS_KEY)]
+    pixels = parsed[features.IMAGE_KEY].numpy()
+    if (any((size != expected).any()
+            for size, expected in zip(sizes, geometry.shape)) or
+        any(len(image) != geometry.num_bytes for image in pixels)):
+      raise ValueError(f'{path}: records whose images are not raw pixels '
+                       f'of the Examples\' geometry {geometry}')
+    yield (np.frombuffer(b''.join(pixels), np.uint8).reshape(
+        len(pixels), *geometry.shape), labels)
 
 
 def write_shard(shard_number: int, path: str, work_dir: str,
@@ -71,11 +83,11 @@ def write_shard(shard_number: int, path: str, work_dir: str,
   try:
     with tf.io.gfile.GFile(thumbnails_path, 'wb') as thumbnails:
       for images, labels in _batches(path, geometry, encoding):
-        result = signatures.compute(images.numpy())
+        result = signatures.compute(images)
         thumbnails.write(result.thumbnail.tobytes())
         for name in ('digest', 'phash', 'ahash', 'scores'):
           small[name].append(getattr(result, name))
-        small['label'].append(labels.numpy().astype(np.int32))
+        small['label'].append(labels.astype(np.int32))
   except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
     raise ValueError(f'{path}: cannot read its records as images of '
                      f'{geometry}: {e.message.splitlines()[0]}') from None
