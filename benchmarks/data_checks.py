@@ -25,8 +25,8 @@ import time
 import numpy as np
 from PIL import Image, ImageDraw
 
-from components.data_checks import results
 from components.image_example_gen.options import ImageExampleGenOptions
+from records import data_checks as results
 from tests import artifacts
 from tests import test_data_checks
 
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
   artifacts.IN_MEMORY[:] = shlex.split(args.beam_args)
   start_wall, start_cpu = time.monotonic(), _cpu_seconds()
   output = test_data_checks.run_data_checks(
-      examples, os.path.join(work, 'checks'), os.path.join(work, 'tmp'))
+      examples, os.path.join(work, 'checks'))
   wall, cpu = time.monotonic() - start_wall, _cpu_seconds() - start_cpu
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   images = results.json_property(output, results.IMAGES_PROPERTY)

@@ -20,8 +20,8 @@ from tfx import v1 as tfx
 from tfx.components.example_validator import executor as validator_executor
 from tfx.types import artifact_utils
 
-from components.data_checks import results as data_checks_results
 from components.data_checks.component import DataCheckResults
+from records import data_checks as data_checks_results
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
 # What the gate does about held-out images with a copy in train.

@@ -14,12 +14,12 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from components.data_checks import results
-from records import features
 from inspector import files
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import data_checks as results
+from records import features
 
 NODE = 'DataChecks'
 OUTPUT_KEY = 'data_checks'

@@ -15,11 +15,11 @@ import logging
 import os
 from typing import Any, Callable, Dict, List, Optional
 
-from components.data_checks import results as data_checks_results
 from inspector import artifacts as artifacts_lib
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import data_checks as data_checks_results
 
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'

@@ -19,9 +19,9 @@ from typing import Dict, List, Optional, TextIO
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components.data_checks import results as data_checks_results
 from components.image_example_gen import progress as example_gen_progress
 from modules import progress as training_progress
+from records import data_checks as data_checks_results
 from records import features
 
 _RUNNING = 'Component %s is running.'

@@ -6,21 +6,21 @@ duplicates command writes the pairs as CSV."""
 
 import csv
 import io
-import json
 import os
 
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
 from tfx.dsl.components.base import base_beam_executor
-from tfx.types import standard_artifacts
 
 from components.data_checks import executor as data_checks_executor
-from components.data_checks import results
+from components.data_checks import issues
+from components.data_checks import signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
+from records import data_checks as results
 from records import features
 from tests import artifacts
 from tests import local_run
@@ -80,7 +80,7 @@ def write_planted_idx(directory, train: int = 300, evaluation: int = 100,
   return copied
 
 
-def run_data_checks(examples, output_uri, tmp_dir) -> DataCheckResults:
+def run_data_checks(examples, output_uri) -> DataCheckResults:
   """The DataChecks executor on `examples`, in-memory Beam."""
   output = DataCheckResults()
   output.uri = str(output_uri)
@@ -88,8 +88,7 @@ def run_data_checks(examples, output_uri, tmp_dir) -> DataCheckResults:
   executor = data_checks_executor.Executor(
       base_beam_executor.BaseBeamExecutor.Context(
           beam_pipeline_args=[*artifacts.IN_MEMORY,
-                              *configs.LOCAL_BEAM_PIPELINE_ARGS],
-          tmp_dir=str(tmp_dir), unique_id='data_checks'))
+                              *configs.LOCAL_BEAM_PIPELINE_ARGS]))
   with artifacts._program_argv():  # pylint: disable=protected-access
     executor.Do({data_checks_executor.EXAMPLES_KEY: [examples]},
                 {data_checks_executor.DATA_CHECKS_KEY: [output]}, {})
@@ -103,7 +102,7 @@ def checked(tmp_path_factory):
   examples = artifacts.run_example_gen(
       tmp / 'data', tmp / 'examples',
       ImageExampleGenOptions(input_format='idx', num_shards=3))
-  output = run_data_checks(examples, tmp / 'checks', tmp / 'tmp')
+  output = run_data_checks(examples, tmp / 'checks')
   return copied, output
 
 
@@ -134,6 +133,9 @@ def test_distinct_look_alikes_are_not_paired(checked):
   assert [row for row in rows if row['split_a'] == row['split_b']] == []
   assert results.json_property(output, results.IMAGES_PROPERTY) == {
       'train': 300, 'eval': 100}
+  # The signatures the Beam workers wrote there are gone.
+  assert sorted(os.listdir(output.uri)) == [results.COPIES_FILE,
+                                            results.ISSUES_FILE]
 
 
 @pytest.fixture(scope='module')
@@ -183,3 +185,21 @@ def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
   assert all(row['record_a'].startswith('data_tfrecord-') for row in rows)
   text = tiny_runs.inspect(out, 'duplicates').stdout
   assert 'eval: 20 images (20.00%) with a copy in train' in text
+
+
+def test_image_issues_name_blank_dark_bright_and_blurry_images():
+  images = strokes(40, seed=3).astype(np.float64)
+  blank = np.full((28, 28), 120.0)
+  dark = images[0] * 0.2  # Strokes at most 51 of 255.
+  bright = 200 + images[1] * 0.2
+  # Each pixel the mean of its 5x5 neighbourhood: a stroke without edges.
+  padded = np.pad(images[2], 2, mode='edge')
+  blurred = sum(padded[i:i + 28, j:j + 28] for i in range(5)
+                for j in range(5)) / 25
+  planted = np.stack([blank, dark, bright, blurred])
+  batch = np.concatenate([planted, images[4:]]).astype(np.uint8)[..., None]
+  scores = signatures.compute(batch).scores
+  flags = issues.flags(scores, float(np.median(scores['sharpness'])))
+  assert {issue: np.flatnonzero(found).tolist()
+          for issue, found in flags.items()} == {
+              'near_blank': [0], 'dark': [1], 'bright': [2], 'blurry': [3]}

@@ -3,7 +3,7 @@
 Reads every split of ImageExampleGen's Examples (whatever the split names)
 and writes a DataCheckResults artifact: the pairs of exact and near copies
 and the images with issues, as CSV files, with the counts as custom
-properties (results.py). The ValidationGate stops the run when too many
+properties (records/data_checks.py). The ValidationGate stops the run when too many
 held-out images have a copy in train (components/validation_gate.py).
 How copies are told from look-alikes: matching.py.
 """

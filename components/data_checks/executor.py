@@ -5,11 +5,10 @@ element, in as many workers as the pipeline's Beam options give. The
 executor then joins them: the 64-bit hashes, digests, labels and scores in
 memory (under 50 bytes an image), the thumbnails in a memmap in the
 execution's temporary folder; it matches (matching.py), judges the image
-issues (issues.py) and writes the results (results.py).
+issues (issues.py) and writes the results (records/data_checks.py).
 """
 
 import csv
-import io
 import json
 import os
 import shutil
@@ -26,13 +25,14 @@ from tfx.types import artifact_utils
 
 from components.data_checks import issues as issues_lib
 from components.data_checks import matching
-from components.data_checks import results
 from components.data_checks import shard_signatures
 from components.data_checks import signatures
 from components.image_transform import image_encoding
+from records import data_checks as results
 from records import features
 
 EXAMPLES_KEY = 'examples'
+WORK_FOLDER = '.signatures'
 DATA_CHECKS_KEY = 'data_checks'
 
 
@@ -99,7 +99,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     split_names = artifact_utils.decode_split_names(examples.split_names)
     entries = [(split, path) for split in split_names
                for path in _shard_files(examples, split)]
-    work_dir = os.path.join(self._get_tmp_dir(), 'data_checks')
+    # Beam's workers write each shard's signatures beside the results: a
+    # place every worker can reach (the pipeline root), removed at the end.
+    work_dir = os.path.join(output.uri, WORK_FOLDER)
     tf.io.gfile.makedirs(work_dir)
     local_dir = tempfile.mkdtemp(prefix='data_checks-')
     try:
