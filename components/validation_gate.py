@@ -9,7 +9,8 @@ artifact itself stays published in ML Metadata for inspection.
 
 Copies of training images in eval make the evaluation look better than the
 model is: above `max_eval_copy_share` of a held-out split the gate stops,
-unless `eval_copies` is 'keep'.
+unless `eval_copies` is 'keep' or 'drop' (DataChecks then hands the
+Evaluator the held-out splits without those copies).
 """
 
 import os
@@ -25,7 +26,7 @@ from records import data_checks as data_checks_results
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
 # What the gate does about held-out images with a copy in train.
-EVAL_COPIES_CHOICES = ('stop', 'keep')
+EVAL_COPIES_CHOICES = ('stop', 'keep', 'drop')
 # Copy pairs the stop message names.
 _EXAMPLE_PAIRS = 3
 
@@ -77,7 +78,8 @@ def copies_problem(data_checks: DataCheckResults,
           f', above the {max_share:.2%} allowed: the evaluation would score '
           f'training images; e.g. {"; ".join(pairs)} (all pairs: '
           f'{data_checks.uri}/{data_checks_results.COPIES_FILE}; '
-          '--eval-copies keep goes on with them)')
+          '--eval-copies keep goes on with them, --eval-copies drop '
+          'evaluates without them)')
 
 
 @tfx.dsl.components.component

@@ -147,9 +147,11 @@ class DataConfig:
   eval_copies: str = knob(
       'stop', 'What to do when DataChecks finds more than '
       '--max-eval-copy-share of a held-out split (eval) copied from train: '
-      'stop the run at the ValidationGate, or keep going (the pairs are '
-      'listed either way; see docs/data-checks.md) (default: %(default)s).',
-      flag='--eval-copies', choices=('stop', 'keep'))
+      'stop the run at the ValidationGate; keep going; or drop them: the '
+      'Evaluator then reads eval without its copies of training images '
+      '(the pairs are listed in every case; see docs/data-checks.md) '
+      '(default: %(default)s).',
+      flag='--eval-copies', choices=('stop', 'keep', 'drop'))
   max_eval_copy_share: float = knob(
       0.01, 'The share of a held-out split\'s images that may have a copy in '
       'train before --eval-copies applies (default: %(default)s).',

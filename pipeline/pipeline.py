@@ -6,7 +6,7 @@ from tfx import v1 as tfx
 
 from components import baseline_evaluator
 from components import push_once
-from components.data_checks.component import DataChecks
+from components.data_checks import component as data_checks_component
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
@@ -71,7 +71,9 @@ def create_pipeline(
       schema=schema_gen.outputs['schema'])
 
   # Copies within and across splits, and image issues (docs/data-checks.md).
-  data_checks = DataChecks(examples=example_gen.outputs['examples'])
+  data_checks = data_checks_component.node(
+      example_gen.outputs['examples'],
+      drop_held_out_copies=data.eval_copies == 'drop')
 
   # Nothing that trains or pushes may run on data with anomalies, or with
   # eval copied from train.
@@ -124,8 +126,11 @@ def create_pipeline(
   if evaluation.baseline == 'served':
     # Read what is served as late as it can be: once the model is trained.
     baseline_node.add_upstream_node(trainer)
+  evaluated = example_gen.outputs['examples']
+  if data.eval_copies == 'drop':  # Eval without its copies of train images.
+    evaluated = data_checks.outputs['examples_without_copies']
   evaluator = evaluator_class(
-      examples=example_gen.outputs['examples'],
+      examples=evaluated,
       example_splits=['eval'],
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],

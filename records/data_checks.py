@@ -7,7 +7,8 @@ Files in the artifact's folder:
 
 A record is named by its place in the Examples: its shard file (within
 Split-<split>/) and its index in that file, "data_tfrecord-00003-of-00016.gz:
-41". The records hold no path of the image they came from.
+41". The records hold no path of the image they came from. A fingerprint
+is the BLAKE2b digest (8 bytes, in hex) of the image's raw pixels.
 
 Custom properties of the artifact (visible in ML Metadata):
   images            {split: records}

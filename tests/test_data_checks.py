@@ -5,13 +5,18 @@ eval copies above the share unless told to keep them; the inspector's
 duplicates command writes the pairs as CSV."""
 
 import csv
+import glob
+import hashlib
 import io
 import os
 
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
+import tensorflow as tf
 from tfx.dsl.components.base import base_beam_executor
+from tfx.types import artifact_utils
+from tfx.types import standard_artifacts
 
 from components.data_checks import executor as data_checks_executor
 from components.data_checks import issues
@@ -80,19 +85,26 @@ def write_planted_idx(directory, train: int = 300, evaluation: int = 100,
   return copied
 
 
-def run_data_checks(examples, output_uri) -> DataCheckResults:
-  """The DataChecks executor on `examples`, in-memory Beam."""
+def run_data_checks(examples, output_uri, drop: bool = False):
+  """The DataChecks executor on `examples`, in-memory Beam; returns its
+  DataCheckResults, or with `drop` (as DataChecksDroppingCopies runs it)
+  that and its Examples without the copies."""
   output = DataCheckResults()
-  output.uri = str(output_uri)
-  os.makedirs(output.uri, exist_ok=True)
+  output.uri = os.path.join(str(output_uri), 'data_checks')
+  without_copies = standard_artifacts.Examples()
+  without_copies.uri = os.path.join(str(output_uri), 'examples')
+  outputs = {data_checks_executor.DATA_CHECKS_KEY: [output]}
+  if drop:
+    outputs[data_checks_executor.WITHOUT_COPIES_KEY] = [without_copies]
+  for artifact in (output, without_copies):
+    os.makedirs(artifact.uri, exist_ok=True)
   executor = data_checks_executor.Executor(
       base_beam_executor.BaseBeamExecutor.Context(
           beam_pipeline_args=[*artifacts.IN_MEMORY,
                               *configs.LOCAL_BEAM_PIPELINE_ARGS]))
   with artifacts._program_argv():  # pylint: disable=protected-access
-    executor.Do({data_checks_executor.EXAMPLES_KEY: [examples]},
-                {data_checks_executor.DATA_CHECKS_KEY: [output]}, {})
-  return output
+    executor.Do({data_checks_executor.EXAMPLES_KEY: [examples]}, outputs, {})
+  return (output, without_copies) if drop else output
 
 
 @pytest.fixture(scope='module')
@@ -102,12 +114,13 @@ def checked(tmp_path_factory):
   examples = artifacts.run_example_gen(
       tmp / 'data', tmp / 'examples',
       ImageExampleGenOptions(input_format='idx', num_shards=3))
-  output = run_data_checks(examples, tmp / 'checks')
-  return copied, output
+  output, without_copies = run_data_checks(examples, tmp / 'checks',
+                                           drop=True)
+  return copied, output, without_copies
 
 
 def test_planted_copies_across_splits_are_found(checked):
-  copied, output = checked
+  copied, output, _ = checked
   rows = list(results.read_pairs(output.uri))
   across = [row for row in rows if row['split_a'] != row['split_b']]
   # Record names are shard:index; map them back to the IDX order through
@@ -127,7 +140,7 @@ def test_planted_copies_across_splits_are_found(checked):
 
 
 def test_distinct_look_alikes_are_not_paired(checked):
-  _, output = checked
+  _, output, _ = checked
   rows = list(results.read_pairs(output.uri))
   # 300 train and 80 eval strokes of one class, none a copy of another.
   assert [row for row in rows if row['split_a'] == row['split_b']] == []
@@ -185,6 +198,24 @@ def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
   assert all(row['record_a'].startswith('data_tfrecord-') for row in rows)
   text = tiny_runs.inspect(out, 'duplicates').stdout
   assert 'eval: 20 images (20.00%) with a copy in train' in text
+
+
+def test_dropping_leaves_eval_without_its_copies_of_train(checked):
+  copied, output, without_copies = checked
+  assert artifact_utils.decode_split_names(
+      without_copies.split_names) == ['eval']
+  copies = {row['fingerprint_b'] for row in results.read_pairs(output.uri)}
+  kept = []
+  for path in sorted(glob.glob(os.path.join(without_copies.uri,
+                                            'Split-eval', '*.gz'))):
+    for record in tf.data.TFRecordDataset(path, compression_type='GZIP'):
+      image = tf.train.Example.FromString(record.numpy()).features.feature[
+          features.IMAGE_KEY].bytes_list.value[0]
+      kept.append(hashlib.blake2b(image, digest_size=8).hexdigest())
+  assert len(kept) == 100 - sum(len(v) for v in copied.values())
+  assert not copies & set(kept)
+  # What the Trainer's and Evaluator's readers look for is carried over.
+  assert without_copies.get_int_custom_property('image_height') == 28
 
 
 def test_image_issues_name_blank_dark_bright_and_blurry_images():

@@ -23,6 +23,7 @@ from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
+from components.data_checks import drop_copies
 from components.data_checks import issues as issues_lib
 from components.data_checks import matching
 from components.data_checks import shard_signatures
@@ -32,6 +33,7 @@ from records import data_checks as results
 from records import features
 
 EXAMPLES_KEY = 'examples'
+WITHOUT_COPIES_KEY = 'examples_without_copies'
 WORK_FOLDER = '.signatures'
 DATA_CHECKS_KEY = 'data_checks'
 
@@ -106,11 +108,43 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     local_dir = tempfile.mkdtemp(prefix='data_checks-')
     try:
       counts = self._signatures(entries, work_dir, geometry, encoding)
-      self._check(Shards(entries, counts), split_names, work_dir, local_dir,
-                  output)
+      shards = Shards(entries, counts)
+      held_out = self._check(shards, split_names, work_dir, local_dir, output)
     finally:
       shutil.rmtree(local_dir, ignore_errors=True)
       tf.io.gfile.rmtree(work_dir)
+    if WITHOUT_COPIES_KEY in output_dict:  # DataChecksDroppingCopies
+      self._drop(examples, shards, held_out, artifact_utils.
+                 get_single_instance(output_dict[WITHOUT_COPIES_KEY]))
+
+  def _drop(self, examples: types.Artifact, shards: Shards,
+            held_out: Dict[str, np.ndarray], target: types.Artifact) -> None:
+    """Writes the held-out splits into `target` without their copies of
+    training images; target gets the Examples' properties."""
+    target.split_names = artifact_utils.encode_split_names(list(held_out))
+    jobs = []
+    for split, index in held_out.items():
+      split_uri = artifact_utils.get_split_uri([target], split)
+      tf.io.gfile.makedirs(split_uri)
+      shard, position = shards.locate(index)
+      for number, (name, path) in enumerate(shards.entries):
+        if name == split:
+          jobs.append((path, os.path.join(split_uri, os.path.basename(path)),
+                       position[shard == number].tolist()))
+    with self._make_beam_pipeline() as pipeline:
+      _ = (pipeline
+           | 'HeldOutShards' >> beam.Create(jobs)
+           | 'Spread' >> beam.Reshuffle()
+           | 'WithoutCopies' >> beam.MapTuple(drop_copies.write_without))
+    for name, value in examples.mlmd_artifact.custom_properties.items():
+      target.mlmd_artifact.custom_properties[name].CopyFrom(value)
+    for name in ('span', 'version'):
+      if examples.has_property(name) and target.has_property(name):
+        setattr(target, name, getattr(examples, name))
+    class_names = os.path.join(examples.uri, features.CLASS_NAMES_FILE)
+    if tf.io.gfile.exists(class_names):
+      tf.io.gfile.copy(class_names, os.path.join(
+          target.uri, features.CLASS_NAMES_FILE), overwrite=True)
 
   def _signatures(self, entries, work_dir: str,
                   geometry: features.ImageGeometry, encoding: str
@@ -127,7 +161,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             for number in range(len(entries))]
 
   def _check(self, shards: Shards, split_names: List[str], work_dir: str,
-             local_dir: str, output: types.Artifact) -> None:
+             local_dir: str, output: types.Artifact
+             ) -> Dict[str, np.ndarray]:
+    """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
     thumbs = _join_thumbnails(shards, work_dir, local_dir)
     flags = issues_lib.flags(
@@ -139,7 +175,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     _write_pairs(output.uri, pairs, shards, split, split_names, small)
     _write_issues(output.uri, flags, small['scores'], shards, split,
                   split_names, small['label'])
-    _record(output, pairs, split, split_names, flags)
+    held_out = held_out_copies(pairs, split, split_names)
+    _record(output, pairs, split, split_names, flags, held_out)
+    return held_out
 
 
 def _join_small(shards: Shards, work_dir: str) -> Dict[str, np.ndarray]:
@@ -187,9 +225,15 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
           pairs.hash_bits[block].tolist(),
           np.round(pairs.difference[block].astype(float), 3).tolist(),
           np.round(pairs.correlation[block].astype(float), 4).tolist(),
-          (f'{d:016x}' for d in small['digest'][a].tolist()),
-          (f'{d:016x}' for d in small['digest'][b].tolist())):
+          _fingerprints(small['digest'][a]),
+          _fingerprints(small['digest'][b])):
         writer.writerow(row)
+
+
+def _fingerprints(digests: np.ndarray) -> List[str]:
+  """Each digest as the hex of its BLAKE2b bytes (hexdigest())."""
+  return [row.tobytes().hex() for row in digests.astype('<u8').view(
+      np.uint8).reshape(-1, 8)]
 
 
 def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
@@ -212,8 +256,23 @@ def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
         writer.writerow(row)
 
 
+def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
+                    split_names: List[str]) -> Dict[str, np.ndarray]:
+  """{split: indices of its images with a copy in train} for every split
+  but train (none without a train split)."""
+  if results.TRAIN_SPLIT not in split_names:
+    return {}
+  train = split_names.index(results.TRAIN_SPLIT)
+  first_split, second_split = split[pairs.first], split[pairs.second]
+  return {name: np.unique(np.concatenate([
+      pairs.second[(first_split == train) & (second_split == number)],
+      pairs.first[(second_split == train) & (first_split == number)]]))
+          for number, name in enumerate(split_names) if number != train}
+
+
 def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
-            split_names: List[str], flags: Dict[str, np.ndarray]) -> None:
+            split_names: List[str], flags: Dict[str, np.ndarray],
+            held_out_index: Dict[str, np.ndarray]) -> None:
   """The counts as custom properties; a notice line of what was found."""
   images = {name: int((split == number).sum())
             for number, name in enumerate(split_names)}
@@ -225,17 +284,9 @@ def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
       copies[results.split_pair(name_a, split_names[b])] = count
       output.set_int_custom_property(
           results.count_property(name_a, split_names[b]), count)
-  held_out = {}
-  if results.TRAIN_SPLIT in split_names:
-    train = split_names.index(results.TRAIN_SPLIT)
-    for number, name in enumerate(split_names):
-      if number == train:
-        continue
-      with_copy = np.unique(np.concatenate([
-          pairs.second[(first_split == train) & (second_split == number)],
-          pairs.first[(second_split == train) & (first_split == number)]]))
-      held_out[name] = {'images': len(with_copy),
-                        'share': len(with_copy) / max(images[name], 1)}
+  held_out = {name: {'images': len(index),
+                     'share': len(index) / max(images[name], 1)}
+              for name, index in held_out_index.items()}
   issue_counts = {name: {issue: int((flags[issue] & (split == number)).sum())
                          for issue in issues_lib.ISSUES}
                   for number, name in enumerate(split_names)}
