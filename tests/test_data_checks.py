@@ -28,6 +28,7 @@ from pipeline import configs
 from records import data_checks as results
 from records import features
 from tests import artifacts
+from tests import kubeflow_specs
 from tests import local_run
 from tests import tiny_runs
 
@@ -234,3 +235,13 @@ def test_image_issues_name_blank_dark_bright_and_blurry_images():
   assert {issue: np.flatnonzero(found).tolist()
           for issue, found in flags.items()} == {
               'near_blank': [0], 'dark': [1], 'bright': [2], 'blurry': [3]}
+
+
+def test_eval_copies_drop_has_the_evaluator_read_eval_without_them(tmp_path):
+  spec = kubeflow_specs.compile_spec(
+      tmp_path / 'pipeline.yaml', *kubeflow_specs.CLUSTER_PATHS,
+      '--eval-copies', 'drop')
+  examples = spec['root']['dag']['tasks']['Evaluator']['inputs'][
+      'artifacts']['examples']['taskOutputArtifact']
+  assert examples == {'outputArtifactKey': 'examples_without_copies',
+                      'producerTask': 'DataChecks'}
