@@ -194,6 +194,8 @@ def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str
   path = os.path.join(local_dir, 'thumbnails')
   with open(path, 'wb') as joined:
     for number in range(len(shards.entries)):
+      if shards.starts[number + 1] == shards.starts[number]:
+        continue  # An empty shard: GFile may not have made its file.
       with tf.io.gfile.GFile(
           shard_signatures.work_paths(work_dir, number)[0], 'rb') as f:
         shutil.copyfileobj(f, joined, 1 << 24)
