@@ -1,21 +1,34 @@
-"""ValidationGate: stops the DAG when ExampleValidator found anomalies.
+"""ValidationGate: stops the DAG when ExampleValidator found anomalies, or
+DataChecks found copies of training images in a held-out split.
 
 TFX's ExampleValidator records anomalies but succeeds either way, and
 Transform and Trainer do not look at its output. This gate sits between them:
 it reads the anomalies artifact and fails with a readable list of what is
 wrong, so nothing that trains or pushes runs on that data. The anomalies
 artifact itself stays published in ML Metadata for inspection.
+
+Copies of training images in eval make the evaluation look better than the
+model is: above `max_eval_copy_share` of a held-out split the gate stops,
+unless `eval_copies` is 'keep' or 'drop' (DataChecks then hands the
+Evaluator the held-out splits without those copies).
 """
 
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 from tfx import v1 as tfx
 from tfx.components.example_validator import executor as validator_executor
 from tfx.types import artifact_utils
 
+from components.data_checks.component import DataCheckResults
+from records import data_checks as data_checks_results
 from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+# What the gate does about held-out images with a copy in train.
+EVAL_COPIES_CHOICES = ('stop', 'keep', 'drop')
+# Copy pairs the stop message names.
+_EXAMPLE_PAIRS = 3
 
 
 class DataValidationError(RuntimeError):
@@ -49,11 +62,40 @@ def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
   return lines
 
 
+def copies_problem(data_checks: DataCheckResults,
+                   max_share: float) -> Optional[str]:
+  """One line naming the held-out splits with too many copies of training
+  images, with a few pairs; None when every split is within max_share."""
+  held_out = data_checks_results.json_property(
+      data_checks, data_checks_results.HELD_OUT_PROPERTY)
+  over = {split: info for split, info in held_out.items()
+          if info['share'] > max_share}
+  if not over:
+    return None
+  pairs = [data_checks_results.describe_pair(row) for row in
+           data_checks_results.read_pairs(data_checks.uri, _EXAMPLE_PAIRS)]
+  return ('; '.join(data_checks_results.held_out_lines(over)) +
+          f', above the {max_share:.2%} allowed: the evaluation would score '
+          f'training images; e.g. {"; ".join(pairs)} (all pairs: '
+          f'{data_checks.uri}/{data_checks_results.COPIES_FILE}; '
+          '--eval-copies keep goes on with them, --eval-copies drop '
+          'evaluates without them)')
+
+
 @tfx.dsl.components.component
 def ValidationGate(
     anomalies: tfx.dsl.components.InputArtifact[
-        tfx.types.standard_artifacts.ExampleAnomalies]) -> None:
-  """Fails, listing the anomalies, unless every split validated cleanly."""
+        tfx.types.standard_artifacts.ExampleAnomalies],
+    # Optional: TFX's function components take None as the default.
+    data_checks: tfx.dsl.components.InputArtifact[DataCheckResults] = None,
+    eval_copies: tfx.dsl.components.Parameter[str] = 'stop',
+    max_eval_copy_share: tfx.dsl.components.Parameter[float] = 0.01) -> None:
+  """Fails, listing the anomalies, unless every split validated cleanly;
+  and, with `data_checks` and eval_copies 'stop', when a held-out split has
+  more than max_eval_copy_share of its images copied from train."""
+  if eval_copies not in EVAL_COPIES_CHOICES:
+    raise ValueError(f'eval_copies {eval_copies!r}: one of '
+                     f'{", ".join(EVAL_COPIES_CHOICES)}')
   blessed = anomalies.get_json_value_custom_property(
       validator_executor.ARTIFACT_PROPERTY_BLESSED_KEY) or {}
   lines = []
@@ -66,3 +108,7 @@ def ValidationGate(
         'ExampleValidator found anomalies in the data, so nothing will be '
         f'trained or pushed on it (details: {anomalies.uri}):\n' +
         '\n'.join(lines))
+  if data_checks is not None and eval_copies == 'stop':
+    problem = copies_problem(data_checks, max_eval_copy_share)
+    if problem:
+      raise DataValidationError(problem)

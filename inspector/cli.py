@@ -9,6 +9,7 @@
   python -m inspector samples 1 --png samples.png
   python -m inspector confusion latest-model --png confusion.png
   python -m inspector tuning latest              # --tune's trials, the winner
+  python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
   python -m inspector report latest --html report.html   # the run on one page
 
 The store is OUT/metadata.db of --output-dir (default: the project's
@@ -129,6 +130,21 @@ def _tuning(md: queries.Metadata, args) -> Any:
   return tuning.trials(md, md.run(args.run))
 
 
+def _duplicates(md: queries.Metadata, args) -> Any:
+  from inspector import duplicates  # pylint: disable=g-import-not-at-top
+  run = md.run(args.run)
+  result = duplicates.summary(md, run)
+  if args.csv:
+    result['csv'] = {'path': args.csv,
+                     'pairs': duplicates.write_csv(md, run, args.csv)}
+  return result
+
+
+def _duplicates_text(out, result) -> None:
+  from inspector import duplicates  # pylint: disable=g-import-not-at-top
+  duplicates.text(out, result)
+
+
 def _report(md: queries.Metadata, args) -> Any:
   facts = report.write(md, md.run(args.run), args.html)
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
@@ -165,7 +181,7 @@ def make_parser() -> argparse.ArgumentParser:
   def command(name, handler, help_text):
     sub = commands.add_parser(name, help=help_text, description=help_text)
     _store_flags(sub, suppress=True)
-    sub.set_defaults(handler=handler, text=getattr(render, name))
+    sub.set_defaults(handler=handler, text=getattr(render, name, None))
     return sub
 
   sub = command('runs', _runs, 'Pipeline runs, newest first, with state, '
@@ -230,6 +246,15 @@ def make_parser() -> argparse.ArgumentParser:
                 'winner the Trainer trained with.')
   sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
                    help='default: %(default)s')
+
+  sub = command('duplicates', _duplicates, 'The copies DataChecks found '
+                'within and across a run\'s splits, and the image issues; '
+                'all pairs as CSV with --csv.')
+  sub.set_defaults(text=_duplicates_text)
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help='default: %(default)s')
+  sub.add_argument('--csv', default=None, metavar='FILE',
+                   help='Write every pair to FILE as CSV.')
 
   sub = command('report', _report, 'One self-contained HTML page of a run: '
                 'the DAG, the data, the training, the evaluation and push, '

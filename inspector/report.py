@@ -19,6 +19,7 @@ from inspector import artifacts as artifacts_lib
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import data_checks as data_checks_results
 
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
@@ -149,7 +150,15 @@ def data_section(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
           'statistics'),
       'anomalies': _not_run(run, 'ExampleValidator') or _attempt(
           'the anomalies', summary, data.anomalies_summary, 'anomalies'),
+      'copies': _not_run(run, 'DataChecks') or _attempt(
+          'the copies', _copies, md, run, examples),
   }
+
+
+def _copies(md: queries.Metadata, run: queries.Run,
+            examples: queries.Artifact) -> Dict[str, Any]:
+  from inspector import duplicates  # pylint: disable=g-import-not-at-top
+  return duplicates.report_facts(md, run, examples)
 
 
 def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
@@ -290,6 +299,15 @@ def outcome(run: queries.Run, facts: Dict[str, Any]) -> Dict[str, Any]:
   if 'ValidationGate' in failed:
     data = facts['data']
     anomalies = data.get('anomalies', {}) if data.get('status') == 'ok' else {}
+    held_out = (data.get('copies', {}).get('held_out_copies', {})
+                if data.get('status') == 'ok' else {})
+    if (any(info['images'] for info in held_out.values()) and
+        'error' not in anomalies and
+        not any(anomalies.get('splits', {}).values())):
+      return said('stopped', 'Stopped at the ValidationGate: held-out '
+                  'images are copies of training images, so nothing was '
+                  'trained or pushed.', data_checks_results.held_out_lines(
+                      held_out))
     return said('stopped', 'Stopped at the ValidationGate: ExampleValidator '
                 'found anomalies in the data, so nothing was trained or '
                 'pushed.', [anomalies['error']] if 'error' in anomalies else [

@@ -159,6 +159,19 @@ class DataConfig:
       'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA,
                                            configs.PROJECT_DIR),
       flag='--schema', metavar='SCHEMA_PBTXT')
+  # Copies of training images in eval score the model on what it learnt.
+  eval_copies: str = knob(
+      'stop', 'What to do when DataChecks finds more than '
+      '--max-eval-copy-share of a held-out split (eval) copied from train: '
+      'stop the run at the ValidationGate; keep going; or drop them: the '
+      'Evaluator then reads eval without its copies of training images '
+      '(the pairs are listed in every case; see docs/data-checks.md) '
+      '(default: %(default)s).',
+      flag='--eval-copies', choices=('stop', 'keep', 'drop'))
+  max_eval_copy_share: float = knob(
+      0.01, 'The share of a held-out split\'s images that may have a copy in '
+      'train before --eval-copies applies (default: %(default)s).',
+      flag='--max-eval-copy-share', type=float, metavar='SHARE')
 
   @property
   def image_geometry(self) -> features.ImageGeometry:

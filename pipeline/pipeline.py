@@ -9,6 +9,7 @@ from tfx import v1 as tfx
 from components import baseline_evaluator
 from components import blessing_rule
 from components import push_once
+from components.data_checks import component as data_checks_component
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
@@ -74,9 +75,18 @@ def create_pipeline(
       statistics=statistics_gen.outputs['statistics'],
       schema=schema_gen.outputs['schema'])
 
-  # Nothing that trains or pushes may run on data with anomalies.
+  # Copies within and across splits, and image issues (docs/data-checks.md).
+  data_checks = data_checks_component.node(
+      example_gen.outputs['examples'],
+      drop_held_out_copies=data.eval_copies == 'drop')
+
+  # Nothing that trains or pushes may run on data with anomalies, or with
+  # eval copied from train.
   validation_gate = ValidationGate(
-      anomalies=example_validator.outputs['anomalies'])
+      anomalies=example_validator.outputs['anomalies'],
+      data_checks=data_checks.outputs['data_checks'],
+      eval_copies=data.eval_copies,
+      max_eval_copy_share=data.max_eval_copy_share)
 
   # Not materialised: the Trainer applies the graph per batch (see
   # modules/transform.py for the measurement behind that). The image
@@ -124,11 +134,14 @@ def create_pipeline(
   if evaluation.baseline == 'served':
     # Read what is served as late as it can be: once the model is trained.
     baseline_node.add_upstream_node(trainer)
+  evaluated = example_gen.outputs['examples']
+  if data.eval_copies == 'drop':  # Eval without its copies of train images.
+    evaluated = data_checks.outputs['examples_without_copies']
   # TFX's Evaluator, which may set the accuracy threshold from the eval
   # split's classes (see components/baseline_evaluator.py).
   accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
   evaluator = baseline_evaluator.Evaluator(
-      examples=example_gen.outputs['examples'],
+      examples=evaluated,
       example_splits=['eval'],
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],
@@ -137,7 +150,7 @@ def create_pipeline(
 
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   if infrastructure.analysis_beam_pipeline_args:
-    for component in (statistics_gen, transform, evaluator):
+    for component in (statistics_gen, data_checks, transform, evaluator):
       component.with_beam_pipeline_args(
           list(infrastructure.analysis_beam_pipeline_args))
 
@@ -155,7 +168,7 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          validation_gate, transform, *([tuner] if tuner else []), trainer,
+          data_checks, validation_gate, transform, *([tuner] if tuner else []), trainer,
           baseline_node, evaluator,
           pusher,
       ],

@@ -23,6 +23,7 @@ from ml_metadata.proto import metadata_store_pb2
 from components import blessing_rule
 from components.image_example_gen import progress as example_gen_progress
 from modules import progress as training_progress
+from records import data_checks as data_checks_results
 from records import features
 
 _RUNNING = 'Component %s is running.'
@@ -32,7 +33,8 @@ _STATE = metadata_store_pb2.Execution.State
 _PROGRESS = (training_progress.EPOCH_LINE, training_progress.END_LINE,
              training_progress.PLAN_LINE, training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
-             example_gen_progress.NOTICE_LINE, blessing_rule.RULE_LINE)
+             example_gen_progress.NOTICE_LINE, blessing_rule.RULE_LINE,
+             data_checks_results.NOTICE_LINE)
 
 
 @dataclasses.dataclass

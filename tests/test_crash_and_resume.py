@@ -16,7 +16,7 @@ from tests import mlmd
 from tests import pause
 
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-             'ExampleValidator', 'ValidationGate']
+             'ExampleValidator', 'DataChecks', 'ValidationGate']
 # Where the run is killed and what it resumes matter, not what it learns:
 # the fewest steps, and a threshold any model meets (so that it is pushed).
 TRAINING = ['--epochs', '1', '--train-steps', '2', '--batch-size', '8',

@@ -21,7 +21,7 @@ from tests import tiny_runs
 run = local_run.run
 
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-             'ExampleValidator', 'ValidationGate']
+             'ExampleValidator', 'DataChecks', 'ValidationGate']
 MODEL_HALF = ['Transform', 'Trainer', 'Evaluator', 'Pusher']
 TO_GATE = ['--to-node', 'ValidationGate']
 ONE_PROCESS = local_run.ONE_PROCESS

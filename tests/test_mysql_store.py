@@ -20,7 +20,7 @@ from tests import mlmd
 from tests import ports
 
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-             'ExampleValidator', 'ValidationGate']
+             'ExampleValidator', 'DataChecks', 'ValidationGate']
 PASSWORD = {inspect_store.MYSQL_PASSWORD_ENV: mariadb.PASSWORD}
 
 

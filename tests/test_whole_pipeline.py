@@ -22,7 +22,8 @@ from tests import serving
 run = local_run.run
 
 ALL_NODES = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
-             'ExampleValidator', 'ValidationGate', 'Transform', 'Trainer',
+             'ExampleValidator', 'DataChecks', 'ValidationGate', 'Transform',
+             'Trainer',
              'latest_blessed_model_resolver', 'Evaluator', 'Pusher']
 GEOMETRY = features.ImageGeometry(32, 32, 1)
 # With the default Beam args (a worker process per core), as a user runs it:

@@ -1,0 +1,1 @@
+"""DataChecks: copies across and within splits, and cheap image issues."""

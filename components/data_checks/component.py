@@ -1,0 +1,83 @@
+"""DataChecks: copies within and across splits, and cheap image issues.
+
+Reads every split of ImageExampleGen's Examples (whatever the split names)
+and writes a DataCheckResults artifact: the pairs of exact and near copies
+and the images with issues, as CSV files, with the counts as custom
+properties (records/data_checks.py). DataChecksDroppingCopies also writes
+the held-out splits without their copies of training images. The
+ValidationGate stops the run when too many held-out images have a copy in
+train (components/validation_gate.py).
+How copies are told from look-alikes: matching.py.
+"""
+
+from tfx import types
+from tfx.dsl.components.base import base_beam_component
+from tfx.dsl.components.base import executor_spec
+from tfx.types import component_spec
+from tfx.types import standard_artifacts
+
+from components.data_checks import executor
+
+
+class DataCheckResults(types.Artifact):
+  """Copies and image issues found in an Examples artifact."""
+  # namespace.Name: the form Kubeflow's compiler asks of a custom type.
+  TYPE_NAME = 'image_pipeline.DataCheckResults'
+
+
+class DataChecksSpec(types.ComponentSpec):
+  PARAMETERS = {}
+  INPUTS = {
+      executor.EXAMPLES_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.Examples),
+  }
+  OUTPUTS = {
+      executor.DATA_CHECKS_KEY: component_spec.ChannelParameter(
+          type=DataCheckResults),
+  }
+
+
+class DroppingCopiesSpec(DataChecksSpec):
+  OUTPUTS = {
+      **DataChecksSpec.OUTPUTS,
+      # The held-out splits without their copies of training images.
+      executor.WITHOUT_COPIES_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.Examples),
+  }
+
+
+class DataChecks(base_beam_component.BaseBeamComponent):
+  """Finds copies across and within splits, and image issues."""
+
+  SPEC_CLASS = DataChecksSpec
+  EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+
+  def __init__(self, examples: types.BaseChannel):
+    super().__init__(spec=DataChecksSpec(
+        examples=examples,
+        data_checks=types.Channel(type=DataCheckResults)))
+
+
+class DataChecksDroppingCopies(base_beam_component.BaseBeamComponent):
+  """DataChecks, whose second output is the held-out splits without their
+  copies of training images (examples_without_copies), for the Evaluator.
+  A class of its own, so that runs that keep the copies publish no second
+  Examples artifact."""
+
+  SPEC_CLASS = DroppingCopiesSpec
+  EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+
+  def __init__(self, examples: types.BaseChannel):
+    super().__init__(spec=DroppingCopiesSpec(
+        examples=examples,
+        data_checks=types.Channel(type=DataCheckResults),
+        examples_without_copies=types.Channel(
+            type=standard_artifacts.Examples)))
+
+
+def node(examples: types.BaseChannel, drop_held_out_copies: bool
+         ) -> base_beam_component.BaseBeamComponent:
+  """The DataChecks node (its id whichever the class)."""
+  if drop_held_out_copies:
+    return DataChecksDroppingCopies(examples).with_id('DataChecks')
+  return DataChecks(examples)

@@ -1,0 +1,28 @@
+"""Shards of Examples rewritten without some of their records: the
+held-out images that are copies of training images, for an evaluation
+that does not score training images."""
+
+from typing import Sequence
+
+import tensorflow as tf
+
+# Records read at a time.
+_BATCH = 1024
+
+
+def write_without(source: str, target: str, dropped: Sequence[int]) -> int:
+  """Copies shard `source` to `target` (compressed alike) without the
+  records at positions `dropped`; returns the records written."""
+  dropped = set(dropped)
+  compression = 'GZIP' if source.endswith('.gz') else ''
+  written, position = 0, 0
+  with tf.io.TFRecordWriter(
+      target, tf.io.TFRecordOptions(compression_type=compression)) as writer:
+    dataset = tf.data.TFRecordDataset(source, compression_type=compression)
+    for batch in dataset.batch(_BATCH):
+      for record in batch.numpy():
+        if position not in dropped:
+          writer.write(record)
+          written += 1
+        position += 1
+  return written

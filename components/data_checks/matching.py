@@ -1,0 +1,160 @@
+"""Pairs of copies among many images, from their compact signatures.
+
+Candidates: the 64-bit perceptual hashes cut into BANDS bands; two hashes a
+few bits apart agree on at least one band. Per band, the images are sorted
+by their hash rotated so that band leads (then by their average hash, so
+that among the many images of one popular hash copies still meet), and
+each is compared with the next WINDOW images only: images that share a
+band sit side by side, and a band value thousands of images share (every
+plain "1" of MNIST) still gives at most WINDOW candidates per image, never
+the square of its count.
+Candidates within MAX_HASH_BITS bits are verified.
+
+Verification: the two thumbnails, each brought to zero mean and unit
+standard deviation (so brightness and contrast do not count), must differ
+at every pixel by less than MAX_DIFFERENCE. Images of one class look alike
+and correlate almost as well as copies do (two plain "1"s of MNIST
+correlate better than a copy with mild noise), but somewhere a stroke of
+one lies beside the other's; a copy's differences are small everywhere.
+Copies shrunk well below the dataset's image size and blown up again lose
+their strokes' edges too, and look like any other same-class image: they
+are not found.
+
+Memory: the hashes and a few index arrays of the same length (8 bytes per
+image each); the thumbnails are read from a memmap, a block of candidate
+pairs at a time.
+"""
+
+import dataclasses
+from typing import Iterator, Tuple
+
+import numpy as np
+
+from components.data_checks import signatures
+
+BANDS = 4
+WINDOW = 16
+MAX_HASH_BITS = 8
+MAX_DIFFERENCE = 0.5
+_BLOCK = 1 << 16
+
+
+def popcount(values: np.ndarray) -> np.ndarray:
+  """Set bits of each uint64."""
+  bytes_ = values.view(np.uint8).reshape(len(values), 8)
+  return _BYTE_BITS[bytes_].sum(axis=1, dtype=np.int64)
+
+
+_BYTE_BITS = np.array([bin(i).count('1') for i in range(256)], np.uint8)
+
+
+def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
+  if not bits:
+    return values
+  shift, back = np.uint64(bits), np.uint64(64 - bits)
+  return (values >> shift) | (values << back)
+
+
+def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
+               usable: np.ndarray) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+  """Blocks of index pairs of `usable` images whose hashes are near: one
+  block per band and step of the window, each at most as long as `hashes`.
+  A pair may come in several blocks."""
+  index = np.flatnonzero(usable)
+  band_bits = 64 // BANDS
+  lead = np.uint64(64 - band_bits)
+  for band in range(BANDS):
+    bands = _rotate(hashes[index], band * band_bits) >> lead
+    order = index[np.lexsort((second_hashes[index], bands))]
+    sorted_hashes = hashes[order]
+    sorted_bands = _rotate(sorted_hashes, band * band_bits) >> lead
+    for step in range(1, min(WINDOW + 1, len(order))):
+      same_band = sorted_bands[step:] == sorted_bands[:-step]
+      near = popcount(sorted_hashes[step:] ^ sorted_hashes[:-step]
+                      ) <= MAX_HASH_BITS
+      keep = np.flatnonzero(same_band & near)
+      yield order[keep], order[keep + step]
+
+
+def _pair_keys(first: np.ndarray, second: np.ndarray, count: int
+               ) -> np.ndarray:
+  """Each pair as one int64, min * count + max: cheap to deduplicate."""
+  return (np.minimum(first, second).astype(np.int64) * count +
+          np.maximum(first, second))
+
+
+def _unique_pairs(keys, count: int) -> Tuple[np.ndarray, np.ndarray]:
+  keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+  return keys // count, keys % count
+
+
+def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
+            ) -> np.ndarray:
+  """The largest pixel difference of the thumbnails of each pair, in
+  standard deviations; reads `thumbs` (a memmap is fine) a block at a time."""
+  difference = np.empty(len(first), np.float32)
+  for start in range(0, len(first), _BLOCK):
+    stop = start + _BLOCK
+    a = thumbs[first[start:stop]].astype(np.int16)
+    a -= thumbs[second[start:stop]]
+    difference[start:stop] = np.abs(a).max(axis=1)
+  return difference / signatures.THUMB_SCALE
+
+
+def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
+                 ) -> np.ndarray:
+  """The correlation of the thumbnails of each pair (of the few verified)."""
+  a = thumbs[first].astype(np.float32)
+  b = thumbs[second].astype(np.float32)
+  return (np.einsum('ij,ij->i', a, b) /
+          np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1),
+                     1e-6))
+
+
+@dataclasses.dataclass(frozen=True)
+class Pairs:
+  """Verified copies: indices into the signatures, and how alike."""
+  first: np.ndarray
+  second: np.ndarray
+  hash_bits: np.ndarray
+  difference: np.ndarray
+  correlation: np.ndarray
+  exact: np.ndarray
+
+  def __len__(self):
+    return len(self.first)
+
+
+def find_copies(digests: np.ndarray, hashes: np.ndarray,
+                second_hashes: np.ndarray, thumbs: np.ndarray,
+                usable: np.ndarray) -> Pairs:
+  """Exact copies (equal digests) and near copies (near hashes, verified
+  thumbnails; of `usable` images only) among all images; each pair once,
+  first < second. Candidates are verified a block at a time, so only
+  verified pairs are kept."""
+  count = len(hashes)
+  keys = [_pair_keys(*_exact_pairs(digests), count)]
+  for first, second in candidates(hashes, second_hashes, usable):
+    keep = compare(thumbs, first, second) < MAX_DIFFERENCE
+    keys.append(_pair_keys(first[keep], second[keep], count))
+  first, second = _unique_pairs(keys, count)
+  difference = compare(thumbs, first, second)
+  exact = digests[first] == digests[second]
+  return Pairs(first, second,
+               popcount(hashes[first] ^ hashes[second]).astype(np.int8),
+               np.where(exact, 0.0, difference).astype(np.float32),
+               np.where(exact, 1.0, correlations(thumbs, first, second)
+                        ).astype(np.float32),
+               exact)
+
+
+def _exact_pairs(digests: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """Each image with an equal digest paired with the first of its group."""
+  order = np.argsort(digests, kind='stable')
+  ordered = digests[order]
+  starts = np.r_[True, ordered[1:] != ordered[:-1]]
+  group_first = order[np.maximum.accumulate(
+      np.where(starts, np.arange(len(order)), 0))]
+  copy = ~starts
+  first, second = group_first[copy], order[copy]
+  return np.minimum(first, second), np.maximum(first, second)

@@ -1,0 +1,168 @@
+"""Compact per-image signatures, computed on batches of images at once.
+
+For each image:
+  digest     64 bits of BLAKE2b over its pixels: equal for exact copies
+  phash      a 64-bit perceptual hash: the signs of the 8x8 lowest
+             frequencies of the DCT of a 32x32 grey thumbnail, against
+             their median. Brightening, re-encoding, resizing and mild noise
+             move few of its bits; the DC term alone carries the brightness.
+  ahash      64 bits: the 8x8 area means of the image against their mean,
+             which orders images whose perceptual hashes are equal
+  thumbnail  a THUMB x THUMB grey thumbnail brought to zero mean and unit
+             standard deviation (brightness and contrast do not count),
+             in int8 steps of 1/THUMB_SCALE: what verification compares
+  scores     what the image issues are judged on (issues.py): the spread,
+             low and high percentiles of brightness, and the sharpness
+
+Resizing is two matrix products per image batch (area weights), and the
+DCT one scipy call per batch, so a batch of thousands costs about as much
+as a few images would one by one.
+"""
+
+import functools
+import hashlib
+from typing import NamedTuple
+
+import numpy as np
+from scipy import fft
+
+HASH_SIZE = 8
+HASH_INPUT = 32
+THUMB = 16
+THUMB_SCALE = 16
+# Brightness percentiles of an image (of 0..255): its dark and bright ends.
+LOW_PERCENTILE, HIGH_PERCENTILE = 1, 99
+SCORE_FIELDS = ('mean', 'low', 'high', 'spread', 'sharpness')
+SCORE_DTYPE = np.dtype([(name, np.float32) for name in SCORE_FIELDS])
+# Sharpness is measured on images at most this size (area-resized), so a
+# large photo costs no more than a small one.
+SHARPNESS_SIZE = 64
+
+
+@functools.lru_cache(maxsize=None)
+def area_matrix(source: int, target: int) -> np.ndarray:
+  """[target, source] weights: each target pixel the mean of the source
+  pixels it covers (nearest pixel when `target` > `source`)."""
+  edges = np.linspace(0, source, target + 1)
+  weights = np.zeros((target, source), np.float32)
+  for t in range(target):
+    low, high = edges[t], edges[t + 1]
+    for s in range(int(np.floor(low)), min(int(np.ceil(high)), source)):
+      weights[t, s] = min(high, s + 1) - max(low, s)
+  return weights / weights.sum(axis=1, keepdims=True)
+
+
+def grey(images: np.ndarray) -> np.ndarray:
+  """uint8 [N, H, W, C] to float32 [N, H, W] luma (ITU-R 601, as Pillow)."""
+  images = images.astype(np.float32)
+  if images.shape[-1] == 1:
+    return images[..., 0]
+  return images @ np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
+  """float32 [N, H, W] to [N, height, width] by area weights."""
+  rows = area_matrix(images.shape[1], height)
+  columns = area_matrix(images.shape[2], width)
+  return rows @ images @ columns.T
+
+
+@functools.lru_cache(maxsize=None)
+def _low_frequencies(source: int) -> np.ndarray:
+  """[HASH_SIZE, source]: area-resize to HASH_INPUT, then the first
+  HASH_SIZE rows of the DCT-II (orthonormal), as one matrix."""
+  dct = fft.dct(np.eye(HASH_INPUT, dtype=np.float64), norm='ortho', axis=0)
+  return (dct[:HASH_SIZE] @ area_matrix(source, HASH_INPUT)).astype(
+      np.float32)
+
+
+def perceptual_hashes(grey_images: np.ndarray) -> np.ndarray:
+  """float32 [N, H, W] to uint64 [N] DCT hashes."""
+  rows = _low_frequencies(grey_images.shape[1])
+  columns = _low_frequencies(grey_images.shape[2])
+  low = (rows @ grey_images @ columns.T).reshape(len(grey_images), -1)
+  bits = low > np.median(low, axis=1, keepdims=True)
+  return pack_bits(bits)
+
+
+def pack_bits(bits: np.ndarray) -> np.ndarray:
+  """bool [N, 64] to uint64 [N], bit 0 first."""
+  return np.packbits(bits, axis=1, bitorder='little').view('<u8')[:, 0]
+
+
+def average_hashes(small: np.ndarray) -> np.ndarray:
+  """float32 [N, H, W] to uint64 [N] average hashes."""
+  tiny = resize(small, HASH_SIZE, HASH_SIZE).reshape(len(small), -1)
+  return pack_bits(tiny > tiny.mean(axis=1, keepdims=True))
+
+
+def digests(images: np.ndarray) -> np.ndarray:
+  """uint8 [N, ...] to uint64 [N]: 8 bytes of BLAKE2b of each image."""
+  flat = np.ascontiguousarray(images).reshape(len(images), -1)
+  return np.frombuffer(b''.join(
+      hashlib.blake2b(row, digest_size=8).digest() for row in flat),
+                       '<u8').copy()
+
+
+def thumbnails(small: np.ndarray) -> np.ndarray:
+  """float32 [N, THUMB, THUMB] to int8 [N, THUMB * THUMB], normalised."""
+  values = small.reshape(len(small), -1)
+  values = values - values.mean(axis=1, keepdims=True)
+  std = np.sqrt((values * values).mean(axis=1, keepdims=True))
+  values *= THUMB_SCALE / np.maximum(std, 1e-3)
+  return np.rint(values).clip(-127, 127).astype(np.int8)
+
+
+def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
+  """float32 [N, H, W] and [N, THUMB, THUMB] to SCORE_DTYPE [N].
+
+  The brightness percentiles are the small image's: a few odd pixels do not
+  make an image dark or bright, and sorting 256 values per image is cheap.
+  sharpness: the variance of the Laplacian over the variance of the pixels,
+  so that contrast alone does not make an image look sharp.
+  """
+  n, height, width = grey_images.shape
+  result = np.empty(n, SCORE_DTYPE)
+  small = small.reshape(n, -1)
+  result['mean'] = small.mean(axis=1)
+  ordered = np.sort(small, axis=1)
+  last = small.shape[1] - 1
+  result['low'] = ordered[:, round(last * LOW_PERCENTILE / 100)]
+  result['high'] = ordered[:, round(last * HIGH_PERCENTILE / 100)]
+  result['spread'] = result['high'] - result['low']
+  if max(height, width) > SHARPNESS_SIZE:
+    scale = SHARPNESS_SIZE / max(height, width)
+    grey_images = resize(grey_images, max(1, round(height * scale)),
+                         max(1, round(width * scale)))
+  laplacian = _laplacian(grey_images)
+  variance = grey_images.reshape(n, -1).var(axis=1)
+  result['sharpness'] = (laplacian.reshape(n, -1).var(axis=1) /
+                         np.maximum(variance, 1.0))
+  return result
+
+
+def _laplacian(grey_images: np.ndarray) -> np.ndarray:
+  """The 4-neighbour Laplacian of the inner pixels of each of [N, H, W]."""
+  g = grey_images
+  if min(g.shape[1:]) < 3:
+    return np.zeros((len(g), 1), np.float32)
+  return (g[:, :-2, 1:-1] + g[:, 2:, 1:-1] + g[:, 1:-1, :-2] + g[:, 1:-1, 2:]
+          - 4 * g[:, 1:-1, 1:-1])
+
+
+class Signatures(NamedTuple):
+  """Arrays of one length: one entry per image."""
+  digest: np.ndarray     # uint64
+  phash: np.ndarray      # uint64
+  ahash: np.ndarray      # uint64
+  thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
+  scores: np.ndarray     # SCORE_DTYPE
+
+
+def compute(images: np.ndarray) -> Signatures:
+  """uint8 [N, H, W, C] to their Signatures."""
+  grey_images = grey(images)
+  small = resize(grey_images, THUMB, THUMB)
+  return Signatures(digests(images), perceptual_hashes(grey_images),
+                    average_hashes(small), thumbnails(small),
+                    scores(grey_images, small))

@@ -1,0 +1,183 @@
+"""The copies and image issues DataChecks found in a run's Examples.
+
+Reads the DataChecks artifact of a run: its counts (custom properties) and
+its files (components/data_checks/results.py). Used by `python -m
+inspector duplicates` and by the report's data section.
+"""
+
+import csv
+import json
+import os
+from typing import Any, Dict, Iterator, List, Optional
+
+import numpy as np
+from rich.console import Console
+from rich.text import Text
+
+from inspector import files
+from inspector import queries
+from inspector import render
+from inspector.store import InspectError
+from records import data_checks as results
+from records import features
+
+NODE = 'DataChecks'
+OUTPUT_KEY = 'data_checks'
+SHOWN_PAIRS = 20
+# Pairs drawn in the run report, those across splits first.
+REPORT_PAIRS = 6
+
+
+def _json(artifact: queries.Artifact, name: str) -> Any:
+  value = artifact.properties.get(name)
+  return json.loads(value) if value else {}
+
+
+def _open(path: str):
+  if '://' in path:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.io.gfile.GFile(path)
+  return open(path, newline='', encoding='utf-8')
+
+
+def pair_rows(artifact: queries.Artifact, limit: Optional[int] = None
+              ) -> Iterator[Dict[str, str]]:
+  path = os.path.join(artifact.uri, results.COPIES_FILE)
+  if not files.exists(path):
+    raise InspectError(f'DataChecks {artifact.id}: {path} is missing')
+  with _open(path) as f:
+    for number, row in enumerate(csv.DictReader(f)):
+      if limit is not None and number >= limit:
+        return
+      yield row
+
+
+def summary(md: queries.Metadata, run: queries.Run,
+            limit: int = SHOWN_PAIRS) -> Dict[str, Any]:
+  """The counts, the first `limit` pairs, the issue counts, as JSON."""
+  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  return {
+      'run': run.name,
+      'data_checks': {'id': artifact.id, 'uri': artifact.uri},
+      'images': _json(artifact, results.IMAGES_PROPERTY),
+      'copies': _json(artifact, results.COPIES_PROPERTY),
+      'held_out_copies': _json(artifact, results.HELD_OUT_PROPERTY),
+      'image_issues': _json(artifact, results.ISSUES_PROPERTY),
+      'pairs': list(pair_rows(artifact, limit)),
+      'pairs_file': os.path.join(artifact.uri, results.COPIES_FILE),
+  }
+
+
+def report_facts(md: queries.Metadata, run: queries.Run,
+                 examples: queries.Artifact) -> Dict[str, Any]:
+  """The report's: the counts, and a picture of the first pairs."""
+  import base64  # pylint: disable=g-import-not-at-top
+  import io  # pylint: disable=g-import-not-at-top
+  facts = summary(md, run, REPORT_PAIRS)
+  facts['cached'] = run.execution(NODE).cached
+  if facts['pairs']:
+    canvas, _ = pairs_picture(
+        examples, facts['pairs'],
+        f'DataChecks {facts["data_checks"]["id"]}: the first '
+        f'{len(facts["pairs"])} pairs')
+    png = io.BytesIO()
+    canvas.save(png, format='PNG')
+    facts.update(png='data:image/png;base64,' + base64.b64encode(
+        png.getvalue()).decode('ascii'), width=canvas.width,
+                 height=canvas.height)
+  return facts
+
+
+def write_csv(md: queries.Metadata, run: queries.Run, path: str) -> int:
+  """Every pair of the run's DataChecks into `path`; returns how many."""
+  files.check_directory(path)
+  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  count = 0
+  with open(path, 'w', newline='', encoding='utf-8') as out:
+    writer = csv.DictWriter(out, results.PAIR_COLUMNS, lineterminator='\n')
+    writer.writeheader()
+    for row in pair_rows(artifact):
+      writer.writerow(row)
+      count += 1
+  return count
+
+
+def text(out: Console, result: Dict[str, Any]) -> None:
+  """The console form of `summary` (+ 'csv' when written)."""
+  images = ', '.join(f'{split} {count:,}'
+                     for split, count in result['images'].items())
+  out.print(f'DataChecks {result["data_checks"]["id"]} of run '
+            f'{result["run"]}: {images} images')
+  copies = ', '.join(f'{pair} {count:,}'
+                     for pair, count in result['copies'].items())
+  out.print(f'copies: {copies}')
+  for line in results.held_out_lines(result['held_out_copies']):
+    out.print(f'  {line}')
+  issues = '; '.join(
+      f'{split}: ' + ', '.join(f'{issue.replace("_", "-")} {count:,}'
+                               for issue, count in counts.items())
+      for split, counts in result['image_issues'].items())
+  out.print(f'image issues: {issues}')
+  if result['pairs']:
+    table = render._table(  # pylint: disable=protected-access
+        'split', 'record', 'label', 'split', 'record', 'label', 'kind',
+        'correlation', right=('correlation',),
+        title=f'the first {len(result["pairs"])} pairs (all: '
+        f'{result["pairs_file"]})')
+    for row in result['pairs']:
+      table.add_row(row['split_a'], row['record_a'], row['label_a'],
+                    row['split_b'], row['record_b'], row['label_b'],
+                    row['kind'], row['correlation'])
+    out.print(table)
+  if result.get('csv'):
+    out.print(Text(f'wrote {result["csv"]["pairs"]:,} pairs to '
+                   f'{result["csv"]["path"]}'))
+
+
+def record_images(examples: queries.Artifact, split: str,
+                  names: List[str]) -> Dict[str, np.ndarray]:
+  """{record name: HxWxC uint8} of the records named 'shard:index' in the
+  split; each shard read up to its last wanted record."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
+                                    'raw') != 'raw'
+  wanted: Dict[str, set] = {}
+  for name in names:
+    shard, index = name.rsplit(':', 1)
+    wanted.setdefault(shard, set()).add(int(index))
+  found = {}
+  for shard, indices in wanted.items():
+    path = os.path.join(examples.uri, f'Split-{split}', shard)
+    if not files.exists(path):
+      raise InspectError(f'Examples {examples.id}: {path} is missing')
+    dataset = tf.data.TFRecordDataset(
+        path, compression_type='GZIP' if shard.endswith('.gz') else '')
+    for index, record in enumerate(dataset.take(max(indices) + 1)):
+      if index not in indices:
+        continue
+      feature = tf.train.Example.FromString(record.numpy()).features.feature
+      shape = [feature[key].int64_list.value[0] for key in (
+          features.HEIGHT_KEY, features.WIDTH_KEY, features.CHANNELS_KEY)]
+      image = feature[features.IMAGE_KEY].bytes_list.value[0]
+      found[f'{shard}:{index}'] = (
+          tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
+          else np.frombuffer(image, np.uint8).reshape(shape))
+  return found
+
+
+def pairs_picture(examples: queries.Artifact, rows: List[Dict[str, str]],
+                  title: str):
+  """A grid of the pairs, one a row: the first image, then its copy."""
+  from inspector import images as images_lib  # pylint: disable=g-import-not-at-top
+  by_split: Dict[str, List[str]] = {}
+  for row in rows:
+    for side in ('a', 'b'):
+      by_split.setdefault(row[f'split_{side}'], []).append(
+          row[f'record_{side}'])
+  pixels = {split: record_images(examples, split, names)
+            for split, names in by_split.items()}
+  grid = {number: [pixels[row['split_a']][row['record_a']],
+                   pixels[row['split_b']][row['record_b']]]
+          for number, row in enumerate(rows)}
+  captions = [results.describe_pair(row) for row in rows]
+  return images_lib.draw_samples_grid(grid, captions, title)

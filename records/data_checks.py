@@ -1,0 +1,88 @@
+"""What DataChecks leaves in its artifact, and reading it back.
+
+Files in the artifact's folder:
+  copies.csv        every pair of copies, one a line (PAIR_COLUMNS)
+  image_issues.csv  every image with an issue, one issue a line
+                    (ISSUE_COLUMNS)
+
+A record is named by its place in the Examples: its shard file (within
+Split-<split>/) and its index in that file, "data_tfrecord-00003-of-00016.gz:
+41". The records hold no path of the image they came from. A fingerprint
+is the BLAKE2b digest (8 bytes, in hex) of the image's raw pixels.
+
+Custom properties of the artifact (visible in ML Metadata):
+  images            {split: records}
+  copies            {"a-b": pairs of copies between splits a and b}, for
+                    every pair of splits, a-a within split a
+  copies_A_B        the same counts, one int property each
+  held_out_copies   {split: {"images": n, "share": s}} for each split other
+                    than train: its images with a copy in train, and their
+                    share of the split
+  image_issues      {split: {issue: images}}
+"""
+
+import csv
+import json
+import os
+from typing import Dict, Iterator, List
+
+COPIES_FILE = 'copies.csv'
+ISSUES_FILE = 'image_issues.csv'
+PAIR_COLUMNS = ('split_a', 'record_a', 'label_a', 'split_b', 'record_b',
+                'label_b', 'kind', 'hash_bits', 'max_difference',
+                'correlation', 'fingerprint_a', 'fingerprint_b')
+ISSUE_COLUMNS = ('split', 'record', 'label', 'issue', 'score')
+IMAGES_PROPERTY = 'images'
+COPIES_PROPERTY = 'copies'
+HELD_OUT_PROPERTY = 'held_out_copies'
+ISSUES_PROPERTY = 'image_issues'
+TRAIN_SPLIT = 'train'
+# The absl message of what the user should read (the copies and issues
+# found), shown on a local run's console (runners/run_summary.py).
+NOTICE_LINE = 'DataChecks: %s'
+
+
+def split_pair(a: str, b: str) -> str:
+  return f'{a}-{b}'
+
+
+def count_property(a: str, b: str) -> str:
+  return f'copies_{a}_{b}'
+
+
+def _read_csv(path: str, limit=None) -> Iterator[Dict[str, str]]:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(path) as f:
+    for number, row in enumerate(csv.DictReader(f)):
+      if limit is not None and number >= limit:
+        return
+      yield row
+
+
+def read_pairs(uri: str, limit=None) -> Iterator[Dict[str, str]]:
+  """The rows of the artifact's copies.csv, the first `limit` if given."""
+  return _read_csv(os.path.join(uri, COPIES_FILE), limit)
+
+
+def read_issues(uri: str, limit=None) -> Iterator[Dict[str, str]]:
+  return _read_csv(os.path.join(uri, ISSUES_FILE), limit)
+
+
+def describe_pair(row: Dict[str, str]) -> str:
+  """'train data_tfrecord-00001-of-00016.gz:5 = eval ...:7 (exact)'."""
+  kind = ('exact' if row['kind'] == 'exact' else
+          f'near, correlation {float(row["correlation"]):.3f}')
+  return (f'{row["split_a"]} {row["record_a"]} = {row["split_b"]} '
+          f'{row["record_b"]} ({kind})')
+
+
+def json_property(artifact, name: str):
+  """A JSON custom property of a TFX artifact, {} when absent."""
+  if not artifact.has_custom_property(name):
+    return {}
+  return json.loads(artifact.get_string_custom_property(name))
+
+
+def held_out_lines(held_out: Dict[str, Dict[str, float]]) -> List[str]:
+  return [f'{split}: {int(info["images"]):,} images ({info["share"]:.2%}) '
+          f'with a copy in {TRAIN_SPLIT}' for split, info in held_out.items()]

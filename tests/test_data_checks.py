@@ -1,0 +1,247 @@
+"""DataChecks finds planted copies across splits (exact, re-encoded as
+JPEG, brightened, with mild noise), does not pair distinct look-alike
+images of one class, and lists image issues; the ValidationGate stops on
+eval copies above the share unless told to keep them; the inspector's
+duplicates command writes the pairs as CSV."""
+
+import csv
+import glob
+import hashlib
+import io
+import os
+
+import numpy as np
+from PIL import Image, ImageDraw
+import pytest
+import tensorflow as tf
+from tfx.dsl.components.base import base_beam_executor
+from tfx.types import artifact_utils
+from tfx.types import standard_artifacts
+
+from components.data_checks import executor as data_checks_executor
+from components.data_checks import issues
+from components.data_checks import signatures
+from components.data_checks.component import DataCheckResults
+from components.image_example_gen import idx
+from components.image_example_gen.options import ImageExampleGenOptions
+from pipeline import configs
+from records import data_checks as results
+from records import features
+from tests import artifacts
+from tests import kubeflow_specs
+from tests import local_run
+from tests import tiny_runs
+
+PLANTED = ('exact', 'jpeg', 'brightened', 'noise')
+
+
+def strokes(count: int, seed: int) -> np.ndarray:
+  """[count, 28, 28] uint8 look-alikes, MNIST's plain "1"s: one white
+  stroke each, anti-aliased, its ends, slant and width a little different."""
+  rng = np.random.default_rng(seed)
+  images = []
+  for _ in range(count):
+    canvas = Image.new('L', (112, 112))
+    top = rng.uniform(36, 76), rng.uniform(12, 24)
+    bottom = top[0] + rng.uniform(-24, 24), rng.uniform(88, 100)
+    ImageDraw.Draw(canvas).line([top, bottom], fill=255,
+                                width=int(rng.integers(8, 14)))
+    images.append(np.asarray(canvas.resize((28, 28), Image.BOX)))
+  return np.stack(images)
+
+
+def planted_copy(image: np.ndarray, kind: str, rng) -> np.ndarray:
+  if kind == 'exact':
+    return image.copy()
+  if kind == 'jpeg':
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, 'JPEG', quality=75)
+    return np.asarray(Image.open(buffer))
+  if kind == 'brightened':
+    return np.clip(image * 1.1 + 25, 0, 255).astype(np.uint8)
+  return np.clip(image + rng.normal(0, 6, image.shape), 0, 255).astype(
+      np.uint8)
+
+
+def write_planted_idx(directory, train: int = 300, evaluation: int = 100,
+                      copies_per_kind: int = 5):
+  """MNIST-layout look-alikes; eval's first images are copies of train
+  images 0, 1, 2, ... one kind after another. Returns the train indices
+  copied, per kind."""
+  rng = np.random.default_rng(7)
+  train_images = strokes(train, seed=1)
+  eval_images = strokes(evaluation, seed=2)
+  copied = {}
+  for k, kind in enumerate(PLANTED):
+    for c in range(copies_per_kind):
+      source = k * copies_per_kind + c
+      eval_images[source] = planted_copy(train_images[source], kind, rng)
+      copied.setdefault(kind, []).append(source)
+  os.makedirs(directory, exist_ok=True)
+  for prefix, images in (('train', train_images), ('t10k', eval_images)):
+    idx.write(os.path.join(directory, f'{prefix}-images-idx3-ubyte.gz'),
+              images)
+    idx.write(os.path.join(directory, f'{prefix}-labels-idx1-ubyte.gz'),
+              np.ones(len(images), np.uint8))
+  return copied
+
+
+def run_data_checks(examples, output_uri, drop: bool = False):
+  """The DataChecks executor on `examples`, in-memory Beam; returns its
+  DataCheckResults, or with `drop` (as DataChecksDroppingCopies runs it)
+  that and its Examples without the copies."""
+  output = DataCheckResults()
+  output.uri = os.path.join(str(output_uri), 'data_checks')
+  without_copies = standard_artifacts.Examples()
+  without_copies.uri = os.path.join(str(output_uri), 'examples')
+  outputs = {data_checks_executor.DATA_CHECKS_KEY: [output]}
+  if drop:
+    outputs[data_checks_executor.WITHOUT_COPIES_KEY] = [without_copies]
+  for artifact in (output, without_copies):
+    os.makedirs(artifact.uri, exist_ok=True)
+  executor = data_checks_executor.Executor(
+      base_beam_executor.BaseBeamExecutor.Context(
+          beam_pipeline_args=[*artifacts.IN_MEMORY,
+                              *configs.LOCAL_BEAM_PIPELINE_ARGS]))
+  with artifacts._program_argv():  # pylint: disable=protected-access
+    executor.Do({data_checks_executor.EXAMPLES_KEY: [examples]}, outputs, {})
+  return (output, without_copies) if drop else output
+
+
+@pytest.fixture(scope='module')
+def checked(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('data_checks')
+  copied = write_planted_idx(tmp / 'data')
+  examples = artifacts.run_example_gen(
+      tmp / 'data', tmp / 'examples',
+      ImageExampleGenOptions(input_format='idx', num_shards=3))
+  output, without_copies = run_data_checks(examples, tmp / 'checks',
+                                           drop=True)
+  return copied, output, without_copies
+
+
+def test_planted_copies_across_splits_are_found(checked):
+  copied, output, _ = checked
+  rows = list(results.read_pairs(output.uri))
+  across = [row for row in rows if row['split_a'] != row['split_b']]
+  # Record names are shard:index; map them back to the IDX order through
+  # the fingerprints of the images (8 bytes of BLAKE2b of the pixels).
+  found = {(row['split_a'], row['split_b'], row['kind']) for row in across}
+  assert found <= {('train', 'eval', 'exact'), ('train', 'eval', 'near')}
+  kinds = [row['kind'] for row in across]
+  assert kinds.count('exact') == len(copied['exact'])
+  # Every planted copy, and nothing else: 20 pairs, 20 eval images.
+  assert len(across) == sum(len(v) for v in copied.values())
+  assert len({row['record_b'] for row in across}) == len(across)
+  held_out = results.json_property(output, results.HELD_OUT_PROPERTY)
+  assert held_out == {'eval': {'images': 20, 'share': 0.2}}
+  assert results.json_property(output, results.COPIES_PROPERTY) == {
+      'train-train': 0, 'train-eval': 20, 'eval-eval': 0}
+  assert output.get_int_custom_property('copies_train_eval') == 20
+
+
+def test_distinct_look_alikes_are_not_paired(checked):
+  _, output, _ = checked
+  rows = list(results.read_pairs(output.uri))
+  # 300 train and 80 eval strokes of one class, none a copy of another.
+  assert [row for row in rows if row['split_a'] == row['split_b']] == []
+  assert results.json_property(output, results.IMAGES_PROPERTY) == {
+      'train': 300, 'eval': 100}
+  # The signatures the Beam workers wrote there are gone.
+  assert sorted(os.listdir(output.uri)) == [results.COPIES_FILE,
+                                            results.ISSUES_FILE]
+
+
+@pytest.fixture(scope='module')
+def gated_runs(tmp_path_factory):
+  """The data half of the pipeline on planted data (a fifth of eval copied
+  from train): once as is, once with --eval-copies keep."""
+  tmp = tmp_path_factory.mktemp('gated')
+  write_planted_idx(tmp / 'data')
+  runs = {}
+  for name, flags in (('stop', []), ('keep', ['--eval-copies', 'keep'])):
+    runs[name] = local_run.run(
+        '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
+        '--to-node', 'ValidationGate', '--num-shards', '2',
+        local_run.ONE_PROCESS, *flags)
+  return tmp / 'out', runs
+
+
+def test_gate_stops_on_eval_copies_above_the_share(gated_runs):
+  _, runs = gated_runs
+  stopped = runs['stop']
+  assert stopped.returncode == 1, stopped.stdout[-3000:]
+  lines = [line for line in (stopped.stdout + stopped.stderr).splitlines()
+           if 'with a copy in train' in line and 'ValidationGate' in line]
+  assert len(lines) == 1, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+  assert 'eval: 20 images (20.00%) with a copy in train' in lines[0]
+  assert '(exact)' in lines[0] and '--eval-copies keep' in lines[0]
+
+
+def test_eval_copies_keep_goes_on_and_says_what_it_found(gated_runs):
+  _, runs = gated_runs
+  kept = runs['keep']
+  assert kept.returncode == 0, kept.stderr[-3000:]
+  assert '▶ ValidationGate' in kept.stdout
+
+
+def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
+  out, _ = gated_runs
+  result = tiny_runs.inspect_json(out, 'duplicates', '--csv',
+                                  str(tmp_path / 'pairs.csv'))
+  assert result['copies']['train-eval'] == 20
+  assert result['held_out_copies']['eval']['images'] == 20
+  with open(tmp_path / 'pairs.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert len(rows) == result['csv']['pairs'] == 20
+  assert {row['split_a'] + '-' + row['split_b'] for row in rows} == {
+      'train-eval'}
+  assert all(row['record_a'].startswith('data_tfrecord-') for row in rows)
+  text = tiny_runs.inspect(out, 'duplicates').stdout
+  assert 'eval: 20 images (20.00%) with a copy in train' in text
+
+
+def test_dropping_leaves_eval_without_its_copies_of_train(checked):
+  copied, output, without_copies = checked
+  assert artifact_utils.decode_split_names(
+      without_copies.split_names) == ['eval']
+  copies = {row['fingerprint_b'] for row in results.read_pairs(output.uri)}
+  kept = []
+  for path in sorted(glob.glob(os.path.join(without_copies.uri,
+                                            'Split-eval', '*.gz'))):
+    for record in tf.data.TFRecordDataset(path, compression_type='GZIP'):
+      image = tf.train.Example.FromString(record.numpy()).features.feature[
+          features.IMAGE_KEY].bytes_list.value[0]
+      kept.append(hashlib.blake2b(image, digest_size=8).hexdigest())
+  assert len(kept) == 100 - sum(len(v) for v in copied.values())
+  assert not copies & set(kept)
+  # What the Trainer's and Evaluator's readers look for is carried over.
+  assert without_copies.get_int_custom_property('image_height') == 28
+
+
+def test_image_issues_name_blank_dark_bright_and_blurry_images():
+  images = strokes(40, seed=3).astype(np.float64)
+  blank = np.full((28, 28), 120.0)
+  dark = images[0] * 0.2  # Strokes at most 51 of 255.
+  bright = 200 + images[1] * 0.2
+  # Each pixel the mean of its 5x5 neighbourhood: a stroke without edges.
+  padded = np.pad(images[2], 2, mode='edge')
+  blurred = sum(padded[i:i + 28, j:j + 28] for i in range(5)
+                for j in range(5)) / 25
+  planted = np.stack([blank, dark, bright, blurred])
+  batch = np.concatenate([planted, images[4:]]).astype(np.uint8)[..., None]
+  scores = signatures.compute(batch).scores
+  flags = issues.flags(scores, float(np.median(scores['sharpness'])))
+  assert {issue: np.flatnonzero(found).tolist()
+          for issue, found in flags.items()} == {
+              'near_blank': [0], 'dark': [1], 'bright': [2], 'blurry': [3]}
+
+
+def test_eval_copies_drop_has_the_evaluator_read_eval_without_them(tmp_path):
+  spec = kubeflow_specs.compile_spec(
+      tmp_path / 'pipeline.yaml', *kubeflow_specs.CLUSTER_PATHS,
+      '--eval-copies', 'drop')
+  examples = spec['root']['dag']['tasks']['Evaluator']['inputs'][
+      'artifacts']['examples']['taskOutputArtifact']
+  assert examples == {'outputArtifactKey': 'examples_without_copies',
+                      'producerTask': 'DataChecks'}
