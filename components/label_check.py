@@ -15,14 +15,19 @@ Scores come only from a model that never trained on the record it judges:
     and predicts its own fold. With folds 0 the training split is left out.
 
 Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
-"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021),
-as cleanlab's `filter.find_label_issues(filter_by='confident_learning')`
-does it: each class's threshold is the mean probability of that class over
+"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021)
+as cleanlab's `filter.find_label_issues(filter_by='low_self_confidence')`
+does it. Each class's threshold is the mean probability of that class over
 the records labelled with it; a record's likely class is the most probable
-of the classes whose probability reaches their threshold; a record is a
-suspect when it has such a class, it is not the given one, and the model's
-most probable class is not the given one either. Suspects are ranked by
-self-confidence (the probability of the given class), lowest first.
+of the classes whose probability reaches their threshold; the (given,
+likely) counts, each row calibrated to the records given that label,
+estimate how many records are labelled wrong (cleanlab's
+`count.num_label_issues`, 'off_diagonal_calibrated'). That many records
+(and two square roots of it more: the estimate is a noisy count),
+those of least self-confidence (the probability of the given class) among
+the ones whose most probable class is not the given one, are the suspects,
+ranked least self-confident first; the class suggested is the most
+probable other one.
 
 Out of core: the records stream through the model in batches; what stays in
 memory is one label and one row of class probabilities per record (a few
@@ -37,9 +42,10 @@ split, and which method scored each split.
 import csv
 import io
 import json
+import math
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -102,6 +108,40 @@ def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
   return np.where(counts > 0, sums / np.maximum(counts, 1), 1.0)
 
 
+def confident_joint(labels: np.ndarray, probabilities: np.ndarray
+                    ) -> np.ndarray:
+  """Counts [given, likely] over the records that have a likely class: the
+  most probable of the classes whose probability reaches their threshold
+  (cleanlab's count.compute_confident_joint, before calibration)."""
+  classes = probabilities.shape[1]
+  # cleanlab's 1e-6 slack: a record exactly at a threshold reaches it.
+  confident = probabilities >= confident_thresholds(labels, probabilities) - 1e-6
+  likely = np.argmax(np.where(confident, probabilities, -1.0), axis=1)
+  counted = confident.any(axis=1)
+  joint = np.zeros((classes, classes), np.int64)
+  np.add.at(joint, (labels[counted], likely[counted]), 1)
+  return joint
+
+
+def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
+  """How many records are labelled wrong: the confident joint's off-diagonal
+  counts, each row calibrated to the records given that label (cleanlab's
+  count.num_label_issues, estimation_method='off_diagonal_calibrated')."""
+  joint = confident_joint(labels, probabilities).astype(np.float64)
+  given = np.bincount(labels, minlength=joint.shape[0])
+  rows = joint.sum(axis=1, keepdims=True)
+  calibrated = joint / np.maximum(rows, 1) * given[:, None]
+  np.fill_diagonal(calibrated, 0)
+  return int(round(calibrated.sum()))
+
+
+def list_length(estimate: int) -> int:
+  """How many suspects to list for `estimate` wrong labels: the estimate is
+  a count, noisy by about its square root, so two of those more, and a
+  reviewer misses few (the list is ranked: its tail costs a glance)."""
+  return int(math.ceil(estimate + 2 * math.sqrt(estimate)))
+
+
 def find_suspects(labels: np.ndarray, probabilities: np.ndarray
                   ) -> Tuple[np.ndarray, np.ndarray]:
   """(indices of the suspects ranked most doubtful first, their suggested
@@ -113,16 +153,15 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray
   labels = np.asarray(labels, np.int64)
   if not len(labels):
     return np.zeros(0, np.int64), np.zeros(0, np.int64)
-  thresholds = confident_thresholds(labels, probabilities)
-  # cleanlab's 1e-6 slack: a record exactly at a threshold reaches it.
-  confident = probabilities >= thresholds - 1e-6
-  likely = np.argmax(np.where(confident, probabilities, -1.0), axis=1)
-  predicted = np.argmax(probabilities, axis=1)
-  suspect = confident.any(axis=1) & (likely != labels) & (predicted != labels)
-  indices = np.flatnonzero(suspect)
-  self_confidence = probabilities[indices, labels[indices]]
-  order = np.argsort(self_confidence, kind='stable')
-  return indices[order], likely[indices[order]]
+  given_probability = probabilities[np.arange(len(labels)), labels]
+  # Never a record whose given class is the model's top one.
+  candidates = np.flatnonzero(np.argmax(probabilities, axis=1) != labels)
+  order = np.argsort(given_probability[candidates], kind='stable')
+  indices = candidates[order][:list_length(estimated_issues(labels,
+                                                            probabilities))]
+  others = probabilities[indices].copy()
+  others[np.arange(len(indices)), labels[indices]] = -1.0
+  return indices, np.argmax(others, axis=1)
 
 
 def split_files(examples: types.Artifact, split: str) -> List[str]:
@@ -147,26 +186,32 @@ def parse_labels(serialized: tf.Tensor) -> np.ndarray:
   return tf.io.parse_example(serialized, spec)[features.LABEL_KEY].numpy()
 
 
-def shard_positions(files: List[str]) -> Iterator[Tuple[str, int]]:
-  """(shard file name, position in it) of every record, in order."""
-  for path in files:
-    count = int(tf.data.TFRecordDataset(path, compression_type='GZIP').reduce(
-        np.int64(0), lambda n, _: n + 1))
-    name = os.path.basename(path)
-    for i in range(count):
-      yield name, i
+def shard_positions(files: List[str], positions: np.ndarray
+                    ) -> List[Tuple[str, int]]:
+  """(shard file name, position in it) of each of `positions` (counted
+  over `files` in order)."""
+  counts = [int(tf.data.TFRecordDataset(path, compression_type='GZIP').reduce(
+      np.int64(0), lambda n, _: n + 1)) for path in files]
+  starts = np.concatenate([[0], np.cumsum(counts)])
+  shards = np.searchsorted(starts, positions, side='right') - 1
+  return [(os.path.basename(files[shard]), int(position - starts[shard]))
+          for shard, position in zip(shards, positions)]
 
 
-def model_probabilities(model_dir: str, files: List[str], signature: str,
-                        probabilities_key: str
-                        ) -> Tuple[np.ndarray, np.ndarray]:
-  """(labels [N], probabilities [N, classes]) of every record of `files`,
-  streamed through the SavedModel's `signature` (serialized Examples in)."""
+def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
+  """The SavedModel's `signature`."""
   loaded = tf.saved_model.load(model_dir)
   if signature not in loaded.signatures:
     raise ValueError(f'the model at {model_dir} has no signature '
                      f'{signature!r} (it has {sorted(loaded.signatures)})')
-  serve = loaded.signatures[signature]
+  return loaded.signatures[signature]
+
+
+def model_probabilities(serve: Callable[..., Any], files: List[str],
+                        probabilities_key: str
+                        ) -> Tuple[np.ndarray, np.ndarray]:
+  """(labels [N], probabilities [N, classes]) of every record of `files`,
+  streamed through `serve` (a signature taking serialized Examples)."""
   labels, probabilities = [], []
   for batch in read_records(files):
     labels.append(parse_labels(batch))
@@ -182,12 +227,9 @@ def suspects_rows(split: str, files: List[str], labels: np.ndarray,
                   method: str) -> List[Dict[str, Any]]:
   """One row per suspect of the split, most doubtful first."""
   ranked, suggested = find_suspects(labels, probabilities)
-  wanted = {int(i): rank for rank, i in enumerate(ranked)}
-  where = {}
-  if wanted:  # Shard and position in it: one more pass, counting only.
-    for position, shard in enumerate(shard_positions(files)):
-      if position in wanted:
-        where[position] = shard
+  # Shard and position in it: one more pass over the split, counting only.
+  where = dict(zip(ranked.tolist(), shard_positions(files, ranked)
+                   if len(ranked) else []))
 
   def name(label: int) -> str:
     return class_names[label] if 0 <= label < len(class_names) else str(label)
@@ -282,15 +324,16 @@ class Executor(base_executor.BaseExecutor):
     model_dir = path_utils.serving_model_path(model.uri)
 
     rows, counts, checked, methods = [], {}, {}, {}
-    seconds = {}
+    seconds, serve = {}, None
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
       files = split_files(examples, split)
       if split != train_split:
         method = OUT_OF_SAMPLE
+        serve = serve or load_signature(model_dir,
+                                        exec_properties[SIGNATURE_KEY])
         labels, probabilities = model_probabilities(
-            model_dir, files, exec_properties[SIGNATURE_KEY],
-            exec_properties[PROBABILITIES_KEY])
+            serve, files, exec_properties[PROBABILITIES_KEY])
       elif folds >= 2:
         method = f'{CROSS_FIT} ({folds} folds)'
         cross_fit: Callable[..., Tuple[np.ndarray, np.ndarray]] = (

@@ -111,7 +111,7 @@ _FONT_SIZE = 12
 def draw_suspects(rows: List[Dict[str, Any]],
                   pictures: Dict[int, np.ndarray], columns: int = 6
                   ) -> Image.Image:
-  """A grid of the suspects' images, each captioned 'given → suggested'
+  """A grid of the suspects' images, each captioned 'given -> suggested'
   and its score, in rank order."""
   font = ImageFont.load_default(size=_FONT_SIZE)
   shown = [r for r in rows if r['position'] in pictures]
@@ -121,7 +121,7 @@ def draw_suspects(rows: List[Dict[str, Any]],
   width = max(pictures[r['position']].shape[1] for r in shown)
   scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
   captions = [(f'#{r["rank"]} at {r["position"]}',
-               f'{r["given_name"]} → {r["suggested_name"]}',
+               f'{r["given_name"]} -> {r["suggested_name"]}',
                f'score {r["score"]:.3f}') for r in shown]
   text_w = max(font.getbbox(line)[2] for c in captions for line in c)
   cell_w = max(width * scale, text_w) + _PAD
