@@ -34,7 +34,7 @@ memory is one label and one row of class probabilities per record (a few
 dozen bytes a record for ten classes), which the per-class thresholds need
 whole.
 
-The artifact (type LabelSuspects) holds suspects.csv and suspects.json
+The artifact (type components.LabelSuspects) holds suspects.csv and suspects.json
 (both sorted by split, then rank) and, as custom properties, the counts per
 split, and which method scored each split.
 """
@@ -94,7 +94,9 @@ BATCH_SIZE = 512
 
 class LabelSuspects(types.Artifact):
   """Records whose given label a held-out model doubts, per split."""
-  TYPE_NAME = 'LabelSuspects'
+  # Kubeflow's form for a custom type, module.Class: the path TFX's
+  # container entrypoint imports the class by (components/__init__.py).
+  TYPE_NAME = 'components.LabelSuspects'
 
 
 def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
