@@ -11,6 +11,7 @@
   python -m inspector tuning latest              # --tune's trials, the winner
   python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
   python -m inspector report latest --html report.html   # the run on one page
+  python -m inspector labels --csv suspects.csv  # doubtful labels to review
 
 The store is OUT/metadata.db of --output-dir (default: the project's
 outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
@@ -150,6 +151,20 @@ def _report(md: queries.Metadata, args) -> Any:
   return {'html': {'path': args.html}, **report.without_pictures(facts)}
 
 
+def _labels(md: queries.Metadata, args) -> Any:
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  result = labels.suspects(md, md.run(args.run), args.split)
+  if args.csv:
+    labels.write_csv(args.csv, result['rows'])
+    result['csv'] = {'path': args.csv, 'rows': len(result['rows'])}
+  return result
+
+
+def _labels_text(out, result) -> None:
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  labels.text(out, result)
+
+
 def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
   """Store and output flags, on the main parser and every subcommand.
 
@@ -263,6 +278,18 @@ def make_parser() -> argparse.ArgumentParser:
                    help='default: %(default)s')
   sub.add_argument('--html', required=True, metavar='FILE',
                    help='Write the page to FILE (replaced atomically).')
+
+  sub = command('labels', _labels, 'LabelCheck\'s suspects: per split, the '
+                'records whose given class a model that never trained on '
+                'them doubts, most doubtful first.')
+  sub.set_defaults(text=_labels_text)
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help='default: %(default)s')
+  sub.add_argument('--split', default=None, help='Only this split.')
+  sub.add_argument('--csv', default=None, metavar='FILE',
+                   help='Write every suspect to FILE, for review: split, '
+                   'rank, position, shard, given and suggested class, '
+                   'score.')
   return parser
 
 

@@ -66,19 +66,25 @@ def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   ran = {e.node for e in run.executions}
   shapes = []
-  for schema, baseline, trials in itertools.product(
+  for schema, baseline, trials, label_check in itertools.product(
       (None, configs.MNIST_SCHEMA),
       dict.fromkeys((knobs.EvaluationConfig().baseline, 'last_blessed',
                      'served')),
-      (0, 1)):  # Without and with --tune.
+      (0, 1),  # Without and with --tune.
+      (True, False)):  # With and without --no-label-check.
     built = pipeline.create_pipeline(
         run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
         data=knobs.DataConfig(schema=schema),
-        evaluation=knobs.EvaluationConfig(baseline=baseline),
+        evaluation=knobs.EvaluationConfig(baseline=baseline,
+                                          label_check=label_check),
         tuning=knobs.TuningConfig(trials=trials))
     shapes.append({c.id: sorted(u.id for u in c.upstream_nodes)
                    for c in built.components})
-  return max(shapes, key=lambda shape: len(ran & set(shape)))
+  # A finished run without LabelCheck ran with it off (--no-label-check).
+  label_check_off = (run.state == 'COMPLETE' and 'Pusher' in ran
+                     and 'LabelCheck' not in ran)
+  return max(shapes, key=lambda shape: (
+      len(ran & set(shape)), not (label_check_off and 'LabelCheck' in shape)))
 
 
 def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
@@ -272,6 +278,48 @@ def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
           'cached': run.execution('Pusher').cached}
 
 
+def labels_section(md: queries.Metadata, run: queries.Run
+                   ) -> Dict[str, Any]:
+  """LabelCheck's suspects: per split the method, the counts, and
+  thumbnails of the most doubtful."""
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  if run.execution(labels.NODE) is None and run.state == 'COMPLETE' and (
+      run.execution('Pusher')):
+    return {'status': 'not_run',
+            'reason': 'LabelCheck was turned off (--no-label-check)'}
+  not_run = _not_run(run, labels.NODE)
+  if not_run:
+    return not_run
+  found = labels.suspects(md, run)
+  examples = md.run_output(run, 'ImageExampleGen', 'examples')
+  splits = {}
+  for split, method in found['methods'].items():
+    rows = [r for r in found['rows'] if r['split'] == split]
+    splits[split] = {
+        'method': method, 'suspects': found['counts'].get(split),
+        'checked': found['checked'].get(split),
+        'seconds': found['seconds'].get(split),
+        'top': rows[:labels.THUMBNAILS_PER_SPLIT],
+        'thumbnails': (_attempt(f'the {split} thumbnails', _thumbnails,
+                                examples, split,
+                                rows[:labels.THUMBNAILS_PER_SPLIT])
+                       if rows else None)}
+  return {'status': 'ok', 'cached': run.execution(labels.NODE).cached,
+          'suspects': found['suspects'], 'splits': splits}
+
+
+def _thumbnails(examples: queries.Artifact, split: str,
+                rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  canvas = labels.draw_suspects(rows, labels.images_at(
+      examples, split, [r['position'] for r in rows]))
+  png = io.BytesIO()
+  canvas.save(png, format='PNG')
+  return {'png': 'data:image/png;base64,' + base64.b64encode(
+      png.getvalue()).decode('ascii'),
+          'width': canvas.width, 'height': canvas.height}
+
+
 def lineage_section(md: queries.Metadata, run: queries.Run
                     ) -> Dict[str, Any]:
   """The tree from the run's last artifact back to the input files."""
@@ -379,6 +427,7 @@ def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
       ('dag', 'the DAG', dag), ('data', 'the data section', data_section),
       ('training', 'the training section', training_section),
       ('evaluation', 'the evaluation section', evaluation_section),
+      ('labels', 'the label check', labels_section),
       ('lineage', 'the lineage', lineage_section)):
     facts[key] = _attempt(what, build, md, run)
     if 'error' in facts[key]:

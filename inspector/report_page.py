@@ -20,6 +20,7 @@ from inspector import render
 SECTIONS = (('pipeline', 'Pipeline', 'dag'), ('data', 'Data', 'data'),
             ('training', 'Training', 'training'),
             ('evaluation', 'Evaluation and push', 'evaluation'),
+            ('labels', 'Doubtful labels', 'labels'),
             ('lineage', 'Lineage', 'lineage'))
 
 

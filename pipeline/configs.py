@@ -43,6 +43,8 @@ LOCAL_BEAM_PIPELINE_ARGS = (
 PREPROCESSING_FN = 'modules.transform.preprocessing_fn'
 RUN_FN = 'modules.trainer.run_fn'
 TUNER_FN = 'modules.tuner.tuner_fn'
+# LabelCheck's models of the training split's folds.
+CROSS_FIT_FN = 'modules.cross_fit.cross_fit'
 
 # Kubeflow (kubeflow/kubeflow_runner.py). KFP pipeline names allow only
 # [a-z0-9-], so the DAG is compiled under this name.

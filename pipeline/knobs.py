@@ -215,6 +215,19 @@ class EvaluationConfig:
       '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
       'Vertex AI) or \'served\' (the newest version in the serving '
       'directory). See pipeline.py\'s _baseline.')
+  # After the Trainer: components/label_check.py, docs/label-check.md.
+  label_check: bool = knob(
+      True, 'Skip LabelCheck, which lists per split the images whose given '
+      'class a model that never trained on them doubts (default: run it).',
+      flag='--no-label-check', action='store_false')
+  label_check_folds: int = knob(
+      2, 'LabelCheck: folds of the training split, each scored by a model '
+      'trained on the others; 0: the training split is not checked.')
+  label_check_train_examples: int = knob(
+      10_000, 'LabelCheck: examples each fold\'s model trains on (never more '
+      'than the Trainer\'s budget for that share of the data): the cost of '
+      'checking the training split (default: %(default)s).',
+      flag='--label-check-train-examples', type=int, metavar='N')
 
   def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:
     """The fixed threshold for `data`; None: the Evaluator sets it from the

@@ -13,6 +13,7 @@ from components.data_checks import component as data_checks_component
 from components.image_example_gen.component import ImageExampleGen
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
+from components.label_check import LabelCheck
 from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
@@ -129,6 +130,18 @@ def create_pipeline(
                      **validation.custom_config(data.validation_percent),
                      **(infrastructure.vertex_training or {})})
 
+  # The records whose label a model that never trained on them doubts
+  # (components/label_check.py); on by default, --no-label-check.
+  label_check = LabelCheck(
+      examples=example_gen.outputs['examples'],
+      model=trainer.outputs['model'],
+      transform_graph=transform.outputs['transform_graph'],
+      cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
+      fold_examples=evaluation.label_check_train_examples,
+      signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
+      custom_config={'training': training.to_dict()}
+  ) if evaluation.label_check else None
+
   # What the new model must not be worse than (see _baseline).
   baseline_node = _baseline(evaluation.baseline, serving_model_dir)
   if evaluation.baseline == 'served':
@@ -170,7 +183,7 @@ def create_pipeline(
           example_gen, statistics_gen, schema_gen, example_validator,
           data_checks, validation_gate, transform, *([tuner] if tuner else []), trainer,
           baseline_node, evaluator,
-          pusher,
+          pusher, *([label_check] if label_check else []),
       ],
       enable_cache=infrastructure.enable_cache,
       metadata_connection_config=infrastructure.metadata_connection_config,

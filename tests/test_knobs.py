@@ -172,6 +172,11 @@ CASES = {
                           lambda dag: _training(dag).workers, 2),
     '--accuracy-threshold': (['--accuracy-threshold', '0.5'],
                              _accuracy_threshold, 0.5),
+    '--no-label-check': (['--no-label-check'], lambda dag: 'LabelCheck' in [
+        c.id for c in dag.components], False),
+    '--label-check-train-examples': (
+        ['--label-check-train-examples', '500'],
+        lambda dag: _component(dag, 'LabelCheck')['fold_examples'], 500),
     '--tune': (['--tune', '3'], lambda dag: _tuning(dag).get('trials'), 3),
     '--tune-trial-steps': (['--tune', '1', '--tune-trial-steps', '9'],
                            lambda dag: _tuning(dag).get('trial_steps'), 9),

@@ -24,7 +24,8 @@ run = local_run.run
 ALL_NODES = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'DataChecks', 'ValidationGate', 'Transform',
              'Trainer',
-             'latest_blessed_model_resolver', 'Evaluator', 'Pusher']
+             'latest_blessed_model_resolver', 'Evaluator', 'Pusher',
+             'LabelCheck']
 GEOMETRY = features.ImageGeometry(32, 32, 1)
 # With the default Beam args (a worker process per core), as a user runs it:
 # the console test below needs the workers (their start and their end).

@@ -20,7 +20,7 @@ from tests import local_run
 # Cached in the re-run whatever the Evaluator's baseline does.
 DATA_AND_TRAINING = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
                      'ExampleValidator', 'DataChecks', 'ValidationGate',
-                     'Transform', 'Trainer']
+                     'Transform', 'Trainer', 'LabelCheck']
 EPOCHS = 2
 TINY_TRAINING = ['--epochs', str(EPOCHS), '--train-steps', '60',
                  '--batch-size', '32', local_run.ONE_PROCESS]

@@ -1,0 +1,94 @@
+"""LabelCheck on MNIST with labels planted wrong: recall, list length, cost.
+
+  .venv/bin/python -m benchmarks.label_check --data-dir ../shared/data/mnist \\
+      --work-dir ../label-check [--percent 1] [-- more local_runner flags]
+
+Relabels `--percent` of train and of t10k (each to a random other class),
+writes them as IDX files with the project's writer, runs the whole default
+pipeline on them and prints, per split, the planted records found among
+the suspects, the list's length, and the check's seconds against the run's.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from components.image_example_gen import idx
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPLITS = {'train': 'train', 't10k': 'eval'}
+
+
+def plant(data_dir: str, out_dir: str, percent: float, seed: int = 0):
+  """MNIST copied to `out_dir` with `percent` of each split's labels moved
+  to another class; {split: set of positions}."""
+  os.makedirs(out_dir, exist_ok=True)
+  rng = np.random.default_rng(seed)
+  planted = {}
+  for prefix, split in SPLITS.items():
+    images = glob.glob(os.path.join(data_dir, f'{prefix}-images-idx3-ubyte*'))
+    shutil.copy(images[0], out_dir)
+    path = glob.glob(os.path.join(data_dir, f'{prefix}-labels-idx1-ubyte*'))[0]
+    labels = idx.read_all(idx.read_header(path)).copy()
+    count = int(round(len(labels) * percent / 100))
+    where = np.sort(rng.choice(len(labels), count, replace=False))
+    labels[where] = (labels[where] + rng.integers(1, 10, count)) % 10
+    idx.write(os.path.join(out_dir, f'{prefix}-labels-idx1-ubyte.gz'), labels,
+              True)
+    planted[split] = set(where.tolist())
+  return planted
+
+
+def main() -> int:
+  parser = argparse.ArgumentParser(description=__doc__)
+  parser.add_argument('--data-dir', required=True)
+  parser.add_argument('--work-dir', required=True)
+  parser.add_argument('--percent', type=float, default=1.0)
+  parser.add_argument('flags', nargs='*', help='More local_runner.py flags.')
+  args = parser.parse_args()
+  data = os.path.join(args.work_dir, 'data')
+  out = os.path.join(args.work_dir, 'out')
+  shutil.rmtree(out, ignore_errors=True)
+  planted = plant(args.data_dir, data, args.percent)
+  started = time.monotonic()
+  result = subprocess.run(
+      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
+       '--data-dir', data, '--output-dir', out, *args.flags],
+      capture_output=True, text=True, cwd=PROJECT_DIR)
+  wall = time.monotonic() - started
+  print(result.stdout[-4000:])
+  if result.returncode:
+    print(result.stderr[-4000:])
+    return 1
+  artifact = sorted(glob.glob(os.path.join(out, 'pipeline', 'LabelCheck',
+                                           'suspects', '*')))[-1]
+  with open(os.path.join(artifact, 'suspects.json')) as f:
+    rows = json.load(f)
+  finished = re.search(r'finished in ([\d.]+)s', result.stdout)
+  check = re.search(r'LabelCheck: ([\d.]+)s', result.stdout)
+  report = {'pipeline_seconds': float(finished.group(1)) if finished else None,
+            'wall_seconds': round(wall, 1),
+            'label_check_seconds': float(check.group(1)) if check else None,
+            'splits': {}}
+  for split, positions in planted.items():
+    listed = [r['position'] for r in rows if r['split'] == split]
+    report['splits'][split] = {
+        'planted': len(positions), 'listed': len(listed),
+        'found': len(positions & set(listed)),
+        'recall': round(len(positions & set(listed)) / len(positions), 4),
+        'method': next((r['method'] for r in rows if r['split'] == split),
+                       None)}
+  print(json.dumps(report, indent=1))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

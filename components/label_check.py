@@ -1,0 +1,404 @@
+"""LabelCheck: the images whose given class the trained model most doubts.
+
+A record in the wrong class trains and evaluates as if it were right, and
+nothing else in the DAG shows it. This component runs after the Trainer
+and lists, per split of the Examples, the suspects: records whose given
+label the model finds unlikely, ranked, with the class it suggests.
+
+Scores come only from a model that never trained on the record it judges:
+  * every split but the training one: the Trainer's model (its serving
+    signature on the serialized records) never trained on them;
+  * the training split: cross-fitting. The records are put in K folds by a
+    stable hash of their bytes; for each fold, a model of the project's own
+    network and input code (a function named by `cross_fit_fn`, see
+    modules/cross_fit.py) trains on the other folds within a small budget
+    and predicts its own fold. With folds 0 the training split is left out.
+
+Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
+"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021)
+as cleanlab's `filter.find_label_issues(filter_by='low_self_confidence')`
+does it. Each class's threshold is the mean probability of that class over
+the records labelled with it; a record's likely class is the most probable
+of the classes whose probability reaches their threshold; the (given,
+likely) counts, each row calibrated to the records given that label,
+estimate how many records are labelled wrong (cleanlab's
+`count.num_label_issues`, 'off_diagonal_calibrated'). That many records
+(and two square roots of it more: the estimate is a noisy count),
+those of least self-confidence (the probability of the given class) among
+the ones whose most probable class is not the given one, are the suspects,
+ranked least self-confident first; the class suggested is the most
+probable other one.
+
+Out of core: the records stream through the model in batches; what stays in
+memory is one label and one row of class probabilities per record (a few
+dozen bytes a record for ten classes), which the per-class thresholds need
+whole.
+
+The artifact (type components.LabelSuspects) holds suspects.csv and suspects.json
+(both sorted by split, then rank) and, as custom properties, the counts per
+split, and which method scored each split.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+from tfx import types
+from tfx.dsl.components.base import base_component
+from tfx.dsl.components.base import base_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.types import artifact_utils
+from tfx.types import component_spec
+from tfx.types import standard_artifacts
+from tfx.utils import import_utils
+from tfx.utils import json_utils
+from tfx.utils import path_utils
+
+from records import features
+
+EXAMPLES_KEY = 'examples'
+MODEL_KEY = 'model'
+TRANSFORM_GRAPH_KEY = 'transform_graph'
+SUSPECTS_KEY = 'suspects'
+TRAIN_SPLIT_KEY = 'train_split'
+FOLDS_KEY = 'folds'
+FOLD_EXAMPLES_KEY = 'fold_examples'
+CROSS_FIT_FN_KEY = 'cross_fit_fn'
+CUSTOM_CONFIG_KEY = 'custom_config'
+SIGNATURE_KEY = 'signature_name'
+PROBABILITIES_KEY = 'probabilities_key'
+
+CSV_FILE = 'suspects.csv'
+JSON_FILE = 'suspects.json'
+CSV_COLUMNS = ('split', 'rank', 'position', 'shard', 'shard_position',
+               'given', 'given_name', 'suggested', 'suggested_name', 'score',
+               'given_probability', 'suggested_probability', 'method')
+# Custom properties of the artifact: JSON of {split: count}, and
+# {split: method}; the records checked per split, likewise.
+SUSPECTS_PROPERTY = 'suspects'
+CHECKED_PROPERTY = 'records_checked'
+METHODS_PROPERTY = 'methods'
+SECONDS_PROPERTY = 'seconds'  # {split: wall time of its check}.
+OUT_OF_SAMPLE = 'out_of_sample'  # The Trainer's model, never trained on it.
+CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
+# Records per call of the model.
+BATCH_SIZE = 512
+
+
+class LabelSuspects(types.Artifact):
+  """Records whose given label a held-out model doubts, per split."""
+  # Kubeflow's form for a custom type, module.Class: the path TFX's
+  # container entrypoint imports the class by (components/__init__.py).
+  TYPE_NAME = 'components.LabelSuspects'
+
+
+def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
+                         ) -> np.ndarray:
+  """Per class: the mean probability of it over the records labelled with
+  it (a class without records gets 1: nothing reaches it)."""
+  classes = probabilities.shape[1]
+  sums = np.zeros(classes)
+  np.add.at(sums, labels, probabilities[np.arange(len(labels)), labels])
+  counts = np.bincount(labels, minlength=classes)
+  return np.where(counts > 0, sums / np.maximum(counts, 1), 1.0)
+
+
+def confident_joint(labels: np.ndarray, probabilities: np.ndarray
+                    ) -> np.ndarray:
+  """Counts [given, likely] over the records that have a likely class: the
+  most probable of the classes whose probability reaches their threshold
+  (cleanlab's count.compute_confident_joint, before calibration)."""
+  classes = probabilities.shape[1]
+  # cleanlab's 1e-6 slack: a record exactly at a threshold reaches it.
+  confident = probabilities >= confident_thresholds(labels, probabilities) - 1e-6
+  likely = np.argmax(np.where(confident, probabilities, -1.0), axis=1)
+  counted = confident.any(axis=1)
+  joint = np.zeros((classes, classes), np.int64)
+  np.add.at(joint, (labels[counted], likely[counted]), 1)
+  return joint
+
+
+def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
+  """How many records are labelled wrong: the confident joint's off-diagonal
+  counts, each row calibrated to the records given that label (cleanlab's
+  count.num_label_issues, estimation_method='off_diagonal_calibrated')."""
+  joint = confident_joint(labels, probabilities).astype(np.float64)
+  given = np.bincount(labels, minlength=joint.shape[0])
+  rows = joint.sum(axis=1, keepdims=True)
+  calibrated = joint / np.maximum(rows, 1) * given[:, None]
+  np.fill_diagonal(calibrated, 0)
+  return int(round(calibrated.sum()))
+
+
+def list_length(estimate: int) -> int:
+  """How many suspects to list for `estimate` wrong labels: the estimate is
+  a count, noisy by about its square root, so two of those more, and a
+  reviewer misses few (the list is ranked: its tail costs a glance)."""
+  return int(math.ceil(estimate + 2 * math.sqrt(estimate)))
+
+
+def find_suspects(labels: np.ndarray, probabilities: np.ndarray
+                  ) -> Tuple[np.ndarray, np.ndarray]:
+  """(indices of the suspects ranked most doubtful first, their suggested
+  classes), by confident learning (see the module docstring).
+
+  labels: int [N] given classes; probabilities: float [N, classes],
+  out-of-sample.
+  """
+  labels = np.asarray(labels, np.int64)
+  if not len(labels):
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
+  given_probability = probabilities[np.arange(len(labels)), labels]
+  # Never a record whose given class is the model's top one.
+  candidates = np.flatnonzero(np.argmax(probabilities, axis=1) != labels)
+  order = np.argsort(given_probability[candidates], kind='stable')
+  indices = candidates[order][:list_length(estimated_issues(labels,
+                                                            probabilities))]
+  others = probabilities[indices].copy()
+  others[np.arange(len(indices)), labels[indices]] = -1.0
+  return indices, np.argmax(others, axis=1)
+
+
+def split_files(examples: types.Artifact, split: str) -> List[str]:
+  """The split's record files, in the order positions count them."""
+  pattern = os.path.join(artifact_utils.get_split_uri([examples], split), '*')
+  files = sorted(tf.io.gfile.glob(pattern))
+  if not files:
+    raise ValueError(f'Examples {examples.uri}: split {split!r} has no '
+                     f'record files ({pattern})')
+  return files
+
+
+def read_records(files: List[str], batch_size: int = BATCH_SIZE
+                 ) -> tf.data.Dataset:
+  """Batches of serialized records, in file order, then record order."""
+  return tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
+      batch_size).prefetch(1)
+
+
+def parse_labels(serialized: tf.Tensor) -> np.ndarray:
+  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
+  return tf.io.parse_example(serialized, spec)[features.LABEL_KEY].numpy()
+
+
+def shard_positions(files: List[str], positions: np.ndarray
+                    ) -> List[Tuple[str, int]]:
+  """(shard file name, position in it) of each of `positions` (counted
+  over `files` in order)."""
+  counts = [int(tf.data.TFRecordDataset(path, compression_type='GZIP').reduce(
+      np.int64(0), lambda n, _: n + 1)) for path in files]
+  starts = np.concatenate([[0], np.cumsum(counts)])
+  shards = np.searchsorted(starts, positions, side='right') - 1
+  return [(os.path.basename(files[shard]), int(position - starts[shard]))
+          for shard, position in zip(shards, positions)]
+
+
+def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
+  """The SavedModel's `signature`."""
+  loaded = tf.saved_model.load(model_dir)
+  if signature not in loaded.signatures:
+    raise ValueError(f'the model at {model_dir} has no signature '
+                     f'{signature!r} (it has {sorted(loaded.signatures)})')
+  return loaded.signatures[signature]
+
+
+def model_probabilities(serve: Callable[..., Any], files: List[str],
+                        probabilities_key: str
+                        ) -> Tuple[np.ndarray, np.ndarray]:
+  """(labels [N], probabilities [N, classes]) of every record of `files`,
+  streamed through `serve` (a signature taking serialized Examples)."""
+  labels, probabilities = [], []
+  for batch in read_records(files):
+    labels.append(parse_labels(batch))
+    probabilities.append(
+        serve(batch)[probabilities_key].numpy().astype(np.float32))
+  if not labels:
+    return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+  return np.concatenate(labels), np.concatenate(probabilities)
+
+
+def suspects_rows(split: str, files: List[str], labels: np.ndarray,
+                  probabilities: np.ndarray, class_names: List[str],
+                  method: str) -> List[Dict[str, Any]]:
+  """One row per suspect of the split, most doubtful first."""
+  ranked, suggested = find_suspects(labels, probabilities)
+  # Shard and position in it: one more pass over the split, counting only.
+  where = dict(zip(ranked.tolist(), shard_positions(files, ranked)
+                   if len(ranked) else []))
+
+  def name(label: int) -> str:
+    return class_names[label] if 0 <= label < len(class_names) else str(label)
+
+  rows = []
+  for rank, (i, guess) in enumerate(zip(ranked.tolist(), suggested.tolist())):
+    given = int(labels[i])
+    rows.append({
+        'split': split, 'rank': rank + 1, 'position': i,
+        'shard': where[i][0], 'shard_position': where[i][1],
+        'given': given, 'given_name': name(given),
+        'suggested': guess, 'suggested_name': name(guess),
+        'score': round(1.0 - float(probabilities[i, given]), 6),
+        'given_probability': round(float(probabilities[i, given]), 6),
+        'suggested_probability': round(float(probabilities[i, guess]), 6),
+        'method': method})
+  return rows
+
+
+def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
+  """suspects.csv and suspects.json under `uri`."""
+  text = io.StringIO()
+  writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator='\n')
+  writer.writeheader()
+  writer.writerows(rows)
+  tf.io.gfile.makedirs(uri)
+  with tf.io.gfile.GFile(os.path.join(uri, CSV_FILE), 'w') as f:
+    f.write(text.getvalue())
+  with tf.io.gfile.GFile(os.path.join(uri, JSON_FILE), 'w') as f:
+    json.dump(rows, f, indent=1)
+
+
+def read_suspects(uri: str) -> List[Dict[str, Any]]:
+  """The rows write_suspects wrote."""
+  path = os.path.join(uri, JSON_FILE)
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f'{path}: no such file (is this a LabelSuspects '
+                     'artifact?)')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def class_names_of(examples: types.Artifact) -> List[str]:
+  if examples.has_custom_property(features.CLASS_NAMES_PROPERTY):
+    return features.decode_class_names(examples.get_string_custom_property(
+        features.CLASS_NAMES_PROPERTY))
+  return features.read_class_names(
+      os.path.join(examples.uri, features.CLASS_NAMES_FILE))
+
+
+class LabelCheckSpec(component_spec.ComponentSpec):
+  PARAMETERS = {
+      TRAIN_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
+      FOLDS_KEY: component_spec.ExecutionParameter(type=int),
+      FOLD_EXAMPLES_KEY: component_spec.ExecutionParameter(type=int),
+      CROSS_FIT_FN_KEY: component_spec.ExecutionParameter(type=str),
+      SIGNATURE_KEY: component_spec.ExecutionParameter(type=str),
+      PROBABILITIES_KEY: component_spec.ExecutionParameter(type=str),
+      # JSON, as TFX's Trainer passes its custom_config.
+      CUSTOM_CONFIG_KEY: component_spec.ExecutionParameter(
+          type=str, optional=True),
+  }
+  INPUTS = {
+      EXAMPLES_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.Examples),
+      MODEL_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.Model),
+      TRANSFORM_GRAPH_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.TransformGraph),
+  }
+  OUTPUTS = {
+      SUSPECTS_KEY: component_spec.ChannelParameter(type=LabelSuspects),
+  }
+
+
+class Executor(base_executor.BaseExecutor):
+  """Scores every split out of sample and writes the ranked suspects."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
+    model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
+    transform_graph = artifact_utils.get_single_instance(
+        input_dict[TRANSFORM_GRAPH_KEY])
+    output = artifact_utils.get_single_instance(output_dict[SUSPECTS_KEY])
+    train_split = exec_properties[TRAIN_SPLIT_KEY]
+    folds = int(exec_properties[FOLDS_KEY])
+    custom_config = json_utils.loads(
+        exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {}
+    class_names = class_names_of(examples)
+    model_dir = path_utils.serving_model_path(model.uri)
+
+    rows, counts, checked, methods = [], {}, {}, {}
+    seconds, serve = {}, None
+    for split in artifact_utils.decode_split_names(examples.split_names):
+      started = time.monotonic()
+      files = split_files(examples, split)
+      if split != train_split:
+        method = OUT_OF_SAMPLE
+        serve = serve or load_signature(model_dir,
+                                        exec_properties[SIGNATURE_KEY])
+        labels, probabilities = model_probabilities(
+            serve, files, exec_properties[PROBABILITIES_KEY])
+      elif folds >= 2:
+        method = f'{CROSS_FIT} ({folds} folds)'
+        cross_fit: Callable[..., Tuple[np.ndarray, np.ndarray]] = (
+            import_utils.import_func_from_module(
+                *exec_properties[CROSS_FIT_FN_KEY].rsplit('.', 1)))
+        labels, probabilities = cross_fit(
+            files=files, transform_graph_uri=transform_graph.uri,
+            num_classes=len(class_names), folds=folds,
+            fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
+            custom_config=custom_config)
+      else:
+        logging.info('LabelCheck: split %s not checked (folds %d: the '
+                     'Trainer\'s model trained on it).', split, folds)
+        methods[split] = 'not checked: the model trained on it'
+        continue
+      split_rows = suspects_rows(split, files, labels, probabilities,
+                                 class_names, method)
+      seconds[split] = round(time.monotonic() - started, 2)
+      logging.info('LabelCheck: %s: %d suspects of %d records (%s) in '
+                   '%.1f s.', split, len(split_rows), len(labels), method,
+                   seconds[split])
+      rows += split_rows
+      counts[split], checked[split], methods[split] = (
+          len(split_rows), len(labels), method)
+    write_suspects(output.uri, rows)
+    output.set_string_custom_property(SUSPECTS_PROPERTY, json.dumps(counts))
+    output.set_string_custom_property(CHECKED_PROPERTY, json.dumps(checked))
+    output.set_string_custom_property(METHODS_PROPERTY, json.dumps(methods))
+    output.set_string_custom_property(SECONDS_PROPERTY, json.dumps(seconds))
+    output.set_int_custom_property('suspects_total', len(rows))
+
+
+class LabelCheck(base_component.BaseComponent):
+  """Lists the records of each split whose label the model doubts.
+
+  Args:
+    examples: the Examples the Trainer read.
+    model: the Trainer's Model (its serving signature scores every split
+      but the training one).
+    transform_graph: the Transform graph, for the cross-fitted models.
+    cross_fit_fn: module path of the function that cross-fits the training
+      split (modules/cross_fit.py's `cross_fit`).
+    folds: folds of the training split; 0 leaves it out.
+    fold_examples: examples each fold's model trains on (its budget).
+    signature_name, probabilities_key: the model's signature that takes
+      serialized Examples, and its output of class probabilities.
+    custom_config: handed to `cross_fit_fn` (the Trainer's settings).
+    train_split: the split the Trainer trained on.
+  """
+
+  SPEC_CLASS = LabelCheckSpec
+  EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
+
+  def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
+               transform_graph: types.BaseChannel, cross_fit_fn: str,
+               folds: int, fold_examples: int, signature_name: str,
+               probabilities_key: str,
+               custom_config: Optional[Dict[str, Any]] = None,
+               train_split: str = 'train'):
+    super().__init__(spec=LabelCheckSpec(
+        examples=examples, model=model, transform_graph=transform_graph,
+        cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,
+        signature_name=signature_name, probabilities_key=probabilities_key,
+        custom_config=json_utils.dumps(custom_config or {}),
+        train_split=train_split,
+        suspects=types.Channel(type=LabelSuspects)))
