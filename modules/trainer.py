@@ -10,15 +10,15 @@ Transform graph does, so serving sees exactly what training saw:
                      converted as ImageExampleGen converts image folders
                      (modules/image_files.py), then as serve_images
 and all return probabilities (float32 [N, classes]), classes (int64 [N])
-and class_names (string [N]).
+and class_names (string [N]). The class names are also in
+assets.extra/class_names.txt (line i names class i), what was trained, and
+why, in assets.extra/training_plan.json, and TensorFlow Lite files of the
+model in tflite/ (modules/tflite_export.py).
 
 Every choice made while training (early stopping, the epoch kept) is made
 on the validation split, TFX's EvalArgs split (pipeline/validation.py);
 without one (custom_config VALIDATION_SPLIT_KEY None) nothing is chosen.
-The eval split is read only by the TensorFlow Lite accuracy check. The class names are also in
-assets.extra/class_names.txt (line i names class i), what was trained, and
-why, in assets.extra/training_plan.json, and TensorFlow Lite files of the
-model in tflite/ (modules/tflite_export.py).
+The eval split is read only by the TensorFlow Lite accuracy check.
 
 On several workers (a TF_CONFIG cluster: Vertex AI's replicas, or the
 local processes of modules/local_workers.py) every worker runs run_fn
@@ -319,13 +319,14 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, tf_transform_output, device_plan.global_batch_size,
       train_plan, repeat=bool(steps_per_epoch))
-  evaluation = validation_plan and input_pipeline.make_planned_dataset(
+  evaluation = input_pipeline.make_planned_dataset(
       fn_args.eval_files, tf_transform_output, device_plan.global_batch_size,
-      validation_plan)
+      validation_plan) if validation_plan else None
   if task:
     check_files_per_worker(fn_args, task.workers, validation)
     train = _shard_by_file(train)
-    evaluation = evaluation and _shard_by_file(evaluation)
+    if evaluation is not None:
+      evaluation = _shard_by_file(evaluation)
 
   # Nothing to choose the epoch on without a validation split.
   stopper = (early_stopping.callback(config.budget, plan.epochs)
@@ -350,7 +351,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     history = model.fit(
         train, epochs=epochs, initial_epoch=initial_epoch,
         steps_per_epoch=steps_per_epoch, validation_data=evaluation,
-        validation_steps=fn_args.eval_steps if evaluation else None,
+        validation_steps=fn_args.eval_steps if validation else None,
         callbacks=callbacks, verbose=0)
     epochs_run.extend(history.epoch)
 
@@ -360,11 +361,12 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     # stopping watches each, the last one's best weights are kept.
     fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
                     fit)
-  stopping = (early_stopping.outcome(
-      stopper, plan.epochs, len(epochs_run), validation,
-      validation_plan.size.records) if validation
-              else early_stopping.without_validation(plan.epochs,
-                                                     len(epochs_run)))
+  if validation:
+    stopping = early_stopping.outcome(stopper, plan.epochs, len(epochs_run),
+                                      validation, validation_plan.size.records)
+  else:
+    stopping = early_stopping.without_validation(plan.epochs,
+                                                 len(epochs_run))
   logging.info(progress.END_LINE, early_stopping.describe(stopping))
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic.

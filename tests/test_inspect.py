@@ -120,7 +120,8 @@ def test_artifacts_with_their_key_properties(two_runs):
 def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
   [anomalies] = inspect_json(stopped_run, 'artifacts', '--type',
                              'ExampleAnomalies')
-  assert anomalies['properties']['anomalies_in'] == ['eval', 'train']
+  assert anomalies['properties']['anomalies_in'] == ['eval', 'train',
+                                                     'validation']
 
 
 # --------------------------------------------------------------- lineage --
@@ -216,7 +217,7 @@ def test_anomalies_none_in_good_data(two_runs, tmp_path):
   out = two_runs / 'out'
   html = tmp_path / 'anomalies.html'
   result = inspect_json(out, 'anomalies', '-1', '--html', str(html))
-  assert result['splits'] == {'train': [], 'eval': []}
+  assert result['splits'] == {'train': [], 'validation': [], 'eval': []}
   assert 'No anomalies found' in html.read_text()
   assert 'split train: no anomalies' in inspect(out, 'anomalies', '-2').stdout
 

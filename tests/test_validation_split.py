@@ -122,8 +122,9 @@ def test_class_folders_give_train_validation_and_the_same_eval(tmp_path):
                                        _folder_options(validation_percent=25))
   assert json.loads(examples.split_names) == ['train', 'validation', 'eval']
   files = image_folder.list_split(str(data / '*' / '*'))[0]
-  hashed = folder_layout.partition(files, str(data), folder_layout.output_config(
-      folder_layout.CLASSES, 20).split_config)
+  hashed = folder_layout.partition(
+      files, str(data),
+      folder_layout.output_config(folder_layout.CLASSES, 20).split_config)
   chosen = _chosen(hashed['train'], data, 25)
   assert 0 < len(chosen) < len(hashed['train'])
   # Eval is what it was without a validation split; validation comes out
