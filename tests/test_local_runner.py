@@ -102,15 +102,20 @@ def test_image_folder_as_people_have_them(tmp_path):
 
 
 def test_curated_schema_accepts_mnist_format_data(tmp_path):
+  # The whole DAG: Transform, Trainer and Evaluator read the records through
+  # the curated schema (every feature of the format, the source too).
   datasets.write_idx_dataset(str(tmp_path / 'mnist'))
   result = run('--data-dir', str(tmp_path / 'mnist'), '--schema',
                configs.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
-               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
-  assert result.returncode == 0
+               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS,
+               '--epochs', '1', '--train-steps', '4', '--batch-size', '8',
+               '--accuracy-threshold', '0')
+  assert result.returncode == 0, result.stderr[-3000:]
   assert 'no anomalies' in result.stdout
   store = mlmd.open_store(str(tmp_path / 'out'))
   states = mlmd.execution_states(store)
   assert 'ImportSchemaGen' in states and 'SchemaGen' not in states
+  assert states['Evaluator'] == states['Pusher'] == ['COMPLETE']
   [examples] = mlmd.live_artifacts(store, 'Examples')
   assert features.decode_class_names(
       examples.custom_properties['class_names'].string_value) == (
@@ -126,6 +131,8 @@ def test_anomalies_stop_the_run_and_say_why(stopped_run):
   assert 'ExampleValidator found anomalies' in stderr
   assert "train: feature 'height'" in stderr
   assert "eval: feature 'width'" in stderr
+  # Each record's own source is no anomaly.
+  assert "feature 'source'" not in stderr
 
   store = mlmd.open_store(str(stopped_run))
   states = mlmd.execution_states(store)

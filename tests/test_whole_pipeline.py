@@ -15,6 +15,7 @@ import tensorflow as tf
 from modules import devices
 from records import features
 from tests import datasets
+from tests import examples_io
 from tests import local_run
 from tests import mlmd
 from tests import serving
@@ -134,6 +135,32 @@ def test_both_signatures_answer_and_agree(pushed):
     np.testing.assert_allclose(out['probabilities'].numpy(),
                                probabilities[:20], rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(out['classes'].numpy(), classes[:20])
+
+
+def test_serving_takes_records_with_or_without_their_source(pushed):
+  # Clients send no source (serving.serialized_examples leaves it out, as
+  # every request above); the records ExampleGen wrote, which TFMA fed to
+  # the same signature, carry theirs, and get the same answers.
+  tmp, _, _ = pushed
+  model = tf.saved_model.load(
+      serving.latest_pushed_model(str(tmp / 'out' / 'serving_model')))
+  [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp / 'out')),
+                                   'Examples')
+  files = examples_io.split_files(examples.uri, 'eval')
+  written = [r.numpy() for r in tf.data.TFRecordDataset(
+      files, compression_type='GZIP').take(10)]
+  assert all(features.SOURCE_KEY in tf.train.Example.FromString(
+      r).features.feature for r in written)
+  records = examples_io.read_split(examples.uri, 'eval')[:10]
+  without = serving.serialized_examples(np.stack([r['image']
+                                                  for r in records]))
+  assert features.SOURCE_KEY not in tf.train.Example.FromString(
+      without[0]).features.feature
+  serve = model.signatures['serving_default']
+  np.testing.assert_allclose(
+      serve(examples=tf.constant(written))['probabilities'].numpy(),
+      serve(examples=tf.constant(without))['probabilities'].numpy(),
+      rtol=1e-5, atol=1e-6)
 
 
 def _op_types(concrete_function):
