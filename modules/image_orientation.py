@@ -35,8 +35,6 @@ _TIFF_PREFIXES = (b'MM\x00\x2a', b'II\x2a\x00', b'MM\x2a\x00', b'II\x00\x2a')
 _TYPE_SIZES = (0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4, 0, 0, 8)
 _PNG_CHUNK_TYPE = '[A-Za-z0-9_]{4}'  # Pillow's is_cid.
 _PNG_METADATA = (b'eXIf', b'tEXt', b'zTXt', b'iTXt')
-# Without one of these, chunks hold no orientation Pillow reads.
-_PNG_ORIENTATION_CHUNKS = (b'eXIf', b'tEXt', b'iTXt')
 _XMP_ORIENTATION = r'tiff:Orientation(?:="|>)([0-9])'
 
 
@@ -221,9 +219,22 @@ def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
   """int32: the orientation Pillow reads in a JPEG file, 0 if none."""
   size = _int(tf.strings.length(data))
 
+  def read_app1(payload, exif, has_exif, xmp, has_xmp):
+    """The state after an APP1 segment's `payload`."""
+    is_exif = tf.equal(tf.strings.substr(payload, 0, len(_JPEG_EXIF)),
+                       _JPEG_EXIF)
+    is_xmp = tf.equal(tf.strings.substr(payload, 0, len(_JPEG_XMP)),
+                      _JPEG_XMP)
+    exif = tf.where(is_exif, tf.where(
+        has_exif, tf.strings.join([exif, _substr(payload, 6)]), payload),
+                    exif)
+    xmp = tf.where(is_xmp, _substr(payload, len(_JPEG_XMP)), xmp)
+    return (exif, tf.logical_or(has_exif, is_exif), xmp,
+            tf.logical_or(has_xmp, is_xmp))
+
   def step(pos, exif, has_exif, xmp, has_xmp, broken, done):
     del done  # The loop's condition.
-    first, marker = tf.unstack(_bytes(data, pos, 2))
+    first, marker, high, low = tf.unstack(_bytes(data, pos, 4))
     at_end = pos + 1 >= size
     is_ff = tf.equal(first, 0xFF)
     segment = tf.logical_and(is_ff, tf.logical_and(
@@ -231,21 +242,14 @@ def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
             tf.logical_or(tf.equal(marker, 0xC8), tf.logical_or(
                 tf.logical_and(marker >= 0xD0, marker <= 0xD9),
                 tf.logical_and(marker >= 0xF0, marker <= 0xFD)))))))
-    length = _unsigned(data, pos + 2, 2, tf.constant(True))
-    payload_size = tf.maximum(length - 2, 0)
-    payload = _substr(data, pos + 4, payload_size)
-    cut = tf.logical_or(pos + 4 > size, pos + 4 + payload_size > size)
-    app1 = tf.logical_and(segment, tf.equal(marker, 0xE1))
-    is_exif = tf.logical_and(app1, tf.equal(
-        tf.strings.substr(payload, 0, len(_JPEG_EXIF)), _JPEG_EXIF))
-    is_xmp = tf.logical_and(app1, tf.equal(
-        tf.strings.substr(payload, 0, len(_JPEG_XMP)), _JPEG_XMP))
-    exif = tf.where(is_exif, tf.where(
-        has_exif, tf.strings.join([exif, _substr(payload, 6)]), payload),
-                    exif)
-    xmp = tf.where(is_xmp, _substr(payload, len(_JPEG_XMP)), xmp)
-    has_exif = tf.logical_or(has_exif, is_exif)
-    has_xmp = tf.logical_or(has_xmp, is_xmp)
+    payload_size = tf.maximum(high * 256 + low - 2, 0)
+    cut = pos + 4 + payload_size > size
+    exif, has_exif, xmp, has_xmp = tf.cond(
+        tf.logical_and(tf.logical_and(segment, tf.equal(marker, 0xE1)),
+                       tf.logical_not(cut)),
+        lambda: read_app1(_substr(data, pos + 4, payload_size), exif,
+                          has_exif, xmp, has_xmp),
+        lambda: (exif, has_exif, xmp, has_xmp))
     # Pillow: a junk byte or FF FF moves on by one; FF 00 and markers
     # without a length by two; other markers by their segment.
     advance = tf.where(
@@ -267,23 +271,18 @@ def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
   return _orientation(exif, has_exif, xmp, has_xmp, broken)
 
 
-def _names_a_metadata_chunk(data: tf.Tensor) -> tf.Tensor:
-  """Whether `data` holds the name of a chunk the orientation may be in:
-  a vectorised search, cheaper than walking many chunks of image data."""
-  values = tf.io.decode_raw(data, tf.uint8)
-  # The names share their X: find it, then look around it.
-  at = tf.where(tf.equal(values, ord('X')))[:, 0]
-  last = tf.size(values, tf.int64) - 1
-  found = tf.zeros_like(at, tf.bool)
-  for name in _PNG_ORIENTATION_CHUNKS:
-    x = name.index(b'X')
-    match = tf.ones_like(at, tf.bool)
-    for i, byte in enumerate(name):
-      if i != x:
-        match &= tf.equal(tf.gather(values, tf.clip_by_value(
-            at + i - x, 0, last)), byte) & (at + i - x >= 0)
-    found |= match
-  return tf.reduce_any(found)
+def _same_chunks(data: tf.Tensor, pos: tf.Tensor,
+                 stride: tf.Tensor) -> tf.Tensor:
+  """How many chunks from `pos` have the header of the one at `pos` (image
+  data is written in chunks of one size), all whole in `data`: one
+  vectorised look instead of a walk step per chunk."""
+  count = tf.minimum((_int(tf.strings.length(data)) - pos) // stride,
+                     MAX_STEPS)
+  starts = pos + stride * tf.range(count)
+  heads = tf.strings.substr(data, starts, tf.fill(tf.shape(starts), _int(8)))
+  differ = tf.where(tf.not_equal(heads, tf.strings.substr(data, pos, 8)))
+  # At least the one at `pos`, even without its checksum.
+  return tf.maximum(tf.reduce_min(tf.concat([differ[:, 0], [count]], 0)), 1)
 
 
 def png_orientation(data: tf.Tensor) -> tf.Tensor:
@@ -324,17 +323,14 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
     del done  # The loop's condition.
     length = _unsigned(data, pos, 4, tf.constant(True))
     kind = tf.strings.substr(data, tf.minimum(pos + 4, size), _int(4))
-    # At the first image data, the rest is searched for metadata chunk
-    # names: without any, the walk ends there.
-    nothing_after = tf.cond(
-        tf.logical_and(tf.logical_not(idat), tf.equal(kind, b'IDAT')),
-        lambda: tf.logical_not(_names_a_metadata_chunk(_substr(data, pos))),
-        lambda: tf.constant(False))
     # A bad chunk name: before the image data, Pillow's open fails; after
-    # it, Pillow stops reading. A chunk cut short: Pillow fails.
+    # it, Pillow stops reading. A chunk cut short: Pillow fails, but for
+    # image data (its decoder reads what there is).
     bad = tf.logical_not(tf.strings.regex_full_match(kind, _PNG_CHUNK_TYPE))
     cut = tf.logical_and(tf.logical_not(bad), pos + 8 + length > size)
-    failed = tf.logical_or(tf.logical_and(bad, tf.logical_not(idat)), cut)
+    failed = tf.logical_or(
+        tf.logical_and(bad, tf.logical_not(idat)),
+        tf.logical_and(cut, tf.not_equal(kind, b'IDAT')))
     metadata = tf.logical_and(tf.logical_not(tf.logical_or(bad, cut)),
                               tf.reduce_any([tf.equal(kind, k)
                                              for k in _PNG_METADATA]))
@@ -344,8 +340,12 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
         lambda: read_metadata(kind, _substr(data, pos + 8, length), exif,
                               has_exif, xmp, has_xmp),
         lambda: (exif, has_exif, xmp, has_xmp))
-    done = tf.reduce_any([nothing_after, bad, cut, tf.equal(kind, b'IEND')])
-    return (pos + 12 + length, tf.logical_or(idat, tf.equal(kind, b'IDAT')),
+    done = tf.reduce_any([bad, cut, tf.equal(kind, b'IEND')])
+    # Image data: past the run of chunks of its size at once.
+    is_idat = tf.logical_and(tf.equal(kind, b'IDAT'), tf.logical_not(cut))
+    chunks = tf.cond(is_idat, lambda: _same_chunks(data, pos, 12 + length),
+                     lambda: _int(1))
+    return (pos + (12 + length) * chunks, tf.logical_or(idat, is_idat),
             exif, has_exif, xmp, has_xmp, tf.logical_or(broken, failed),
             done)
 

@@ -29,10 +29,12 @@ _MAGIC = signatures.IMAGE_FILE_MAGIC
 # Formats converted here, by their first bytes.
 _CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
                                     data[8:12] == b'WEBP'),
-              'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*'))}
+              'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*',
+                                                    b'II+\x00', b'MM\x00+'))}
 _FORMATS = ', '.join((*_MAGIC.values(), *_CONVERTED))
 # Modes converted to grey; others to RGB. The model makes grey of RGB by
-# Pillow's formula, so either way it sees the pixels Pillow would make.
+# Pillow's formula, so either way it sees the pixels Pillow would make (but
+# for a YCbCr TIFF file: within a level).
 _GREY_MODES = ('1', 'L', 'LA', 'La', 'I', 'I;16', 'I;16B', 'I;16L', 'I;16N',
                'F')
 

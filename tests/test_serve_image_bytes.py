@@ -314,7 +314,7 @@ def _with_exif_data(pixels, format_, data):
   return plain[:first_data] + chunk + plain[first_data:]
 
 
-@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag).*:UserWarning')
+@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag|Truncated).*:UserWarning')
 @pytest.mark.parametrize('format_', ['JPEG', 'PNG'])
 @pytest.mark.parametrize('name', list(_MALFORMED))
 def test_malformed_exif_is_read_where_pillow_reads_it(format_, name):
@@ -347,7 +347,7 @@ def _pillow_orientation(data):
   return orientation if orientation in range(2, 9) else 1
 
 
-@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag).*:UserWarning')
+@pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag|Truncated).*:UserWarning')
 def test_damaged_exif_is_read_as_pillow_reads_it():
   """Seeded random damage to EXIF data, read by the graph and by Pillow."""
   readers = {'JPEG': tf.function(image_orientation.jpeg_orientation),
