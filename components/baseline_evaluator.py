@@ -49,7 +49,11 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
   """The blessing rule of this evaluation: the eval_config's fixed
   threshold, or one from the labels of the evaluated splits."""
   if not exec_properties.get(ACCURACY_FROM_DATA_KEY):
-    return blessing_rule.fixed(blessing_rule.threshold_of(eval_config))
+    threshold = blessing_rule.threshold_of(eval_config)
+    if threshold is None:
+      raise ValueError(f'eval_config: no {blessing_rule.ACCURACY_METRIC} '
+                       f'threshold, and {ACCURACY_FROM_DATA_KEY} is not set')
+    return blessing_rule.fixed(threshold)
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
                       'null') or ['eval']
