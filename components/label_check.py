@@ -395,6 +395,9 @@ class LabelCheck(base_component.BaseComponent):
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
                train_split: str = 'train'):
+    if folds < 0 or folds == 1:
+      raise ValueError(f'LabelCheck: folds must be 0 (the training split '
+                       f'unchecked) or at least 2, got {folds}')
     super().__init__(spec=LabelCheckSpec(
         examples=examples, model=model, transform_graph=transform_graph,
         cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,

@@ -222,7 +222,9 @@ class EvaluationConfig:
       flag='--no-label-check', action='store_false')
   label_check_folds: int = knob(
       2, 'LabelCheck: folds of the training split, each scored by a model '
-      'trained on the others; 0: the training split is not checked.')
+      'trained on the others; 0: only the splits the Trainer did not train '
+      'on are checked, at a fraction of the cost (default: %(default)s).',
+      flag='--label-check-folds', type=int, metavar='K')
   label_check_train_examples: int = knob(
       10_000, 'LabelCheck: examples each fold\'s model trains on (never more '
       'than the Trainer\'s budget for that share of the data): the cost of '

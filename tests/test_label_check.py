@@ -4,9 +4,13 @@ data, and the inspector lists them for review."""
 import csv
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
+from tfx import types
+from tfx.types import artifact_utils
+from tfx.types import standard_artifacts
 
 from components import label_check
 from components.image_example_gen import idx
@@ -119,3 +123,44 @@ def test_the_report_shows_the_suspects(planted_run, tmp_path):
   assert set(labels['splits']) == {'train', 'eval'}
   html = page.read_text()
   assert 'id="labels"' in html and 'suspect images' in html
+
+
+def test_every_split_the_examples_have_is_checked(planted_run, tmp_path):
+  # A third split (as a `validation` split would be) is scored by the
+  # Trainer's model like eval; folds 0 leaves the training split out.
+  out, planted = planted_run
+  [examples_dir] = (out / 'pipeline' / 'ImageExampleGen' / 'examples').iterdir()
+  copy = tmp_path / 'examples'
+  shutil.copytree(examples_dir, copy)
+  shutil.copytree(copy / 'Split-eval', copy / 'Split-validation')
+  examples = standard_artifacts.Examples()
+  examples.uri = str(copy)
+  examples.split_names = artifact_utils.encode_split_names(
+      ['train', 'eval', 'validation'])
+  model, graph = standard_artifacts.Model(), standard_artifacts.TransformGraph()
+  [model.uri] = [str(p) for p in (out / 'pipeline' / 'Trainer' /
+                                  'model').iterdir()]
+  [graph.uri] = [str(p) for p in (out / 'pipeline' / 'Transform' /
+                                  'transform_graph').iterdir()]
+  suspects = label_check.LabelSuspects()
+  suspects.uri = str(tmp_path / 'suspects')
+  component = label_check.LabelCheck(
+      examples=channel_of(examples), model=channel_of(model),
+      transform_graph=channel_of(graph), cross_fit_fn='unused',
+      folds=0, fold_examples=1, signature_name='serving_default',
+      probabilities_key='probabilities')
+  label_check.Executor().Do(
+      {'examples': [examples], 'model': [model], 'transform_graph': [graph]},
+      {'suspects': [suspects]}, component.exec_properties)
+  methods = json.loads(suspects.get_string_custom_property('methods'))
+  assert methods['validation'] == methods['eval'] == 'out_of_sample'
+  assert methods['train'].startswith('not checked')
+  rows = label_check.read_suspects(suspects.uri)
+  by_split = {split: [r['position'] for r in rows if r['split'] == split]
+              for split in ('eval', 'validation')}
+  assert by_split['validation'] == by_split['eval']
+  assert len(planted['eval'] & set(by_split['validation'])) >= 9
+
+
+def channel_of(artifact):
+  return types.Channel(type=type(artifact))
