@@ -81,8 +81,10 @@ def test_image_folder_as_people_have_them(tmp_path):
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
                                    'Examples')
   assert examples.custom_properties['os_files_left_out'].int_value == 3
+  # 14 images in train/, two of them hashed into validation.
   train = examples_io.read_split(examples.uri, 'train')
-  assert len(train) == 14
+  assert len(train) == 12
+  assert len(examples_io.read_split(examples.uri, 'validation')) == 2
   assert train[0]['image'].shape == (16, 16, 3)
   assert features.decode_class_names(
       examples.custom_properties['class_names'].string_value) == ['cat', 'dog', 'fish']
