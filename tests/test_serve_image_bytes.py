@@ -308,10 +308,14 @@ def _with_exif_data(pixels, format_, data):
     return (plain[:2] + b'\xff\xe1' + struct.pack('>H', len(segment) + 2) +
             segment + plain[2:])
   plain = _file(pixels, 'PNG')
-  chunk = (struct.pack('>L', len(data)) + b'eXIf' + data +
-           struct.pack('>L', zlib.crc32(b'eXIf' + data)))
   first_data = plain.index(b'IDAT') - 4
-  return plain[:first_data] + chunk + plain[first_data:]
+  return plain[:first_data] + _chunk(b'eXIf', data) + plain[first_data:]
+
+
+def _chunk(kind, data):
+  """A PNG chunk."""
+  return (struct.pack('>L', len(data)) + kind + data +
+          struct.pack('>L', zlib.crc32(kind + data)))
 
 
 @pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag|Truncated).*:UserWarning')
@@ -388,13 +392,20 @@ def test_xmp_orientation_counts_where_exif_has_none():
                   _as_example_gen_converts(file, RGB), 'XMP')
 
 
-def test_exif_after_the_image_data_counts_as_in_pillow():
+@pytest.mark.parametrize('split', [None, 64], ids=['one', 'many'])
+def test_exif_after_the_image_data_counts_as_in_pillow(split):
+  """eXIf chunks before and after the image data, in one chunk or in many
+  of one size (as libpng writes them): the last one counts."""
   plain = _file(_PORTRAIT, 'PNG')
-  data = _exif(6)[6:]
-  chunk = (struct.pack('>L', len(data)) + b'eXIf' + data +
-           struct.pack('>L', zlib.crc32(b'eXIf' + data)))
-  end = plain.index(b'IEND') - 4
-  file = plain[:end] + chunk + plain[end:]
+  start, end = plain.index(b'IDAT') - 4, plain.index(b'IEND') - 4
+  image_data = plain[start:end]
+  if split:
+    compressed = image_data[8:-4]
+    image_data = b''.join(_chunk(b'IDAT', compressed[i:i + split])
+                          for i in range(0, len(compressed), split))
+    assert image_data.count(b'IDAT') > 10
+  file = (plain[:start] + _chunk(b'eXIf', _exif(3)[6:]) + image_data +
+          _chunk(b'eXIf', _exif(6)[6:]) + plain[end:])
   assert _pillow_orientation(file) == 6
   _assert_close(_decode([file], RGB)[0], _as_example_gen_converts(file, RGB),
                 'eXIf after IDAT')
