@@ -181,8 +181,8 @@ def create_pipeline(
       pipeline_root=pipeline_root,
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
-          data_checks, validation_gate, transform, *([tuner] if tuner else []), trainer,
-          baseline_node, evaluator,
+          data_checks, validation_gate, transform,
+          *([tuner] if tuner else []), trainer, baseline_node, evaluator,
           pusher, *([label_check] if label_check else []),
       ],
       enable_cache=infrastructure.enable_cache,

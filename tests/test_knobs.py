@@ -126,6 +126,12 @@ CASES = {
                               for c in dag.components
                               if c.id == 'ImportSchemaGen'],
                  [configs.MNIST_SCHEMA]),
+    '--eval-copies': (['--eval-copies', 'keep'], lambda dag: _component(
+        dag, 'ValidationGate')['eval_copies'], 'keep'),
+    '--max-eval-copy-share': (
+        ['--max-eval-copy-share', '0.05'],
+        lambda dag: _component(dag, 'ValidationGate')['max_eval_copy_share'],
+        0.05),
     '--epochs': (['--epochs', '5'],
                  lambda dag: _training(dag).budget.epochs, 5),
     '--early-stopping-patience': (
