@@ -140,7 +140,7 @@ def test_the_report_shows_the_suspects(planted_run, tmp_path):
                                        '--json').stdout)
   labels = facts['labels']
   assert labels['status'] == 'ok', labels
-  assert set(labels['splits']) == {'train', 'eval'}
+  assert set(labels['splits']) == {'train', 'validation', 'eval'}
   html = page.read_text()
   assert 'id="labels"' in html and 'suspect images' in html
 
