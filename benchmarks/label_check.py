@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from components.image_example_gen import idx
+from pipeline import knobs
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPLITS = {'train': 'train', 't10k': 'eval'}
@@ -29,7 +30,7 @@ SPLITS = {'train': 'train', 't10k': 'eval'}
 
 def plant(data_dir: str, out_dir: str, percent: float, seed: int = 0):
   """MNIST copied to `out_dir` with `percent` of each split's labels moved
-  to another class; {split: set of positions}."""
+  to another class; {split: the planted records' sources}."""
   os.makedirs(out_dir, exist_ok=True)
   rng = np.random.default_rng(seed)
   planted = {}
@@ -43,8 +44,32 @@ def plant(data_dir: str, out_dir: str, percent: float, seed: int = 0):
     labels[where] = (labels[where] + rng.integers(1, 10, count)) % 10
     idx.write(os.path.join(out_dir, f'{prefix}-labels-idx1-ubyte.gz'), labels,
               True)
-    planted[split] = set(where.tolist())
+    # The records' `source` (records/features.py): images file:index.
+    planted[split] = {f'{os.path.basename(images[0])}:{i}'
+                      for i in where.tolist()}
   return planted
+
+
+def checked_sources(out: str, train_records: int):
+  """{'unchecked': sources} of the training split's records LabelCheck's
+  sample left out (modules/cross_fit.py's plan), or None: all checked."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from modules import cross_fit  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
+  files = sorted(glob.glob(os.path.join(
+      out, 'pipeline', 'ImageExampleGen', 'examples', '*', 'Split-train',
+      '*.gz')))
+  records = int(tf.data.TFRecordDataset(files, compression_type='GZIP')
+                .reduce(0, lambda n, _: n + 1))
+  plan = cross_fit.plan(records, 2, train_records)
+  spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
+  unchecked = set()
+  for block in tf.data.TFRecordDataset(files,
+                                       compression_type='GZIP').batch(4096):
+    keep = (cross_fit.bucket_of(block) >= plan.checked_buckets).numpy()
+    names = tf.io.parse_example(block, spec)[features.SOURCE_KEY].numpy()
+    unchecked |= {n.decode() for n in names[keep]}
+  return {'unchecked': unchecked} if unchecked else None
 
 
 def main() -> int:
@@ -52,6 +77,9 @@ def main() -> int:
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', required=True)
   parser.add_argument('--percent', type=float, default=1.0)
+  parser.add_argument('--train-records', type=int,
+                      default=knobs.EvaluationConfig().label_check_train_records,
+                      help='As --label-check-train-records in the flags.')
   parser.add_argument('flags', nargs='*', help='More local_runner.py flags.')
   args = parser.parse_args()
   data = os.path.join(args.work_dir, 'data')
@@ -61,7 +89,8 @@ def main() -> int:
   started = time.monotonic()
   result = subprocess.run(
       [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
-       '--data-dir', data, '--output-dir', out, *args.flags],
+       '--data-dir', data, '--output-dir', out,
+       '--label-check-train-records', str(args.train_records), *args.flags],
       capture_output=True, text=True, cwd=PROJECT_DIR)
   wall = time.monotonic() - started
   print(result.stdout[-4000:])
@@ -78,14 +107,21 @@ def main() -> int:
             'wall_seconds': round(wall, 1),
             'label_check_seconds': float(check.group(1)) if check else None,
             'splits': {}}
-  for split, positions in planted.items():
-    listed = [r['position'] for r in rows if r['split'] == split]
+  sampled = checked_sources(out, args.train_records)
+  for split, sources in planted.items():
+    # The train file's records are in the validation split too.
+    splits = ('train', 'validation') if split == 'train' else (split,)
+    listed = {r['source'] for r in rows if r['split'] in splits}
+    # Only the training split is sampled (modules/cross_fit.py).
+    if split == 'train' and sampled is not None:
+      sources = sources - sampled['unchecked']
     report['splits'][split] = {
-        'planted': len(positions), 'listed': len(listed),
-        'found': len(positions & set(listed)),
-        'recall': round(len(positions & set(listed)) / len(positions), 4),
-        'method': next((r['method'] for r in rows if r['split'] == split),
-                       None)}
+        'planted_checked': len(sources),
+        'listed': sum(1 for r in rows if r['split'] in splits),
+        'found': len(sources & listed),
+        'recall': round(len(sources & listed) / max(len(sources), 1), 4),
+        'methods': sorted({r['method'] for r in rows
+                           if r['split'] in splits})}
   print(json.dumps(report, indent=1))
   return 0
 

@@ -9,10 +9,12 @@ Scores come only from a model that never trained on the record it judges:
   * every split but the training one: the Trainer's model (its serving
     signature on the serialized records) never trained on them;
   * the training split: cross-fitting. The records are put in K folds by a
-    stable hash of their bytes; for each fold, a model of the project's own
-    network and input code (a function named by `cross_fit_fn`, see
-    modules/cross_fit.py) trains on the other folds within a small budget
-    and predicts its own fold. With folds 0 the training split is left out.
+    stable hash of their bytes; a sample of at most `train_records` of them,
+    chosen by the same hash, is checked: for each fold that holds some, a
+    model of the project's own network and input code (a function named by
+    `cross_fit_fn`, see modules/cross_fit.py) trains on the other folds
+    within a small budget and predicts the sample's records of its own fold.
+    With folds 0 the training split is left out.
 
 Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
 "Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021)
@@ -34,9 +36,14 @@ memory is one label and one row of class probabilities per record (a few
 dozen bytes a record for ten classes), which the per-class thresholds need
 whole.
 
+Each suspect is named by its `source` feature (records/features.py: the
+image's path under the input folder, or `<IDX images file>:<index>`), read
+back for the suspects only in one more pass over the split's sources.
+
 The artifact (type components.LabelSuspects) holds suspects.csv and suspects.json
 (both sorted by split, then rank) and, as custom properties, the counts per
-split, and which method scored each split.
+split, the records checked and in the split, and which method scored each
+split (with the sample's size where the training split was sampled).
 """
 
 import csv
@@ -62,6 +69,7 @@ from tfx.utils import json_utils
 from tfx.utils import path_utils
 
 from records import features
+from records import sources
 
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
@@ -70,6 +78,7 @@ SUSPECTS_KEY = 'suspects'
 TRAIN_SPLIT_KEY = 'train_split'
 FOLDS_KEY = 'folds'
 FOLD_EXAMPLES_KEY = 'fold_examples'
+TRAIN_RECORDS_KEY = 'train_records'
 CROSS_FIT_FN_KEY = 'cross_fit_fn'
 CUSTOM_CONFIG_KEY = 'custom_config'
 SIGNATURE_KEY = 'signature_name'
@@ -77,13 +86,14 @@ PROBABILITIES_KEY = 'probabilities_key'
 
 CSV_FILE = 'suspects.csv'
 JSON_FILE = 'suspects.json'
-CSV_COLUMNS = ('split', 'rank', 'position', 'shard', 'shard_position',
-               'given', 'given_name', 'suggested', 'suggested_name', 'score',
-               'given_probability', 'suggested_probability', 'method')
+CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
+               'suggested_name', 'score', 'given_probability',
+               'suggested_probability', 'method')
 # Custom properties of the artifact: JSON of {split: count}, and
 # {split: method}; the records checked per split, likewise.
 SUSPECTS_PROPERTY = 'suspects'
 CHECKED_PROPERTY = 'records_checked'
+RECORDS_PROPERTY = 'records'  # {split: records in it}.
 METHODS_PROPERTY = 'methods'
 SECONDS_PROPERTY = 'seconds'  # {split: wall time of its check}.
 OUT_OF_SAMPLE = 'out_of_sample'  # The Trainer's model, never trained on it.
@@ -188,16 +198,19 @@ def parse_labels(serialized: tf.Tensor) -> np.ndarray:
   return tf.io.parse_example(serialized, spec)[features.LABEL_KEY].numpy()
 
 
-def shard_positions(files: List[str], positions: np.ndarray
-                    ) -> List[Tuple[str, int]]:
-  """(shard file name, position in it) of each of `positions` (counted
-  over `files` in order)."""
-  counts = [int(tf.data.TFRecordDataset(path, compression_type='GZIP').reduce(
-      np.int64(0), lambda n, _: n + 1)) for path in files]
-  starts = np.concatenate([[0], np.cumsum(counts)])
-  shards = np.searchsorted(starts, positions, side='right') - 1
-  return [(os.path.basename(files[shard]), int(position - starts[shard]))
-          for shard, position in zip(shards, positions)]
+def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
+  """The source of the records at `positions` of the split, read in order
+  up to the last one wanted."""
+  wanted, found = set(positions.tolist()), {}
+  if not wanted:
+    return found
+  last = max(wanted)
+  for position, (source, _) in enumerate(sources.read_sources(split_uri)):
+    if position in wanted:
+      found[position] = source
+    if position >= last:
+      break
+  return found
 
 
 def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
@@ -211,27 +224,33 @@ def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
 
 def model_probabilities(serve: Callable[..., Any], files: List[str],
                         probabilities_key: str
-                        ) -> Tuple[np.ndarray, np.ndarray]:
-  """(labels [N], probabilities [N, classes]) of every record of `files`,
-  streamed through `serve` (a signature taking serialized Examples)."""
+                        ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(positions [N], labels [N], probabilities [N, classes]) of every
+  record of `files`, streamed through `serve` (a signature taking
+  serialized Examples)."""
   labels, probabilities = [], []
   for batch in read_records(files):
     labels.append(parse_labels(batch))
     probabilities.append(
         serve(batch)[probabilities_key].numpy().astype(np.float32))
   if not labels:
-    return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
-  return np.concatenate(labels), np.concatenate(probabilities)
+    return (np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros((0, 0), np.float32))
+  labels = np.concatenate(labels)
+  return np.arange(len(labels)), labels, np.concatenate(probabilities)
 
 
-def suspects_rows(split: str, files: List[str], labels: np.ndarray,
-                  probabilities: np.ndarray, class_names: List[str],
-                  method: str) -> List[Dict[str, Any]]:
-  """One row per suspect of the split, most doubtful first."""
+def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
+                  labels: np.ndarray, probabilities: np.ndarray,
+                  class_names: List[str], method: str
+                  ) -> List[Dict[str, Any]]:
+  """One row per suspect of the split, most doubtful first.
+
+  positions, labels, probabilities: of the records checked, positions
+  counted over the split's shards in name order.
+  """
   ranked, suggested = find_suspects(labels, probabilities)
-  # Shard and position in it: one more pass over the split, counting only.
-  where = dict(zip(ranked.tolist(), shard_positions(files, ranked)
-                   if len(ranked) else []))
+  named = sources_at(split_uri, positions[ranked])
 
   def name(label: int) -> str:
     return class_names[label] if 0 <= label < len(class_names) else str(label)
@@ -240,8 +259,8 @@ def suspects_rows(split: str, files: List[str], labels: np.ndarray,
   for rank, (i, guess) in enumerate(zip(ranked.tolist(), suggested.tolist())):
     given = int(labels[i])
     rows.append({
-        'split': split, 'rank': rank + 1, 'position': i,
-        'shard': where[i][0], 'shard_position': where[i][1],
+        'split': split, 'rank': rank + 1,
+        'source': named[int(positions[i])],
         'given': given, 'given_name': name(given),
         'suggested': guess, 'suggested_name': name(guess),
         'score': round(1.0 - float(probabilities[i, given]), 6),
@@ -287,6 +306,7 @@ class LabelCheckSpec(component_spec.ComponentSpec):
       TRAIN_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
       FOLDS_KEY: component_spec.ExecutionParameter(type=int),
       FOLD_EXAMPLES_KEY: component_spec.ExecutionParameter(type=int),
+      TRAIN_RECORDS_KEY: component_spec.ExecutionParameter(type=int),
       CROSS_FIT_FN_KEY: component_spec.ExecutionParameter(type=str),
       SIGNATURE_KEY: component_spec.ExecutionParameter(type=str),
       PROBABILITIES_KEY: component_spec.ExecutionParameter(type=str),
@@ -325,7 +345,7 @@ class Executor(base_executor.BaseExecutor):
     class_names = class_names_of(examples)
     model_dir = path_utils.serving_model_path(model.uri)
 
-    rows, counts, checked, methods = [], {}, {}, {}
+    rows, counts, checked, totals, methods = [], {}, {}, {}, {}
     seconds, serve = {}, None
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
@@ -334,35 +354,41 @@ class Executor(base_executor.BaseExecutor):
         method = OUT_OF_SAMPLE
         serve = serve or load_signature(model_dir,
                                         exec_properties[SIGNATURE_KEY])
-        labels, probabilities = model_probabilities(
+        positions, labels, probabilities = model_probabilities(
             serve, files, exec_properties[PROBABILITIES_KEY])
+        records = len(labels)
       elif folds >= 2:
-        method = f'{CROSS_FIT} ({folds} folds)'
-        cross_fit: Callable[..., Tuple[np.ndarray, np.ndarray]] = (
+        cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
             import_utils.import_func_from_module(
                 *exec_properties[CROSS_FIT_FN_KEY].rsplit('.', 1)))
-        labels, probabilities = cross_fit(
+        positions, labels, probabilities, records = cross_fit(
             files=files, transform_graph_uri=transform_graph.uri,
             num_classes=len(class_names), folds=folds,
             fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
+            checked_records=int(exec_properties[TRAIN_RECORDS_KEY]),
             custom_config=custom_config)
+        method = (f'{CROSS_FIT} ({folds} folds)' if len(labels) == records
+                  else f'{CROSS_FIT} ({folds} folds, a sample of '
+                  f'{len(labels):,} of {records:,} records)')
       else:
         logging.info('LabelCheck: split %s not checked (folds %d: the '
                      'Trainer\'s model trained on it).', split, folds)
         methods[split] = 'not checked: the model trained on it'
         continue
-      split_rows = suspects_rows(split, files, labels, probabilities,
-                                 class_names, method)
+      split_rows = suspects_rows(
+          split, artifact_utils.get_split_uri([examples], split), positions,
+          labels, probabilities, class_names, method)
       seconds[split] = round(time.monotonic() - started, 2)
       logging.info('LabelCheck: %s: %d suspects of %d records (%s) in '
                    '%.1f s.', split, len(split_rows), len(labels), method,
                    seconds[split])
       rows += split_rows
-      counts[split], checked[split], methods[split] = (
-          len(split_rows), len(labels), method)
+      counts[split], checked[split], totals[split], methods[split] = (
+          len(split_rows), len(labels), records, method)
     write_suspects(output.uri, rows)
     output.set_string_custom_property(SUSPECTS_PROPERTY, json.dumps(counts))
     output.set_string_custom_property(CHECKED_PROPERTY, json.dumps(checked))
+    output.set_string_custom_property(RECORDS_PROPERTY, json.dumps(totals))
     output.set_string_custom_property(METHODS_PROPERTY, json.dumps(methods))
     output.set_string_custom_property(SECONDS_PROPERTY, json.dumps(seconds))
     output.set_int_custom_property('suspects_total', len(rows))
@@ -380,6 +406,8 @@ class LabelCheck(base_component.BaseComponent):
       split (modules/cross_fit.py's `cross_fit`).
     folds: folds of the training split; 0 leaves it out.
     fold_examples: examples each fold's model trains on (its budget).
+    train_records: training records checked at most (a sample chosen by a
+      hash of their bytes, where the split is larger).
     signature_name, probabilities_key: the model's signature that takes
       serialized Examples, and its output of class probabilities.
     custom_config: handed to `cross_fit_fn` (the Trainer's settings).
@@ -391,7 +419,8 @@ class LabelCheck(base_component.BaseComponent):
 
   def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
                transform_graph: types.BaseChannel, cross_fit_fn: str,
-               folds: int, fold_examples: int, signature_name: str,
+               folds: int, fold_examples: int, train_records: int,
+               signature_name: str,
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
                train_split: str = 'train'):
@@ -401,6 +430,7 @@ class LabelCheck(base_component.BaseComponent):
     super().__init__(spec=LabelCheckSpec(
         examples=examples, model=model, transform_graph=transform_graph,
         cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,
+        train_records=train_records,
         signature_name=signature_name, probabilities_key=probabilities_key,
         custom_config=json_utils.dumps(custom_config or {}),
         train_split=train_split,

@@ -2,9 +2,8 @@
 
 LabelCheck (components/label_check.py) writes suspects.json into its
 LabelSuspects artifact: one row per suspect, per split, most doubtful first.
-Records carry no source path (records/features.py): a suspect is found by
-its position in the split (shards in name order, records in file order),
-or by its shard file and its position in it.
+Each names its record's source (records/features.py): the image's path
+under the input folder, or `<IDX images file>:<index>`.
 """
 
 import csv
@@ -25,9 +24,8 @@ OUTPUT_KEY = 'suspects'
 SUSPECTS_FILE = 'suspects.json'  # As components/label_check.py writes it.
 # The reviewer's CSV: where the image is, what it is said to be, what the
 # model says, and how sure.
-CSV_COLUMNS = ('split', 'rank', 'position', 'shard', 'shard_position',
-               'given', 'given_name', 'suggested', 'suggested_name', 'score',
-               'method')
+CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
+               'suggested_name', 'score', 'method')
 THUMBNAILS_PER_SPLIT = 12
 
 
@@ -38,7 +36,9 @@ def suspects_artifact(md: queries.Metadata, run: queries.Run
 
 def _json_property(artifact: queries.Artifact, key: str) -> Dict[str, Any]:
   value = artifact.properties.get(key)
-  return json.loads(value) if value else {}
+  if isinstance(value, str):
+    return json.loads(value) if value else {}
+  return value or {}
 
 
 def suspects(md: queries.Metadata, run: queries.Run,
@@ -60,6 +60,7 @@ def suspects(md: queries.Metadata, run: queries.Run,
           'methods': methods,
           'counts': _json_property(artifact, 'suspects'),
           'checked': _json_property(artifact, 'records_checked'),
+          'records': _json_property(artifact, 'records'),
           'seconds': _json_property(artifact, 'seconds'),
           'rows': rows}
 
@@ -74,33 +75,42 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
 
 
 def images_at(examples: queries.Artifact, split: str,
-              positions: List[int]) -> Dict[int, np.ndarray]:
-  """The images (HxWxC uint8) at `positions` of the split, read in order up
-  to the last one wanted."""
+              sources: List[str]) -> Dict[str, np.ndarray]:
+  """The images (HxWxC uint8) of the split's records whose source is one
+  of `sources`, read in order until all are found."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from inspector import images  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
-  wanted, found = set(positions), {}
+  wanted, found = set(sources), {}
   if not wanted:
     return found
   encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
                                     'raw') != 'raw'
-  start = 0
+  spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
   for batch in images._records(examples, split).batch(256):  # pylint: disable=protected-access
-    parsed = images._parse(batch)  # pylint: disable=protected-access
-    for i in range(len(batch)):
-      if start + i in wanted:
-        shape = [int(parsed[k][i]) for k in (features.HEIGHT_KEY,
-                                             features.WIDTH_KEY,
-                                             features.CHANNELS_KEY)]
-        image = parsed[features.IMAGE_KEY][i]
-        found[start + i] = (
-            tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
-            else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
-    start += len(batch)
-    if start > max(wanted):
+    names = [n.decode() for n in
+             tf.io.parse_example(batch, spec)[features.SOURCE_KEY].numpy()]
+    hits = [i for i, name in enumerate(names) if name in wanted]
+    if not hits:
+      continue
+    parsed = images._parse(tf.gather(batch, hits))  # pylint: disable=protected-access
+    for j, i in enumerate(hits):
+      shape = [int(parsed[k][j]) for k in (features.HEIGHT_KEY,
+                                           features.WIDTH_KEY,
+                                           features.CHANNELS_KEY)]
+      image = parsed[features.IMAGE_KEY][j]
+      found[names[i]] = (
+          tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
+          else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
+    if len(found) == len(wanted):
       break
   return found
+
+
+def short(source: str, length: int = 24) -> str:
+  """`source`, its start cut to `length` characters (the file name and
+  the index are at its end)."""
+  return source if len(source) <= length else '...' + source[3 - length:]
 
 
 _PAD = 6
@@ -111,16 +121,16 @@ _FONT_SIZE = 12
 def draw_suspects(rows: List[Dict[str, Any]],
                   pictures: Dict[int, np.ndarray], columns: int = 6
                   ) -> Image.Image:
-  """A grid of the suspects' images, each captioned 'given -> suggested'
-  and its score, in rank order."""
+  """A grid of the suspects' images, each captioned with its rank and
+  source, 'given -> suggested' and its score, in rank order."""
   font = ImageFont.load_default(size=_FONT_SIZE)
-  shown = [r for r in rows if r['position'] in pictures]
+  shown = [r for r in rows if r.get('source') in pictures]
   if not shown:
     raise InspectError('no suspects\' images to draw')
-  height = max(pictures[r['position']].shape[0] for r in shown)
-  width = max(pictures[r['position']].shape[1] for r in shown)
+  height = max(pictures[r['source']].shape[0] for r in shown)
+  width = max(pictures[r['source']].shape[1] for r in shown)
   scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
-  captions = [(f'#{r["rank"]} at {r["position"]}',
+  captions = [(f'#{r["rank"]} {short(r["source"])}',
                f'{r["given_name"]} -> {r["suggested_name"]}',
                f'score {r["score"]:.3f}') for r in shown]
   text_w = max(font.getbbox(line)[2] for c in captions for line in c)
@@ -135,7 +145,7 @@ def draw_suspects(rows: List[Dict[str, Any]],
   for n, (row, caption) in enumerate(zip(shown, captions)):
     left = _PAD + (n % columns) * cell_w
     top = _PAD + (n // columns) * cell_h
-    pixels = pictures[row['position']]
+    pixels = pictures[row['source']]
     image = Image.fromarray(
         pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
         'L' if pixels.shape[-1] == 1 else 'RGB').convert('RGB')
@@ -163,12 +173,11 @@ def text(out, result: Dict[str, Any], top: int = 20) -> None:
     if not rows:
       continue
     table = render._table(  # pylint: disable=protected-access
-        'rank', 'position', 'shard', 'given', 'suggested', 'score',
-        right=('rank', 'position', 'score'),
+        'rank', 'source', 'given', 'suggested', 'score',
+        right=('rank', 'score'),
         title=f'{split}: the {len(rows)} most doubtful')
     for r in rows:
-      table.add_row(str(r['rank']), str(r['position']),
-                    f'{r["shard"]}:{r["shard_position"]}', r['given_name'],
+      table.add_row(str(r['rank']), r.get('source', ''), r['given_name'],
                     r['suggested_name'], f'{r["score"]:.3f}')
     out.print(table)
   written = result.get('csv')

@@ -312,7 +312,7 @@ def _thumbnails(examples: queries.Artifact, split: str,
                 rows: List[Dict[str, Any]]) -> Dict[str, Any]:
   from inspector import labels  # pylint: disable=g-import-not-at-top
   canvas = labels.draw_suspects(rows, labels.images_at(
-      examples, split, [r['position'] for r in rows]))
+      examples, split, [r['source'] for r in rows if r.get('source')]))
   png = io.BytesIO()
   canvas.save(png, format='PNG')
   return {'png': 'data:image/png;base64,' + base64.b64encode(

@@ -3,17 +3,22 @@
 The Trainer's model learnt the training records, labels and all, so its
 probabilities there would confirm a wrong label rather than doubt it. Here
 each record goes to one of K folds by a stable hash of its bytes (the same
-fold in every run); for each fold, a fresh model of the project's own
+fold in every run); the records checked are a sample chosen by the same
+hash (all of them in a split no larger than the sample), and for each fold
+that holds some of them, a fresh model of the project's own
 network (modules/model.py: `choose`, `build`, `compile_for_training`, under
 the Trainer's settings), fed by the project's input code (the Transform
 graph through input_pipeline.parse_and_transform), trains on the other
-folds for `fold_examples` examples, then predicts its own fold. LabelCheck
+folds for `fold_examples` examples, then predicts the checked records of
+its own fold. On a large split the sample bounds the cost: every record
+checked is predicted once, and a sample within one fold needs one model.
+LabelCheck
 (components/label_check.py) calls `cross_fit` by its module path.
 
 A pretrained backbone is not used here: its fine-tuning is far beyond a
 small budget, so the fold models are the network --model picks.
 Memory: a shuffle buffer of SHUFFLE_RECORDS records, the batches in flight,
-and the [N, classes] probabilities being filled.
+and the [M, classes] probabilities of the M records checked.
 """
 
 import dataclasses
@@ -34,11 +39,43 @@ from records import features
 
 SHUFFLE_RECORDS = 10_000
 PREDICT_BATCH = 512
+# Records are hashed into this many buckets; folds are runs of buckets, and
+# the records checked are the lowest buckets (see `plan`).
+BUCKETS = 1 << 20
 
 
-def fold_of(serialized: tf.Tensor, folds: int) -> tf.Tensor:
-  """The fold of each serialized record: a stable hash of its bytes."""
-  return tf.strings.to_hash_bucket_fast(serialized, folds)
+def bucket_of(serialized: tf.Tensor) -> tf.Tensor:
+  """The bucket of each serialized record: a stable hash of its bytes."""
+  return tf.strings.to_hash_bucket_fast(serialized, BUCKETS)
+
+
+def fold_of(bucket: tf.Tensor, folds: int) -> tf.Tensor:
+  """The fold of each bucket: folds are runs of consecutive buckets."""
+  return bucket * folds // BUCKETS
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """Which records are checked, and which folds' models that takes."""
+  folds: int
+  checked_buckets: int  # A record is checked if its bucket is below this.
+
+  @property
+  def models(self) -> int:
+    """Folds that hold checked records: one model each."""
+    return max(1, math.ceil(self.checked_buckets * self.folds / BUCKETS))
+
+
+def plan(records: int, folds: int, checked_records: int) -> Plan:
+  """Checks about `checked_records` of `records`, a hash-chosen sample.
+
+  The sample is the lowest buckets, and folds are runs of buckets, so a
+  small sample lies in few folds: only those folds' models are trained
+  (with 2 folds, a sample of half the split or less takes one model).
+  """
+  share = min(1.0, checked_records / max(records, 1))
+  return Plan(folds, BUCKETS if share >= 1 else
+              max(1, math.ceil(share * BUCKETS)))
 
 
 def _records(files: List[str]) -> tf.data.Dataset:
@@ -52,16 +89,41 @@ def _training_data(files: List[str], fold: int, folds: int,
   parse = input_pipeline.parse_and_transform(tf_transform_output)
   shards = tf.data.Dataset.from_tensor_slices(files).shuffle(
       len(files), seed=seed)
+
+  # The fold of a block of records at once: a per-record filter costs
+  # more than reading them.
+  def others(block: tf.Tensor) -> tf.Tensor:
+    return tf.boolean_mask(block, fold_of(bucket_of(block), folds) != fold)
+
   return (shards.interleave(
       lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
       cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE)
-          .filter(lambda record: fold_of(record, folds) != fold)
+          .batch(PREDICT_BATCH).map(others).unbatch()
           .shuffle(SHUFFLE_RECORDS, seed=seed).repeat()
           # Parsed and transformed in blocks, as the Trainer's input_fn does
           # (input_pipeline.parse_block says why), then cut into batches.
           .batch(input_pipeline.parse_block(tf_transform_output, batch_size))
           .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
           .rebatch(batch_size).prefetch(2))
+
+
+def _held_out(files: List[str], fold: int, the_plan: Plan,
+              parse) -> tf.data.Dataset:
+  """(positions, images, labels) of the checked records of `fold`, in file
+  order, a block at a time."""
+  folds, checked = the_plan.folds, the_plan.checked_buckets
+
+  def select(index: tf.Tensor, block: tf.Tensor):
+    buckets = bucket_of(block)
+    keep = (fold_of(buckets, folds) == fold) & (buckets < checked)
+    positions = index * PREDICT_BATCH + tf.range(
+        tf.size(block, out_type=tf.int64))
+    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
+
+  return (_records(files).batch(PREDICT_BATCH).enumerate().map(select)
+          .filter(lambda positions, _: tf.size(positions) > 0)
+          .map(lambda positions, block: (positions, *parse(block)),
+               num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
 
 def trainer_examples(config: TrainingConfig, records: int) -> int:
@@ -81,10 +143,13 @@ def fold_budget(config: TrainingConfig, records: int, folds: int,
 
 
 def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
-              folds: int, fold_examples: int,
-              custom_config: Dict[str, Any]) -> Tuple[np.ndarray, np.ndarray]:
-  """(labels [N], probabilities [N, classes]) of the records of `files`
-  in their order, each predicted by the model of the folds it is not in.
+              folds: int, fold_examples: int, checked_records: int,
+              custom_config: Dict[str, Any]
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+  """(positions [M], labels [M], probabilities [M, classes], records in
+  `files`) of the records checked (about `checked_records` of `files`, chosen by a hash of
+  their bytes; all of them if as many or more), in file order, each
+  predicted by the model of the folds it is not in.
 
   custom_config: the Trainer's ({'training': TrainingConfig.to_dict()}).
   """
@@ -92,18 +157,18 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
             if 'training' in custom_config else TrainingConfig())
   model_config = dataclasses.replace(config.model, backbone=None)
   tf_transform_output = tft.TFTransformOutput(transform_graph_uri)
-  geometry = features.ImageGeometry(*tf_transform_output.
-                                    transformed_feature_spec()[
-                                        features.IMAGE_KEY].shape)
+  image_spec = tf_transform_output.transformed_feature_spec()[
+      features.IMAGE_KEY]
+  geometry = features.ImageGeometry(*image_spec.shape)
   architecture, _ = model_lib.choose(model_config, geometry)
   records = input_pipeline.count_records(files)
-  labels = np.full(records, -1, np.int64)
-  probabilities = np.zeros((records, num_classes), np.float32)
+  the_plan = plan(records, folds, checked_records)
   examples = fold_budget(config, records, folds, fold_examples)
   steps = max(1, math.ceil(examples / config.batch_size))
   parse = input_pipeline.parse_and_transform(tf_transform_output)
   keras.mixed_precision.set_global_policy('float32')
-  for fold in range(folds):
+  positions, labels, probabilities = [], [], []
+  for fold in range(the_plan.models):
     seed = None if config.seed is None else config.seed + fold
     if seed is not None:
       keras.utils.set_random_seed(seed)
@@ -112,24 +177,25 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
     model.fit(_training_data(files, fold, folds, tf_transform_output,
                              config.batch_size, seed),
               steps_per_epoch=steps, epochs=1, verbose=0)
-    # Its own fold, in file order, with each record's position.
-    held_out = (_records(files).enumerate()
-                .filter(lambda _, record: fold_of(record, folds) == fold)
-                .batch(PREDICT_BATCH)
-                .map(lambda positions, batch: (positions, *parse(batch)),
-                     num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
-    predict = tf.function(lambda images: tf.nn.softmax(
-        tf.cast(model(images, training=False), tf.float32)),
-                          autograph=False)
-    for positions, images, batch_labels in held_out:
-      positions = positions.numpy()
-      labels[positions] = batch_labels.numpy()
-      probabilities[positions] = predict(images).numpy()
+    # One trace for every block size (blocks are cut to the fold).
+    predict = tf.function(
+        lambda images: tf.nn.softmax(tf.cast(model(images, training=False),
+                                             tf.float32)),
+        input_signature=[tf.TensorSpec([None, *image_spec.shape],
+                                      image_spec.dtype)],
+        autograph=False)
+    for block_positions, images, block_labels in _held_out(
+        files, fold, the_plan, parse):
+      positions.append(block_positions.numpy())
+      labels.append(block_labels.numpy())
+      probabilities.append(predict(images).numpy())
     logging.info('LabelCheck: fold %d of %d: %s trained %d steps of %d.',
                  fold + 1, folds, architecture, steps, config.batch_size)
     keras.backend.clear_session()
-  missing = int(np.sum(labels < 0))
-  if missing:
-    raise ValueError(f'cross-fitting predicted {records - missing} of '
-                     f'{records} records of {files[0]}...')
-  return labels, probabilities
+  if not positions:
+    return (np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros((0, num_classes), np.float32), records)
+  positions = np.concatenate(positions)
+  order = np.argsort(positions, kind='stable')
+  return (positions[order], np.concatenate(labels)[order],
+          np.concatenate(probabilities)[order], records)

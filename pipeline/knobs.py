@@ -230,6 +230,11 @@ class EvaluationConfig:
       'than the Trainer\'s budget for that share of the data): the cost of '
       'checking the training split (default: %(default)s).',
       flag='--label-check-train-examples', type=int, metavar='N')
+  label_check_train_records: int = knob(
+      10_000, 'LabelCheck: training records checked at most, a sample chosen '
+      'by a hash of each record (all of a smaller split): the cost of '
+      'predicting them (default: %(default)s).',
+      flag='--label-check-train-records', type=int, metavar='N')
 
   def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:
     """The fixed threshold for `data`; None: the Evaluator sets it from the

@@ -138,6 +138,7 @@ def create_pipeline(
       transform_graph=transform.outputs['transform_graph'],
       cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
       fold_examples=evaluation.label_check_train_examples,
+      train_records=evaluation.label_check_train_records,
       signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
       custom_config={'training': training.to_dict()}
   ) if evaluation.label_check else None

@@ -140,11 +140,28 @@ def _describe(artifact, splits_stats: Dict[str, int],
     from inspector import tuning  # pylint: disable=g-import-not-at-top
     from modules import tuning as space  # pylint: disable=g-import-not-at-top
     return 'best: ' + space.describe(tuning.best_values(artifact))
+  if artifact.type.endswith('LabelSuspects'):  # components/label_check.py
+    return _suspects(props)
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
                                                          dict):
     bad = [split for split, ok in props['blessed'].items() if not ok]
     return f'anomalies in {", ".join(bad)}' if bad else 'no anomalies'
   return ''
+
+
+def _suspects(props) -> str:
+  """LabelCheck's count per split (and the records checked, where a
+  sample was), and how to list them."""
+  def read(key):
+    value = props.get(key)
+    return json.loads(value) if isinstance(value, str) else (value or {})
+  counts, checked, records = (read('suspects'), read('records_checked'),
+                              read('records'))
+  parts = [f'{split} {count:,}' + (
+      f' of {checked[split]:,} checked' if checked.get(split, 0) <
+      records.get(split, 0) else '') for split, count in counts.items()]
+  return (f'{sum(counts.values()):,} suspects ({", ".join(parts)}): '
+          'python -m inspector labels')
 
 
 def _left_out(props, shown: int = 5) -> List[str]:

@@ -1,7 +1,8 @@
 """LabelCheck finds labels planted wrong, in a real pipeline run on tiny
-data, and the inspector lists them for review."""
+data, names their source files, and the inspector lists them for review."""
 
 import csv
+import glob
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ from tfx.types import standard_artifacts
 
 from components import label_check
 from components.image_example_gen import idx
+from modules import cross_fit
 from pipeline import knobs
 from pipeline import pipeline
 from tests import datasets
@@ -24,14 +26,15 @@ TRAIN, EVAL = 400, 200
 # Few classes: a tiny model learns them in the seconds a test trains.
 CLASSES = 4
 PLANTED = {'train': 12, 't10k': 10}  # 3% and 5%.
-SPLITS = {'train': 'train', 't10k': 'eval'}  # IDX prefix -> split name.
+# IDX prefix -> the splits its records go to (validation: a hash's share).
+SPLITS = {'train': ('train', 'validation'), 't10k': ('eval',)}
 # The issue's targets: recall in a list at most twice what was planted.
-RECALL = {'train': 0.7, 'eval': 0.9}
+RECALL = {'train': 0.7, 't10k': 0.9}
 
 
 def write_planted_dataset(directory: str, seed: int = 7):
-  """tests/datasets.py's separable images with PLANTED labels per split
-  moved to another class; {split: positions planted}."""
+  """tests/datasets.py's separable images with PLANTED labels per IDX
+  file moved to another class; {prefix: the planted records' sources}."""
   written = datasets.write_idx_dataset(directory, {'train': TRAIN,
                                                    't10k': EVAL},
                                       num_classes=CLASSES)
@@ -43,7 +46,9 @@ def write_planted_dataset(directory: str, seed: int = 7):
     labels[where] = (labels[where] + rng.integers(1, CLASSES, len(where))) % CLASSES
     idx.write(os.path.join(directory, f'{prefix}-labels-idx1-ubyte.gz'),
               labels, True)
-    planted[SPLITS[prefix]] = set(where.tolist())
+    [images] = glob.glob(os.path.join(directory, f'{prefix}-images-*'))
+    planted[prefix] = {f'{os.path.basename(images)}:{i}'
+                       for i in where.tolist()}
   return planted
 
 
@@ -60,6 +65,14 @@ def test_confident_learning_flags_what_another_class_claims():
   ranked, suggested = label_check.find_suspects(labels, probabilities)
   assert ranked.tolist() == [10, 70]  # Least self-confidence first.
   assert suggested.tolist() == [1, 0]
+
+
+def test_a_sample_within_one_fold_takes_one_model():
+  assert cross_fit.plan(60_000, 2, 10_000).models == 1
+  assert cross_fit.plan(60_000, 2, 40_000).models == 2
+  everything = cross_fit.plan(300, 2, 10_000)
+  assert everything.models == 2
+  assert everything.checked_buckets == cross_fit.BUCKETS
 
 
 def test_the_check_is_on_by_default_and_a_flag_turns_it_off():
@@ -86,14 +99,19 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   out, planted = planted_run
   result = tiny_runs.inspect_json(out, 'labels')
   assert result['methods']['eval'] == 'out_of_sample'
-  assert result['methods']['train'].startswith('cross_fit')
-  for split, positions in planted.items():
-    listed = [r['position'] for r in result['rows'] if r['split'] == split]
-    assert len(listed) <= 2 * len(positions), (split, listed, positions)
-    found = len(positions & set(listed)) / len(positions)
-    assert found >= RECALL[split], (split, sorted(listed), sorted(positions))
-    assert result['counts'][split] == len(listed)
-  assert result['checked'] == {'train': TRAIN, 'eval': EVAL}
+  assert result['methods']['validation'] == 'out_of_sample'
+  # A split smaller than the sample is checked whole.
+  assert result['methods']['train'] == 'cross_fit (2 folds)'
+  for prefix, sources in planted.items():
+    listed = [r['source'] for r in result['rows']
+              if r['split'] in SPLITS[prefix]]
+    assert len(listed) <= 2 * len(sources), (prefix, listed, sources)
+    found = len(sources & set(listed)) / len(sources)
+    assert found >= RECALL[prefix], (prefix, sorted(listed), sorted(sources))
+  assert sum(result['counts'].values()) == len(result['rows'])
+  assert result['checked'] == result['records']
+  assert result['checked']['train'] + result['checked']['validation'] == TRAIN
+  assert result['checked']['eval'] == EVAL
 
 
 def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
@@ -104,13 +122,15 @@ def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
     rows = list(csv.DictReader(f))
   assert rows and {r['split'] for r in rows} == {'eval'}
   assert [int(r['rank']) for r in rows] == list(range(1, len(rows) + 1))
-  assert planted['eval'] & {int(r['position']) for r in rows}
+  # The file to open, first after the split and the rank.
+  assert list(rows[0])[:3] == ['split', 'rank', 'source']
+  assert planted['t10k'] & {r['source'] for r in rows}
   first = rows[0]
   assert first['given'] != first['suggested']
   assert 0 < float(first['score']) <= 1
-  assert first['shard'].endswith('.gz')
   text = tiny_runs.inspect(out, 'labels').stdout
   assert 'eval:' in text and 'out_of_sample' in text
+  assert first['source'] in text
 
 
 def test_the_report_shows_the_suspects(planted_run, tmp_path):
@@ -120,23 +140,23 @@ def test_the_report_shows_the_suspects(planted_run, tmp_path):
                                        '--json').stdout)
   labels = facts['labels']
   assert labels['status'] == 'ok', labels
-  assert set(labels['splits']) == {'train', 'eval'}
+  assert set(labels['splits']) == {'train', 'validation', 'eval'}
   html = page.read_text()
   assert 'id="labels"' in html and 'suspect images' in html
 
 
 def test_every_split_the_examples_have_is_checked(planted_run, tmp_path):
-  # A third split (as a `validation` split would be) is scored by the
-  # Trainer's model like eval; folds 0 leaves the training split out.
+  # Any further split is scored by the Trainer's model like eval; folds 0
+  # leaves the training split out.
   out, planted = planted_run
   [examples_dir] = (out / 'pipeline' / 'ImageExampleGen' / 'examples').iterdir()
   copy = tmp_path / 'examples'
   shutil.copytree(examples_dir, copy)
-  shutil.copytree(copy / 'Split-eval', copy / 'Split-validation')
+  shutil.copytree(copy / 'Split-eval', copy / 'Split-extra')
   examples = standard_artifacts.Examples()
   examples.uri = str(copy)
   examples.split_names = artifact_utils.encode_split_names(
-      ['train', 'eval', 'validation'])
+      ['train', 'eval', 'extra'])
   model, graph = standard_artifacts.Model(), standard_artifacts.TransformGraph()
   [model.uri] = [str(p) for p in (out / 'pipeline' / 'Trainer' /
                                   'model').iterdir()]
@@ -147,19 +167,20 @@ def test_every_split_the_examples_have_is_checked(planted_run, tmp_path):
   component = label_check.LabelCheck(
       examples=channel_of(examples), model=channel_of(model),
       transform_graph=channel_of(graph), cross_fit_fn='unused',
-      folds=0, fold_examples=1, signature_name='serving_default',
+      folds=0, fold_examples=1, train_records=1,
+      signature_name='serving_default',
       probabilities_key='probabilities')
   label_check.Executor().Do(
       {'examples': [examples], 'model': [model], 'transform_graph': [graph]},
       {'suspects': [suspects]}, component.exec_properties)
   methods = json.loads(suspects.get_string_custom_property('methods'))
-  assert methods['validation'] == methods['eval'] == 'out_of_sample'
+  assert methods['extra'] == methods['eval'] == 'out_of_sample'
   assert methods['train'].startswith('not checked')
   rows = label_check.read_suspects(suspects.uri)
-  by_split = {split: [r['position'] for r in rows if r['split'] == split]
-              for split in ('eval', 'validation')}
-  assert by_split['validation'] == by_split['eval']
-  assert len(planted['eval'] & set(by_split['validation'])) >= 9
+  by_split = {split: [r['source'] for r in rows if r['split'] == split]
+              for split in ('eval', 'extra')}
+  assert by_split['extra'] == by_split['eval']
+  assert len(planted['t10k'] & set(by_split['extra'])) >= 9
 
 
 def channel_of(artifact):
