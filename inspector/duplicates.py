@@ -1,7 +1,7 @@
 """The copies and image issues DataChecks found in a run's Examples.
 
 Reads the DataChecks artifact of a run: its counts (custom properties) and
-its files (components/data_checks/results.py). Used by `python -m
+its files (records/data_checks.py). Used by `python -m
 inspector duplicates` and by the report's data section.
 """
 
@@ -120,13 +120,14 @@ def text(out: Console, result: Dict[str, Any]) -> None:
   out.print(f'image issues: {issues}')
   if result['pairs']:
     table = render._table(  # pylint: disable=protected-access
-        'split', 'record', 'label', 'split', 'record', 'label', 'kind',
+        'split', 'source', 'label', 'split', 'copy', 'label', 'kind',
         'correlation', right=('correlation',),
         title=f'the first {len(result["pairs"])} pairs (all: '
         f'{result["pairs_file"]})')
     for row in result['pairs']:
-      table.add_row(row['split_a'], row['record_a'], row['label_a'],
-                    row['split_b'], row['record_b'], row['label_b'],
+      table.add_row(row['split_a'], row['source_a'] or row['record_a'],
+                    row['label_a'], row['split_b'],
+                    row['source_b'] or row['record_b'], row['label_b'],
                     row['kind'], row['correlation'])
     out.print(table)
   if result.get('csv'):

@@ -11,6 +11,7 @@ the report still comes. Sections of components that did not run are
 import base64
 import io
 import itertools
+import json
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional
@@ -38,9 +39,37 @@ def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
     return {'error': f'{what}: {reason}'}
 
 
-def _why_not_run(run: queries.Run) -> str:
+def _copies_over_share(md: queries.Metadata, run: queries.Run
+                       ) -> Dict[str, Dict[str, float]]:
+  """{split: held-out copies} of the splits over the ValidationGate's
+  share, when the gate was to stop for them and ExampleValidator blessed
+  every split (the gate looks at the anomalies first); else {}."""
+  gate = run.execution('ValidationGate')
+  share = gate.properties.get('max_eval_copy_share') if gate else None
+  if share is None or gate.properties.get('eval_copies') != 'stop':
+    return {}
+  try:
+    anomalies = md.run_output(run, 'ExampleValidator', 'anomalies')
+    data_checks = md.run_output(run, 'DataChecks', 'data_checks')
+  except InspectError:
+    return {}
+  blessed = anomalies.properties.get('blessed') or {}
+  if not blessed or any(value != 1 for value in blessed.values()):
+    return {}
+  held_out = json.loads(data_checks.properties.get(
+      data_checks_results.HELD_OUT_PROPERTY) or '{}')
+  return {split: info for split, info in held_out.items()
+          if info['share'] > share}
+
+
+def _why_not_run(run: queries.Run, md: Optional[queries.Metadata] = None
+                 ) -> str:
   failed = [e for e in run.executions if e.state == 'FAILED']
   if any(e.node == 'ValidationGate' for e in failed):
+    over = _copies_over_share(md, run) if md is not None else {}
+    if over:
+      return ('the ValidationGate stopped the run: ' + '; '.join(
+          data_checks_results.held_out_lines(over)))
     return ('the ValidationGate stopped the run: ExampleValidator found '
             'anomalies in the data')
   if failed:
@@ -113,15 +142,19 @@ def dag(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                     for key, artifact in md.outputs(execution.id or -1)
                     for producer in [md.producer(artifact.id)]]})
   return {'nodes': nodes, 'why_not_run': (
-      _why_not_run(run) if any(n['state'] == NOT_RUN for n in nodes)
+      _why_not_run(run, md) if any(n['state'] == NOT_RUN for n in nodes)
       else None)}
 
 
-def _not_run(run: queries.Run, node: str) -> Optional[Dict[str, Any]]:
+def _not_run(run: queries.Run, node: str,
+             md: Optional[queries.Metadata] = None
+             ) -> Optional[Dict[str, Any]]:
+  """{'status': 'not_run', 'reason'} when `node` did not complete; `md`
+  lets the reason tell the ValidationGate's two causes apart."""
   execution = run.execution(node)
   if execution is None:
     return {'status': 'not_run',
-            'reason': f'{node} did not run: {_why_not_run(run)}'}
+            'reason': f'{node} did not run: {_why_not_run(run, md)}'}
   if execution.state != 'COMPLETE' and not execution.cached:
     return {'status': 'not_run',
             'reason': f'{node} did not complete ({execution.state})'}
@@ -199,7 +232,7 @@ def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
   from inspector import training  # pylint: disable=g-import-not-at-top
   from inspector import tuning  # pylint: disable=g-import-not-at-top
-  not_run = _not_run(run, 'Trainer')
+  not_run = _not_run(run, 'Trainer', md)
   if not_run:
     return not_run
   trainer = run.execution('Trainer')
@@ -227,7 +260,7 @@ def training_section(md: queries.Metadata, run: queries.Run
 def evaluation_section(md: queries.Metadata, run: queries.Run
                        ) -> Dict[str, Any]:
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
-  not_run = _not_run(run, 'Evaluator')
+  not_run = _not_run(run, 'Evaluator', md)
   if not_run:
     return not_run
   evaluator = run.execution('Evaluator')
@@ -244,7 +277,7 @@ def evaluation_section(md: queries.Metadata, run: queries.Run
                             evaluator),
       'on_device': _attempt('the TensorFlow Lite files', evaluation.on_device,
                             model),
-      'push': _not_run(run, 'Pusher') or _attempt('the push', _push, md, run),
+      'push': _not_run(run, 'Pusher', md) or _attempt('the push', _push, md, run),
   }
 
 

@@ -5,10 +5,12 @@ Files in the artifact's folder:
   image_issues.csv  every image with an issue, one issue a line
                     (ISSUE_COLUMNS)
 
-A record is named by its place in the Examples: its shard file (within
-Split-<split>/) and its index in that file, "data_tfrecord-00003-of-00016.gz:
-41". The records hold no path of the image they came from. A fingerprint
-is the BLAKE2b digest (8 bytes, in hex) of the image's raw pixels.
+A record is named by its source, the input it came from (the `source`
+feature, records/features.py): the image's path relative to the input
+folder, "eval/roses/IMG_0412.jpg", or "<IDX images file>:<index>". Its
+place in the Examples, its shard file (within Split-<split>/) and its index
+in that file, "data_tfrecord-00003-of-00016.gz:41", is there too: what
+reading the record back needs.
 
 Custom properties of the artifact (visible in ML Metadata):
   images            {split: records}
@@ -28,10 +30,10 @@ from typing import Dict, Iterator, List
 
 COPIES_FILE = 'copies.csv'
 ISSUES_FILE = 'image_issues.csv'
-PAIR_COLUMNS = ('split_a', 'record_a', 'label_a', 'split_b', 'record_b',
-                'label_b', 'kind', 'hash_bits', 'max_difference',
-                'correlation', 'fingerprint_a', 'fingerprint_b')
-ISSUE_COLUMNS = ('split', 'record', 'label', 'issue', 'score')
+PAIR_COLUMNS = ('split_a', 'source_a', 'label_a', 'split_b', 'source_b',
+                'label_b', 'kind', 'max_difference', 'correlation',
+                'record_a', 'record_b')
+ISSUE_COLUMNS = ('split', 'source', 'label', 'issue', 'score', 'record')
 IMAGES_PROPERTY = 'images'
 COPIES_PROPERTY = 'copies'
 HELD_OUT_PROPERTY = 'held_out_copies'
@@ -68,12 +70,22 @@ def read_issues(uri: str, limit=None) -> Iterator[Dict[str, str]]:
   return _read_csv(os.path.join(uri, ISSUES_FILE), limit)
 
 
+def name(split: str, source: str) -> str:
+  """The source, followed by its split when the source does not say it:
+  'eval/roses/IMG_0412.jpg', 't10k-images-idx3-ubyte.gz:41 in eval'."""
+  return source if source.startswith(f'{split}/') else f'{source} in {split}'
+
+
 def describe_pair(row: Dict[str, str]) -> str:
-  """'train data_tfrecord-00001-of-00016.gz:5 = eval ...:7 (exact)'."""
+  """'eval/roses/IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg
+  (exact)': the second of the pair, a held-out image when the pair crosses
+  from train, named as the copy."""
   kind = ('exact' if row['kind'] == 'exact' else
           f'near, correlation {float(row["correlation"]):.3f}')
-  return (f'{row["split_a"]} {row["record_a"]} = {row["split_b"]} '
-          f'{row["record_b"]} ({kind})')
+  # Examples written before records named their source have none.
+  a, b = (name(row[f'split_{side}'], row[f'source_{side}'] or
+               row[f'record_{side}']) for side in 'ab')
+  return f'{b} is a copy of {a} ({kind})'
 
 
 def json_property(artifact, name: str):

@@ -5,15 +5,13 @@ eval copies above the share unless told to keep them; the inspector's
 duplicates command writes the pairs as CSV."""
 
 import csv
-import glob
-import hashlib
 import io
 import os
+import re
 
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
-import tensorflow as tf
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
@@ -26,7 +24,7 @@ from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 from records import data_checks as results
-from records import features
+from records import sources
 from tests import artifacts
 from tests import kubeflow_specs
 from tests import local_run
@@ -124,8 +122,12 @@ def test_planted_copies_across_splits_are_found(checked):
   copied, output, _ = checked
   rows = list(results.read_pairs(output.uri))
   across = [row for row in rows if row['split_a'] != row['split_b']]
-  # Record names are shard:index; map them back to the IDX order through
-  # the fingerprints of the images (8 bytes of BLAKE2b of the pixels).
+  # Each pair names its two images by their source: IDX file and index.
+  assert {(row['source_a'], row['source_b']) for row in across} == {
+      (f'train-images-idx3-ubyte.gz:{index}',
+       f't10k-images-idx3-ubyte.gz:{index}')
+      for indices in copied.values() for index in indices}
+  assert all(row['record_a'].startswith('data_tfrecord-') for row in across)
   found = {(row['split_a'], row['split_b'], row['kind']) for row in across}
   assert found <= {('train', 'eval', 'exact'), ('train', 'eval', 'near')}
   kinds = [row['kind'] for row in across]
@@ -163,7 +165,8 @@ def gated_runs(tmp_path_factory):
     runs[name] = local_run.run(
         '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
         '--to-node', 'ValidationGate', '--num-shards', '2',
-        local_run.ONE_PROCESS, *flags)
+        # Every planted copy's image stays in train.
+        '--validation-percent', '0', local_run.ONE_PROCESS, *flags)
   return tmp / 'out', runs
 
 
@@ -175,7 +178,10 @@ def test_gate_stops_on_eval_copies_above_the_share(gated_runs):
            if 'with a copy in train' in line and 'ValidationGate' in line]
   assert len(lines) == 1, stopped.stdout[-3000:] + stopped.stderr[-3000:]
   assert 'eval: 20 images (20.00%) with a copy in train' in lines[0]
-  assert '(exact)' in lines[0] and '--eval-copies keep' in lines[0]
+  # The first pairs, named by their sources: a planted copy and its image.
+  assert re.search(r't10k-images-idx3-ubyte\.gz:(\d+) in eval is a copy of '
+                   r'train-images-idx3-ubyte\.gz:\1 in train \(', lines[0])
+  assert '--eval-copies keep' in lines[0]
 
 
 def test_eval_copies_keep_goes_on_and_says_what_it_found(gated_runs):
@@ -196,27 +202,27 @@ def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
   assert len(rows) == result['csv']['pairs'] == 20
   assert {row['split_a'] + '-' + row['split_b'] for row in rows} == {
       'train-eval'}
-  assert all(row['record_a'].startswith('data_tfrecord-') for row in rows)
+  assert all(row['source_a'].startswith('train-images-idx3-ubyte.gz:')
+             for row in rows)
   text = tiny_runs.inspect(out, 'duplicates').stdout
   assert 'eval: 20 images (20.00%) with a copy in train' in text
+  assert 't10k-images-idx3-ubyte.gz:' in text
 
 
 def test_dropping_leaves_eval_without_its_copies_of_train(checked):
   copied, output, without_copies = checked
   assert artifact_utils.decode_split_names(
       without_copies.split_names) == ['eval']
-  copies = {row['fingerprint_b'] for row in results.read_pairs(output.uri)}
-  kept = []
-  for path in sorted(glob.glob(os.path.join(without_copies.uri,
-                                            'Split-eval', '*.gz'))):
-    for record in tf.data.TFRecordDataset(path, compression_type='GZIP'):
-      image = tf.train.Example.FromString(record.numpy()).features.feature[
-          features.IMAGE_KEY].bytes_list.value[0]
-      kept.append(hashlib.blake2b(image, digest_size=8).hexdigest())
+  copies = {row['source_b'] for row in results.read_pairs(output.uri)}
+  kept = [source for source, _ in sources.read_sources(os.path.join(
+      without_copies.uri, 'Split-eval'))]
   assert len(kept) == 100 - sum(len(v) for v in copied.values())
-  assert not copies & set(kept)
-  # What the Trainer's and Evaluator's readers look for is carried over.
+  assert len(copies) == 20 and not copies & set(kept)
+  # What the Trainer's and Evaluator's readers look for is carried over,
+  # and nothing that describes ImageExampleGen's records.
   assert without_copies.get_int_custom_property('image_height') == 28
+  assert set(without_copies.mlmd_artifact.custom_properties) <= (
+      data_checks_executor.CARRIED_PROPERTIES)
 
 
 def test_image_issues_name_blank_dark_bright_and_blurry_images():

@@ -36,6 +36,13 @@ EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
 WORK_FOLDER = '.signatures'
 DATA_CHECKS_KEY = 'data_checks'
+# The Examples' custom properties the held-out splits without copies keep.
+CARRIED_PROPERTIES = frozenset((
+    *features.GEOMETRY_PROPERTIES, features.IMAGE_ENCODING_PROPERTY,
+    features.CLASS_NAMES_PROPERTY, features.GEOMETRY_CHOICE_PROPERTY,
+    'payload_format', 'file_format', 'span', 'version', 'tfx_version'))
+# Pairs the console names (those across splits first).
+SHOWN_PAIRS = 3
 
 
 def notice(text: str) -> None:
@@ -65,9 +72,21 @@ class Shards:
     return shard_split[self.locate(index)[0]]
 
   def record_names(self, index: np.ndarray) -> List[str]:
+    """'shard file:index' of each global index."""
     shard, offset = self.locate(index)
     return [f'{os.path.basename(self.entries[s][1])}:{o}'
             for s, o in zip(shard.tolist(), offset.tolist())]
+
+  def sources(self, work_dir: str, index: np.ndarray) -> List[str]:
+    """The source (records/features.py SOURCE_KEY) of each global index;
+    the sources of one shard in memory at a time."""
+    shard, offset = self.locate(index)
+    found = np.empty(len(index), object)
+    for number in np.unique(shard).tolist():
+      here = shard == number
+      found[here] = shard_signatures.read_sources(work_dir, number)[
+          offset[here]]
+    return [source.decode('utf-8', 'replace') for source in found.tolist()]
 
 
 def _geometry(examples: types.Artifact) -> features.ImageGeometry:
@@ -136,8 +155,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
            | 'HeldOutShards' >> beam.Create(jobs)
            | 'Spread' >> beam.Reshuffle()
            | 'WithoutCopies' >> beam.MapTuple(drop_copies.write_without))
+    # What readers of Examples look for, and no more: the rest (counts,
+    # fingerprints, lists of the input's files) describe ImageExampleGen's
+    # records, not these.
     for name, value in examples.mlmd_artifact.custom_properties.items():
-      target.mlmd_artifact.custom_properties[name].CopyFrom(value)
+      if name in CARRIED_PROPERTIES:
+        target.mlmd_artifact.custom_properties[name].CopyFrom(value)
     for name in ('span', 'version'):
       if examples.has_property(name) and target.has_property(name):
         setattr(target, name, getattr(examples, name))
@@ -157,8 +180,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
            | 'Signatures' >> beam.MapTuple(
                lambda number, entry: shard_signatures.write_shard(
                    number, entry[1], work_dir, geometry, encoding)))
-    return [len(shard_signatures.read_small(work_dir, number)['label'])
-            for number in range(len(entries))]
+    return [len(shard_signatures.read_small(work_dir, number, ['label'])[
+        'label']) for number in range(len(entries))]
 
   def _check(self, shards: Shards, split_names: List[str], work_dir: str,
              local_dir: str, output: types.Artifact
@@ -172,9 +195,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     pairs = matching.find_copies(small['digest'], small['phash'],
                                  small['ahash'], thumbs, ~flags['near_blank'])
     split = shards.split_of(np.arange(shards.total), split_names)
-    _write_pairs(output.uri, pairs, shards, split, split_names, small)
+    _write_pairs(output.uri, pairs, shards, split, split_names, small,
+                 work_dir)
     _write_issues(output.uri, flags, small['scores'], shards, split,
-                  split_names, small['label'])
+                  split_names, small['label'], work_dir)
     held_out = held_out_copies(pairs, split, split_names)
     _record(output, pairs, split, split_names, flags, held_out)
     return held_out
@@ -207,7 +231,7 @@ def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str
 
 def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
                  split: np.ndarray, split_names: List[str],
-                 small: Dict[str, np.ndarray]) -> None:
+                 small: Dict[str, np.ndarray], work_dir: str) -> None:
   """copies.csv: pairs between splits first, then within; in record order."""
   first_split, second_split = split[pairs.first], split[pairs.second]
   order = np.lexsort((pairs.second, pairs.first,
@@ -220,27 +244,19 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
       a, b = pairs.first[block], pairs.second[block]
       for row in zip(
           (split_names[s] for s in first_split[block]),
-          shards.record_names(a), small['label'][a].tolist(),
+          shards.sources(work_dir, a), small['label'][a].tolist(),
           (split_names[s] for s in second_split[block]),
-          shards.record_names(b), small['label'][b].tolist(),
+          shards.sources(work_dir, b), small['label'][b].tolist(),
           np.where(pairs.exact[block], 'exact', 'near'),
-          pairs.hash_bits[block].tolist(),
           np.round(pairs.difference[block].astype(float), 3).tolist(),
           np.round(pairs.correlation[block].astype(float), 4).tolist(),
-          _fingerprints(small['digest'][a]),
-          _fingerprints(small['digest'][b])):
+          shards.record_names(a), shards.record_names(b)):
         writer.writerow(row)
-
-
-def _fingerprints(digests: np.ndarray) -> List[str]:
-  """Each digest as the hex of its BLAKE2b bytes (hexdigest())."""
-  return [row.tobytes().hex() for row in digests.astype('<u8').view(
-      np.uint8).reshape(-1, 8)]
 
 
 def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
                   shards: Shards, split: np.ndarray, split_names: List[str],
-                  labels: np.ndarray) -> None:
+                  labels: np.ndarray, work_dir: str) -> None:
   """image_issues.csv: one line per image and issue, with the score it was
   judged on."""
   score_of = {'near_blank': 'spread', 'dark': 'high', 'bright': 'low',
@@ -251,10 +267,11 @@ def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
     for issue in issues_lib.ISSUES:
       index = np.flatnonzero(flags[issue])
       for row in zip((split_names[s] for s in split[index]),
-                     shards.record_names(index), labels[index].tolist(),
+                     shards.sources(work_dir, index), labels[index].tolist(),
                      [issue] * len(index),
                      np.round(scores[score_of[issue]][index].astype(float),
-                              3).tolist()):
+                              3).tolist(),
+                     shards.record_names(index)):
         writer.writerow(row)
 
 
@@ -299,6 +316,8 @@ def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
     output.set_string_custom_property(name, json.dumps(value))
   found = ', '.join(f'{pair} {count:,}' for pair, count in copies.items())
   notice(f'copies: {found} (list: {output.uri}/{results.COPIES_FILE})')
+  for row in results.read_pairs(output.uri, SHOWN_PAIRS):
+    notice(f'  {results.describe_pair(row)}')
   for line in results.held_out_lines(held_out):
     notice(line)
   totals = {issue: sum(c[issue] for c in issue_counts.values())

@@ -125,20 +125,29 @@ def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
   result = np.empty(n, SCORE_DTYPE)
   small = small.reshape(n, -1)
   result['mean'] = small.mean(axis=1)
-  ordered = np.sort(small, axis=1)
   last = small.shape[1] - 1
-  result['low'] = ordered[:, round(last * LOW_PERCENTILE / 100)]
-  result['high'] = ordered[:, round(last * HIGH_PERCENTILE / 100)]
+  low, high = (round(last * LOW_PERCENTILE / 100),
+               round(last * HIGH_PERCENTILE / 100))
+  ordered = np.sort(small, axis=1)
+  result['low'] = ordered[:, low]
+  result['high'] = ordered[:, high]
   result['spread'] = result['high'] - result['low']
   if max(height, width) > SHARPNESS_SIZE:
     scale = SHARPNESS_SIZE / max(height, width)
     grey_images = resize(grey_images, max(1, round(height * scale)),
                          max(1, round(width * scale)))
-  laplacian = _laplacian(grey_images)
-  variance = grey_images.reshape(n, -1).var(axis=1)
-  result['sharpness'] = (laplacian.reshape(n, -1).var(axis=1) /
-                         np.maximum(variance, 1.0))
+  result['sharpness'] = (_variances(_laplacian(grey_images)) /
+                         np.maximum(_variances(grey_images), 1.0))
   return result
+
+
+def _variances(values: np.ndarray) -> np.ndarray:
+  """The variance of each of [N, ...], from its sums: no [N, ...]
+  temporary of the deviations."""
+  flat = values.reshape(len(values), -1)
+  mean = flat.mean(axis=1)
+  return np.maximum(np.einsum('ij,ij->i', flat, flat) / flat.shape[1]
+                    - mean * mean, 0.0)
 
 
 def _laplacian(grey_images: np.ndarray) -> np.ndarray:
@@ -146,8 +155,12 @@ def _laplacian(grey_images: np.ndarray) -> np.ndarray:
   g = grey_images
   if min(g.shape[1:]) < 3:
     return np.zeros((len(g), 1), np.float32)
-  return (g[:, :-2, 1:-1] + g[:, 2:, 1:-1] + g[:, 1:-1, :-2] + g[:, 1:-1, 2:]
-          - 4 * g[:, 1:-1, 1:-1])
+  # In place, into one array: no temporary per term.
+  result = g[:, :-2, 1:-1] + g[:, 2:, 1:-1]
+  result += g[:, 1:-1, :-2]
+  result += g[:, 1:-1, 2:]
+  result -= 4 * g[:, 1:-1, 1:-1]
+  return result
 
 
 class Signatures(NamedTuple):
