@@ -22,6 +22,9 @@ from components.data_checks import signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
+from inspector import queries
+from inspector import report
+from inspector import store
 from pipeline import configs
 from records import data_checks as results
 from records import sources
@@ -182,6 +185,19 @@ def test_gate_stops_on_eval_copies_above_the_share(gated_runs):
   assert re.search(r't10k-images-idx3-ubyte\.gz:(\d+) in eval is a copy of '
                    r'train-images-idx3-ubyte\.gz:\1 in train \(', lines[0])
   assert '--eval-copies keep' in lines[0]
+
+
+def test_the_report_says_the_copies_kept_the_trainer_from_running(
+    gated_runs):
+  out, _ = gated_runs
+  md = queries.Metadata(store.open_store(str(out / 'metadata.db')), 'test')
+  stopped = md.run('-2')  # The first of the two runs.
+  for section in (report.training_section(md, stopped),
+                  report.evaluation_section(md, stopped)):
+    assert section['status'] == 'not_run'
+    assert ('did not run: the ValidationGate stopped the run: eval: 20 '
+            'images (20.00%) with a copy in train') in section['reason']
+    assert 'ExampleValidator' not in section['reason']
 
 
 def test_eval_copies_keep_goes_on_and_says_what_it_found(gated_runs):
