@@ -23,6 +23,7 @@ from tfx.types import artifact_utils
 
 from components.data_checks.component import DataCheckResults
 from records import data_checks as data_checks_results
+from records import features
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
 # What the gate does about held-out images with a copy in train.
@@ -48,11 +49,23 @@ def load_anomalies(anomalies: tfx.types.standard_artifacts.ExampleAnomalies
   return result
 
 
+def _schema_without_source(feature: str,
+                           info: anomalies_pb2.AnomalyInfo) -> bool:
+  """Whether the anomaly only says that the schema, written before records
+  named their source, lacks that feature: records/features.py adds it to
+  every record, and the schema's checks hold for the rest."""
+  return feature == features.SOURCE_KEY and all(
+      reason.type == anomalies_pb2.AnomalyInfo.SCHEMA_NEW_COLUMN
+      for reason in info.reason)
+
+
 def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
                        ) -> List[str]:
   """One line per anomaly: split, feature and what is wrong."""
   lines = []
   for feature, info in sorted(anomalies.anomaly_info.items()):
+    if _schema_without_source(feature, info):
+      continue
     lines.append(f'  {split}: feature {feature!r}: {info.short_description}: '
                  f'{info.description}')
   if anomalies.HasField('dataset_anomaly_info'):
@@ -60,6 +73,16 @@ def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
     lines.append(f'  {split}: dataset: {info.short_description}: '
                  f'{info.description}')
   return lines
+
+
+def split_problems(split: str, anomalies: anomalies_pb2.Anomalies
+                   ) -> List[str]:
+  """The lines that stop the run for a split ExampleValidator did not
+  bless: its anomalies, but for a schema without the source feature."""
+  lines = describe_anomalies(split, anomalies)
+  if lines or anomalies.anomaly_info:
+    return lines
+  return [f'  {split}: not blessed by ExampleValidator']
 
 
 def copies_problem(data_checks: DataCheckResults,
@@ -101,8 +124,7 @@ def ValidationGate(
   lines = []
   for split, split_anomalies in load_anomalies(anomalies).items():
     if blessed.get(split) != validator_executor.BLESSED_VALUE:
-      lines += describe_anomalies(split, split_anomalies) or [
-          f'  {split}: not blessed by ExampleValidator']
+      lines += split_problems(split, split_anomalies)
   if lines:
     raise DataValidationError(
         'ExampleValidator found anomalies in the data, so nothing will be '
