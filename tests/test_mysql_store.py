@@ -60,15 +60,15 @@ def test_runs_cache_freeze_schema_and_inspect(server, tmp_path):
   assert examples.uri.startswith(str(out / configs.PIPELINE_ROOT_NAME))
 
   # The re-run finds the schema the first run validated, in MySQL, and
-  # reuses ExampleGen and StatisticsGen from MySQL's cache.
+  # reuses ExampleGen, DataChecks and StatisticsGen from MySQL's cache.
   second = local_run.run(*args, env=PASSWORD)
   assert second.returncode == 0, second.stderr[-3000:]
   assert '--freeze-schema: checking the data against' in second.stdout
   assert '✔ ImageExampleGen: 0.' in second.stdout
-  assert second.stdout.count('(cached)') == 2
+  assert second.stdout.count('(cached)') == 3
   states = mlmd.execution_states(_store(server, database))
-  assert states['ImageExampleGen'] == states['StatisticsGen'] == [
-      'COMPLETE', 'CACHED']
+  assert states['ImageExampleGen'] == states['StatisticsGen'] == states[
+      'DataChecks'] == ['COMPLETE', 'CACHED']
   assert states['ImportSchemaGen'] == ['COMPLETE']
 
   inspect = subprocess.run(
@@ -80,7 +80,7 @@ def test_runs_cache_freeze_schema_and_inspect(server, tmp_path):
   newest, oldest = json.loads(inspect.stdout)
   assert newest['state'] == oldest['state'] == 'COMPLETE'
   cached = {c['node'] for c in newest['components'] if c['cached']}
-  assert cached == {'ImageExampleGen', 'StatisticsGen'}
+  assert cached == {'ImageExampleGen', 'DataChecks', 'StatisticsGen'}
 
 
 def test_only_this_output_dirs_interrupted_executions_are_closed(
