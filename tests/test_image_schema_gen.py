@@ -57,7 +57,7 @@ def _records_statistics(tmp_path, name, sources):
   with tf.io.TFRecordWriter(path) as writer:
     for record in features.make_examples(
         images, np.arange(len(sources)) % 10, features.MNIST_GEOMETRY,
-        sources=sources):
+        sources=[s.encode() for s in sources]):
       writer.write(record)
   return tfdv.generate_statistics_from_tfrecord(
       path, stats_options=tfdv.StatsOptions(

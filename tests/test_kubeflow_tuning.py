@@ -26,7 +26,8 @@ def test_the_tuner_compiles_and_feeds_the_trainer(tmp_path, target):
   parameters = {key: value['runtimeValue']['constant']
                 for key, value in tuner['inputs']['parameters'].items()}
   assert parameters['tuner_fn'] == configs.TUNER_FN
-  assert json.loads(parameters['train_args']) == {'num_steps': 9}
+  assert json.loads(parameters['train_args']) == {'num_steps': 9,
+                                                   'splits': ['train']}
   assert json.loads(parameters['custom_config'])['tuning']['trials'] == 2
   assert tasks['Trainer']['inputs']['artifacts']['hyperparameters'] == {
       'taskOutputArtifact': {'producerTask': 'Tuner',

@@ -21,8 +21,9 @@ from components.data_checks import executor
 
 class DataCheckResults(types.Artifact):
   """Copies and image issues found in an Examples artifact."""
-  # namespace.Name: the form Kubeflow's compiler asks of a custom type.
-  TYPE_NAME = 'image_pipeline.DataCheckResults'
+  # module.Class: the form Kubeflow's compiler asks of a custom type, and
+  # the path a task's entrypoint imports it by (components/__init__.py).
+  TYPE_NAME = 'components.DataCheckResults'
 
 
 class DataChecksSpec(types.ComponentSpec):
