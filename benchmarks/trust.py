@@ -138,8 +138,8 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
              'sideways photos with their twin\'s class'),
       row(share(copies_found, copies_planted), share(exact_found, exact),
           extra,
-          f'{share(*labels["train"][:2])} ({labels["train"][2]} listed)',
-          f'{share(*labels["eval"][:2])} ({labels["eval"][2]} listed)',
+          *(f'{share(found, wanted)} ({listed} listed)'
+            for wanted, found, listed in (labels['train'], labels['eval'])),
           share(agree, turned)),
       '',
       'Seconds of the run: ' + ', '.join(
