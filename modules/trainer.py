@@ -369,9 +369,12 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
                                                  len(epochs_run))
   logging.info(progress.END_LINE, early_stopping.describe(stopping))
   # Served in float32 whatever it trained in: a bfloat16 graph would run
-  # emulated, slowly, on a CPU without bfloat16 arithmetic.
+  # emulated, slowly, on a CPU without bfloat16 arithmetic. On several
+  # workers, a copy outside the strategy too: the chief's TensorFlow Lite
+  # check runs the model after the others have left, and a distributed
+  # model's batch normalisation would wait for them.
   keras.mixed_precision.set_global_policy('float32')
-  if device_plan.precision != 'float32':
+  if device_plan.precision != 'float32' or task:
     model = float32_copy(model, build()[0])
   export_serving_model(
       model, tf_transform_output, class_names, serving_model_dir,
