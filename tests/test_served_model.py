@@ -172,7 +172,7 @@ def test_an_unreadable_serving_directory_fails_instead_of_nothing_served(
 
 
 # One attempt (the AWS SDK's standard retry mode reads AWS_MAX_ATTEMPTS; its
-# default retries for about 25 s a request), short timeouts, no EC2 metadata
+# default retries for many seconds a request), short timeouts, no EC2 metadata
 # lookups: an unreachable server is said at once.
 _QUICK_S3 = {'AWS_MAX_ATTEMPTS': '1', 'AWS_RETRY_MODE': 'standard',
              'AWS_EC2_METADATA_DISABLED': 'true',
