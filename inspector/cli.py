@@ -288,8 +288,7 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--split', default=None, help='Only this split.')
   sub.add_argument('--csv', default=None, metavar='FILE',
                    help='Write every suspect to FILE, for review: split, '
-                   'rank, position, shard, given and suggested class, '
-                   'score.')
+                   'rank, source file, given and suggested class, score.')
   return parser
 
 
