@@ -5,16 +5,23 @@ nothing else in the DAG shows it. This component runs after the Trainer
 and lists, per split of the Examples, the suspects: records whose given
 label the model finds unlikely, ranked, with the class it suggests.
 
-Scores come only from a model that never trained on the record it judges:
+Scores never come from a model at a moment it had memorised the record
+it judges:
   * every split but the training one: the Trainer's model (its serving
     signature on the serialized records) never trained on them;
-  * the training split: cross-fitting. The records are put in K folds by a
-    stable hash of their bytes; a sample of at most `train_records` of them,
-    chosen by the same hash, is checked: for each fold that holds some, a
-    model of the project's own network and input code (a function named by
-    `cross_fit_fn`, see modules/cross_fit.py) trains on the other folds
-    within a small budget and predicts the sample's records of its own fold.
-    With folds 0 the training split is left out.
+  * the training split, by default: the Trainer's own run. At the end of
+    each epoch it predicted a sample of the split (at most `train_records`,
+    chosen by a hash of their bytes; modules/epoch_probabilities.py), and
+    the probabilities averaged over the epochs are scored. A wrong label is
+    learnt late, if at all, so its given class stays unlikely over most of
+    the run (the idea of the area under the margin, Pleiss et al., NeurIPS
+    2020). No extra model: one prediction of the sample per epoch;
+  * the training split with folds K >= 2: cross-fitting. The records are
+    put in K folds by a stable hash of their bytes; for each fold that
+    holds some of the sample, a model of the project's own network and
+    input code (a function named by `cross_fit_fn`, see
+    modules/cross_fit.py) trains on the other folds within a small budget
+    and predicts the sample's records of its own fold.
 
 Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
 "Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021)
@@ -68,11 +75,14 @@ from tfx.utils import import_utils
 from tfx.utils import json_utils
 from tfx.utils import path_utils
 
+from records import epoch_probabilities
 from records import features
+from records import shards
 from records import sources
 
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
+MODEL_RUN_KEY = 'model_run'
 TRANSFORM_GRAPH_KEY = 'transform_graph'
 SUSPECTS_KEY = 'suspects'
 TRAIN_SPLIT_KEY = 'train_split'
@@ -98,6 +108,8 @@ METHODS_PROPERTY = 'methods'
 SECONDS_PROPERTY = 'seconds'  # {split: wall time of its check}.
 OUT_OF_SAMPLE = 'out_of_sample'  # The Trainer's model, never trained on it.
 CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
+# The Trainer's run: probabilities averaged over its epochs.
+TRAINING_RUN = 'training_run'
 # Records per call of the model.
 BATCH_SIZE = 512
 
@@ -178,12 +190,7 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray
 
 def split_files(examples: types.Artifact, split: str) -> List[str]:
   """The split's record files, in the order positions count them."""
-  pattern = os.path.join(artifact_utils.get_split_uri([examples], split), '*')
-  files = sorted(tf.io.gfile.glob(pattern))
-  if not files:
-    raise ValueError(f'Examples {examples.uri}: split {split!r} has no '
-                     f'record files ({pattern})')
-  return files
+  return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
 def read_records(files: List[str], batch_size: int = BATCH_SIZE
@@ -319,6 +326,8 @@ class LabelCheckSpec(component_spec.ComponentSpec):
           type=standard_artifacts.Examples),
       MODEL_KEY: component_spec.ChannelParameter(
           type=standard_artifacts.Model),
+      MODEL_RUN_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.ModelRun, optional=True),
       TRANSFORM_GRAPH_KEY: component_spec.ChannelParameter(
           type=standard_artifacts.TransformGraph),
   }
@@ -371,10 +380,23 @@ class Executor(base_executor.BaseExecutor):
                   else f'{CROSS_FIT} ({folds} folds, a sample of '
                   f'{len(labels):,} of {records:,} records)')
       else:
-        logging.info('LabelCheck: split %s not checked (folds %d: the '
-                     'Trainer\'s model trained on it).', split, folds)
-        methods[split] = 'not checked: the model trained on it'
-        continue
+        scored = (epoch_probabilities.read(artifact_utils.get_single_uri(
+            input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY)
+                  else None)
+        if scored is None:
+          logging.info('LabelCheck: split %s not checked: the Trainer\'s '
+                       'model trained on it, and its run kept no '
+                       'probabilities of it.', split)
+          methods[split] = 'not checked: the model trained on it'
+          continue
+        positions, labels, probabilities, records = (
+            scored.positions, scored.labels, scored.probabilities,
+            scored.records)
+        started -= scored.seconds  # The check's time in the Trainer.
+        method = (f'{TRAINING_RUN} (averaged over {scored.epochs} epochs)'
+                  if len(labels) == records else
+                  f'{TRAINING_RUN} (averaged over {scored.epochs} epochs, a '
+                  f'sample of {len(labels):,} of {records:,} records)')
       split_rows = suspects_rows(
           split, artifact_utils.get_split_uri([examples], split), positions,
           labels, probabilities, class_names, method)
@@ -401,10 +423,13 @@ class LabelCheck(base_component.BaseComponent):
     examples: the Examples the Trainer read.
     model: the Trainer's Model (its serving signature scores every split
       but the training one).
+    model_run: the Trainer's ModelRun: with folds 0, the training split's
+      probabilities averaged over the Trainer's epochs, where it kept them.
     transform_graph: the Transform graph, for the cross-fitted models.
     cross_fit_fn: module path of the function that cross-fits the training
       split (modules/cross_fit.py's `cross_fit`).
-    folds: folds of the training split; 0 leaves it out.
+    folds: folds of the training split for cross-fitting; 0 scores it from
+      `model_run` instead.
     fold_examples: examples each fold's model trains on (its budget).
     train_records: training records checked at most (a sample chosen by a
       hash of their bytes, where the split is larger).
@@ -418,6 +443,7 @@ class LabelCheck(base_component.BaseComponent):
   EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
   def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
+               model_run: Optional[types.BaseChannel],
                transform_graph: types.BaseChannel, cross_fit_fn: str,
                folds: int, fold_examples: int, train_records: int,
                signature_name: str,
@@ -426,9 +452,11 @@ class LabelCheck(base_component.BaseComponent):
                train_split: str = 'train'):
     if folds < 0 or folds == 1:
       raise ValueError(f'LabelCheck: folds must be 0 (the training split '
-                       f'unchecked) or at least 2, got {folds}')
+                       f'scored from the Trainer\'s run) or at least 2, got '
+                       f'{folds}')
     super().__init__(spec=LabelCheckSpec(
-        examples=examples, model=model, transform_graph=transform_graph,
+        examples=examples, model=model, model_run=model_run,
+        transform_graph=transform_graph,
         cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,
         train_records=train_records,
         signature_name=signature_name, probabilities_key=probabilities_key,

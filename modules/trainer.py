@@ -44,6 +44,7 @@ from modules import backbones
 from modules import cluster
 from modules import devices
 from modules import early_stopping
+from modules import epoch_probabilities
 from modules import fine_tune
 from modules import image_files
 from modules import input_pipeline
@@ -65,6 +66,9 @@ from records import features
 TRAINING_PLAN_FILE = 'training_plan.json'
 # custom_config's entry naming the split validated on (None: none).
 VALIDATION_SPLIT_KEY = 'validation_split'
+# custom_config: training records whose class probabilities are averaged over
+# the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
+EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 EVAL_SPLIT = 'eval'
 
 
@@ -216,6 +220,27 @@ def run_fn(fn_args: FnArgs) -> None:
   _train(fn_args, config, task, strategy)
 
 
+def epoch_scores(fn_args: FnArgs, records: int,
+                 tf_transform_output: tft.TFTransformOutput,
+                 model_run_dir: str, task: Optional[cluster.Task],
+                 planned_epochs: int
+                 ) -> Optional[epoch_probabilities.EpochProbabilities]:
+  """The callback that keeps LabelCheck's training-run probabilities, or
+  None where none are asked for, or on several workers (each would need
+  the others to predict)."""
+  checked = (fn_args.custom_config or {}).get(EPOCH_PROBABILITIES_KEY) or 0
+  if not checked:
+    return None
+  if task:
+    logging.info('Trainer: no training-run probabilities for LabelCheck on '
+                 '%d workers; the training split is not checked.',
+                 task.workers)
+    return None
+  return epoch_probabilities.EpochProbabilities(
+      input_pipeline.list_files(fn_args.train_files), records, checked,
+      tf_transform_output, model_run_dir, planned_epochs)
+
+
 def check_files_per_worker(fn_args: FnArgs, workers: int,
                            validation: Optional[str]) -> None:
   """Each worker reads its own files of a split: a split of fewer files
@@ -331,6 +356,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   # Nothing to choose the epoch on without a validation split.
   stopper = (early_stopping.callback(config.budget, plan.epochs)
              if validation else None)
+  scored = epoch_scores(fn_args, train_plan.size.records, tf_transform_output,
+                        model_run_dir, task, plan.epochs)
   epochs_run = []
 
   def fit(epochs: int, initial_epoch: int, learning_rate: float) -> None:
@@ -347,6 +374,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
         progress.EpochProgress(device_plan.global_batch_size,
                                epochs=plan.epochs),
         *([stopper] if stopper else []),
+        *([scored] if scored else []),
     ]
     history = model.fit(
         train, epochs=epochs, initial_epoch=initial_epoch,

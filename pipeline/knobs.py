@@ -221,20 +221,27 @@ class EvaluationConfig:
       'class a model that never trained on them doubts (default: run it).',
       flag='--no-label-check', action='store_false')
   label_check_folds: int = knob(
-      2, 'LabelCheck: folds of the training split, each scored by a model '
-      'trained on the others; 0: only the splits the Trainer did not train '
-      'on are checked, at a fraction of the cost (default: %(default)s).',
+      0, 'LabelCheck: 0 scores the training split from the Trainer\'s own '
+      'run (each record\'s class probabilities averaged over its epochs, '
+      'no extra model); K >= 2 by K-fold cross-fitting instead, a model '
+      'trained per fold (default: %(default)s).',
       flag='--label-check-folds', type=int, metavar='K')
   label_check_train_examples: int = knob(
-      10_000, 'LabelCheck: examples each fold\'s model trains on (never more '
-      'than the Trainer\'s budget for that share of the data): the cost of '
-      'checking the training split (default: %(default)s).',
+      10_000, 'LabelCheck with --label-check-folds K: examples each fold\'s '
+      'model trains on (never more than the Trainer\'s budget for that '
+      'share of the data) (default: %(default)s).',
       flag='--label-check-train-examples', type=int, metavar='N')
   label_check_train_records: int = knob(
       10_000, 'LabelCheck: training records checked at most, a sample chosen '
-      'by a hash of each record (all of a smaller split): the cost of '
-      'predicting them (default: %(default)s).',
+      'by a hash of each record (all of a smaller split); 0: the training '
+      'split is not checked (default: %(default)s).',
       flag='--label-check-train-records', type=int, metavar='N')
+
+  def epoch_probabilities_records(self) -> int:
+    """Training records the Trainer scores every epoch for LabelCheck."""
+    if self.label_check and not self.label_check_folds:
+      return self.label_check_train_records
+    return 0
 
   def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:
     """The fixed threshold for `data`; None: the Evaluator sets it from the

@@ -16,6 +16,7 @@ from components.image_transform import ImageTransform
 from components.label_check import LabelCheck
 from components.served_model import ServedModel
 from components.validation_gate import ValidationGate
+from modules.trainer import EPOCH_PROBABILITIES_KEY
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
 from pipeline import tuning as tuning_lib
@@ -128,6 +129,8 @@ def create_pipeline(
                        else None),
       custom_config={'training': training.to_dict(),
                      **validation.custom_config(data.validation_percent),
+                     EPOCH_PROBABILITIES_KEY:
+                         evaluation.epoch_probabilities_records(),
                      **(infrastructure.vertex_training or {})})
 
   # The records whose label a model that never trained on them doubts
@@ -135,6 +138,7 @@ def create_pipeline(
   label_check = LabelCheck(
       examples=example_gen.outputs['examples'],
       model=trainer.outputs['model'],
+      model_run=trainer.outputs['model_run'],
       transform_graph=transform.outputs['transform_graph'],
       cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
       fold_examples=evaluation.label_check_train_examples,

@@ -5,12 +5,12 @@ IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg"): they find records by
 their pixels or predictions, and name them by this.
 """
 
-import os
 from typing import Iterator, Tuple
 
 import tensorflow as tf
 
 from records import features
+from records import shards
 
 # Records parsed at once: the parse copies only the source and label.
 _BATCH = 4096
@@ -30,9 +30,7 @@ def read_sources(split_uri: str) -> Iterator[Tuple[str, int]]:
   Raises:
     FileNotFoundError: the folder holds no shard.
   """
-  files = sorted(tf.io.gfile.glob(os.path.join(split_uri, '*.gz')))
-  if not files:
-    raise FileNotFoundError(f'{split_uri}: no gzipped TFRecord shards')
+  files = shards.split_files(split_uri)
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string),
           features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
   batches = (tf.data.TFRecordDataset(files, compression_type='GZIP')

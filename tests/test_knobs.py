@@ -180,8 +180,8 @@ CASES = {
                              _accuracy_threshold, 0.5),
     '--no-label-check': (['--no-label-check'], lambda dag: 'LabelCheck' in [
         c.id for c in dag.components], False),
-    '--label-check-folds': (['--label-check-folds', '0'], lambda dag: (
-        _component(dag, 'LabelCheck')['folds']), 0),
+    '--label-check-folds': (['--label-check-folds', '3'], lambda dag: (
+        _component(dag, 'LabelCheck')['folds']), 3),
     '--label-check-train-examples': (
         ['--label-check-train-examples', '500'],
         lambda dag: _component(dag, 'LabelCheck')['fold_examples'], 500),

@@ -16,8 +16,10 @@ from tfx.types import standard_artifacts
 from components import label_check
 from components.image_example_gen import idx
 from modules import cross_fit
+from modules import training_config
 from pipeline import knobs
 from pipeline import pipeline
+from records import sources
 from tests import datasets
 from tests import local_run
 from tests import tiny_runs
@@ -100,8 +102,9 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   result = tiny_runs.inspect_json(out, 'labels')
   assert result['methods']['eval'] == 'out_of_sample'
   assert result['methods']['validation'] == 'out_of_sample'
-  # A split smaller than the sample is checked whole.
-  assert result['methods']['train'] == 'cross_fit (2 folds)'
+  # By default the Trainer's run scores the training split, whole where
+  # it is smaller than the sample.
+  assert result['methods']['train'] == 'training_run (averaged over 2 epochs)'
   for prefix, sources in planted.items():
     listed = [r['source'] for r in result['rows']
               if r['split'] in SPLITS[prefix]]
@@ -145,9 +148,10 @@ def test_the_report_shows_the_suspects(planted_run, tmp_path):
   assert 'id="labels"' in html and 'suspect images' in html
 
 
-def test_every_split_the_examples_have_is_checked(planted_run, tmp_path):
-  # Any further split is scored by the Trainer's model like eval; folds 0
-  # leaves the training split out.
+def test_cross_fitting_scores_train_and_every_other_split_is_checked(
+    planted_run, tmp_path):
+  # With folds, models trained on the other folds score the training split;
+  # any further split is scored by the Trainer's model like eval.
   out, planted = planted_run
   [examples_dir] = (out / 'pipeline' / 'ImageExampleGen' / 'examples').iterdir()
   copy = tmp_path / 'examples'
@@ -165,22 +169,29 @@ def test_every_split_the_examples_have_is_checked(planted_run, tmp_path):
   suspects = label_check.LabelSuspects()
   suspects.uri = str(tmp_path / 'suspects')
   component = label_check.LabelCheck(
-      examples=channel_of(examples), model=channel_of(model),
-      transform_graph=channel_of(graph), cross_fit_fn='unused',
-      folds=0, fold_examples=1, train_records=1,
-      signature_name='serving_default',
-      probabilities_key='probabilities')
+      examples=channel_of(examples), model=channel_of(model), model_run=None,
+      transform_graph=channel_of(graph),
+      cross_fit_fn='modules.cross_fit.cross_fit', folds=2,
+      fold_examples=2560, train_records=10_000,
+      signature_name='serving_default', probabilities_key='probabilities',
+      custom_config={'training': training_config.TrainingConfig(
+          seed=1, batch_size=32).to_dict()})
   label_check.Executor().Do(
       {'examples': [examples], 'model': [model], 'transform_graph': [graph]},
       {'suspects': [suspects]}, component.exec_properties)
   methods = json.loads(suspects.get_string_custom_property('methods'))
   assert methods['extra'] == methods['eval'] == 'out_of_sample'
-  assert methods['train'].startswith('not checked')
+  assert methods['train'] == 'cross_fit (2 folds)'
   rows = label_check.read_suspects(suspects.uri)
   by_split = {split: [r['source'] for r in rows if r['split'] == split]
-              for split in ('eval', 'extra')}
+              for split in ('train', 'eval', 'extra')}
   assert by_split['extra'] == by_split['eval']
   assert len(planted['t10k'] & set(by_split['extra'])) >= 9
+  # The planted records hashed into train (the rest went to validation).
+  in_train = planted['train'] & set(
+      s for s, _ in sources.read_sources(str(copy / 'Split-train')))
+  assert len(by_split['train']) <= 2 * len(in_train)
+  assert len(in_train & set(by_split['train'])) >= 0.7 * len(in_train)
 
 
 def channel_of(artifact):

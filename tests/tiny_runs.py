@@ -22,12 +22,8 @@ DATA_AND_TRAINING = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
                      'ExampleValidator', 'DataChecks', 'ValidationGate',
                      'Transform', 'Trainer', 'LabelCheck']
 EPOCHS = 2
-# LabelCheck checks eval and validation only: cross-fitting the training
-# split trains two more models, which tests/test_label_check.py and
-# tests/test_whole_pipeline.py cover.
 TINY_TRAINING = ['--epochs', str(EPOCHS), '--train-steps', '60',
-                 '--batch-size', '32', '--label-check-folds', '0',
-                 local_run.ONE_PROCESS]
+                 '--batch-size', '32', local_run.ONE_PROCESS]
 TRAIN_RECORDS = 300
 EVAL_RECORDS = 100
 ACCURACY_THRESHOLD = '0.3'

@@ -31,6 +31,7 @@ from components.data_checks import signatures
 from components.image_transform import image_encoding
 from records import data_checks as results
 from records import features
+from records import shards
 
 EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
@@ -101,11 +102,7 @@ def _geometry(examples: types.Artifact) -> features.ImageGeometry:
 
 
 def _shard_files(examples: types.Artifact, split: str) -> List[str]:
-  uri = artifact_utils.get_split_uri([examples], split)
-  paths = sorted(tf.io.gfile.glob(os.path.join(uri, '*')))
-  if not paths:
-    raise ValueError(f'{uri}: split {split!r} has no record files')
-  return paths
+  return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):

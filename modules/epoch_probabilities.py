@@ -1,0 +1,126 @@
+"""Class probabilities of training records averaged over the Trainer's epochs.
+
+A wrong label is learnt late: until the network memorises it, the record's
+given class stays unlikely, while a right one becomes likely within a few
+epochs. Averaging each record's probabilities over every epoch of the
+training run keeps that signal (the idea of the area under the margin,
+Pleiss et al., "Identifying Mislabeled Data using the Area Under the Margin
+Ranking", NeurIPS 2020, which averages logit margins), and costs one
+prediction of the records checked per epoch, no extra model. LabelCheck
+(components/label_check.py) ranks the training split's suspects from them.
+
+At the end of an epoch, the records checked (a sample chosen by a hash of
+their bytes, as modules/cross_fit.py chooses it, all of a smaller split)
+are predicted without augmentation or dropout, and their probabilities
+added up; in a run of many epochs, at a few epochs spread over it. Memory: the sample's serialized records (cached after the first
+pass, a few KB a record) and one row of probabilities each.
+"""
+
+import time
+from typing import List, Optional
+
+from absl import logging
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_transform as tft
+import tf_keras as keras
+
+from modules import cross_fit
+from modules import input_pipeline
+from records import epoch_probabilities as stored
+
+# A prediction of the sample costs a good part of a training epoch's time:
+# a long run is scored at this many of its epochs, spread over it.
+MAX_SCORED_EPOCHS = 5
+
+
+def checked_blocks(files: List[str], records: int, checked_records: int
+                   ) -> tf.data.Dataset:
+  """(positions, serialized) of the records checked, in file order, in
+  blocks, cached in memory after the first pass."""
+  checked = cross_fit.plan(records, 1, checked_records).checked_buckets
+  batch = cross_fit.PREDICT_BATCH
+
+  def select(index: tf.Tensor, block: tf.Tensor):
+    keep = cross_fit.bucket_of(block) < checked
+    positions = index * batch + tf.range(tf.size(block, out_type=tf.int64))
+    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
+
+  return (tf.data.TFRecordDataset(files, compression_type='GZIP')
+          .batch(batch).enumerate().map(select)
+          .filter(lambda positions, _: tf.size(positions) > 0).cache())
+
+
+def stride(planned_epochs: int) -> int:
+  """Epochs between two predictions: at most about MAX_SCORED_EPOCHS of a
+  planned run are scored, spread over it."""
+  return max(1, round(planned_epochs / MAX_SCORED_EPOCHS))
+
+
+class EpochProbabilities(keras.callbacks.Callback):
+  """Adds up the probabilities of the records checked at the end of every
+  `stride` epochs (and of the last), and writes their average under
+  `output_dir` (records/epoch_probabilities.py) when training ends (several
+  `fit` calls add to the same sums)."""
+
+  def __init__(self, files: List[str], records: int, checked_records: int,
+               tf_transform_output: tft.TFTransformOutput, output_dir: str,
+               planned_epochs: int):
+    super().__init__()
+    self._stride = stride(planned_epochs)
+    self._planned_epochs = planned_epochs
+    self._blocks = checked_blocks(files, records, checked_records)
+    self._parse = input_pipeline.parse_and_transform(tf_transform_output)
+    self._records = records
+    self._output_dir = output_dir
+    self._sums: Optional[np.ndarray] = None
+    self._positions: Optional[np.ndarray] = None
+    self._labels: Optional[np.ndarray] = None
+    self._epochs = 0
+    self._seconds = 0.0
+    self._predict = None
+
+  def _probabilities(self, images: tf.Tensor) -> tf.Tensor:
+    if self._predict is None:
+      model = self.model
+      self._predict = tf.function(
+          lambda x: tf.nn.softmax(tf.cast(model(x, training=False),
+                                          tf.float32)),
+          reduce_retracing=True)
+    return self._predict(images)
+
+  def on_epoch_end(self, epoch, logs=None):
+    del logs
+    if ((epoch + 1) % self._stride and epoch + 1 != self._planned_epochs and
+        not self.model.stop_training):
+      return
+    started = time.monotonic()
+    rows, positions, labels = [], [], []
+    for block_positions, block in self._blocks:
+      images, block_labels = self._parse(block)
+      rows.append(self._probabilities(images).numpy())
+      positions.append(block_positions.numpy())
+      labels.append(block_labels.numpy())
+    if not rows:
+      return
+    rows = np.concatenate(rows)
+    if self._sums is None:
+      self._sums = np.zeros_like(rows, np.float64)
+      self._positions = np.concatenate(positions)
+      self._labels = np.concatenate(labels)
+    self._sums += rows
+    self._epochs += 1
+    self._seconds += time.monotonic() - started
+
+  def on_train_end(self, logs=None):
+    del logs
+    if self._epochs:
+      stored.write(self._output_dir, stored.EpochProbabilities(
+          positions=self._positions, labels=self._labels,
+          probabilities=(self._sums / self._epochs).astype(np.float32),
+          epochs=self._epochs, records=self._records,
+          seconds=round(self._seconds, 2)))
+      logging.info('Trainer: probabilities of %d training records for '
+                   'LabelCheck, averaged over %d epochs: %.1f s.',
+                   len(self._labels), self._epochs, self._seconds)

@@ -1,0 +1,22 @@
+"""The record files of one split of an Examples artifact."""
+
+import os
+from typing import List
+
+import tensorflow as tf
+
+
+def split_files(split_uri: str) -> List[str]:
+  """The split's gzipped TFRecord shards, sorted by name: the order in which
+  every reader of the project counts a record's position.
+
+  Args:
+    split_uri: the split's folder (artifact_utils.get_split_uri).
+
+  Raises:
+    FileNotFoundError: the folder holds no shard.
+  """
+  files = sorted(tf.io.gfile.glob(os.path.join(split_uri, '*.gz')))
+  if not files:
+    raise FileNotFoundError(f'{split_uri}: no gzipped TFRecord shards')
+  return files
