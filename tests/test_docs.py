@@ -491,8 +491,8 @@ _NEARBY = 300
 
 
 def knob_defaults() -> Dict[str, Any]:
-  """Every knob's flag -> its default, in the flag's unit (to_flag)."""
-  from modules import training_config  # pylint: disable=g-import-not-at-top
+  """Every knob's flag -> its default, in the flag's unit (to_flag): the
+  configs pipeline/knobs.py holds or imports, and those nested in them."""
   from pipeline import knobs  # pylint: disable=g-import-not-at-top
   defaults = {}
 
@@ -504,10 +504,9 @@ def knob_defaults() -> Dict[str, Any]:
         to_flag = field.metadata.get('to_flag', lambda value: value)
         defaults[field.metadata['flag']] = to_flag(field.default)
 
-  for module in (knobs, training_config):
-    for value in vars(module).values():
-      if isinstance(value, type) and dataclasses.is_dataclass(value):
-        walk(value)
+  for value in vars(knobs).values():
+    if isinstance(value, type) and dataclasses.is_dataclass(value):
+      walk(value)
   return defaults
 
 
