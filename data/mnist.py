@@ -53,9 +53,15 @@ def missing_files(directory: str,
 
 
 def _fetch(url: str, destination: str, timeout: float) -> None:
+  """Copies `url` to `destination`; DownloadError if the server sent fewer
+  bytes than it announced (urllib reads a closed connection as the end)."""
   with urllib.request.urlopen(url, timeout=timeout) as response, \
       open(destination, 'wb') as out:
     shutil.copyfileobj(response, out)
+    announced = response.headers.get('Content-Length')
+    if announced and announced.isdigit() and out.tell() < int(announced):
+      raise DownloadError(f'the connection closed after {out.tell():,} of '
+                          f'{int(announced):,} bytes')
 
 
 def download(directory: str,

@@ -64,7 +64,8 @@ def _artifacts(md: queries.Metadata, args) -> Any:
 
 
 def _lineage(md: queries.Metadata, args) -> Any:
-  return lineage_lib.lineage(md, md.resolve(args.artifact))
+  return lineage_lib.lineage(md, md.resolve(args.artifact),
+                             all_files=args.all_files)
 
 
 def _split_view(summary: str, page: str):
@@ -217,6 +218,11 @@ def make_parser() -> argparse.ArgumentParser:
       'artifact', metavar='ID|latest-model',
       help='An artifact id, or latest-model: the newest PushedModel that was '
       'pushed, or, if none was, the newest Model.')
+  sub.add_argument(
+      '--all-files', action='store_true',
+      help='List every input file of each split, with its size and time '
+      '(by default the first %d, and how many there are).'
+      % lineage_lib.NAMED_FILES)
 
   for name, handler, what in (
       ('stats', _split_view('statistics_summary', 'statistics_html'),

@@ -8,7 +8,7 @@ only need a small proto stay free of TensorFlow's start-up time; other URIs
 import collections
 import glob as glob_lib
 import os
-from typing import List
+from typing import Iterator, List
 
 from inspector.store import InspectError
 
@@ -36,6 +36,13 @@ def read_bytes(path: str) -> bytes:
 def glob(pattern: str) -> List[str]:
   gfile = _gfile(pattern)
   return sorted(gfile.glob(pattern) if gfile else glob_lib.glob(pattern))
+
+
+def iglob(pattern: str) -> Iterator[str]:
+  """The paths matching `pattern`, unsorted; locally one at a time (a
+  folder of a million files is not held in memory)."""
+  gfile = _gfile(pattern)
+  return iter(gfile.glob(pattern)) if gfile else glob_lib.iglob(pattern)
 
 
 def stat(path: str) -> FileInfo:

@@ -3,25 +3,48 @@
 artifact <- the execution that produced it <- that execution's inputs <- ...
 until executions without inputs: ExampleGen, whose input is described by its
 execution properties (input_base, input_config, span, version and the input
-fingerprint it computed over the files) and by the files there now.
+fingerprint it computed over the files) and by the files there now: per
+split their count and bytes and the first few by name, since an input
+folder may hold millions (every one only where asked, or streamed to
+`on_file`, from which the run report writes its CSV).
 
 The lineage graph is a DAG with shared parts (Examples feed StatisticsGen,
 Transform, Trainer and Evaluator): each artifact is expanded once, later
 occurrences are marked `seen`, which also ends any cycle.
 """
 
+import bisect
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, Iterable, Optional, Set
 
 from inspector import files
 from inspector import queries
 from inspector.artifacts import key_properties
 
+# Input files named per split; the others are counted, and listed in full
+# only where asked: `inspector lineage --all-files`, the report's CSV.
+NAMED_FILES = 5
+
+# Called with (ExampleGen execution id, split, file) for each input file.
+OnFile = Callable[[int, str, files.FileInfo], None]
+
 
 def lineage(md: queries.Metadata, artifact: queries.Artifact, key=None,
-            seen: Optional[Set[int]] = None) -> Dict[str, Any]:
+            seen: Optional[Set[int]] = None, all_files: bool = False,
+            on_file: Optional[OnFile] = None) -> Dict[str, Any]:
+  """`artifact`'s lineage tree, down to ExampleGen's input files.
+
+  Args:
+    md: the store.
+    artifact: the tree's root.
+    key: the input key `artifact` has in the execution that read it.
+    seen: the artifacts expanded so far (each is expanded once).
+    all_files: each split's every input file in `files_now`, not only the
+      first NAMED_FILES.
+    on_file: called for each input file, as it is met.
+  """
   seen = set() if seen is None else seen
   node = {'key': key, 'artifact': {
       'id': artifact.id, 'type': artifact.type, 'uri': artifact.uri,
@@ -35,10 +58,10 @@ def lineage(md: queries.Metadata, artifact: queries.Artifact, key=None,
   execution = {'id': producer.id, 'node': producer.node,
                'state': producer.state, 'run': producer.run,
                'seconds': producer.seconds,
-               'inputs': [lineage(md, a, k, seen)
+               'inputs': [lineage(md, a, k, seen, all_files, on_file)
                           for k, a in md.inputs(producer.id)]}
   if 'input_base' in producer.properties:
-    execution['input_data'] = input_data(producer)
+    execution['input_data'] = input_data(producer, all_files, on_file)
   later = [r for r in md.runs_using(artifact.id) if r != producer.run]
   if later:
     execution['reused_by_runs'] = later
@@ -67,19 +90,38 @@ _FINGERPRINT_PARTS = {'num_files': 'number of files',
                       'sum': 'modification times'}
 
 
-def _fingerprint_now(infos: List[files.FileInfo]) -> Dict[str, int]:
-  """The same summary of the files there now (as tfx io_utils computes it:
-  count, bytes, and xor and sum of the whole-second mtimes)."""
-  xor, total = 0, 0
+def _summarise(infos: Iterable[files.FileInfo],
+               all_files: bool) -> Dict[str, Any]:
+  """The fingerprint of the files there now, as tfx io_utils computes it
+  (count, bytes, and xor and sum of the whole-second mtimes), the first
+  NAMED_FILES by path, and, if `all_files`, every one by path."""
+  fingerprint = {'num_files': 0, 'total_bytes': 0, 'xor': 0, 'sum': 0}
+  first, listed = [], []
   for info in infos:
-    xor ^= int(info.mtime)
-    total += int(info.mtime)
-  return {'num_files': len(infos), 'total_bytes': sum(i.size for i in infos),
-          'xor': xor, 'sum': total}
+    fingerprint['num_files'] += 1
+    fingerprint['total_bytes'] += info.size
+    fingerprint['xor'] ^= int(info.mtime)
+    fingerprint['sum'] += int(info.mtime)
+    if all_files:
+      listed.append(info)
+    else:
+      bisect.insort(first, info, key=lambda i: i.path)
+      del first[NAMED_FILES:]
+  listed.sort(key=lambda i: i.path)
+  return {'fingerprint': fingerprint,
+          'first': listed[:NAMED_FILES] if all_files else first,
+          'all': listed if all_files else None}
 
 
-def input_data(execution: queries.Execution) -> Dict[str, Any]:
-  """What an ExampleGen execution read."""
+def _file(info: files.FileInfo) -> Dict[str, Any]:
+  return {'path': info.path, 'bytes': info.size, 'mtime': info.mtime}
+
+
+def input_data(execution: queries.Execution, all_files: bool = False,
+               on_file: Optional[OnFile] = None) -> Dict[str, Any]:
+  """What an ExampleGen execution read: per split the recorded fingerprint,
+  the files there now (count, bytes, the first few; all if `all_files`)
+  and whether they still match. `on_file` sees every file."""
   props = execution.properties
   base = props['input_base']
   try:
@@ -90,19 +132,33 @@ def input_data(execution: queries.Execution) -> Dict[str, Any]:
   result = {'input_base': base, 'span': props.get('span'),
             'version': props.get('version'), 'splits': []}
   for split in splits:
+    name = split.get('name')
     pattern = os.path.join(base, split.get('pattern', ''))
-    infos = [files.stat(p) for p in files.glob(pattern)]
-    entry = {'name': split.get('name'), 'pattern': split.get('pattern'),
-             'recorded': recorded.get(split.get('name')),
-             'files_now': [{'path': i.path, 'bytes': i.size, 'mtime': i.mtime}
-                           for i in infos]}
+    infos = (files.stat(p) for p in files.iglob(pattern))
+    if on_file:
+      infos = _seen_by(on_file, execution.id, name, infos)
+    summary = _summarise(infos, all_files)
+    now = summary['fingerprint']
+    entry = {'name': name, 'pattern': split.get('pattern'),
+             'recorded': recorded.get(name),
+             'now': {'num_files': now['num_files'],
+                     'total_bytes': now['total_bytes']},
+             'first_files': [_file(i) for i in summary['first']]}
+    if all_files:
+      entry['files_now'] = [_file(i) for i in summary['all']]
     if entry['recorded']:
-      now = _fingerprint_now(infos)
       entry['unchanged'] = entry['recorded'] == now
       entry['changed'] = [_FINGERPRINT_PARTS[k] for k in _FINGERPRINT_PARTS
                           if entry['recorded'][k] != now[k]]
     result['splits'].append(entry)
   return result
+
+
+def _seen_by(on_file: OnFile, execution: int, split: str,
+             infos: Iterable[files.FileInfo]):
+  for info in infos:
+    on_file(execution, split, info)
+    yield info
 
 
 def split_facts(split: Dict[str, Any]) -> str:
@@ -116,4 +172,16 @@ def split_facts(split: Dict[str, Any]) -> str:
     facts += ('; the files there now are the same' if split['unchanged']
               else '; the files there now differ in: '
               + ', '.join(dict.fromkeys(split['changed'])))
+  if not split.get('unchanged'):
+    now = split['now']
+    facts += (f'; there now: {now["num_files"]:,} files, '
+              f'{now["total_bytes"]:,} bytes')
   return facts
+
+
+def more_files(split: Dict[str, Any]) -> str:
+  """'and 1,234 more files' when a split holds more files now than its
+  entry names; '' when it names them all."""
+  listed = len(split.get('files_now', split['first_files']))
+  more = split['now']['num_files'] - listed
+  return f'and {more:,} more file{"s" if more != 1 else ""}' if more else ''

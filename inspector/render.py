@@ -153,10 +153,14 @@ def lineage(out: Console, tree: Dict[str, Any]) -> None:
       for split in data['splits']:
         files = base.add(f'split {split["name"]}: {split["pattern"]}  '
                          f'({lineage_lib.split_facts(split)})')
-        for f in split['files_now']:
+        listed = split.get('files_now', split['first_files'])
+        for f in listed:
           modified = short_time(timestamp(int(f['mtime'] * 1000)))
           files.add(f'{os.path.basename(f["path"])}  {f["bytes"]:,} bytes  '
                     f'modified {modified}')
+        more = lineage_lib.more_files(split)
+        if more:
+          files.add(Text(f'... {more}; --all-files lists them', style='dim'))
     for child in producer['inputs']:
       grow(execution.add(_artifact_label(child)), child)
 

@@ -9,6 +9,10 @@ the report still comes. Sections of components that did not run are
 """
 
 import base64
+import contextlib
+import csv
+import datetime
+import functools
 import io
 import itertools
 import json
@@ -25,6 +29,9 @@ from records import data_checks as data_checks_results
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
 NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
+# The list of every input file, beside the page (the page names a few).
+FILES_LIST_SUFFIX = '-files.csv'
+FILES_LIST_COLUMNS = ('execution', 'split', 'path', 'bytes', 'modified')
 
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
@@ -353,9 +360,11 @@ def _thumbnails(examples: queries.Artifact, split: str,
           'width': canvas.width, 'height': canvas.height}
 
 
-def lineage_section(md: queries.Metadata, run: queries.Run
+def lineage_section(md: queries.Metadata, run: queries.Run,
+                    on_file: Optional[Callable[..., None]] = None
                     ) -> Dict[str, Any]:
-  """The tree from the run's last artifact back to the input files."""
+  """The tree from the run's last artifact back to the input files, each
+  split's first few named; `on_file` sees every file (lineage.OnFile)."""
   from inspector import lineage  # pylint: disable=g-import-not-at-top
   for node, key in (('Pusher', 'pushed_model'), ('Trainer', 'model'),
                     ('ExampleValidator', 'anomalies'),
@@ -365,7 +374,8 @@ def lineage_section(md: queries.Metadata, run: queries.Run
     root = md.output(execution, key) if execution else None
     if root is not None:
       return {'status': 'ok', 'root': {'id': root.id, 'type': root.type},
-              'tree': lineage.lineage(md, root)}
+              'named_files': lineage.NAMED_FILES,
+              'tree': lineage.lineage(md, root, on_file=on_file)}
   return {'status': 'not_run',
           'reason': 'the run recorded no artifact to trace back'}
 
@@ -452,8 +462,10 @@ def check_text(check: Dict[str, Any]) -> str:
       ': ' + ', and '.join(conditions) if conditions else '')
 
 
-def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
-  """Every fact of the report, JSON-ready (pictures as data: URIs)."""
+def gather(md: queries.Metadata, run: queries.Run,
+           on_file: Optional[Callable[..., None]] = None) -> Dict[str, Any]:
+  """Every fact of the report, JSON-ready (pictures as data: URIs);
+  `on_file` sees each input file of the lineage."""
   summary = render.run_json(run)
   facts = {'run': {'id': summary.pop('run'), **summary, 'store': md.where}}
   for key, what, build in (
@@ -461,7 +473,8 @@ def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
       ('training', 'the training section', training_section),
       ('evaluation', 'the evaluation section', evaluation_section),
       ('labels', 'the label check', labels_section),
-      ('lineage', 'the lineage', lineage_section)):
+      ('lineage', 'the lineage',
+       functools.partial(lineage_section, on_file=on_file))):
     facts[key] = _attempt(what, build, md, run)
     if 'error' in facts[key]:
       facts[key]['status'] = 'error'
@@ -480,26 +493,55 @@ def without_pictures(facts: Any) -> Any:
   return facts
 
 
-def write(md: queries.Metadata, run: queries.Run, path: str
-          ) -> Dict[str, Any]:
-  """Gathers the run's facts and writes the page to `path` atomically (a
-  temporary file beside it, renamed): a reader never sees half a report."""
-  from inspector import files  # pylint: disable=g-import-not-at-top
-  from inspector import report_page  # pylint: disable=g-import-not-at-top
-  files.check_directory(path)
-  facts = gather(md, run)
-  page = report_page.page(facts)
+def files_list_path(page_path: str) -> str:
+  """The CSV of every input file beside the page: report.html ->
+  report-files.csv."""
+  return os.path.splitext(page_path)[0] + FILES_LIST_SUFFIX
+
+
+@contextlib.contextmanager
+def _replaced_whole(path: str):
+  """A text file to write that replaces `path` once closed without an
+  error (a temporary file beside it, renamed): a reader never sees half."""
   temporary = os.path.join(os.path.dirname(os.path.abspath(path)),
                            f'.{os.path.basename(path)}.{os.getpid()}.tmp')
   try:
     # O_EXCL: never write through a stale link; 0o666 & umask, as open() does.
     with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                           0o666), 'w', encoding='utf-8') as f:
-      f.write(page)
+                           0o666), 'w', encoding='utf-8', newline='') as f:
+      yield f
       f.flush()
       os.fsync(f.fileno())
     os.replace(temporary, path)
   finally:
     if os.path.exists(temporary):
       os.remove(temporary)
+
+
+def write(md: queries.Metadata, run: queries.Run, path: str
+          ) -> Dict[str, Any]:
+  """Gathers the run's facts and writes the page to `path`, and every input
+  file of its lineage to the CSV beside it (files_list_path), each whole."""
+  from inspector import files  # pylint: disable=g-import-not-at-top
+  from inspector import report_page  # pylint: disable=g-import-not-at-top
+  files.check_directory(path)
+  listing = files_list_path(path)
+  with _replaced_whole(listing) as f:
+    rows = csv.writer(f)
+    rows.writerow(FILES_LIST_COLUMNS)
+    facts = gather(md, run, on_file=lambda execution, split, info: (
+        rows.writerow([execution, split, info.path, info.size,
+                       _utc(info.mtime)])))
+  if facts['lineage'].get('status') == 'ok':
+    facts['lineage']['files_csv'] = os.path.basename(listing)
+  else:  # Not a list the page vouches for, nor an earlier run's.
+    os.remove(listing)
+  page = report_page.page(facts)
+  with _replaced_whole(path) as f:
+    f.write(page)
   return facts
+
+
+def _utc(seconds: float) -> str:
+  return datetime.datetime.fromtimestamp(
+      seconds, datetime.timezone.utc).isoformat(timespec='seconds')

@@ -46,7 +46,7 @@ _ENV.filters.update(
     short_time=render.short_time,
     timestamp=lambda seconds: render.timestamp(int(seconds * 1000)),
     flatten=_flatten, summary=artifacts.summary_text,
-    split_facts=lineage.split_facts)
+    split_facts=lineage.split_facts, more_files=lineage.more_files)
 _ENV.globals.update(
     STATE_COLOURS=charts.STATE_COLOURS, NOT_RUN='NOT RUN',
     dag_chart=_chart(lambda nodes: charts.dag(nodes, render.duration)),

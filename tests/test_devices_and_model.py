@@ -2,6 +2,7 @@
 networks, which one a geometry gets, augmentation and the training budget."""
 
 import argparse
+import dataclasses
 import importlib
 import json
 
@@ -61,22 +62,52 @@ def test_this_machine_gets_the_plan_its_cpu_flags_give():
   assert devices.cpu_flags('/no/such/cpuinfo') == frozenset()
 
 
-def test_a_bfloat16_trained_model_is_served_in_float32():
+def test_a_bfloat16_trained_model_is_served_in_float32_with_its_weights():
+  """After a few bfloat16 steps each batch norm's gamma, beta and moving
+  mean and variance are off their start (1, 0, 0, 1): the copy must carry
+  each to its own place, or its outputs would differ."""
   geometry = features.ImageGeometry(12, 12, 1)
+  # Few filters, and moving statistics that move within a few steps.
+  config = dataclasses.replace(CONFIG, bn_conv_filters=(8, 16),
+                               batch_norm_momentum=0.5)
+  rng = np.random.default_rng(0)
+  # Off centre and wide, as unnormalised pixels: far from the start values.
+  images = rng.normal(3.0, 2.0, size=(48, *geometry.shape)).astype(np.float32)
+  labels = rng.integers(0, 3, size=48)
   keras.mixed_precision.set_global_policy('mixed_bfloat16')
   try:
-    trained = model_lib.build('small-gap-cnn', geometry, 3, CONFIG)
+    keras.utils.set_random_seed(0)
+    trained = model_lib.build('small-bn-cnn', geometry, 3, config)
     assert trained.get_layer('conv1').compute_dtype == 'bfloat16'
+    optimizer, loss = keras.optimizers.Adam(0.05), model_lib.loss(3)
+    # Eager steps: no graph to trace, a second at most.
+    for batch in range(6):
+      x, y = images[batch * 8:][:8], labels[batch * 8:][:8]
+      with tf.GradientTape() as tape:
+        step_loss = loss(y, trained(x, training=True))
+      optimizer.apply_gradients(zip(
+          tape.gradient(step_loss, trained.trainable_weights),
+          trained.trainable_weights))
   finally:
     keras.mixed_precision.set_global_policy('float32')
+  norms = [layer for layer in trained.layers
+           if isinstance(layer, keras.layers.BatchNormalization)]
+  assert norms
+  for layer in norms:
+    for value, start in zip(layer.get_weights(), (1, 0, 0, 1)):
+      assert np.abs(value - start).max() > 0.05, layer.name
+
   served = trainer.float32_copy(
-      trained, model_lib.build('small-gap-cnn', geometry, 3, CONFIG))
+      trained, model_lib.build('small-bn-cnn', geometry, 3, config))
   assert {layer.compute_dtype for layer in served.layers} == {'float32'}
-  images = np.random.default_rng(0).normal(size=(4, *geometry.shape)).astype(
-      np.float32)
-  # The same weights: bfloat16's 8-bit mantissa is all that differs.
-  np.testing.assert_allclose(served(images).numpy(),
-                             trained(images).numpy(), atol=0.1)
+  # Layer by layer, weight by weight (not the flat lists the copy uses).
+  for layer, copy in zip(trained.layers, served.layers, strict=True):
+    for mine, copied in zip(layer.weights, copy.weights, strict=True):
+      np.testing.assert_array_equal(copied.numpy(), mine.numpy(),
+                                    err_msg=mine.name)
+  expected = trained(images[:8], training=False).numpy()
+  np.testing.assert_allclose(served(images[:8], training=False).numpy(),
+                             expected, atol=0.05 * np.abs(expected).max())
 
 
 def test_the_plan_is_recorded_for_the_run_report(tmp_path):

@@ -18,7 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pytest
 
@@ -475,3 +475,173 @@ def test_a_broken_link_is_reported():
       'README.md: docs/serving.md#no-such: no heading #no-such in docs/serving.md',
       'README.md: #not-here: no heading #not-here in README.md',
   ]
+
+
+# --- defaults quoted in the docs ---
+
+# 'default 20', '(default: 0.99)', 'default `imagenet`': the value after it.
+_QUOTED_DEFAULT = re.compile(
+    r'\bdefault:?\s+(`[^`\s]+`|-?\d[\d,]*(?:\.\d+)?)(?![\w.]*\w)')
+# '`--learning-rate` (0.003)': a flag in code, then a bare number in brackets.
+_FLAG_THEN_NUMBER = re.compile(
+    r'`(--[a-z][\w-]*)(?: [^`]*)?`\s*\((-?\d[\d,]*(?:\.\d+)?)\)')
+_FLAG = re.compile(r'(?<![\w-])--[a-z][\w-]*')
+# How far before a quoted default its flag may be named, within a passage.
+_NEARBY = 300
+
+
+def knob_defaults() -> Dict[str, Any]:
+  """Every knob's flag -> its default, in the flag's unit (to_flag): the
+  configs pipeline/knobs.py holds or imports, and those nested in them."""
+  from pipeline import knobs  # pylint: disable=g-import-not-at-top
+  defaults = {}
+
+  def walk(config_class):
+    for field in dataclasses.fields(config_class):
+      if dataclasses.is_dataclass(field.default_factory):
+        walk(field.default_factory)
+      elif field.metadata.get('flag') and field.default is not dataclasses.MISSING:
+        to_flag = field.metadata.get('to_flag', lambda value: value)
+        defaults[field.metadata['flag']] = to_flag(field.default)
+
+  for value in vars(knobs).values():
+    if isinstance(value, type) and dataclasses.is_dataclass(value):
+      walk(value)
+  return defaults
+
+
+def _passages(text: str) -> Iterator[Tuple[int, str]]:
+  """(first line, text) of each paragraph, list item or table row outside
+  fenced blocks: the span a flag and its quoted default share."""
+  lines, start, in_block = [], 0, False
+
+  def flush():
+    if lines:
+      yield start, ' '.join(lines)
+    lines.clear()
+
+  for number, line in enumerate(text.splitlines(), 1):
+    if _FENCE.match(line):
+      in_block = not in_block
+      yield from flush()
+      continue
+    stripped = line.strip()
+    if in_block or not stripped:
+      yield from flush()
+      continue
+    if stripped.startswith(('|', '#', '- ', '* ')) or re.match(
+        r'^\d+\. ', stripped):
+      yield from flush()
+    if not lines:
+      start = number
+    lines.append(stripped)
+    if stripped.startswith(('|', '#')):
+      yield from flush()
+  yield from flush()
+
+
+def quoted_defaults(text: str) -> Iterator[Tuple[int, str, str]]:
+  """(line, flag, value) of each default the text quotes for a flag it
+  names nearby: in a table row whose first cell names one flag, that flag;
+  else the nearest flag before it in the same passage."""
+  for line, passage in _passages(text):
+    for match in _FLAG_THEN_NUMBER.finditer(passage):
+      yield line, match.group(1), match.group(2)
+    row_flags = (_FLAG.findall(re.split(r'(?<!\\)\|', passage)[1])
+                 if passage.startswith('|') else [])
+    if len(row_flags) > 1:
+      continue  # '`--image-size HxW`, `--channels 1|3`': whose default?
+    for match in _QUOTED_DEFAULT.finditer(passage):
+      before = passage[max(0, match.start() - _NEARBY):match.start()]
+      flags = row_flags or _FLAG.findall(before)
+      if flags:
+        yield line, flags[-1], match.group(1)
+
+
+def _same(quoted: str, default: Any) -> bool:
+  quoted = quoted.strip('`')
+  if isinstance(default, (int, float)):
+    try:
+      return float(quoted.replace(',', '')) == float(default)
+    except ValueError:
+      return False
+  return quoted == str(default)
+
+
+def default_problems(text: str, name: str,
+                     defaults: Dict[str, Any]) -> List[str]:
+  """Defaults `text` quotes for a knob's flag that are not its default."""
+  # A default of None is worked out at run time ('auto'), and a boolean's
+  # is its flag's absence: the docs describe those in words.
+  return [f'{name}:{line}: {flag} quoted with default {value}, but its '
+          f'knob\'s default is {defaults[flag]!r}'
+          for line, flag, value in quoted_defaults(text)
+          if flag in defaults and defaults[flag] is not None
+          and not isinstance(defaults[flag], bool)
+          and not _same(value, defaults[flag])]
+
+
+@pytest.fixture(scope='module')
+def defaults():
+  return knob_defaults()
+
+
+@pytest.mark.parametrize('name', DOCS)
+def test_defaults_quoted_in_the_docs_are_the_knobs(defaults, name):
+  problems = default_problems(_read(name), name, defaults)
+  assert not problems, '\n'.join(problems)
+
+
+def test_a_wrong_quoted_default_is_reported(defaults):
+  text = _snippet('--eval-percent 7') + '\n'.join([
+      '| `--eval-percent N` | the share put in eval (default 21) |',
+      '| `--validation-percent N` | held out (default 10; 0: none) |',
+      '',
+      '- With `--num-shards`',
+      '  files (default: 17) of records.',
+      '- **Adam**: `--learning-rate` (0.5) and `--label-smoothing X` (0.1).',
+      '- `--tune-search`, default `nothing`; `--output-dir` (default `outputs/`).',
+      '',
+      'A paragraph without a flag (default 99).',
+  ])
+  assert default_problems(text, 'snippet', defaults) == [
+      f'snippet:{line}: {flag} quoted with default {value}, but its knob\'s '
+      f'default is {defaults[flag]!r}' for line, flag, value in [
+          (4, '--eval-percent', '21'), (7, '--num-shards', '17'),
+          (9, '--learning-rate', '0.5'), (10, '--tune-search', '`nothing`')]]
+
+
+def _section_headings() -> List[str]:
+  return [line[3:] for line in _read('BENCHMARKS.md').splitlines()
+          if line.startswith('## ')]
+
+
+def test_benchmark_sections_cited_by_name_are_one_each():
+  """A citation such as (BENCHMARKS.md, "MNIST time to accuracy") opens
+  exactly one of BENCHMARKS.md's section headings."""
+  headings = _section_headings()
+  cited = re.compile(
+      r'BENCHMARKS\.md(?:\]\([^)]*\))?[,(\s#\'"]*"([^"]+)"')
+  names = {}
+  for folder, subfolders, files in os.walk(PROJECT_DIR):
+    # Not the project's own text: hidden folders (.venv), run outputs.
+    subfolders[:] = [d for d in subfolders
+                     if not d.startswith('.') and d != 'outputs']
+    for path in (os.path.join(folder, f) for f in files
+                 if f.endswith(('.py', '.md'))):
+      with open(path) as f:
+        for name in cited.findall(f.read()):
+          names.setdefault(' '.join(name.split()),
+                           os.path.relpath(path, PROJECT_DIR))
+  assert 'MNIST time to accuracy' in names
+  problems = [f'{where}: "{name}" opens {count} section headings of '
+              'BENCHMARKS.md' for name, where in names.items()
+              if (count := sum(h.startswith(name) for h in headings)) != 1]
+  assert not problems, '\n'.join(problems)
+
+
+def test_the_isa_capped_time_to_accuracy_heading_is_the_generators():
+  from benchmarks import time_to_accuracy  # pylint: disable=g-import-not-at-top
+  headings = _section_headings()
+  for isa_cap in (None, 'AVX2'):
+    assert time_to_accuracy.heading(isa_cap)[3:] in headings

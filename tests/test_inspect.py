@@ -6,6 +6,7 @@ the ValidationGate stopped (tests/tiny_runs.py makes them). Every subcommand
 runs as a user runs it: `python -m inspector ...` in a subprocess.
 """
 
+import io
 import json
 import os
 import subprocess
@@ -16,7 +17,12 @@ from ml_metadata.proto import metadata_store_pb2
 import numpy as np
 from PIL import Image
 import pytest
+import rich.console
 
+from inspector import lineage
+from inspector import queries
+from inspector import render
+from inspector import report_page
 from pipeline import configs
 from records import features
 from tests import examples_io
@@ -158,10 +164,17 @@ def test_lineage_of_the_latest_model_reaches_the_input_files(two_runs):
   splits = {s['name']: s for s in source['splits']}
   assert set(splits) == {'train', 'eval'}
   for name, prefix in (('train', 'train-'), ('eval', 't10k-')):
-    files = [os.path.basename(f['path']) for f in splits[name]['files_now']]
+    files = [os.path.basename(f['path']) for f in splits[name]['first_files']]
     assert len(files) == 2 and all(f.startswith(prefix) for f in files)
     assert splits[name]['recorded']['num_files'] == 2
+    assert splits[name]['now']['num_files'] == 2
     assert splits[name]['unchanged'] is True
+    assert 'files_now' not in splits[name]  # Without --all-files.
+  [every] = [entry['producer']['input_data'] for entry in _walk(
+      inspect_json(out, 'lineage', 'latest-model', '--all-files'))
+             if 'input_data' in (entry.get('producer') or {})]
+  assert [s['files_now'] for s in every['splits']] == [
+      s['first_files'] for s in source['splits']]
 
   text = inspect(out, 'lineage', 'latest-model').stdout
   for expected in ('PushedModel', '← Pusher', '← Trainer', '← ImageExampleGen',
@@ -370,3 +383,64 @@ def test_text_listings_do_not_load_tensorflow(two_runs):
           'assert "tensorflow" not in sys.modules, "tensorflow was imported"')
   subprocess.run([sys.executable, '-c', code], cwd=local_run.PROJECT_DIR,
                  check=True, capture_output=True)
+
+
+def _input_folder(root, counts):
+  """Image-folder-like input: counts[split] files of 1, 2, ... bytes, and
+  the ExampleGen execution that read it (no fingerprint recorded)."""
+  for split, count in counts.items():
+    (root / split / 'cat').mkdir(parents=True)
+    for i in range(count):
+      (root / split / 'cat' / f'{i:03d}.png').write_bytes(b'x' * (i + 1))
+  config = {'splits': [{'name': split, 'pattern': f'{split}/*/*'}
+                       for split in counts]}
+  return queries.Execution(
+      id=7, node='ImageExampleGen', type='', state='COMPLETE', started_ms=0,
+      ended_ms=1000, run='r', pipeline='p',
+      properties={'input_base': str(root),
+                  'input_config': json.dumps(config)})
+
+
+def test_lineage_names_a_few_input_files_per_split_and_counts_the_rest(
+    tmp_path):
+  execution = _input_folder(tmp_path / 'data', {'train': 12, 'eval': 3})
+  seen = []
+  data = lineage.input_data(execution, on_file=lambda *file: seen.append(
+      (file[0], file[1], os.path.basename(file[2].path))))
+  train, held_out = data['splits']
+  assert train['now'] == {'num_files': 12, 'total_bytes': sum(range(1, 13))}
+  assert [os.path.basename(f['path']) for f in train['first_files']] == [
+      f'{i:03d}.png' for i in range(lineage.NAMED_FILES)]
+  assert 'files_now' not in train
+  assert lineage.more_files(train) == f'and {12 - lineage.NAMED_FILES} more files'
+  assert lineage.more_files(held_out) == ''
+  assert lineage.split_facts(train) == (
+      'no input fingerprint recorded; there now: 12 files, 78 bytes')
+  # Every file reaches on_file (the report's CSV), named or not.
+  assert sorted(seen) == sorted(
+      [(7, 'train', f'{i:03d}.png') for i in range(12)] +
+      [(7, 'eval', f'{i:03d}.png') for i in range(3)])
+
+  every = lineage.input_data(execution, all_files=True)['splits'][0]
+  assert [os.path.basename(f['path']) for f in every['files_now']] == [
+      f'{i:03d}.png' for i in range(12)]
+  assert lineage.more_files(every) == ''
+
+  # The console and the page name the first few and count the rest.
+  tree = {'key': None, 'artifact': {'id': 1, 'type': 'Examples', 'uri': 'u',
+                                    'state': 'LIVE', 'properties': {}},
+          'producer': {'id': 7, 'node': 'ImageExampleGen',
+                       'state': 'COMPLETE', 'seconds': 1.0, 'run': 'r',
+                       'inputs': [], 'input_data': data}}
+  console = rich.console.Console(file=io.StringIO(), width=200)
+  render.lineage(console, tree)
+  text = console.file.getvalue()
+  assert '004.png' in text and '005.png' not in text
+  assert '... and 7 more files; --all-files lists them' in text
+  page = report_page._section('lineage', 'Lineage', {  # pylint: disable=protected-access
+      'status': 'ok', 'root': {'id': 1, 'type': 'Examples'},
+      'named_files': lineage.NAMED_FILES, 'tree': tree,
+      'files_csv': 'report-files.csv'})
+  assert '004.png' in page and '005.png' not in page
+  assert '… and 7 more files' in page
+  assert '<a href="report-files.csv">report-files.csv</a>' in page

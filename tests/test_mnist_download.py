@@ -1,10 +1,17 @@
-"""MNIST download with checksum verification, against a local mirror."""
+"""MNIST download with checksum verification, against local mirrors: a
+folder through file:// URLs, and files the tests write served over HTTP on
+loopback (the path a real download takes)."""
 
+import functools
 import hashlib
+import http.server
+import os
+import threading
 
 import pytest
 
 from data import mnist
+from tests import ports
 
 
 @pytest.fixture
@@ -50,11 +57,106 @@ def test_corrupt_existing_file_is_an_error(tmp_path, mirror):
     mnist.download(str(dest), [f'file://{root}/'], checksums, log=lambda _: None)
 
 
-def test_published_checksums_match_the_reference_copy():
-  import os
-  reference = os.path.join(os.path.dirname(__file__), '..', '..', 'shared',
-                           'data', 'mnist')
-  if not os.path.isdir(reference):
-    pytest.skip('no reference MNIST copy beside the checkout')
-  for name, expected in mnist.SHA256.items():
-    assert mnist.sha256_of(os.path.join(reference, name)) == expected
+class _Handler(http.server.SimpleHTTPRequestHandler):
+  """Serves the mirror folder; under /cut/, each file's first half only,
+  after promising all of it (a connection lost mid-file)."""
+
+  def do_GET(self):  # pylint: disable=invalid-name
+    if not self.path.startswith('/cut/'):
+      super().do_GET()
+      return
+    with open(self.translate_path(self.path[len('/cut'):]), 'rb') as f:
+      payload = f.read()
+    self.send_response(200)
+    self.send_header('Content-Length', str(len(payload)))
+    self.end_headers()
+    self.wfile.write(payload[:len(payload) // 2])
+    self.close_connection = True
+
+  def log_message(self, *args):  # pylint: disable=arguments-differ
+    pass
+
+
+@pytest.fixture
+def http_mirror(mirror):
+  """The mirror folder served over HTTP on loopback: (URL, checksums)."""
+  root, checksums = mirror
+  server = http.server.ThreadingHTTPServer(
+      ('127.0.0.1', 0), functools.partial(_Handler, directory=str(root)))
+  thread = threading.Thread(target=server.serve_forever, args=(0.05,),
+                            daemon=True)
+  thread.start()
+  try:
+    yield f'http://127.0.0.1:{server.server_address[1]}/', checksums
+  finally:
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def _left_in(directory) -> list:
+  return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+
+
+def test_downloads_over_http_past_a_mirror_that_refuses(tmp_path, mirror,
+                                                        http_mirror):
+  root, _ = mirror
+  url, checksums = http_mirror
+  dest = tmp_path / 'dest'
+  refused = f'http://127.0.0.1:{ports.free_port()}/'
+  paths = mnist.download(str(dest), [refused, url], checksums,
+                         timeout=10, log=lambda _: None)
+  for path, name in zip(paths, checksums):
+    assert open(path, 'rb').read() == (root / name).read_bytes()
+  assert _left_in(dest) == sorted(checksums)  # No partial file left.
+
+
+def test_a_corrupted_file_over_http_is_refused_and_not_kept(tmp_path, mirror,
+                                                             http_mirror):
+  root, _ = mirror
+  url, checksums = http_mirror
+  name = 't10k-labels-idx1-ubyte.gz'
+  corrupted = bytearray((root / name).read_bytes())
+  corrupted[10] ^= 0xFF  # One flipped byte.
+  (root / name).write_bytes(bytes(corrupted))
+  dest = tmp_path / 'dest'
+  with pytest.raises(mnist.DownloadError) as error:
+    mnist.download(str(dest), [url], checksums, timeout=10, log=lambda _: None)
+  assert str(error.value) == (
+      f'could not download {name}:\n  {url}{name}: SHA-256 is '
+      f'{hashlib.sha256(corrupted).hexdigest()}, expected {checksums[name]}')
+  # The good file stays; of the corrupted one, not a byte.
+  assert _left_in(dest) == ['train-images-idx3-ubyte.gz']
+
+
+def test_a_transfer_cut_short_is_refused_and_the_next_mirror_tried(
+    tmp_path, mirror, http_mirror):
+  root, _ = mirror
+  url, checksums = http_mirror
+  dest = tmp_path / 'dest'
+  with pytest.raises(mnist.DownloadError,
+                     match=r'could not download train-images-idx3-ubyte.gz:'
+                     r'\n  http://\S+/cut/train-images-idx3-ubyte.gz: '
+                     r'the connection closed after 1,300 of 2,600 bytes$'):
+    mnist.download(str(dest), [url + 'cut/'], checksums, timeout=10,
+                   log=lambda _: None)
+  assert _left_in(dest) == []
+  paths = mnist.download(str(dest), [url + 'cut/', url], checksums,
+                         timeout=10, log=lambda _: None)
+  for path, name in zip(paths, checksums):
+    assert open(path, 'rb').read() == (root / name).read_bytes()
+
+
+def test_downloads_are_checked_against_the_published_checksums(
+    tmp_path, http_mirror):
+  """Without checksums of its own, download checks the published ones: a
+  file that is not MNIST's, under MNIST's name, is refused."""
+  url, _ = http_mirror
+  name = 'train-images-idx3-ubyte.gz'
+  assert list(mnist.SHA256)[0] == name
+  dest = tmp_path / 'dest'
+  with pytest.raises(mnist.DownloadError,
+                     match=f'could not download {name}:\n  {url}{name}: '
+                     f'SHA-256 is [0-9a-f]{{64}}, expected {mnist.SHA256[name]}'):
+    mnist.download(str(dest), [url], timeout=10, log=lambda _: None)
+  assert _left_in(dest) == []

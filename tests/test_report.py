@@ -5,6 +5,7 @@ The runs are tests/tiny_runs.py's: a full run and its cached re-run, and a
 run the ValidationGate stopped; every local run writes its report itself.
 """
 
+import csv
 import os
 import re
 
@@ -40,8 +41,11 @@ def _assert_self_contained(page):
   references = (re.findall(r'\b(?:src|href)="([^"]*)"', page) +
                 re.findall(r'url\(([^)]*)\)', page))
   for reference in references:
-    # Pictures inline, links and SVG markers within the page.
-    assert reference.startswith(('data:', '#')), reference
+    # Pictures inline, links and SVG markers within the page; and the list
+    # of input files, beside it.
+    assert reference.startswith(('data:', '#')) or (
+        reference.endswith(report.FILES_LIST_SUFFIX) and
+        '/' not in reference), reference
 
 
 def _assert_drawn(page_path, png_path):
@@ -204,6 +208,20 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
                't10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz',
                '← Pusher', '← Trainer', '← ImageExampleGen'):
     assert name in lineage, name
+  # Every input file, in the CSV beside the page that the page links.
+  assert '<a href="first-files.csv">first-files.csv</a>' in lineage
+  with open(tmp_path / 'first-files.csv', newline='') as f:
+    listed = list(csv.DictReader(f))
+  assert list(listed[0]) == list(report.FILES_LIST_COLUMNS)
+  assert sorted((row['split'], os.path.basename(row['path']))
+                for row in listed) == [
+      ('eval', 't10k-images-idx3-ubyte.gz'),
+      ('eval', 't10k-labels-idx1-ubyte.gz'),
+      ('train', 'train-images-idx3-ubyte.gz'),
+      ('train', 'train-labels-idx1-ubyte.gz')]
+  for row in listed:
+    assert int(row['bytes']) == os.path.getsize(row['path'])
+    assert row['modified'].endswith('+00:00')
 
   # Nothing failed to build.
   assert 'Could not build' not in page
@@ -217,6 +235,7 @@ def test_every_run_writes_its_report_and_names_it(two_runs, tmp_path):
     assert f'Report: {page_path}' in (two_runs / f'run-{number}.out'
                                       ).read_text()
   assert not [f for f in os.listdir(out) if f.endswith('.tmp')]
+  assert (out / 'report-files.csv').is_file()
   page = page_path.read_text()
   _assert_self_contained(page)
 
