@@ -11,6 +11,7 @@ import os
 
 from PIL import Image
 import pytest
+from tfx import v1 as tfx
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
@@ -18,12 +19,13 @@ from components import baseline_evaluator
 from components.image_example_gen import span_window
 from components.image_example_gen import window_driver
 from components.image_example_gen.component import default_input_config
+from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
+from pipeline import configs
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
-from tests import local_run
 from tests import mlmd
 
 PATTERN = 'span-{SPAN}'
@@ -166,3 +168,31 @@ def test_the_fingerprint_covers_the_window(tmp_path):
   assert fingerprint(2) == window  # Nothing changed.
   os.utime(data / 'span-2' / 'train-images-idx3-ubyte.gz', (1, 1))
   assert fingerprint(2) != window and fingerprint(1) == newest_only
+
+
+def test_the_cache_answers_until_a_new_span_lands(tmp_path):
+  data, root = tmp_path / 'data', tmp_path / 'root'
+  _idx_spans(data, {1: (10, 5), 2: (10, 5)})
+  example_gen = ImageExampleGen(
+      str(data), num_shards=2, span_dir_pattern=PATTERN, span_window=3)
+  example_gen.with_beam_pipeline_args(
+      [*artifacts.IN_MEMORY, *configs.LOCAL_BEAM_PIPELINE_ARGS])
+  pipeline = tfx.dsl.Pipeline(
+      pipeline_name='span_window_test', pipeline_root=str(root / 'pipeline'),
+      components=[example_gen], enable_cache=True,
+      metadata_connection_config=(
+          tfx.orchestration.metadata.sqlite_metadata_connection_config(
+              str(root / 'metadata.db'))))
+
+  def run():
+    tfx.orchestration.LocalDagRunner().run(pipeline)
+    store = mlmd.open_store(str(root))
+    return (mlmd.execution_states(store, 'span_window_test')[
+        'ImageExampleGen'][-1],
+            sorted(json.loads(a.custom_properties['spans'].string_value)
+                   for a in mlmd.live_artifacts(store, 'Examples')))
+
+  assert run() == ('COMPLETE', [[1, 2]])
+  assert run() == ('CACHED', [[1, 2]])  # Nothing new.
+  _idx_spans(data, {3: (10, 5)})
+  assert run() == ('COMPLETE', [[1, 2], [1, 2, 3]])
