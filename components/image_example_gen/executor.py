@@ -136,11 +136,13 @@ def _plan_folders(input_base: str, window: List[span_window.Span],
                             options.validation_percent)
     plans.append(plan)
     for split, split_files in plan.files.items():
-      files.setdefault(span.output_split(split, span is newest), [])
-      files[span.output_split(split, span is newest)] += split_files
+      files.setdefault(span.output_split(split, span is newest),
+                       []).extend(split_files)
   last = plans[-1]
   for span, plan in zip(window, plans):
-    if plan.class_names != last.class_names:  # Only with gaps in checks.
+    # Each span's classes were checked against the span before it; this
+    # catches a pair that check could not tell apart as spans.
+    if plan.class_names != last.class_names:
       raise errors.InputDataError(
           os.path.join(input_base, span.folder),
           f'classes {plan.class_names} differ from {newest.folder}\'s '
@@ -217,17 +219,14 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     # num_shards of their output split's shards.
     carve = _carves_validation(options, window[-1].input_config,
                                output_config)
-    inputs = [(span, split.name,
-               span.output_split(split.name, span is window[-1]))
+    inputs = [(span, split, span.output_split(split.name, span is window[-1]))
               for span in window for split in span.input_config.splits]
     parts = collections.Counter(output for _, _, output in inputs)
     written = collections.Counter()
-    for span, name, output in inputs:
-      pattern = os.path.join(input_base, next(
-          split.pattern for split in span.input_config.splits
-          if split.name == name))
-      validation = carve and name == validation_split.TRAIN
-      label = f'{span.folder}/{name}' if span.folder else name
+    for span, split, output in inputs:
+      pattern = os.path.join(input_base, split.pattern)
+      validation = carve and split.name == validation_split.TRAIN
+      label = f'{span.folder}/{split.name}' if span.folder else split.name
       _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
           exec_properties[_IDX_FILES_KEY][pattern],
           exec_properties[_CLASS_NAMES_KEY], options.num_shards,
@@ -267,7 +266,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     shortfall = span_window.shortfall(window, options.span_window)
     if shortfall:
       progress.notice(shortfall)
-    if (len(window) > 1 and is_idx and output_config.split_config.splits):
+    if len(window) > 1 and is_idx and output_config.split_config.splits:
       raise ValueError('a span window of IDX files takes the splits the '
                        'files give; an output_config hash split is not '
                        'supported with it')
