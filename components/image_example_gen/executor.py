@@ -84,7 +84,8 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     return (pipeline
             | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
                 exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
+                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY],
+                exec_properties[standard_component_specs.INPUT_BASE_KEY])
             | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
       split_pattern, class_names, exec_properties[_GEOMETRY_KEY],

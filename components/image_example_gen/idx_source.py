@@ -244,8 +244,9 @@ class _Reader:
 class _ChunkToExamples(beam.DoFn):
   """(start, stop) -> the list of serialized Examples of those records."""
 
-  def __init__(self, files: SplitFiles, encoding: str):
-    self._reader = _Reader(files, encoding)
+  def __init__(self, files: SplitFiles, encoding: str,
+               input_base: Optional[str] = None):
+    self._reader = _Reader(files, encoding, input_base)
 
   def process(self, chunk: Tuple[int, int]):
     yield from self._reader.examples(*chunk)
@@ -303,9 +304,11 @@ def _log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
 @beam.typehints.with_output_types(List[bytes])
 def IdxToExampleBatches(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
-    num_shards: int, encoding: str = 'raw') -> beam.pvalue.PCollection:
+    num_shards: int, encoding: str = 'raw',
+    input_base: Optional[str] = None) -> beam.pvalue.PCollection:
   """Reads one split's files (from `split_files`) into lists of serialized
-  Examples, chunks of at most CHUNK_BYTES of pixels."""
+  Examples, chunks of at most CHUNK_BYTES of pixels; records' sources are
+  relative to `input_base` if given."""
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
@@ -313,7 +316,8 @@ def IdxToExampleBatches(  # pylint: disable=invalid-name
               _chunks(images.count, num_shards, records_per_chunk(images)),
               reshuffle=False)
           | 'Distribute' >> beam.Reshuffle()
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding)))
+          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding,
+                                                        input_base)))
 
 
 @beam.ptransform_fn
