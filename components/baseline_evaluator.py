@@ -57,7 +57,7 @@ def judged_splits(whole_window: bool) -> List[str]:
       [span_window.EARLIER_EVAL_SPLIT] if whole_window else [])]
 
 
-def _present_splits(input_dict: Dict[str, List[types.Artifact]],
+def present_splits(input_dict: Dict[str, List[types.Artifact]],
                     exec_properties: Dict[str, Any]) -> Dict[str, Any]:
   """exec_properties with example_splits cut to the splits the Examples
   hold (a window that found one span has no earlier eval)."""
@@ -125,7 +125,7 @@ class Executor(evaluator_executor.Executor):
     if baselines and not all(served_model.holds_model(b) for b in baselines):
       logging.info('No model is served yet: evaluating without a baseline.')
       input_dict = {**input_dict, key: []}
-    exec_properties = _present_splits(input_dict, exec_properties)
+    exec_properties = present_splits(input_dict, exec_properties)
     judged = judged_line(input_dict, exec_properties)
     if judged:
       logging.info(blessing_rule.JUDGED_LINE, judged)

@@ -143,6 +143,14 @@ def test_a_span_of_the_window_with_other_classes_is_named(tmp_path):
   # A window that leaves span 2's change behind it reads the same classes.
   examples = _run(data, tmp_path / 'out2', 1, 'images')
   assert json.loads(examples.get_string_custom_property('spans')) == [3]
+  # One span: --judge-window judges eval, the one there is, silently.
+  input_dict = {standard_component_specs.EXAMPLES_KEY: [examples]}
+  judged = baseline_evaluator.present_splits(input_dict, {
+      standard_component_specs.EXAMPLE_SPLITS_KEY: json.dumps(
+          baseline_evaluator.judged_splits(True))})
+  assert json.loads(judged[standard_component_specs.EXAMPLE_SPLITS_KEY]) == [
+      'eval']
+  assert baseline_evaluator.judged_line(input_dict, judged) is None
 
 
 def test_the_fingerprint_covers_the_window(tmp_path):
