@@ -16,6 +16,7 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components import baseline_evaluator
+from components.image_example_gen import folder_layout
 from components.image_example_gen import span_window
 from components.image_example_gen import window_driver
 from components.image_example_gen.component import default_input_config
@@ -128,6 +129,25 @@ def test_image_window_of_fewer_spans_than_asked(tmp_path, caplog):
   assert {s.split('/')[0] for s in split_sources['earlier_eval']} == {'span-1'}
   assert ('span window 5: only 2 spans found (span-1, span-2); training on '
           'what there is') in caplog.text
+
+
+def test_spans_of_class_folders_are_each_split_by_path(tmp_path):
+  data = tmp_path / 'data'
+  for span in (1, 2):
+    _images(data, span, ('cat', 'dog'), splits=('',), per_class=10)
+  examples = artifacts.run_example_gen(
+      data, tmp_path / 'out', ImageExampleGenOptions(
+          num_shards=1, input_format='images', span_window=2,
+          eval_percent=30, validation_percent=0),
+      input_config=default_input_config('images', PATTERN, 'classes'),
+      output_config=folder_layout.output_config('classes', 30))
+  sources = {split: [r['source'] for r in examples_io.read_split(
+      examples.uri, split)] for split in json.loads(examples.split_names)}
+  assert list(sources) == ['train', 'eval', 'earlier_eval']
+  assert sum(map(len, sources.values())) == 40
+  assert {s.split('/')[0] for s in sources['train']} == {'span-1', 'span-2'}
+  assert {s.split('/')[0] for s in sources['eval']} == {'span-2'}
+  assert {s.split('/')[0] for s in sources['earlier_eval']} == {'span-1'}
 
 
 def test_a_span_of_the_window_with_other_classes_is_named(tmp_path):
