@@ -259,11 +259,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY],
         example_gen_pb2.Output())
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-    window = span_window.resolve(
-        input_base, input_config,
-        exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
-        options.span_window,
-        span_window.fit_idx if is_idx else span_window.fit_images)
+    window = span_window.of_execution(exec_properties)
     shortfall = span_window.shortfall(window, options.span_window)
     if shortfall:
       progress.notice(shortfall)

@@ -19,12 +19,16 @@ of ints, oldest first; `span` stays the newest, as TFX's driver sets it.
 import dataclasses
 import json
 import os
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
+from tfx.components.example_gen import utils as example_gen_utils
 from tfx.proto import example_gen_pb2
+from tfx.types import standard_component_specs
+from tfx.utils import proto_utils
 
 from components.image_example_gen import folder_layout
+from components.image_example_gen.options import ImageExampleGenOptions
 
 EARLIER_EVAL_SPLIT = 'earlier_eval'
 EVAL_SPLIT = 'eval'
@@ -122,6 +126,29 @@ def fit_idx(folder: str, config: example_gen_pb2.Input
          for split in config.splits):
     return config
   return None
+
+
+def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
+  """The window of an execution whose span TFX's driver (or driver_work.py)
+  resolved: its options' span_window, read with resolve.
+
+  Raises:
+    ValueError: a window of more than one span and a {VERSION} in the
+      patterns (each span's newest version is not looked for).
+  """
+  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+  if (options.span_window > 1 and exec_properties.get(
+      example_gen_utils.VERSION_PROPERTY_NAME) is not None):
+    raise ValueError('a span window reads span folders without versions; '
+                     'the split patterns have a {VERSION}')
+  return resolve(
+      exec_properties[standard_component_specs.INPUT_BASE_KEY],
+      proto_utils.json_to_proto(
+          exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
+          example_gen_pb2.Input()),
+      exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
+      options.span_window,
+      fit_idx if options.input_format == 'idx' else fit_images)
 
 
 def encode_spans(window: List[Span]) -> str:

@@ -15,30 +15,18 @@ from typing import Any, Dict
 
 from tfx.components.example_gen import driver
 from tfx.components.example_gen import utils
-from tfx.proto import example_gen_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import io_utils
-from tfx.utils import proto_utils
 
 from components.image_example_gen import span_window
-from components.image_example_gen.options import ImageExampleGenOptions
 
 
 def window_fingerprint(exec_properties: Dict[str, Any]) -> str:
   """The resolved fingerprint with the earlier spans' of the window added
   (the resolved one alone for a window of 1)."""
   fingerprint = exec_properties[utils.FINGERPRINT_PROPERTY_NAME]
-  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
-  if options.span_window == 1:
-    return fingerprint
   input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-  window = span_window.resolve(
-      input_base, proto_utils.json_to_proto(
-          exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
-          example_gen_pb2.Input()),
-      exec_properties[utils.SPAN_PROPERTY_NAME], options.span_window,
-      span_window.fit_idx if options.input_format == 'idx'
-      else span_window.fit_images)
+  window = span_window.of_execution(exec_properties)
   earlier = [io_utils.generate_fingerprint(
       f'{span.folder}/{split.name}', os.path.join(input_base, split.pattern))
              for span in window[:-1] for split in span.input_config.splits]
