@@ -16,6 +16,12 @@ Counted here, not by ExampleGen: the Evaluator is the only reader, it reads
 those splits anyway, and Examples made before this rule (a cached
 ExampleGen) need no new property. Either way the rule is logged once and
 recorded on the ModelBlessing.
+
+The splits: TFX's `example_splits`, those of them the Examples hold. With a
+window of spans (components/image_example_gen/span_window.py) `eval` is the
+newest span's, and the earlier spans' eval is judged only when the pipeline
+asks for it (`judged_splits`); which spans' eval was judged, and how many
+records, is logged in one line.
 """
 
 import json
@@ -36,11 +42,53 @@ from tfx.utils import proto_utils
 
 from components import blessing_rule
 from components import served_model
+from components.image_example_gen import span_window
 from records import features
 
 # 1: set the accuracy threshold from the eval split's classes.
 ACCURACY_FROM_DATA_KEY = 'accuracy_threshold_from_data'
 _SPECS = standard_component_specs
+
+
+def judged_splits(whole_window: bool) -> List[str]:
+  """The Evaluator's example_splits: the newest span's eval, and with
+  `whole_window` the earlier spans' of a span window too."""
+  return [span_window.EVAL_SPLIT, *(
+      [span_window.EARLIER_EVAL_SPLIT] if whole_window else [])]
+
+
+def present_splits(input_dict: Dict[str, List[types.Artifact]],
+                    exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+  """exec_properties with example_splits cut to the splits the Examples
+  hold (a window that found one span has no earlier eval)."""
+  [examples] = input_dict[_SPECS.EXAMPLES_KEY]
+  present = artifact_utils.decode_split_names(examples.split_names)
+  splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
+                      'null') or [span_window.EVAL_SPLIT]
+  kept = [split for split in splits if split in present] or splits
+  return {**exec_properties, _SPECS.EXAMPLE_SPLITS_KEY: json.dumps(kept)}
+
+
+def judged_line(input_dict: Dict[str, List[types.Artifact]],
+                exec_properties: Dict[str, Any]) -> Optional[str]:
+  """'judges on span 7's eval split (1,234 records); ...' for Examples of
+  more than one span, None otherwise."""
+  [examples] = input_dict[_SPECS.EXAMPLES_KEY]
+  spans = span_window.decode_spans(examples.get_string_custom_property(
+      span_window.SPANS_PROPERTY))
+  if len(spans) < 2:
+    return None
+  splits = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
+  patterns = [io_utils.all_files_pattern(uri) for split in splits
+              for uri in artifact_utils.get_split_uris([examples], split)]
+  records = int(blessing_rule.count_labels(patterns,
+                                           features.LABEL_KEY).sum())
+  if span_window.EARLIER_EVAL_SPLIT in splits:
+    return (f'judges on the eval splits of spans '
+            f'{", ".join(map(str, spans))} ({records:,} records), the '
+            'whole window (--judge-window)')
+  return (f'judges on span {spans[-1]}\'s eval split ({records:,} records); '
+          'the window\'s older spans\' eval is not judged')
 
 
 def rule_of(input_dict: Dict[str, List[types.Artifact]],
@@ -77,6 +125,10 @@ class Executor(evaluator_executor.Executor):
     if baselines and not all(served_model.holds_model(b) for b in baselines):
       logging.info('No model is served yet: evaluating without a baseline.')
       input_dict = {**input_dict, key: []}
+    exec_properties = present_splits(input_dict, exec_properties)
+    judged = judged_line(input_dict, exec_properties)
+    if judged:
+      logging.info(blessing_rule.JUDGED_LINE, judged)
     eval_config = tfma.EvalConfig()
     proto_utils.json_to_proto(exec_properties[_SPECS.EVAL_CONFIG_KEY],
                               eval_config)

@@ -28,6 +28,9 @@ ACCURACY_THRESHOLD_PROPERTY = 'accuracy_threshold'
 THRESHOLD_REASON_PROPERTY = 'accuracy_threshold_reason'
 # Logged once by the Evaluator; the local runner shows it on the console.
 RULE_LINE = 'Blessing rule: %s'
+# The Evaluator's line on which spans' eval it judges, with a span window
+# (components/baseline_evaluator.py); shown on the console like RULE_LINE.
+JUDGED_LINE = 'Evaluator: %s'
 FIXED_REASON = ('a fixed threshold (--accuracy-threshold, the --dataset\'s, '
                 'or IDX files\' default)')
 _Z_95 = statistics.NormalDist().inv_cdf(0.975)

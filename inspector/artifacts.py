@@ -26,6 +26,8 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
           props[features.CLASS_NAMES_PROPERTY])
     if 'span' in props:
       out['span'] = props['span']
+    if props.get('spans'):  # The spans read (a span window), oldest first.
+      out['spans'] = json.loads(props['spans'])
     if all(key in props for key in features.GEOMETRY_PROPERTIES):
       out['image_geometry'] = str(features.ImageGeometry.from_dict(
           {key: props[key] for key in features.GEOMETRY_PROPERTIES}))
@@ -82,7 +84,9 @@ def summary_text(properties: Dict[str, Any]) -> str:
         [splits[s]]))
   elif splits:
     parts.append('splits ' + ', '.join(splits))
-  if 'span' in properties:
+  if len(properties.get('spans') or []) > 1:
+    parts.append('spans ' + ', '.join(map(str, properties['spans'])))
+  elif 'span' in properties:
     parts.append(f'span {properties["span"]}')
   if 'image_geometry' in properties:
     chosen = properties.get('image_geometry_chosen')

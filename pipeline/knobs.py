@@ -148,6 +148,12 @@ class DataConfig:
       'a run reads the newest span, whose number goes on the Examples '
       'artifact.', flag='--span-dir-pattern', parse=parse_span_dir_pattern,
       metavar='PATTERN')
+  span_window: int = knob(
+      1, 'With --span-dir-pattern: train on the newest N spans on disk '
+      '(fewer if fewer are there), each split taken from each span; the '
+      'Evaluator judges on the newest span\'s eval split (default: '
+      '%(default)s, the newest span alone).', flag='--span-window', type=int,
+      metavar='N')
   skip_bad_images: bool = knob(
       False, 'images only: skip files that cannot be read as images (corrupt, '
       'empty, not an image) instead of stopping the run; how many and which '
@@ -215,6 +221,11 @@ class EvaluationConfig:
       '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
       'Vertex AI) or \'served\' (the newest version in the serving '
       'directory). See pipeline.py\'s _baseline.')
+  # With --span-window: the earlier spans' eval too (docs/input-data.md).
+  judge_window: bool = knob(
+      False, 'With --span-window: the Evaluator judges on the eval splits '
+      'of every span of the window, not on the newest span\'s alone.',
+      flag='--judge-window', action='store_true')
   # After the Trainer: components/label_check.py, docs/label-check.md.
   label_check: bool = knob(
       True, 'Skip LabelCheck, which lists per split the images whose given '

@@ -50,7 +50,7 @@ def create_pipeline(
       eval_percent=data.eval_percent,
       validation_percent=data.validation_percent,
       max_image_pixels=data.max_image_pixels if data.images else None,
-      span_dir_pattern=data.span_dir_pattern)
+      span_dir_pattern=data.span_dir_pattern, span_window=data.span_window)
   if infrastructure.example_gen_beam_pipeline_args:
     example_gen.with_beam_pipeline_args(
         list(infrastructure.example_gen_beam_pipeline_args))
@@ -160,7 +160,7 @@ def create_pipeline(
   accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
   evaluator = baseline_evaluator.Evaluator(
       examples=evaluated,
-      example_splits=['eval'],
+      example_splits=baseline_evaluator.judged_splits(evaluation.judge_window),
       model=trainer.outputs['model'],
       baseline_model=baseline_node.outputs['model'],
       eval_config=eval_config(accuracy_threshold),

@@ -17,8 +17,9 @@ Format of every record (a `tf.train.Example`):
   source    bytes  which input the record came from, UTF-8: an image
                    file's path relative to the input base
                    (`train/roses/IMG_0412.jpg`, the span folder in front
-                   with spans), or `<images file name>:<index>` for IDX
-                   files (`train-images-idx3-ubyte.gz:12345`, 0-based)
+                   with spans), or `<images file>:<index>` for IDX
+                   files (`train-images-idx3-ubyte.gz:12345`, 0-based;
+                   the span folder in front with spans)
 
 pixel_min and pixel_max are there for data validation only: the raw `image`
 bytes give TFDV no pixel statistics, so without them a drop of images scaled

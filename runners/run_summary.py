@@ -34,7 +34,7 @@ _PROGRESS = (training_progress.EPOCH_LINE, training_progress.END_LINE,
              training_progress.PLAN_LINE, training_progress.TRIAL_LINE,
              example_gen_progress.PROGRESS_LINE,
              example_gen_progress.NOTICE_LINE, blessing_rule.RULE_LINE,
-             data_checks_results.NOTICE_LINE)
+             blessing_rule.JUDGED_LINE, data_checks_results.NOTICE_LINE)
 
 
 @dataclasses.dataclass
@@ -131,6 +131,9 @@ def _describe(artifact, splits_stats: Dict[str, int],
   if artifact.type == 'Examples':
     # Span 0 is what data without {SPAN} patterns gets: not worth a word.
     parts = [f'span {props["span"]}'] if props.get('span') else []
+    spans = json.loads(props.get('spans') or '[]')
+    if len(spans) > 1:  # A span window, oldest first.
+      parts = ['spans ' + ', '.join(map(str, spans))]
     for split, count in splits_stats.items():
       shards = len(tf.io.gfile.glob(f'{artifact.uri}/Split-{split}/*.gz'))
       parts.append(f'{split}: {count:,} records in {shards} shards')

@@ -111,6 +111,12 @@ CASES = {
         ['--span-dir-pattern', 'span-{SPAN}'],
         lambda dag: json.loads(_component(dag, 'ImageExampleGen')[
             'input_config'])['splits'][0]['pattern'], 'span-{SPAN}/train-*'),
+    '--span-window': (
+        ['--span-dir-pattern', 'span-{SPAN}', '--span-window', '3'],
+        lambda dag: _example_gen(dag).span_window, 3),
+    '--judge-window': (['--judge-window'], lambda dag: json.loads(
+        _component(dag, 'Evaluator')['example_splits']),
+                       ['eval', 'earlier_eval']),
     '--eval-percent': ([*IMAGES, '--eval-percent', '10'],
                        lambda dag: _example_gen(dag).eval_percent, 10),
     '--validation-percent': (['--validation-percent', '25'],

@@ -391,3 +391,19 @@ def test_kubeflow_dag_differs_from_the_local_one_in_the_baseline(tmp_path):
   assert isinstance(kubeflow['Evaluator'], type(local['Evaluator']))
   assert (kubeflow['Evaluator'].exec_properties ==
           local['Evaluator'].exec_properties)
+
+
+def test_the_span_window_reaches_the_kubeflow_tasks(tmp_path):
+  spec = kubeflow_specs.compile_spec(
+      tmp_path / 'pipeline.yaml', *kubeflow_specs.CLUSTER_PATHS,
+      '--span-dir-pattern', 'span-{SPAN}', '--span-window', '4',
+      '--judge-window')
+  open_source_kfp.check(spec)
+  params = {name: task['inputs']['parameters']
+            for name, task in spec['root']['dag']['tasks'].items()
+            if name in ('ImageExampleGen', 'Evaluator')}
+  custom_config = json.loads(params['ImageExampleGen']['custom_config'][
+      'runtimeValue']['constant'])
+  assert custom_config['custom_config']['value']['span_window'] == 4
+  assert json.loads(params['Evaluator']['example_splits']['runtimeValue'][
+      'constant']) == ['eval', 'earlier_eval']

@@ -41,7 +41,8 @@ DATA_CHECKS_KEY = 'data_checks'
 CARRIED_PROPERTIES = frozenset((
     *features.GEOMETRY_PROPERTIES, features.IMAGE_ENCODING_PROPERTY,
     features.CLASS_NAMES_PROPERTY, features.GEOMETRY_CHOICE_PROPERTY,
-    'payload_format', 'file_format', 'span', 'version', 'tfx_version'))
+    'payload_format', 'file_format', 'span', 'version', 'tfx_version',
+    'spans'))
 # Pairs the console names (those across splits first).
 SHOWN_PAIRS = 3
 

@@ -9,6 +9,7 @@ from tfx.proto import range_config_pb2
 
 from components.image_example_gen import executor
 from components.image_example_gen import folder_layout
+from components.image_example_gen import window_driver
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 from records import features
@@ -65,9 +66,15 @@ class ImageExampleGen(FileBasedExampleGen):
   carves a validation split out of train by a stable hash of each record
   (validation_split.py), unless a validation/ folder gives it (IDX files
   hashed into splits by an `output_config` get none carved).
+
+  `span_window` N (with `span_dir_pattern`) reads the newest N spans on
+  disk into the one Examples artifact, the earlier spans' eval as its own
+  split (span_window.py); the driver fingerprints them all
+  (window_driver.py).
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+  DRIVER_CLASS = window_driver.Driver
 
   def __init__(
       self,
@@ -86,6 +93,7 @@ class ImageExampleGen(FileBasedExampleGen):
       max_image_pixels: Optional[int] = None,
       validation_percent: Optional[int] = None,
       span_dir_pattern: Optional[str] = None,
+      span_window: int = 1,
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
       range_config: Optional[range_config_pb2.RangeConfig] = None):
@@ -96,7 +104,10 @@ class ImageExampleGen(FileBasedExampleGen):
         png_min_pixels=png_min_pixels, infer_size=infer_size,
         infer_channels=infer_channels, eval_percent=eval_percent,
         max_image_pixels=max_image_pixels,
-        validation_percent=validation_percent)
+        validation_percent=validation_percent, span_window=span_window)
+    if span_window > 1 and span_dir_pattern is None and input_config is None:
+      raise ValueError(f'span_window {span_window} needs a span_dir_pattern '
+                       '(data in span folders)')
     if input_config is None:
       layout = (folder_layout.detect(input_base, span_dir_pattern)
                 if input_format == 'images' and isinstance(input_base, str)

@@ -9,7 +9,8 @@ artifact. Open-source Kubeflow Pipelines never runs that driver (it ignores
 TFX's `lifecycle.pre_cache_check` hook), so the executor would read
 `span-{SPAN}/...` literally and publish Examples with no span. When the
 execution properties show that no driver ran, the executor calls this,
-which does exactly what the driver does, with TFX's own driver code.
+which does exactly what the driver does, with the driver's own code
+(window_driver.py, TFX's driver and the span window's fingerprint).
 """
 
 from typing import Any, Dict
@@ -18,6 +19,8 @@ from absl import logging
 from tfx import types
 from tfx.components.example_gen import driver
 from tfx.components.example_gen import utils
+
+from components.image_example_gen import window_driver
 
 
 def driver_ran(exec_properties: Dict[str, Any]) -> bool:
@@ -30,7 +33,7 @@ def resolve(exec_properties: Dict[str, Any],
   """The execution properties the driver would have passed, and the
   driver's span, version and fingerprint recorded on `examples`."""
   # The driver's own resolution; it needs no ML Metadata.
-  resolved = driver.FileBasedDriver(None).resolve_exec_properties(
+  resolved = window_driver.Driver(None).resolve_exec_properties(
       dict(exec_properties), None, None)
   driver.update_output_artifact(resolved, examples.mlmd_artifact)
   logging.info('No ExampleGen driver ran: resolved span %s, version %s, '

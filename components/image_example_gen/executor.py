@@ -21,9 +21,12 @@ folders), the classes, and, unless options set it, the geometry chosen from
 the images' headers (geometry_choice.py). The validation split is carved
 out of train where the data gives none (validation_split.py): by
 folder_plan.py for image folders, by the workers converting the train
-files for IDX (idx_source.py).
+files for IDX (idx_source.py). With a span window, each span of the
+window is planned as that span alone would be, and its records go into the
+same output splits (span_window.py), the eval of the earlier spans apart.
 """
 
+import collections
 import os
 from typing import Any, Dict, List
 
@@ -49,6 +52,7 @@ from components.image_example_gen import image_folder_source
 from components.image_example_gen import os_files
 from components.image_example_gen import progress
 from components.image_example_gen import skipped_images
+from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
@@ -80,7 +84,8 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     return (pipeline
             | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
                 exec_properties[_IDX_FILES_KEY][split_pattern], class_names,
-                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY])
+                options.num_shards, exec_properties[_IMAGE_ENCODING_KEY],
+                exec_properties[standard_component_specs.INPUT_BASE_KEY])
             | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
       split_pattern, class_names, exec_properties[_GEOMETRY_KEY],
@@ -113,6 +118,62 @@ def _check_validation_written(examples_channel: List[Any],
         'percentage')
 
 
+def _plan_folders(input_base: str, window: List[span_window.Span],
+                  output_config: example_gen_pb2.Output,
+                  options: ImageExampleGenOptions) -> folder_plan.FolderPlan:
+  """Each span's plan (its checks, its class names against the span before
+  it, its layout, its validation split) as if it were read alone; their
+  files joined split by split, the earlier spans' eval apart."""
+  newest = window[-1]
+  files: Dict[str, List[str]] = {}
+  plans = []
+  for span in window:
+    span_output = output_config
+    if span is not newest:
+      span_output = _span_output_config(input_base, span, output_config,
+                                        options.eval_percent)
+    plan = folder_plan.plan(input_base, span.input_config, span_output,
+                            options.class_names, span.number,
+                            options.validation_percent)
+    plans.append(plan)
+    for split, split_files in plan.files.items():
+      files.setdefault(span.output_split(split, span is newest),
+                       []).extend(split_files)
+  last = plans[-1]
+  for span, plan in zip(window, plans):
+    # Each span's classes were checked against the span before it; this
+    # catches a pair that check could not tell apart as spans.
+    if plan.class_names != last.class_names:
+      raise errors.InputDataError(
+          os.path.join(input_base, span.folder),
+          f'classes {plan.class_names} differ from {newest.folder}\'s '
+          f'{last.class_names}; give them all with --class-names')
+  # The newest span's splits in their order, then any other.
+  order = [*last.files, *(split for split in files if split not in last.files
+                          and split != span_window.EARLIER_EVAL_SPLIT),
+           span_window.EARLIER_EVAL_SPLIT]
+  return folder_plan.FolderPlan(
+      files={split: files[split] for split in order if split in files},
+      class_names=last.class_names, hash_split=last.hash_split,
+      validation_carved=any(plan.validation_carved for plan in plans))
+
+
+def _span_output_config(input_base: str, span: span_window.Span,
+                        output_config: example_gen_pb2.Output,
+                        eval_percent) -> example_gen_pb2.Output:
+  """An earlier span's output config: its own layout's."""
+  if len(span.input_config.splits) != 1:  # Train and eval folders.
+    return example_gen_pb2.Output()
+  if output_config.split_config.splits:  # The newest's is the same layout.
+    return output_config
+  if eval_percent is None:
+    raise errors.InputDataError(
+        os.path.join(input_base, span.folder),
+        'holds class folders without train/eval folders: splitting them '
+        'needs eval_percent')
+  return folder_layout.output_config(folder_layout.CLASSES, eval_percent)
+
+
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   """Reads IDX files or labelled image folders through Apache Beam."""
 
@@ -121,7 +182,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
 
   def _write_splits(
       self, pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-      input_config: example_gen_pb2.Input,
+      window: List[span_window.Span],
       output_config: example_gen_pb2.Output,
       examples_channel: List[Any]) -> None:
     """Writes every output split's shards."""
@@ -130,6 +191,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     def split_uri(split):
       return artifact_utils.get_split_uri(examples_channel, split)
 
+    input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
     if options.input_format == 'images':
       # Each worker writes its own shards (image_folder_source.py says
       # why), of the files folder_plan.py listed for each output split.
@@ -139,8 +201,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                  split, files, exec_properties[_CLASS_NAMES_KEY],
                  exec_properties[_GEOMETRY_KEY], options.num_shards,
                  exec_properties[_IMAGE_ENCODING_KEY], split_uri(split),
-                 exec_properties[standard_component_specs.INPUT_BASE_KEY],
-                 exec_properties[_SKIPPED_FILES_KEY].get(split),
+                 input_base, exec_properties[_SKIPPED_FILES_KEY].get(split),
                  options.max_image_pixels))
       return
     if output_config.split_config.splits:
@@ -155,18 +216,28 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                  split_uri(split), options.num_shards))
       return
     # Each worker writes its own shards (idx_source.py says why), and
-    # those of train, the validation split's too.
-    input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-    carve = _carves_validation(options, input_config, output_config)
-    for split in input_config.splits:
+    # those of train, the validation split's too; each span's files are
+    # num_shards of their output split's shards.
+    carve = _carves_validation(options, window[-1].input_config,
+                               output_config)
+    inputs = [(span, split, span.output_split(split.name, span is window[-1]))
+              for span in window for split in span.input_config.splits]
+    parts = collections.Counter(output for _, _, output in inputs)
+    written = collections.Counter()
+    for span, split, output in inputs:
       pattern = os.path.join(input_base, split.pattern)
       validation = carve and split.name == validation_split.TRAIN
-      _ = pipeline | f'IdxToShards[{split.name}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
+      label = f'{span.folder}/{split.name}' if span.folder else split.name
+      _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
           exec_properties[_IDX_FILES_KEY][pattern],
           exec_properties[_CLASS_NAMES_KEY], options.num_shards,
-          exec_properties[_IMAGE_ENCODING_KEY], split_uri(split.name),
+          exec_properties[_IMAGE_ENCODING_KEY], split_uri(output),
           split_uri(validation_split.SPLIT) if validation else None,
-          options.validation_percent if validation else 0)
+          options.validation_percent if validation else 0,
+          first_shard=written[output] * options.num_shards,
+          total_shards=parts[output] * options.num_shards,
+          input_base=input_base)
+      written[output] += 1
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
@@ -188,24 +259,33 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY],
         example_gen_pb2.Output())
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-    patterns = {split.name: os.path.join(input_base, split.pattern)
-                for split in input_config.splits}
+    window = span_window.of_execution(exec_properties)
+    shortfall = span_window.shortfall(window, options.span_window)
+    if shortfall:
+      progress.notice(shortfall)
+    if len(window) > 1 and is_idx and output_config.split_config.splits:
+      raise ValueError('a span window of IDX files takes the splits the '
+                       'files give; an output_config hash split is not '
+                       'supported with it')
+    # (output split, input pattern) of every span's splits.
+    patterns = [(span.output_split(split.name, span is window[-1]),
+                 os.path.join(input_base, split.pattern))
+                for span in window for split in span.input_config.splits]
     folder_files = {}
     geometry_chosen = None
     if is_idx:
-      idx_files = {p: idx_source.split_files(p) for p in patterns.values()}
+      idx_files = {p: idx_source.split_files(p) for _, p in patterns}
       class_names = list(options.class_names or
                          idx_source.class_names_from_labels(idx_files.values()))
       # IDX files declare their geometry.
       geometry = idx_source.dataset_geometry(idx_files.values())
     else:
       idx_files = {}
-      plan = folder_plan.plan(
-          input_base, input_config, output_config, options.class_names,
-          exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
-          options.validation_percent)
+      plan = _plan_folders(input_base, window, output_config, options)
       class_names, folder_files = plan.class_names, plan.files
-      progress.notice(plan.summary())
+      spans = (f'{", ".join(span.folder for span in window)}: '
+               if len(window) > 1 else '')
+      progress.notice(spans + plan.summary())
       geometry, geometry_chosen = geometry_choice.choose(
           folder_files, options.geometry, options.infer_size,
           options.infer_channels, options.max_image_pixels,
@@ -224,6 +304,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if carve_idx:
       split_names.insert(split_names.index(validation_split.TRAIN) + 1,
                          validation_split.SPLIT)
+    if is_idx and len(window) > 1 and span_window.EVAL_SPLIT in split_names:
+      split_names.append(span_window.EARLIER_EVAL_SPLIT)
     examples.split_names = artifact_utils.encode_split_names(split_names)
     skipped_files = (skipped_images.files(examples.uri, folder_files)
                      if options.skip_bad_images else {})
@@ -241,7 +323,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     progress.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
-        self._write_splits(pipeline, exec_properties, input_config,
+        self._write_splits(pipeline, exec_properties, window,
                            output_config, examples_channel)
     except Exception as e:  # pylint: disable=broad-except
       # Bad data a worker found (a truncated IDX file, a corrupt image):
@@ -252,14 +334,19 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
         raise
       raise bad_data from e
     if carve_idx:
-      _check_validation_written(examples_channel,
-                                patterns[validation_split.TRAIN],
-                                options.validation_percent)
+      _check_validation_written(
+          examples_channel, os.path.join(input_base, next(
+              split.pattern for split in input_config.splits
+              if split.name == validation_split.TRAIN)),
+          options.validation_percent)
     if options.skip_bad_images:
       skipped_images.record(examples, folder_files, skipped_files)
     if not is_idx:
       os_files.record(examples, patterns)
 
+    if window[-1].number:  # Data in spans.
+      examples.set_string_custom_property(span_window.SPANS_PROPERTY,
+                                          span_window.encode_spans(window))
     examples_utils.set_payload_format(examples,
                                       example_gen_pb2.FORMAT_TF_EXAMPLE)
     examples_utils.set_file_format(

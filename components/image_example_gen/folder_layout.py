@@ -224,20 +224,39 @@ def span_folders(input_base: str, input_config_resolved: example_gen_pb2.Input,
   if span <= 0 or suffix is None:
     return None, None
   folder = pattern[:-len(suffix)].strip('/')
+  siblings = span_siblings(input_base, folder, span)
+  if not siblings:
+    return None, None
+  newest = next((siblings[n] for n in sorted(siblings, reverse=True)
+                 if n < span and layout_of(siblings[n])), None)
+  return os.path.join(input_base, folder), newest
+
+
+def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
+  """{span: its folder under input_base} of the folders named like `folder`
+  (span `span`'s, e.g. span-7) with another number (span-6, span-12...);
+  empty if `folder` is not one folder name holding the number `span`."""
   runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
   if not folder or '/' in folder or not runs:
-    return None, None
+    return {}
   number = runs[-1]
   sibling = re.compile(re.escape(folder[:number.start()]) + r'(\d+)' +
                        re.escape(folder[number.end():]))
-  earlier = {}
-  for name in tf.io.gfile.listdir(input_base):
+  found = {}
+  for name in sorted(tf.io.gfile.listdir(input_base)):
     match = sibling.fullmatch(name.rstrip('/'))
-    if match and int(match.group(1)) < span:
-      earlier[int(match.group(1))] = os.path.join(input_base, name.rstrip('/'))
-  newest = next((earlier[n] for n in sorted(earlier, reverse=True)
-                 if layout_of(earlier[n])), None)
-  return os.path.join(input_base, folder), newest
+    if match:
+      found.setdefault(int(match.group(1)),
+                       os.path.join(input_base, name.rstrip('/')))
+  return found
+
+
+def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
+  """input_config(layout) read from `folder` (a span's, e.g. span-6)."""
+  config = input_config(layout)
+  for split in config.splits:
+    split.pattern = f'{folder.strip("/")}/{split.pattern}'
+  return config
 
 
 def partition(files: Sequence[str], data_dir: str,

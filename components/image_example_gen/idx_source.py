@@ -177,12 +177,16 @@ class _Reader:
   Beam pickles it with its DoFn.
   """
 
-  def __init__(self, files: SplitFiles, encoding: str):
+  def __init__(self, files: SplitFiles, encoding: str,
+               input_base: Optional[str] = None):
     self._images, self._labels = files
     self._encoding = encoding
     # A record's source: its place in the images file, as MNIST's
-    # label-error lists cite it.
-    self._source_prefix = (os.path.basename(self._images.path) + ':').encode()
+    # label-error lists cite it; the file relative to the input base (its
+    # span folder in front, with spans), as image folders' sources are.
+    name = (os.path.relpath(self._images.path, input_base).replace(
+        os.sep, '/') if input_base else os.path.basename(self._images.path))
+    self._source_prefix = (name + ':').encode()
     self._geometry = geometry(self._images)
     self._per_chunk = records_per_chunk(self._images)
     self._readers = None
@@ -240,8 +244,9 @@ class _Reader:
 class _ChunkToExamples(beam.DoFn):
   """(start, stop) -> the list of serialized Examples of those records."""
 
-  def __init__(self, files: SplitFiles, encoding: str):
-    self._reader = _Reader(files, encoding)
+  def __init__(self, files: SplitFiles, encoding: str,
+               input_base: Optional[str] = None):
+    self._reader = _Reader(files, encoding, input_base)
 
   def process(self, chunk: Tuple[int, int]):
     yield from self._reader.examples(*chunk)
@@ -256,16 +261,20 @@ class _WriteShard(beam.DoFn):
 
   def __init__(self, files: SplitFiles, encoding: str, split_uri: str,
                num_shards: int, validation_uri: Optional[str] = None,
-               validation_percent: int = 0):
-    self._reader = _Reader(files, encoding)
+               validation_percent: int = 0, first_shard: int = 0,
+               total_shards: Optional[int] = None,
+               input_base: Optional[str] = None):
+    self._reader = _Reader(files, encoding, input_base)
     self._split_uri = split_uri
-    self._num_shards = num_shards
+    self._first_shard = first_shard
+    self._num_shards = total_shards or num_shards
     self._validation_uri = validation_uri
     self._validation_percent = validation_percent
 
   def process(self, element: Tuple[int, Iterable[Tuple[int, int]]]):
     shard, ranges = element
     (start, stop), = ranges  # One range per shard key.
+    shard += self._first_shard
     path = tfrecord_sink.shard_path(self._split_uri, shard, self._num_shards)
     if not self._validation_uri:
       tfrecord_sink.write_shard(path, self._reader.examples(start, stop))
@@ -295,9 +304,11 @@ def _log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
 @beam.typehints.with_output_types(List[bytes])
 def IdxToExampleBatches(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
-    num_shards: int, encoding: str = 'raw') -> beam.pvalue.PCollection:
+    num_shards: int, encoding: str = 'raw',
+    input_base: Optional[str] = None) -> beam.pvalue.PCollection:
   """Reads one split's files (from `split_files`) into lists of serialized
-  Examples, chunks of at most CHUNK_BYTES of pixels."""
+  Examples, chunks of at most CHUNK_BYTES of pixels; records' sources are
+  relative to `input_base` if given."""
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
@@ -305,7 +316,8 @@ def IdxToExampleBatches(  # pylint: disable=invalid-name
               _chunks(images.count, num_shards, records_per_chunk(images)),
               reshuffle=False)
           | 'Distribute' >> beam.Reshuffle()
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding)))
+          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding,
+                                                        input_base)))
 
 
 @beam.ptransform_fn
@@ -315,12 +327,16 @@ def WriteIdxSplit(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
     num_shards: int, encoding: str, split_uri: str,
     validation_uri: Optional[str] = None,
-    validation_percent: int = 0) -> beam.pvalue.PCollection:
+    validation_percent: int = 0, first_shard: int = 0,
+    total_shards: Optional[int] = None,
+    input_base: Optional[str] = None) -> beam.pvalue.PCollection:
   """Converts one split's files (from `split_files`) into num_shards
   gzipped TFRecord files in `split_uri` (see the module docstring); with
   `validation_uri`, the records hashed into the validation split
   (validation_percent of them) go to num_shards files there instead.
-  Returns the paths written."""
+  With a window of spans several inputs share an output split: these are
+  its shards first_shard... of total_shards. Records' sources are relative
+  to `input_base` if given. Returns the paths written."""
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
@@ -332,4 +348,4 @@ def WriteIdxSplit(  # pylint: disable=invalid-name
           | 'Deal' >> beam.GroupByKey()
           | 'Write' >> beam.ParDo(_WriteShard(
               files, encoding, split_uri, num_shards, validation_uri,
-              validation_percent)))
+              validation_percent, first_shard, total_shards, input_base)))

@@ -53,6 +53,8 @@ class ImageExampleGenOptions:
     pipeline's), unless the data gives one (a validation/ folder). 0: no
     validation split, and a validation/ folder is an error. None: none
     carved, a validation/ folder taken.
+  span_window: with a span pattern, the newest this many spans are read
+    into one Examples (span_window.py); 1: the newest span alone.
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
@@ -66,6 +68,7 @@ class ImageExampleGenOptions:
   eval_percent: Optional[int] = None
   max_image_pixels: Optional[int] = None
   validation_percent: Optional[int] = None
+  span_window: int = 1
 
   def __post_init__(self):
     if self.input_format not in INPUT_FORMATS:
@@ -92,6 +95,9 @@ class ImageExampleGenOptions:
         not 0 <= self.validation_percent < 100):
       raise ValueError(f'validation_percent must be between 0 and 99, got '
                        f'{self.validation_percent}')
+    if self.span_window < 1:
+      raise ValueError(f'span_window must be at least 1, got '
+                       f'{self.span_window}')
     if self.max_image_pixels is not None and self.max_image_pixels < 1:
       raise ValueError(f'max_image_pixels must be at least 1, got '
                        f'{self.max_image_pixels}')
@@ -116,6 +122,7 @@ class ImageExampleGenOptions:
         'eval_percent': self.eval_percent,
         'max_image_pixels': self.max_image_pixels,
         'validation_percent': self.validation_percent,
+        'span_window': self.span_window,
     }
 
   @classmethod
@@ -139,7 +146,8 @@ class ImageExampleGenOptions:
                           if d.get('max_image_pixels') is not None else None),
         validation_percent=(int(d['validation_percent'])
                             if d.get('validation_percent') is not None
-                            else None))
+                            else None),
+        span_window=int(d.get('span_window', 1)))
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     struct = struct_pb2.Struct()

@@ -8,7 +8,7 @@ lists them on the artifact, and the run summary shows them.
 
 import json
 import os
-from typing import Dict
+from typing import Iterable, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -22,10 +22,11 @@ _MAX_LISTED = 100
 
 
 def record(examples: standard_artifacts.Examples,
-           split_patterns: Dict[str, str]) -> None:
-  """Lists the OS files of each split ({name: pattern}) on `examples`."""
+           split_patterns: Iterable[Tuple[str, str]]) -> None:
+  """Lists the OS files of each split ((name, pattern) pairs, several for
+  a split read from a window of spans) on `examples`."""
   left_out = [{'split': name, 'path': path}
-              for name, pattern in sorted(split_patterns.items())
+              for name, pattern in sorted(split_patterns)
               for path in image_folder.list_split(pattern)[1]]
   examples.set_int_custom_property(features.OS_FILES_PROPERTY, len(left_out))
   examples.set_string_custom_property(features.OS_FILES_LIST_PROPERTY,

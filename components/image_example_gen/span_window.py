@@ -1,0 +1,170 @@
+"""A window of spans: the newest N spans present, read into one Examples.
+
+TFX's FileBasedExampleGen reads one span, the newest (or range_config's).
+With a span window of N, ImageExampleGen reads the newest span as TFX's
+driver resolved it and the N-1 newest earlier spans still on disk beside it
+(span-7/ and its siblings span-6/, span-5/...; a folder without data is
+passed over), each split taken from each span as that span's folder gives
+it. The records of every span go into the same splits, with one exception:
+the eval split holds the newest span's eval only, and the earlier spans'
+eval goes to EARLIER_EVAL_SPLIT. The Evaluator, the TensorFlow Lite check
+and LabelCheck read `eval`, so a model is judged on today's data, not on a
+mix in which last month's dominates; nothing trains on EARLIER_EVAL_SPLIT
+(DataChecks and LabelCheck check it like any held-out split).
+
+The Examples artifact records the spans read as SPANS_PROPERTY, a JSON list
+of ints, oldest first; `span` stays the newest, as TFX's driver sets it.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional
+
+import tensorflow as tf
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_component_specs
+from tfx.utils import proto_utils
+
+from components.image_example_gen import folder_layout
+from components.image_example_gen.options import ImageExampleGenOptions
+
+EARLIER_EVAL_SPLIT = 'earlier_eval'
+EVAL_SPLIT = 'eval'
+SPANS_PROPERTY = 'spans'
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+  number: int
+  folder: str  # Its folder's name under the input base, e.g. 'span-7'.
+  input_config: example_gen_pb2.Input  # Patterns under the input base.
+
+  def output_split(self, split: str, newest: bool) -> str:
+    """The split of the Examples that this span's `split` goes to."""
+    return EARLIER_EVAL_SPLIT if split == EVAL_SPLIT and not newest else split
+
+
+def span_folder(input_config: example_gen_pb2.Input) -> Optional[str]:
+  """The folder every split pattern starts with (the span's), or None."""
+  folders = {split.pattern.strip('/').split('/')[0]
+             for split in input_config.splits if '/' in split.pattern}
+  if len(folders) != 1 or len(input_config.splits) == 0:
+    return None
+  return folders.pop()
+
+
+def in_folder(input_config: example_gen_pb2.Input,
+              folder: str) -> example_gen_pb2.Input:
+  """`input_config` with its span folder replaced by `folder`."""
+  config = example_gen_pb2.Input()
+  config.CopyFrom(input_config)
+  for split in config.splits:
+    rest = split.pattern.strip('/').split('/', 1)[1]
+    split.pattern = f'{folder}/{rest}'
+  return config
+
+
+def resolve(input_base: str, input_config: example_gen_pb2.Input,
+            newest: int, size: int,
+            fit: Callable[[str, example_gen_pb2.Input],
+                          Optional[example_gen_pb2.Input]]) -> List[Span]:
+  """The window's spans, oldest first: span `newest`, as TFX's driver
+  resolved `input_config`, and up to size - 1 earlier spans on disk.
+
+  fit: (an earlier span's folder path, the newest span's input config moved
+    to that folder) -> the input config to read it with, or None if the
+    folder holds no data (the span is passed over).
+
+  Raises:
+    ValueError: a window of more than one span, and the split patterns do
+      not all start with one span folder holding the span number.
+  """
+  if size < 1:
+    raise ValueError(f'span window must be at least 1, got {size}')
+  if size == 1:
+    folder = (span_folder(input_config) or '') if newest else ''
+    return [Span(newest, folder, input_config)]
+  folder = span_folder(input_config)
+  siblings = folder_layout.span_siblings(input_base, folder or '', newest)
+  if not siblings:
+    patterns = [split.pattern for split in input_config.splits]
+    raise ValueError(
+        f'a span window needs every split pattern in one span folder, e.g. '
+        f'span-{{SPAN}}/...; got {patterns} for span {newest}')
+  window = [Span(newest, folder, input_config)]
+  for number in sorted((n for n in siblings if n < newest), reverse=True):
+    if len(window) == size:
+      break
+    name = os.path.basename(siblings[number])
+    config = fit(siblings[number], in_folder(input_config, name))
+    if config is not None:
+      window.append(Span(number, name, config))
+  return window[::-1]
+
+
+def fit_images(folder: str, config: example_gen_pb2.Input
+               ) -> Optional[example_gen_pb2.Input]:
+  """resolve's `fit` for image folders: the input config of the layout
+  the span's folder holds (a span may give a validation/ folder or not, or
+  no train/eval folders), None if it holds neither layout."""
+  del config  # The folder's own layout instead.
+  layout = folder_layout.layout_of(folder)
+  if layout is None:
+    return None
+  return folder_layout.folder_input_config(layout, os.path.basename(folder))
+
+
+def fit_idx(folder: str, config: example_gen_pb2.Input
+            ) -> Optional[example_gen_pb2.Input]:
+  """resolve's `fit` for IDX files: the newest span's patterns, None if
+  none of them matches a file in the span's folder (a split missing is
+  the executor's to name)."""
+  input_base = os.path.dirname(folder)
+  if any(tf.io.gfile.glob(os.path.join(input_base, split.pattern))
+         for split in config.splits):
+    return config
+  return None
+
+
+def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
+  """The window of an execution whose span TFX's driver (or driver_work.py)
+  resolved: its options' span_window, read with resolve.
+
+  Raises:
+    ValueError: a window of more than one span and a {VERSION} in the
+      patterns (each span's newest version is not looked for).
+  """
+  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+  if (options.span_window > 1 and exec_properties.get(
+      example_gen_utils.VERSION_PROPERTY_NAME) is not None):
+    raise ValueError('a span window reads span folders without versions; '
+                     'the split patterns have a {VERSION}')
+  return resolve(
+      exec_properties[standard_component_specs.INPUT_BASE_KEY],
+      proto_utils.json_to_proto(
+          exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
+          example_gen_pb2.Input()),
+      exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
+      options.span_window,
+      fit_idx if options.input_format == 'idx' else fit_images)
+
+
+def encode_spans(window: List[Span]) -> str:
+  """SPANS_PROPERTY's value: '[5, 6, 7]'."""
+  return json.dumps([span.number for span in window])
+
+
+def decode_spans(value: str) -> List[int]:
+  return [int(span) for span in json.loads(value)] if value else []
+
+
+def shortfall(window: List[Span], size: int) -> Optional[str]:
+  """The console line when fewer spans than the window were found."""
+  if len(window) >= size:
+    return None
+  found = ', '.join(span.folder for span in window)
+  return (f'span window {size}: only {len(window)} '
+          f'span{"s" if len(window) != 1 else ""} found ({found}); '
+          'training on what there is')
