@@ -183,19 +183,27 @@ def _schema_path(args, schema: Optional[str],
   return path
 
 
-def _keep_runs(args, dag) -> None:
+def _keep_runs(args, dag) -> bool:
   """--keep-runs: the large artifacts of older runs deleted, after a run
-  whether it succeeded or not (runners/keep_runs.py)."""
+  whether it succeeded or not (runners/keep_runs.py). False: nothing was
+  deleted, since what is served could not be read."""
   keep_runs = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
   if keep_runs is None:
-    return
+    return True
+  from components import push_once  # pylint: disable=g-import-not-at-top
   from runners import keep_runs as keep_runs_lib  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output_dir)
-  collected = keep_runs_lib.collect(
-      dag.metadata_connection_config, args.pipeline_name, keep_runs,
-      os.path.join(output_dir, configs.SERVING_MODEL_DIR_NAME),
-      dag.pipeline_info.pipeline_root)
+  try:
+    collected = keep_runs_lib.collect(
+        dag.metadata_connection_config, args.pipeline_name, keep_runs,
+        os.path.join(output_dir, configs.SERVING_MODEL_DIR_NAME),
+        dag.pipeline_info.pipeline_root)
+  except push_once.ServingDirectoryError as e:
+    print(f'error: --keep-runs {keep_runs}: nothing deleted: {e}',
+          file=sys.stderr)
+    return False
   print(collected.describe(keep_runs))
+  return True
 
 
 def build_pipeline(args: argparse.Namespace):
@@ -307,8 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   run_summary.print_summary(connection_config, args.pipeline_name,
                            progress.nodes, store.description, log_path)
   print(run_report.write_report(store, output_dir, args.pipeline_name))
-  _keep_runs(args, dag)
-  return 0
+  return 0 if _keep_runs(args, dag) else 1
 
 
 if __name__ == '__main__':

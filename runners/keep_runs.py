@@ -28,10 +28,12 @@ The serving directory itself is never touched, nor anything outside the
 pipeline root.
 
 TFX 1.16 has a garbage-collection policy per output channel
-(GarbageCollectionPolicy), but only its experimental asynchronous
-orchestrator applies it, and the pip package ships neither: LocalDagRunner
-and Kubeflow Pipelines compile the policy into the IR and ignore it. It also
-counts artifacts per output, not runs, and knows nothing of what is served.
+(GarbageCollectionPolicy, set through a private attribute of the channel),
+but only its experimental asynchronous orchestrator applies it, and the pip
+package ships neither that orchestrator nor its collection code:
+LocalDagRunner compiles the policy into its IR and ignores it, and the
+Kubeflow compiler has no place for it. It also counts artifacts per output,
+not runs, and knows nothing of what is served.
 """
 
 import dataclasses

@@ -12,10 +12,13 @@ import os
 import pytest
 import tensorflow as tf
 
+from components import push_once
 import local_runner
 from pipeline import configs
 from pipeline import knobs
 from runners import flags
+from runners import keep_runs
+from runners import local_store
 from tests import datasets
 from tests import local_run
 from tests import mlmd
@@ -87,7 +90,14 @@ def test_only_the_newest_runs_and_the_served_lineage_stay_on_disk(kept):
   assert all(state(a) == live for a in store.get_artifacts_by_type(
       'ExampleStatistics'))
   assert 'marked DELETED in ML Metadata' in printed[-1]
-  assert f'the served model (version ' in printed[-1]
+  assert 'the served model (version ' in printed[-1]
+  # A second collection finds nothing more to delete.
+  again = keep_runs.collect(
+      local_store.for_run(str(out), None).connection_config,
+      configs.PIPELINE_NAME, KEEP,
+      str(out / configs.SERVING_MODEL_DIR_NAME),
+      str(out / configs.PIPELINE_ROOT_NAME))
+  assert again.deleted == [] and len(again.kept_runs) == KEEP
 
 
 def test_the_served_model_still_answers(kept):
@@ -112,6 +122,16 @@ def test_the_inspector_lists_every_run_and_the_deleted_artifacts(kept):
   page = out / 'middle.html'
   tiny_runs.inspect(out, 'report', '-2', '--html', str(page))
   assert 'deleted to free disk (--keep-runs)' in page.read_text()
+
+
+def test_nothing_is_deleted_when_what_is_served_cannot_be_read(tmp_path):
+  serving_model_dir = tmp_path / 'serving_model'
+  serving_model_dir.write_text('a file, not a directory of versions')
+  with pytest.raises(push_once.ServingDirectoryError):
+    keep_runs.collect(
+        local_store.for_run(str(tmp_path), None).connection_config,
+        configs.PIPELINE_NAME, KEEP, str(serving_model_dir),
+        str(tmp_path / configs.PIPELINE_ROOT_NAME))
 
 
 def test_keep_runs_is_off_by_default_and_at_least_one():
