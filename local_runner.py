@@ -72,6 +72,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help='Run every component even if its inputs are unchanged.')
   run.add_argument('--verbose', action='store_true',
                    help='Also print the full TFX/Beam log on stderr.')
+  flags.add_runner_flags(run, knobs_lib.DiskConfig)
 
   mlmd = parser.add_argument_group(
       'ML Metadata in MySQL (default: SQLite in OUT/metadata.db)',
@@ -182,6 +183,29 @@ def _schema_path(args, schema: Optional[str],
   return path
 
 
+def _keep_runs(args, dag) -> bool:
+  """--keep-runs: the large artifacts of older runs deleted, after a run
+  whether it succeeded or not (runners/keep_runs.py). False: nothing was
+  deleted, since what is served could not be read."""
+  keep_runs = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
+  if keep_runs is None:
+    return True
+  from components import push_once  # pylint: disable=g-import-not-at-top
+  from runners import keep_runs as keep_runs_lib  # pylint: disable=g-import-not-at-top
+  output_dir = os.path.abspath(args.output_dir)
+  try:
+    collected = keep_runs_lib.collect(
+        dag.metadata_connection_config, args.pipeline_name, keep_runs,
+        os.path.join(output_dir, configs.SERVING_MODEL_DIR_NAME),
+        dag.pipeline_info.pipeline_root)
+  except push_once.ServingDirectoryError as e:
+    print(f'error: --keep-runs {keep_runs}: nothing deleted: {e}',
+          file=sys.stderr)
+    return False
+  print(collected.describe(keep_runs))
+  return True
+
+
 def build_pipeline(args: argparse.Namespace):
   """The DAG of `args`, with this machine's paths and its ML Metadata."""
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
@@ -283,6 +307,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if node and node.node_id == 'ValidationGate':  # The data is reported on.
       print(run_report.write_report(store, output_dir, args.pipeline_name),
             file=sys.stderr)
+    _keep_runs(args, dag)
     return 1
   finally:
     logging.getLogger('absl').removeHandler(progress)
@@ -290,7 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   run_summary.print_summary(connection_config, args.pipeline_name,
                            progress.nodes, store.description, log_path)
   print(run_report.write_report(store, output_dir, args.pipeline_name))
-  return 0
+  return 0 if _keep_runs(args, dag) else 1
 
 
 if __name__ == '__main__':

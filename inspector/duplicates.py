@@ -146,6 +146,7 @@ def record_images(examples: queries.Artifact, split: str,
   for name in names:
     shard, index = name.rsplit(':', 1)
     wanted.setdefault(shard, set()).add(int(index))
+  examples.check_on_disk()
   found = {}
   for shard, indices in wanted.items():
     path = os.path.join(examples.uri, f'Split-{split}', shard)

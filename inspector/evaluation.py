@@ -243,6 +243,7 @@ def on_device(model: queries.Artifact) -> Dict[str, Any]:
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   from inspector import files  # pylint: disable=g-import-not-at-top
+  model.check_on_disk()
   path = os.path.join(path_utils.serving_model_path(model.uri),
                       signatures.TFLITE_DIR, signatures.TFLITE_RESULTS_FILE)
   if not files.exists(path):

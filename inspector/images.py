@@ -24,6 +24,7 @@ def class_names(examples: queries.Artifact) -> List[str]:
   if features.CLASS_NAMES_PROPERTY in examples.properties:
     return features.decode_class_names(
         examples.properties[features.CLASS_NAMES_PROPERTY])
+  examples.check_on_disk()
   path = os.path.join(examples.uri, features.CLASS_NAMES_FILE)
   from inspector import files  # pylint: disable=g-import-not-at-top
   if not files.exists(path):
@@ -40,6 +41,7 @@ def _records(examples: queries.Artifact, split: str):
   if split not in examples.split_names():
     raise InspectError(f'Examples {examples.id} has no split {split!r} '
                        f'(splits: {", ".join(examples.split_names())})')
+  examples.check_on_disk()
   paths = tf.io.gfile.glob(os.path.join(examples.uri, f'Split-{split}', '*'))
   if not paths:
     raise InspectError(f'{examples.uri}/Split-{split}: no record files')

@@ -82,6 +82,14 @@ class Artifact:
   def split_names(self) -> List[str]:
     return list(json.loads(self.properties.get('split_names', '[]')))
 
+  def check_on_disk(self) -> None:
+    """Raises InspectError if --keep-runs deleted the artifact's files
+    (runners/keep_runs.py); its record stays."""
+    if self.state in ('MARKED_FOR_DELETION', 'DELETED'):
+      raise InspectError(
+          f'{self.type} {self.id} ({self.uri}): deleted to free disk '
+          '(--keep-runs); ML Metadata keeps its record')
+
 
 def artifact_from_proto(artifact: metadata_store_pb2.Artifact,
                         type_name: str) -> Artifact:
@@ -251,6 +259,11 @@ class Metadata:
                if a == artifact_id and kind in _OUTPUTS]
     ran = [w for w in writers if not w.cached]
     return (ran or writers or [None])[0]
+
+  def writers(self, artifact_id: int) -> List[Execution]:
+    """Every execution that wrote an artifact or reused it from the cache."""
+    return [self.executions[e] for e, a, kind, _ in self._events
+            if a == artifact_id and kind in _OUTPUTS]
 
   def consumers(self, artifact_id: int) -> List[Execution]:
     return [self.executions[e] for e, a, kind, _ in self._events

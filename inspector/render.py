@@ -123,6 +123,8 @@ def _artifact_label(node: Dict[str, Any]) -> Text:
   if node.get('seen'):
     return text.append('  (shown above)', style='dim')
   text.append(f'  {artifact["uri"]}')
+  if artifact['state'] != 'LIVE':  # Deleted by --keep-runs, for instance.
+    text.append(f'  {artifact["state"]}', style='red')
   summary = summary_text(artifact['properties'])
   return text.append(f'  [{summary}]', style='dim') if summary else text
 

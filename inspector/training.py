@@ -85,6 +85,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from modules import trainer  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
+  model.check_on_disk()
   path = os.path.join(path_utils.serving_model_path(model.uri),
                       signatures.EXTRA_DIR, trainer.TRAINING_PLAN_FILE)
   if not files.exists(path):

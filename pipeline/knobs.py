@@ -5,6 +5,7 @@
   TuningConfig          TFX's Tuner before it, with --tune (the same)
   EvaluationConfig      when the Evaluator blesses a model
   InfrastructureConfig  how and where the DAG runs: set by the runner
+  DiskConfig            what a local run keeps on disk (local_runner.py's)
 
 A field whose metadata names a `flag` is one; runners/flags.py generates
 the flags from these fields and maps parsed flags back onto them, and
@@ -280,6 +281,29 @@ class InfrastructureConfig:
   # The Trainer as a Vertex AI custom job: these custom_config entries
   # describe it (kubeflow/vertex_training.py).
   vertex_training: Optional[Mapping[str, Any]] = None
+
+
+def parse_keep_runs(value: str) -> int:
+  try:
+    runs = int(value)
+  except ValueError:
+    runs = 0
+  if runs < 1:
+    raise ValueError(f'expected a number of runs, 1 or more, got {value!r}')
+  return runs
+
+
+@dataclasses.dataclass(frozen=True)
+class DiskConfig:
+  """What a local run keeps on disk: local_runner.py's flags, applied after
+  the run (runners/keep_runs.py), not a part of the DAG."""
+  # Off by default: deleting a user's artifacts is for them to choose.
+  keep_runs: Optional[int] = knob(
+      None, 'After the run, delete the large artifacts (Examples, models) '
+      'of all but the newest K runs of the pipeline; the served model and '
+      'its lineage stay, and ML Metadata keeps every record, marked DELETED '
+      '(see docs/metadata.md) (default: keep everything).',
+      flag='--keep-runs', parse=parse_keep_runs, metavar='K')
 
 
 class Knobs(NamedTuple):

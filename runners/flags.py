@@ -79,6 +79,21 @@ def add_flags(parser: argparse.ArgumentParser, data_dir_default: str,
           _add_flag(group, field, defaults)
 
 
+def add_runner_flags(group, config_class) -> None:
+  """The flags of a config only one runner has (knobs_lib.DiskConfig)."""
+  defaults = _defaults()
+  for field in knob_fields(config_class):
+    _add_flag(group, field, defaults)
+
+
+def runner_config(args: argparse.Namespace, config_class):
+  """`config_class` of the parsed flags that add_runner_flags added."""
+  given = vars(args)
+  return config_class(**{field.name: given[field.name]
+                         for field in dataclasses.fields(config_class)
+                         if field.name in given})
+
+
 def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   """The configs of the parsed flags: given flags, else the --dataset
   preset's values, else the fields' defaults. Exits on contradicting flags."""

@@ -19,10 +19,11 @@ from pipeline import knobs
 from runners import flags
 
 # local_runner.py's own flags: paths and how this machine runs the DAG,
-# none of them a knob of the DAG (kubeflow_runner.py has its own).
+# none of them a knob of the DAG (kubeflow_runner.py has its own);
+# --keep-runs is knobs.DiskConfig's, applied after the run.
 RUNNER_FLAGS = {'--help', '--data-dir', '--output-dir', '--pipeline-name',
                 '--beam-args', '--to-node', '--freeze-schema', '--no-cache',
-                '--verbose'}
+                '--verbose', '--keep-runs'}
 FASHION = knobs.DATASETS['fashion-mnist']
 
 

@@ -1,0 +1,213 @@
+"""--keep-runs K: the disk holds the large artifacts of the newest K runs.
+
+A pipeline run on a schedule writes new Examples and a new model every run.
+After a run, `collect` deletes the files of the large artifacts no longer
+needed and keeps every record of them in ML Metadata, marked as TFX's own
+garbage collection marks them: MARKED_FOR_DELETION, then DELETED once the
+files are gone. TFX's resolvers and cache take LIVE artifacts only, so a
+deleted one is never an input again; the inspector lists it as deleted.
+
+Kept on disk:
+  * the large artifacts the newest K runs of the pipeline wrote, reused from
+    the cache, or read (a run reads its baseline, for instance); a run
+    counts if it wrote or reused anything under this pipeline root, so on a
+    shared MySQL store other output directories' runs do not;
+  * the served model's lineage: the PushedModel records of the version a
+    model server loads (the newest under the serving directory), and every
+    artifact upstream of them, i.e. the Model they copy, the blessing and
+    evaluation that let it through, and the Examples, transform graph and
+    schema it was trained and evaluated on. The walk stops at other models
+    (an Evaluator's baseline, a warm start's base model): the served model
+    keeps its own lineage, not that of every model before it;
+  * anything an unfinished execution reads;
+  * the small artifacts (statistics, schema, anomalies, evaluations,
+    blessings, data and label checks, training logs): the inspector and the
+    report read them for old runs, and they stay small however large the
+    data grows (BENCHMARKS.md, "Scale": bytes on disk per component).
+The serving directory itself is never touched, nor anything outside the
+pipeline root.
+
+TFX 1.16 has a garbage-collection policy per output channel
+(GarbageCollectionPolicy, set through a private attribute of the channel),
+but only its experimental asynchronous orchestrator applies it, and the pip
+package ships neither that orchestrator nor its collection code:
+LocalDagRunner compiles the policy into its IR and ignores it, and the
+Kubeflow compiler has no place for it. It also counts artifacts per output,
+not runs, and knows nothing of what is served.
+"""
+
+import dataclasses
+import os
+import shutil
+from typing import Dict, Iterable, List, Optional, Set
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+from inspector import queries
+
+_Artifact = metadata_store_pb2.Artifact
+
+# The types whose size grows with the data or the model (BENCHMARKS.md,
+# "Scale": bytes on disk per component): the records (ImageExampleGen's,
+# and DataChecks' eval without its copies of train), the trained model, and
+# the Pusher's copy of it.
+LARGE_TYPES = ('Examples', 'Model', 'PushedModel')
+# Inputs of these types are where the served model's lineage stops: an
+# earlier model used as a baseline or a starting point.
+_MODEL_TYPES = ('Model',)
+_UNFINISHED = ('NEW', 'RUNNING')
+
+
+@dataclasses.dataclass
+class Collected:
+  """What one collection did."""
+  kept_runs: List[str]
+  served_version: Optional[str]
+  deleted: List[queries.Artifact]
+  freed_bytes: int
+
+  def describe(self, keep_runs: int) -> str:
+    """One line for the console."""
+    served = (f'; the served model (version {self.served_version}) and its '
+              'lineage kept' if self.served_version else '')
+    if not self.deleted:
+      return (f'--keep-runs {keep_runs}: nothing to delete (large artifacts '
+              f'of the newest {len(self.kept_runs)} run(s) kept{served})')
+    return (f'--keep-runs {keep_runs}: deleted {len(self.deleted)} large '
+            f'artifact(s) of older runs, {self.freed_bytes / 1e6:.1f} MB, '
+            f'marked DELETED in ML Metadata{served}')
+
+
+def _tree_bytes(path: str) -> int:
+  if os.path.isfile(path):
+    return os.path.getsize(path)
+  return sum(os.path.getsize(os.path.join(root, name))
+             for root, _, names in os.walk(path) for name in names)
+
+
+def _under(path: str, root: str) -> bool:
+  path, root = os.path.realpath(path), os.path.realpath(root)
+  return os.path.commonpath([path, root]) == root and path != root
+
+
+def served_pushes(md: queries.Metadata, pipeline_name: str,
+                  serving_model_dir: str) -> List[queries.Artifact]:
+  """The pipeline's PushedModels of the version served now (the newest
+  under `serving_model_dir`); none if nothing is."""
+  # Imported here: push_once imports TensorFlow, which the rest does not.
+  from components import push_once  # pylint: disable=g-import-not-at-top
+  version = push_once.newest_version(serving_model_dir)
+  if version is None:
+    return []
+  served = os.path.realpath(os.path.join(serving_model_dir, version))
+  pushes = []
+  for artifact in md.of_type('PushedModel'):
+    destination = artifact.properties.get('pushed_destination')
+    producer = md.producer(artifact.id)
+    if (destination and os.path.realpath(destination) == served and
+        producer and producer.pipeline == pipeline_name):
+      pushes.append(artifact)
+  return pushes
+
+
+def lineage(md: queries.Metadata,
+            pushes: Iterable[queries.Artifact]) -> Set[int]:
+  """Ids of the pushed artifacts, the outputs of every execution upstream of
+  them, and those executions' inputs; the walk does not go through another
+  model (see the module's docstring)."""
+  pushes = list(pushes)
+  served_models = {artifact.id for push in pushes
+                   for execution in md.writers(push.id)
+                   for key, artifact in md.inputs(execution.id)
+                   if key == 'model'}
+  seen: Set[int] = set()
+  frontier = [push.id for push in pushes]
+  while frontier:
+    artifact_id = frontier.pop()
+    if artifact_id in seen:
+      continue
+    seen.add(artifact_id)
+    for execution in md.writers(artifact_id):
+      frontier.extend(a.id for _, a in md.outputs(execution.id))
+      frontier.extend(
+          a.id for _, a in md.inputs(execution.id)
+          if a.type not in _MODEL_TYPES or a.id in served_models)
+  return seen
+
+
+def plan(md: queries.Metadata, pipeline_name: str, keep_runs: int,
+         serving_model_dir: str, pipeline_root: str) -> Collected:
+  """What `collect` deletes, without deleting anything."""
+  # On a shared store, runs of other output directories are not counted.
+  runs = [run for run in md.runs() if run.pipeline == pipeline_name and any(
+      _under(a.uri, pipeline_root)
+      for execution in run.executions for _, a in md.outputs(execution.id))]
+  kept_runs = runs[:keep_runs]
+  keep: Set[int] = set()
+  for run in kept_runs:
+    for execution in run.executions:
+      keep.update(a.id for _, a in md.inputs(execution.id))
+      keep.update(a.id for _, a in md.outputs(execution.id))
+  for execution in md.executions.values():
+    if execution.state in _UNFINISHED:
+      keep.update(a.id for _, a in md.inputs(execution.id))
+  pushes = served_pushes(md, pipeline_name, serving_model_dir)
+  keep |= lineage(md, pushes)
+  ours = {a.id for run in runs for execution in run.executions
+          for _, a in md.outputs(execution.id)}
+  # Marked by a collection that did not finish: never LIVE again.
+  deleted = [a for a in md.artifacts.values()
+             if a.id in ours and a.type in LARGE_TYPES
+             and (a.state == 'LIVE' and a.id not in keep
+                  or a.state == 'MARKED_FOR_DELETION')
+             and _under(a.uri, pipeline_root)]
+  # A directory is deleted only if every artifact at it goes (TFX's rule).
+  going = {a.id for a in deleted}
+  shared = {a.uri for a in md.artifacts.values()
+            if a.id not in going and a.state != 'DELETED'}
+  deleted = [a for a in deleted if a.uri not in shared]
+  freed = sum(_tree_bytes(uri) for uri in {a.uri for a in deleted}
+              if os.path.exists(uri))
+  version = (os.path.basename(pushes[0].properties['pushed_destination']
+                              .rstrip('/')) if pushes else None)
+  return Collected([run.name for run in kept_runs], version, deleted, freed)
+
+
+def _set_state(store: metadata_store.MetadataStore, ids: List[int],
+               state: int) -> None:
+  artifacts = store.get_artifacts_by_id(ids)
+  for artifact in artifacts:
+    artifact.state = state
+  store.put_artifacts(artifacts)
+
+
+def collect(connection_config: metadata_store_pb2.ConnectionConfig,
+            pipeline_name: str, keep_runs: int, serving_model_dir: str,
+            pipeline_root: str) -> Collected:
+  """Deletes the large artifacts of `pipeline_name` that neither its newest
+  `keep_runs` runs nor the served model need; see the module's docstring.
+
+  Call it while holding the output directory's lock, after a run.
+  """
+  if keep_runs < 1:
+    raise ValueError(f'keep_runs {keep_runs}: must be 1 or more')
+  store = metadata_store.MetadataStore(connection_config)
+  collected = plan(queries.Metadata(store, 'ML Metadata'), pipeline_name,
+                   keep_runs, serving_model_dir, pipeline_root)
+  if not collected.deleted:
+    return collected
+  ids = [a.id for a in collected.deleted]
+  # Marked first: a process killed while deleting leaves artifacts marked,
+  # never LIVE artifacts whose files are gone.
+  _set_state(store, ids, _Artifact.MARKED_FOR_DELETION)
+  by_uri: Dict[str, List[int]] = {}
+  for artifact in collected.deleted:
+    by_uri.setdefault(artifact.uri, []).append(artifact.id)
+  for uri, uri_ids in sorted(by_uri.items()):
+    if os.path.isdir(uri):
+      shutil.rmtree(uri)
+    elif os.path.exists(uri):
+      os.remove(uri)
+    _set_state(store, uri_ids, _Artifact.DELETED)
+  return collected

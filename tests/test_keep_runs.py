@@ -1,0 +1,143 @@
+"""--keep-runs K: after many runs the disk holds K runs' large artifacts, the
+served model and its lineage, and ML Metadata still lists every run.
+
+Three tiny runs, one span each, through local_runner.py as a schedule would
+run them, all with --keep-runs 1: the first model is pushed, the next two
+are not blessed (an accuracy threshold no model reaches), so what is served
+comes from a run outside the newest one.
+"""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from components import push_once
+import local_runner
+from pipeline import configs
+from pipeline import knobs
+from runners import flags
+from runners import keep_runs
+from runners import local_store
+from tests import datasets
+from tests import local_run
+from tests import mlmd
+from tests import serving
+from tests import tiny_runs
+
+RUNS = 3
+KEEP = 1
+TINY_TRAINING = ['--epochs', '1', '--train-steps', '2', '--batch-size', '8',
+                 '--no-label-check', local_run.ONE_PROCESS]
+# Accuracy is at most 1: no model is blessed, none pushed.
+NEVER_BLESSED = '1.01'
+
+
+@pytest.fixture(scope='module')
+def kept(tmp_path_factory):
+  """The output directory after RUNS runs with --keep-runs KEEP, and what
+  each run printed."""
+  tmp = tmp_path_factory.mktemp('keep_runs')
+  data, out = tmp / 'data', tmp / 'out'
+  printed = []
+  for span in range(1, RUNS + 1):
+    datasets.write_idx_dataset(str(data / f'span-{span}'))
+    threshold = '0' if span == 1 else NEVER_BLESSED
+    result = local_run.run(
+        '--data-dir', str(data), '--span-dir-pattern', 'span-{SPAN}',
+        '--output-dir', str(out), '--accuracy-threshold', threshold,
+        '--keep-runs', str(KEEP), *TINY_TRAINING)
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed.append(result.stdout)
+  return out, printed
+
+
+def _by_span(store, type_name):
+  """{span of the Examples it came from: artifact} of a type's artifacts,
+  whatever their state."""
+  examples = {a.id: a.custom_properties['span'].int_value
+              for a in store.get_artifacts_by_type('Examples')}
+  found = {}
+  for artifact in store.get_artifacts_by_type(type_name):
+    if type_name == 'Examples':
+      found[examples[artifact.id]] = artifact
+      continue
+    # The producing execution's Examples input names the span.
+    [event] = [e for e in store.get_events_by_artifact_ids([artifact.id])
+               if e.type == e.OUTPUT][:1]
+    inputs = [e.artifact_id for e in store.get_events_by_execution_ids(
+        [event.execution_id]) if e.type == e.INPUT]
+    spans = {examples[i] for i in inputs if i in examples}
+    found[max(spans)] = artifact
+  return found
+
+
+def test_only_the_newest_runs_and_the_served_lineage_stay_on_disk(kept):
+  out, printed = kept
+  store = mlmd.open_store(str(out))
+  deleted, live = 'DELETED', 'LIVE'
+  state = lambda a: a.State.Name(a.state)
+  examples = _by_span(store, 'Examples')
+  models = _by_span(store, 'Model')
+  # Every run's records are still in ML Metadata.
+  assert sorted(examples) == sorted(models) == list(range(1, RUNS + 1))
+  for span in range(1, RUNS + 1):
+    newest, served = span > RUNS - KEEP, span == 1
+    for artifact in (examples[span], models[span]):
+      assert state(artifact) == (live if newest or served else deleted), span
+      assert os.path.isdir(artifact.uri) == (newest or served), span
+  # The small artifacts of every run stay.
+  assert all(state(a) == live for a in store.get_artifacts_by_type(
+      'ExampleStatistics'))
+  assert 'marked DELETED in ML Metadata' in printed[-1]
+  assert 'the served model (version ' in printed[-1]
+  # A second collection finds nothing more to delete.
+  again = keep_runs.collect(
+      local_store.for_run(str(out), None).connection_config,
+      configs.PIPELINE_NAME, KEEP,
+      str(out / configs.SERVING_MODEL_DIR_NAME),
+      str(out / configs.PIPELINE_ROOT_NAME))
+  assert again.deleted == [] and len(again.kept_runs) == KEEP
+
+
+def test_the_served_model_still_answers(kept):
+  out, _ = kept
+  path = serving.latest_pushed_model(
+      os.path.join(out, configs.SERVING_MODEL_DIR_NAME))
+  images, _ = datasets.images_and_labels(4)
+  probabilities, classes = serving.classify_images(tf.saved_model.load(path),
+                                                   images)
+  assert probabilities.shape == (4, 10) and classes.shape == (4,)
+
+
+def test_the_inspector_lists_every_run_and_the_deleted_artifacts(kept):
+  out, _ = kept
+  assert len(tiny_runs.inspect_json(out, 'runs')) == RUNS
+  states = {(a['type'], a['state'])
+            for a in tiny_runs.inspect_json(out, 'artifacts')}
+  assert ('Examples', 'DELETED') in states and ('Model', 'DELETED') in states
+  tiny_runs.inspect(out, 'lineage', 'latest-model')
+  # The oldest run's report: its Examples and Model stay (they are served).
+  # The middle run's: its deleted parts say so, the rest is written.
+  page = out / 'middle.html'
+  tiny_runs.inspect(out, 'report', '-2', '--html', str(page))
+  assert 'deleted to free disk (--keep-runs)' in page.read_text()
+
+
+def test_nothing_is_deleted_when_what_is_served_cannot_be_read(tmp_path):
+  serving_model_dir = tmp_path / 'serving_model'
+  serving_model_dir.write_text('a file, not a directory of versions')
+  with pytest.raises(push_once.ServingDirectoryError):
+    keep_runs.collect(
+        local_store.for_run(str(tmp_path), None).connection_config,
+        configs.PIPELINE_NAME, KEEP, str(serving_model_dir),
+        str(tmp_path / configs.PIPELINE_ROOT_NAME))
+
+
+def test_keep_runs_is_off_by_default_and_at_least_one():
+  parse = local_runner.make_parser().parse_args
+  assert flags.runner_config(parse([]), knobs.DiskConfig).keep_runs is None
+  assert flags.runner_config(parse(['--keep-runs', '2']),
+                             knobs.DiskConfig).keep_runs == 2
+  with pytest.raises(SystemExit):
+    parse(['--keep-runs', '0'])
