@@ -43,7 +43,7 @@ def _spans(examples: queries.Artifact) -> Optional[List[int]]:
   if isinstance(spans, str):
     spans = json.loads(spans) if spans else None
   if spans:
-    return [int(span) for span in spans]
+    return sorted(int(span) for span in spans)
   span = examples.properties.get('span')
   return None if span is None else [int(span)]
 
@@ -76,22 +76,30 @@ def _outcome(run: queries.Run, row: Dict[str, Any]) -> str:
 
 def _evaluation(md: queries.Metadata, run: queries.Run,
                 row: Dict[str, Any]) -> None:
-  """The chosen and served model's accuracy and the blessing, into `row`."""
+  """The chosen and served model, the blessing (ML Metadata) and the two
+  accuracies (TFMA's files, when still there), into `row`."""
   from inspector import evaluation  # pylint: disable=g-import-not-at-top
+  evaluated = _output(md, run, 'Evaluator', 'evaluation')
+  if evaluated is None:
+    return
   evaluator = run.execution('Evaluator')
-  if evaluator is None or _output(md, run, 'Evaluator', 'evaluation') is None:
+  inputs = dict(reversed(md.inputs(evaluator.id)))  # The first per key.
+  if 'model' not in inputs:
     return
-  model = next((a for k, a in md.inputs(evaluator.id) if k == 'model'), None)
-  if model is None:
+  blessing = md.output(evaluator, 'blessing')
+  row.update(model=inputs['model'].id, served_model=(
+      inputs['baseline_model'].id if 'baseline_model' in inputs else None),
+             blessed=(bool(blessing.properties.get('blessed'))
+                      if blessing is not None else None))
+  if not files.exists(evaluated.uri):
+    row['gone'].append(f'evaluation {evaluated.uri}')
     return
-  result = evaluation.evaluation_metrics(md, evaluator, model)
+  result = evaluation.evaluation_metrics(md, evaluator, inputs['model'])
   overall = {m['metric']: m for s in result['slices']
              if s['slice'] == 'Overall' for m in s['metrics']}
   accuracy = overall.get(evaluation.ACCURACY_METRIC_NAME, {})
   row.update(accuracy=accuracy.get('value'),
-             served_accuracy=accuracy.get('baseline'), model=model.id,
-             served_model=(result['baseline'] or {}).get('id'),
-             blessed=result['blessed'])
+             served_accuracy=accuracy.get('baseline'))
 
 
 def _label_shares(statistics: queries.Artifact) -> Dict[int, float]:
@@ -152,7 +160,9 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
       'blessed': None, 'pushed': None, 'already_served': None, 'start': None,
       'warm_start_from': None, 'trainer_seconds': None,
       'trainer_cached': None, 'label_drift': None, 'drift_against_run': None,
-      'validator_drift': None, 'statistics': None}
+      'validator_drift': None, 'statistics': None,
+      # What ML Metadata names but is no longer on disk (e.g. collected).
+      'gone': []}
   examples = _output(md, run, 'ImageExampleGen', 'examples')
   if examples is not None:
     row['spans'] = _spans(examples)
@@ -160,7 +170,7 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   statistics = _output(md, run, 'StatisticsGen', 'statistics')
   row['statistics'] = statistics.id if statistics else None
   anomalies = _output(md, run, 'ExampleValidator', 'anomalies')
-  if anomalies is not None:
+  if anomalies is not None and files.exists(anomalies.uri):
     row['validator_drift'] = _validator_drift(anomalies)
   model = _output(md, run, 'Trainer', 'model')
   if model is not None:
@@ -203,6 +213,11 @@ def history(md: queries.Metadata, upto: Optional[queries.Run] = None,
 
 def _drifts(md: queries.Metadata, rows: List[Dict[str, Any]]) -> None:
   """Each row's label drift against the next older row with statistics."""
+  for row in rows:
+    uri = md.artifacts[row['statistics']].uri if row['statistics'] else None
+    if uri and not files.exists(uri):
+      row['gone'].append(f'statistics {uri}')
+      row['statistics'] = None
   for i, row in enumerate(rows):
     if row['statistics'] is None:
       continue
@@ -258,34 +273,51 @@ def split_names(rows: List[Dict[str, Any]]) -> List[str]:
   return list(dict.fromkeys(s for r in rows for s in r['records']))
 
 
+def table(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """The rows as text cells: {'columns', 'right' (the right-aligned
+  columns), 'cells' (one list per row)}, for the console and the report."""
+  splits = split_names(rows)
+  return {
+      'columns': ['run', 'started', 'outcome', 'spans', *splits, 'accuracy',
+                  'served', 'blessed', 'pushed', 'start', 'trainer',
+                  'label drift'],
+      'right': [*splits, 'accuracy', 'served', 'trainer', 'label drift'],
+      'cells': [[row['run'], render.short_time(row['started']),
+                 row['outcome'], spans_text(row['spans']),
+                 *[render.number(row['records'].get(s)) for s in splits],
+                 _accuracy(row['accuracy']),
+                 _accuracy(row['served_accuracy']), _yes_no(row['blessed']),
+                 _pushed_text(row), _start(row), _trainer(row),
+                 _drift(row['label_drift'])] for row in rows]}
+
+
+# How to read the table, under it on the console and in the report.
+LEGEND = ('accuracy: the chosen model\'s on the eval data; served: the model '
+          'in service (the baseline) on the same data; label drift: the '
+          f'largest change of a class\'s share of {DRIFT_SPLIT} since the run '
+          'below.')
+
+
 def text(out: Console, result: Dict[str, Any]) -> None:
   """The runs as one aligned table, newest first (+ 'csv' when written)."""
   rows = result['runs']
-  splits = split_names(rows)
-  columns = ['run', 'started', 'outcome', 'spans', *splits, 'accuracy',
-             'served', 'blessed', 'pushed', 'start', 'trainer',
-             'label drift']
-  table = render._table(  # pylint: disable=protected-access
-      *columns, right=(*splits, 'accuracy', 'served', 'trainer',
-                       'label drift'),
-      title=f'Pipeline {result["pipeline"]}: {len(rows)} runs, newest first')
-  for row in rows:
-    table.add_row(
-        row['run'], render.short_time(row['started']), row['outcome'],
-        spans_text(row['spans']),
-        *[render.number(row['records'].get(s)) for s in splits],
-        _accuracy(row['accuracy']), _accuracy(row['served_accuracy']),
-        _yes_no(row['blessed']), _pushed_text(row), _start(row),
-        _trainer(row), _drift(row['label_drift']))
-  out.print(table)
-  out.print('accuracy: the chosen model\'s on the eval data; served: the '
-            'model in service (the baseline) on the same data; label drift: '
-            f'the largest change of a class\'s share of {DRIFT_SPLIT} since '
-            'the run below.')
+  cells = table(rows)
+  shown = render._table(  # pylint: disable=protected-access
+      *cells['columns'], right=cells['right'],
+      title=f'Pipeline {result["pipeline"]}: {len(rows)} '
+      f'run{"" if len(rows) == 1 else "s"}, newest first')
+  for row in cells['cells']:
+    shown.add_row(*row)
+  out.print(shown)
+  out.print(LEGEND)
   if any(r['validator_drift'] is not None for r in rows):
     out.print('ExampleValidator\'s largest drift: ' + ', '.join(
         f'run {r["run"]} {_drift(r["validator_drift"])}' for r in rows
         if r['validator_drift'] is not None))
+  for row in rows:
+    if row['gone']:
+      out.print(f'run {row["run"]}: gone from disk, so not shown: '
+                + ', '.join(row['gone']))
   if result.get('csv'):
     out.print(f'wrote {result["csv"]["path"]}')
 

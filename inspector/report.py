@@ -25,6 +25,8 @@ from records import data_checks as data_checks_results
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
 NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
+# The history drawn in a run's report: at most this many runs, up to it.
+HISTORY_RUNS = 30
 
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
@@ -353,6 +355,15 @@ def _thumbnails(examples: queries.Artifact, split: str,
           'width': canvas.width, 'height': canvas.height}
 
 
+def history_section(md: queries.Metadata, run: queries.Run
+                    ) -> Optional[Dict[str, Any]]:
+  """The runs of the pipeline up to this one (inspector.history's rows,
+  newest first); None when this is the first."""
+  from inspector import history  # pylint: disable=g-import-not-at-top
+  runs = history.history(md, run, HISTORY_RUNS)['runs']
+  return {'status': 'ok', 'runs': runs} if len(runs) > 1 else None
+
+
 def lineage_section(md: queries.Metadata, run: queries.Run
                     ) -> Dict[str, Any]:
   """The tree from the run's last artifact back to the input files."""
@@ -465,6 +476,10 @@ def gather(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
     facts[key] = _attempt(what, build, md, run)
     if 'error' in facts[key]:
       facts[key]['status'] = 'error'
+  # Shown from the second run on.
+  facts['history'] = _attempt('the history', history_section, md, run)
+  if facts['history'] and 'error' in facts['history']:
+    facts['history']['status'] = 'error'
   facts['outcome'] = outcome(run, facts)
   return facts
 
