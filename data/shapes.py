@@ -25,6 +25,10 @@ SHAPES = ('circle', 'cross', 'crescent', 'diamond', 'hexagon', 'pentagon',
 # Foreground and background at least this far apart (mean of |RGB delta|):
 # the shape must be visible, however the colours fall.
 _MIN_CONTRAST = 80
+# The shape's radius, as a share of the image's side, is drawn from this range.
+RADIUS_RANGE = (0.2, 0.38)
+# The background noise's standard deviation, on the 0-255 scale.
+NOISE = 8.0
 
 
 def _regular_polygon(cx, cy, radius, sides, angle) -> List[Tuple[float, float]]:
@@ -55,21 +59,33 @@ def _colour(rng: np.random.Generator) -> Tuple[int, int, int]:
   return tuple(int(v) for v in rng.integers(0, 256, 3))
 
 
-def _background(rng: np.random.Generator, size: int) -> np.ndarray:
-  """A linear gradient between two colours in a random direction, noisy."""
+def _background(rng: np.random.Generator, size: int,
+                noise: float = NOISE) -> np.ndarray:
+  """A linear gradient between two colours in a random direction, with
+  Gaussian noise of standard deviation `noise`."""
   start, end = (np.array(_colour(rng), np.float32) for _ in range(2))
   angle = rng.uniform(0, 2 * math.pi)
   ys, xs = np.mgrid[0:size, 0:size] / max(size - 1, 1)
   t = (xs * math.cos(angle) + ys * math.sin(angle))
   t = (t - t.min()) / max(float(np.ptp(t)), 1e-6)
   image = start + (end - start) * t[..., None]
-  image += rng.normal(0, 8, image.shape)
+  image += rng.normal(0, noise, image.shape)
   return image.clip(0, 255).astype(np.uint8)
 
 
-def draw(shape: str, size: int, rng: np.random.Generator) -> Image.Image:
-  """One `shape` image of size x size pixels."""
-  background = _background(rng, size)
+def draw(shape: str, size: int, rng: np.random.Generator,
+         radius_range: Tuple[float, float] = RADIUS_RANGE,
+         noise: float = NOISE) -> Image.Image:
+  """One `shape` image of size x size pixels.
+
+  Args:
+    shape: one of SHAPES.
+    size: the image's height and width.
+    rng: where the colours, place, size and angle come from.
+    radius_range: the radius is drawn from this range, as a share of `size`.
+    noise: the background noise's standard deviation (0-255 scale).
+  """
+  background = _background(rng, size, noise)
   mean = background.reshape(-1, 3).mean(axis=0)
   while True:
     colour = _colour(rng)
@@ -77,7 +93,7 @@ def draw(shape: str, size: int, rng: np.random.Generator) -> Image.Image:
       break
   image = Image.fromarray(background, 'RGB')
   pen = ImageDraw.Draw(image)
-  radius = size * rng.uniform(0.2, 0.38)
+  radius = size * rng.uniform(*radius_range)
   margin = radius + 1
   cx, cy = (rng.uniform(margin, size - margin) for _ in range(2))
   angle = rng.uniform(0, 2 * math.pi)

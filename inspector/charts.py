@@ -203,3 +203,57 @@ def confusion(matrix: List[List[int]], names: Sequence[str], title: str,
   axes.set_ylabel('true class')
   axes.set_title(title, fontsize=9)
   return _save(figure, fmt, path)
+
+
+@_styled
+def history(runs: Sequence[Dict[str, Any]], label) -> str:
+  """The chosen model's accuracy per run, oldest left, beside the served
+  model's: a green dot if blessed, a red cross if not, ringed if pushed; a
+  run with no evaluation breaks the lines and says what became of it.
+  `runs` are inspector.history's rows, newest first; `label(run)` names a
+  run's tick."""
+  runs = list(reversed(runs))
+  figure = _figure(min(12.0, max(5.2, 1.4 + 0.9 * len(runs))), 3.0)
+  axes = figure.add_subplot()
+  x = np.arange(len(runs))
+
+  def line(key):  # NaN where a run has none: the line breaks there.
+    return np.array([np.nan if run[key] is None else run[key]
+                     for run in runs], float)
+
+  def where(keep):
+    return [i for i, run in enumerate(runs)
+            if run['accuracy'] is not None and keep(run)]
+
+  chosen, served = line('accuracy'), line('served_accuracy')
+  values = [v for v in (*chosen, *served) if not np.isnan(v)]
+  low = max(0.0, min(values, default=0.0) - 0.05)
+  axes.plot(x, served, color='#6b7280', linestyle='--', marker='s',
+            markersize=4, label='served model')
+  axes.plot(x, chosen, color='#2563eb', label='chosen model')
+  for keep, style in (
+      (lambda run: run['blessed'], {'marker': 'o', 'label': 'blessed',
+                                    'color': STATE_COLOURS['COMPLETE']}),
+      (lambda run: run['blessed'] is False, {
+          'marker': 'X', 'label': 'not blessed',
+          'color': STATE_COLOURS['FAILED']}),
+      (lambda run: run['pushed'] and not run['already_served'], {
+          's': 170, 'facecolors': 'none', 'linewidths': 1.5,
+          'edgecolors': STATE_COLOURS['COMPLETE'], 'label': 'pushed'})):
+    chosen_here = where(keep)
+    if chosen_here:  # The legend names only what the chart shows.
+      axes.scatter(chosen_here, chosen[chosen_here], zorder=3, **style)
+  for i, run in enumerate(runs):
+    if run['accuracy'] is None:
+      axes.text(i, low + 0.01, run['outcome'], rotation=90, ha='center',
+                va='bottom', fontsize=7, color=STATE_COLOURS['FAILED'])
+  axes.set_xlim(-0.6, len(runs) - 0.4)
+  axes.set_ylim(low, 1.0)
+  axes.set_xticks(x, [label(run) for run in runs], fontsize=7,
+                  rotation=45 if len(runs) > 10 else 0)
+  axes.set_xlabel('run (oldest left)')
+  axes.set_ylabel('accuracy')
+  axes.grid(axis='y', color='#e5e7eb')
+  figure.legend(frameon=False, ncols=5, loc='outside upper center',
+                fontsize=7)
+  return _save(figure)

@@ -12,6 +12,7 @@
   python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
   python -m inspector report latest --html report.html   # the run on one page
   python -m inspector labels --csv suspects.csv  # doubtful labels to review
+  python -m inspector history --csv runs.csv     # every run, one line each
 
 The store is OUT/metadata.db of --output-dir (default: the project's
 outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
@@ -166,6 +167,22 @@ def _labels_text(out, result) -> None:
   labels.text(out, result)
 
 
+def _history(md: queries.Metadata, args) -> Any:
+  from inspector import history  # pylint: disable=g-import-not-at-top
+  if args.limit is not None and args.limit < 1:
+    raise InspectError(f'--limit must be at least 1, got {args.limit}')
+  result = history.history(md, md.run(args.run), args.limit)
+  if args.csv:
+    history.write_csv(args.csv, result['runs'])
+    result['csv'] = {'path': args.csv, 'rows': len(result['runs'])}
+  return result
+
+
+def _history_text(out, result) -> None:
+  from inspector import history  # pylint: disable=g-import-not-at-top
+  history.text(out, result)
+
+
 def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
   """Store and output flags, on the main parser and every subcommand.
 
@@ -295,6 +312,20 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--csv', default=None, metavar='FILE',
                    help='Write every suspect to FILE, for review: split, '
                    'rank, source file, given and suggested class, score.')
+
+  sub = command('history', _history, 'The runs of a pipeline, newest first, '
+                'one line each: spans, records per split, the chosen and the '
+                'served model\'s accuracy, blessed, pushed, warm or cold '
+                'start, the Trainer\'s time, the label drift from the run '
+                'before.')
+  sub.set_defaults(text=_history_text)
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help='The newest run to list, with those before it, of '
+                   'its pipeline (default: %(default)s).')
+  sub.add_argument('--limit', type=int, default=None, metavar='N',
+                   help='Only the newest N runs.')
+  sub.add_argument('--csv', default=None, metavar='FILE',
+                   help='Write the runs to FILE as CSV, one row each.')
   return parser
 
 

@@ -24,6 +24,16 @@ _THRESHOLD_PROPERTY = 'accuracy_threshold'
 _REASON_PROPERTY = 'accuracy_threshold_reason'
 
 
+def metric_name(class_name: str) -> str:
+  """Keras' name of a metric class: SparseCategoricalAccuracy ->
+  sparse_categorical_accuracy (the name TFMA records its values under)."""
+  return ''.join('_' + c.lower() if c.isupper() and i else c.lower()
+                 for i, c in enumerate(class_name))
+
+
+ACCURACY_METRIC_NAME = metric_name(_ACCURACY_METRIC)
+
+
 def _tfma():
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   # TFMA's loaders use deprecated TF readers; TF warns through its logger.
@@ -87,10 +97,7 @@ def thresholds(md: queries.Metadata,
         if name == _ACCURACY_METRIC and rule:
           lower = rule.get(_THRESHOLD_PROPERTY, lower)
         found.append({
-            # Keras' metric name: SparseCategoricalAccuracy ->
-            # sparse_categorical_accuracy.
-            'metric': ''.join('_' + c.lower() if c.isupper() and i else
-                              c.lower() for i, c in enumerate(name)),
+            'metric': metric_name(name),
             'lower_bound': float(lower) if lower is not None else None,
             'no_worse_than_baseline': 'change_threshold' in threshold,
             'reason': (rule.get(_REASON_PROPERTY)

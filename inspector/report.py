@@ -32,6 +32,8 @@ NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
 # The list of every input file, beside the page (the page names a few).
 FILES_LIST_SUFFIX = '-files.csv'
 FILES_LIST_COLUMNS = ('execution', 'split', 'path', 'bytes', 'modified')
+# The history drawn in a run's report: at most this many runs, up to it.
+HISTORY_RUNS = 30
 
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
@@ -360,6 +362,15 @@ def _thumbnails(examples: queries.Artifact, split: str,
           'width': canvas.width, 'height': canvas.height}
 
 
+def history_section(md: queries.Metadata, run: queries.Run
+                    ) -> Optional[Dict[str, Any]]:
+  """The runs of the pipeline up to this one (inspector.history's rows,
+  newest first); None when this is the first."""
+  from inspector import history  # pylint: disable=g-import-not-at-top
+  runs = history.history(md, run, HISTORY_RUNS)['runs']
+  return {'status': 'ok', 'runs': runs} if len(runs) > 1 else None
+
+
 def lineage_section(md: queries.Metadata, run: queries.Run,
                     on_file: Optional[Callable[..., None]] = None
                     ) -> Dict[str, Any]:
@@ -478,6 +489,10 @@ def gather(md: queries.Metadata, run: queries.Run,
     facts[key] = _attempt(what, build, md, run)
     if 'error' in facts[key]:
       facts[key]['status'] = 'error'
+  # Shown from the second run on.
+  facts['history'] = _attempt('the history', history_section, md, run)
+  if facts['history'] and 'error' in facts['history']:
+    facts['history']['status'] = 'error'
   facts['outcome'] = outcome(run, facts)
   return facts
 

@@ -14,12 +14,14 @@ from markupsafe import Markup
 
 from inspector import artifacts
 from inspector import charts
+from inspector import history
 from inspector import lineage
 from inspector import render
 
 SECTIONS = (('pipeline', 'Pipeline', 'dag'), ('data', 'Data', 'data'),
             ('training', 'Training', 'training'),
             ('evaluation', 'Evaluation and push', 'evaluation'),
+            ('history', 'History', 'history'),
             ('labels', 'Doubtful labels', 'labels'),
             ('lineage', 'Lineage', 'lineage'))
 
@@ -51,7 +53,15 @@ _ENV.globals.update(
     STATE_COLOURS=charts.STATE_COLOURS, NOT_RUN='NOT RUN',
     dag_chart=_chart(lambda nodes: charts.dag(nodes, render.duration)),
     bars_chart=_chart(charts.grouped_bars), lines_chart=_chart(charts.lines),
-    gauge_chart=_chart(charts.gauge), confusion_chart=_chart(charts.confusion))
+    gauge_chart=_chart(charts.gauge), confusion_chart=_chart(charts.confusion),
+    history_chart=_chart(lambda runs: charts.history(runs, _run_label)),
+    history_table=history.table, history_legend=history.LEGEND)
+
+
+def _run_label(run: Dict[str, Any]) -> str:
+  """A run's tick in the history chart: when it started, and its spans."""
+  when = render.short_time(run['started'])[5:16]  # MM-DD HH:MM
+  return f'{when}\nspan {history.spans_text(run["spans"])}'
 
 
 def _section(anchor: str, title: str, part: Dict[str, Any]) -> Markup:
@@ -65,8 +75,10 @@ def _section(anchor: str, title: str, part: Dict[str, Any]) -> Markup:
 
 
 def page(facts: Dict[str, Any]) -> str:
-  """The whole report as one HTML document."""
+  """The whole report as one HTML document; a section whose facts are None
+  (the history of a first run) is left out."""
+  shown = [s for s in SECTIONS if facts.get(s[2]) is not None]
   return _ENV.get_template('report.html').render(
-      facts=facts, sections=SECTIONS,
+      facts=facts, sections=shown,
       drawn=[_section(anchor, title, facts[key])
-             for anchor, title, key in SECTIONS])
+             for anchor, title, key in shown])

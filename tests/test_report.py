@@ -223,6 +223,9 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
     assert int(row['bytes']) == os.path.getsize(row['path'])
     assert row['modified'].endswith('+00:00')
 
+  # The first run of the store has no history to draw.
+  assert 'id="history"' not in page and '#history' not in page
+
   # Nothing failed to build.
   assert 'Could not build' not in page
   _assert_drawn(page_path, tmp_path / 'first.png')
@@ -250,6 +253,15 @@ def test_every_run_writes_its_report_and_names_it(two_runs, tmp_path):
   # Its Evaluator compared the model with itself (the last blessed one),
   # and the Pusher found it already served.
   assert 'outcome-served' in page and 'not pushed again' in page
+  # From the second run on, the history: both runs' accuracy, oldest left,
+  # the first one's push marked, and the table `inspector history` prints.
+  texts = _chart_texts(page, 'Accuracy per run')
+  assert {'chosen model', 'served model', 'blessed', 'pushed'} <= set(texts)
+  assert 'not blessed' not in texts
+  assert texts.count('span 0') == 2
+  section = page.split('id="history"', 1)[1].split('</section>', 1)[0]
+  table = _rows(section.split('<table', 1)[1])
+  assert [row[0] for row in table if row] == [runs[0]['run'], runs[1]['run']]
   assert 'Could not build' not in page
   _assert_drawn(page_path, tmp_path / 'latest.png')
 
