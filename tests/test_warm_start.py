@@ -23,6 +23,7 @@ from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start as pipeline_warm_start
 from records import features
+from tests import kubeflow_specs
 from tests import local_run
 from tests import mlmd
 from tests import serving
@@ -163,3 +164,16 @@ def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
   assert plan['learning_rate'] == pytest.approx(
       TrainingConfig().learning_rate *
       Budget().warm_start_learning_rate_factor)
+
+
+def test_on_kubeflow_the_trainer_gets_the_served_model(tmp_path):
+  spec = kubeflow_specs.compile_spec(tmp_path / 'warm.yaml', '--warm-start',
+                                     *kubeflow_specs.CLUSTER_PATHS)
+  tasks = spec['root']['dag']['tasks']
+  node = pipeline_warm_start.NODE_ID
+  # Read anew each run, as the baseline's ServedModel is.
+  assert tasks[node]['cachingOptions'] == {'enableCache': False}
+  base_model = tasks['Trainer']['inputs']['artifacts']['base_model']
+  assert base_model['taskOutputArtifact']['producerTask'] == node
+  assert kubeflow_specs.container(spec, 'Trainer')['args'][1] == (
+      'pipeline.warm_start.Executor')
