@@ -73,7 +73,7 @@ class Budget:
   # --warm-start (modules/warm_start.py): fine-tuning what the served
   # model learnt needs a fraction of the steps, and smaller ones.
   warm_start_epochs_fraction: float = knob(
-      0.3, '--warm-start: the epochs are this share of the from-scratch '
+      0.25, '--warm-start: the epochs are this share of the from-scratch '
       'budget\'s (at least one) unless --epochs says how many.')
   warm_start_learning_rate_factor: float = knob(
       0.1, '--warm-start: the peak learning rate is this share of '

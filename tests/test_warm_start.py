@@ -130,7 +130,7 @@ def test_a_warm_start_gets_a_fine_tuning_budget():
   budget = Budget()
   # MNIST's 3 epochs from scratch, a few thousand images' 30.
   assert training_plan.epochs_for(budget, 60_000, warm=True) == 1
-  assert training_plan.epochs_for(budget, 3_000, warm=True) == 9
+  assert training_plan.epochs_for(budget, 3_000, warm=True) == 8
   assert training_plan.epochs_for(Budget(epochs=4), 3_000, warm=True) == 4
   plan = training_plan.plan(budget, ModelConfig(), MNIST_GEOMETRY, 60_000,
                             warm_start_from='serving/1', start_why='why')
