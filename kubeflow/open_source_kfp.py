@@ -31,7 +31,7 @@ ENTRYPOINT = 'kubeflow.container_entrypoint'
 # Argo's template names (KFP names templates after tasks).
 TASK_NAME_PATTERN = r'[a-zA-Z0-9][-a-zA-Z0-9]*'
 # Tasks whose result depends on more than KFP's cache key sees.
-NEVER_CACHED = ('ImageExampleGen', 'ServedModel')
+NEVER_CACHED = ('ImageExampleGen', 'ServedModel', 'WarmStartModel')
 
 
 def _executor(spec: Dict[str, Any], task: Dict[str, Any]) -> Dict[str, Any]:

@@ -41,6 +41,8 @@ from records import features
 # range is a few standard deviations; RandomBrightness clips to its value
 # range, set this wide so that it shifts and never clips.
 _NORMALISED_RANGE = (-10.0, 10.0)
+# The classifier: one column of its kernel (and one bias) per class.
+LOGITS_LAYER = 'logits'
 
 
 def choose(config: ModelConfig,
@@ -89,7 +91,8 @@ def build(architecture: str, geometry: features.ImageGeometry,
     x = _small_gap_cnn_features(x, config)
   else:
     raise ValueError(f'unknown architecture {architecture!r}')
-  logits = keras.layers.Dense(num_classes, dtype='float32', name='logits')(x)
+  logits = keras.layers.Dense(num_classes, dtype='float32',
+                              name=LOGITS_LAYER)(x)
   return keras.Model(inputs, logits, name=architecture.replace('-', '_'))
 
 

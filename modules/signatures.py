@@ -10,6 +10,8 @@ CLASSES = 'classes'
 CLASS_NAMES = 'class_names'
 # The serving model's assets.extra: class names and how it was trained.
 EXTRA_DIR = 'assets.extra'
+# In assets.extra: what was trained, and why (modules/trainer.py).
+TRAINING_PLAN_FILE = 'training_plan.json'
 # The TensorFlow Lite files beside the SavedModel (modules/tflite_export.py).
 TFLITE_DIR = 'tflite'
 TFLITE_FILES = {'float32': 'model_float32.tflite',

@@ -55,15 +55,15 @@ from modules import tflite_export
 from modules import training_plan
 from modules import transform
 from modules import tuning
+from modules import warm_start
 from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
                                 IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
-                                PROBABILITIES, SERVING_SIGNATURE)
+                                PROBABILITIES, SERVING_SIGNATURE,
+                                TRAINING_PLAN_FILE)
 from modules.training_config import TrainingConfig
 from records import decode
 from records import features
 
-# In the serving model's assets.extra: the network, why, and the budget.
-TRAINING_PLAN_FILE = 'training_plan.json'
 # custom_config's entry naming the split validated on (None: none).
 VALIDATION_SPLIT_KEY = 'validation_split'
 # custom_config: training records whose class probabilities are averaged over
@@ -276,6 +276,20 @@ def _barrier(strategy: tf.distribute.Strategy) -> None:
   strategy.reduce(tf.distribute.ReduceOp.SUM, one(), axis=None)
 
 
+def _start(fn_args: FnArgs, config: TrainingConfig,
+           geometry: features.ImageGeometry,
+           class_names: List[str]) -> warm_start.Start:
+  """From the served model (fn_args.base_model) with --warm-start if it
+  fits, else from scratch."""
+  if not config.warm_start:
+    return warm_start.cold('')
+  architecture, _ = model_lib.choose(config.model, geometry)
+  return warm_start.start(
+      fn_args.base_model,
+      (fn_args.custom_config or {}).get(warm_start.SERVED_FROM_KEY, ''),
+      architecture, geometry, class_names, config.model)
+
+
 def _train(fn_args: FnArgs, config: TrainingConfig,
            task: Optional[cluster.Task],
            strategy: Optional[tf.distribute.Strategy]) -> None:
@@ -289,8 +303,11 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   input_plans = [p for p in (train_plan, validation_plan) if p]
   for input_plan in input_plans:
     logging.info('Trainer input: %s.', input_plan.describe())
-  plan = training_plan.plan(config.budget, config.model, geometry,
-                            train_plan.size.records)
+  start = _start(fn_args, config, geometry, class_names)
+  plan = training_plan.plan(
+      config.budget, config.model, geometry, train_plan.size.records,
+      warm_start_from=start.served_from,
+      start_why=start.why if config.warm_start else '')
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision,
                              task.workers if task else 1)
@@ -315,6 +332,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
     progress.plan_notice(progress.validation_notice(
         train_plan.size.records, validation,
         validation_plan.size.records if validation_plan else None))
+    if config.warm_start:
+      progress.plan_notice(plan.describe_start())
   if config.seed is not None:
     keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(device_plan.precision)
@@ -334,6 +353,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
 
   with strategy.scope():
     model, backbone = build()
+    if start.warm:
+      model.set_weights(start.weights)
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
@@ -383,12 +404,12 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
         callbacks=callbacks, verbose=0)
     epochs_run.extend(history.epoch)
 
+  learning_rate = config.learning_rate * plan.learning_rate_factor
   if backbone is None:
-    fit(plan.epochs, 0, config.learning_rate)
+    fit(plan.epochs, 0, learning_rate)
   else:  # Two phases: the head, then fine-tuning (fine_tune.py); early
     # stopping watches each, the last one's best weights are kept.
-    fine_tune.train(backbone, plan.epochs, config.model, config.learning_rate,
-                    fit)
+    fine_tune.train(backbone, plan.epochs, config.model, learning_rate, fit)
   if validation:
     stopping = early_stopping.outcome(stopper, plan.epochs, len(epochs_run),
                                       validation, validation_plan.size.records)
@@ -409,7 +430,8 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
       sample_record,
       {**plan.to_dict(), 'parameters': model.count_params(),
        'geometry': str(geometry),
-       'learning_rate': config.learning_rate,
+       'learning_rate': learning_rate,
+       'start': 'warm' if plan.warm else 'cold',
        'tuned': tuning.tuned_values(fn_args.hyperparameters),
        **(fine_tune.describe(backbone, plan.epochs, config.model)
           if backbone else {}),

@@ -70,6 +70,15 @@ class Budget:
   early_stopping_metric: str = knob(
       'val_accuracy', 'What early stopping watches, and which epoch\'s '
       'weights it keeps: the Evaluator\'s own measure, on the eval split.')
+  # --warm-start (modules/warm_start.py): fine-tuning what the served
+  # model learnt needs a fraction of the steps, and smaller ones.
+  warm_start_epochs_fraction: float = knob(
+      0.25, '--warm-start: the epochs are this share of the from-scratch '
+      'budget\'s (at least one) unless --epochs says how many.')
+  warm_start_learning_rate_factor: float = knob(
+      0.1, '--warm-start: the peak learning rate is this share of '
+      '--learning-rate, on the same one-cycle schedule: small steps keep '
+      'what the served model learnt.')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +260,13 @@ class TrainingConfig:
       'and CPUs that compute bfloat16 natively (AVX512_BF16 or AMX) in '
       'mixed bfloat16; the served model is float32 either way.',
       flag='--no-mixed-precision', action='store_false')
+  warm_start: bool = knob(
+      False, 'Start from the model in service (the newest version under the '
+      'serving directory) and fine-tune it on a smaller budget at a lower '
+      'learning rate (docs/training.md). A served model of another network, '
+      'image size or class list it cannot be grown into: the run says why '
+      'and trains from scratch (default: from scratch).',
+      flag='--warm-start', action='store_true')
   # A cluster's TF_CONFIG (Vertex AI, Kubeflow's Training Operator) says
   # how many workers it has; without one, run_fn starts this many.
   workers: int = knob(

@@ -8,6 +8,10 @@ few epochs (BENCHMARKS.md, "MNIST time to accuracy") and a few thousand
 images get dozens. The learning rate warms up, then follows a cosine to
 zero at the last planned step, whatever the number of epochs (Budget's
 fields, modules/training_config.py).
+
+A warm start (modules/warm_start.py) fine-tunes the served model: a share
+of those epochs (at least one) and a lower peak learning rate, on the same
+schedule.
 """
 
 import dataclasses
@@ -28,6 +32,16 @@ class TrainingPlan:
   epochs: int
   warmup_fraction: float
   train_records: int
+  # The peak learning rate is --learning-rate times this.
+  learning_rate_factor: float = 1.0
+  # Where training starts: the served model's path, or '' for from
+  # scratch; and why (empty when no warm start was asked for).
+  warm_start_from: str = ''
+  start_why: str = ''
+
+  @property
+  def warm(self) -> bool:
+    return bool(self.warm_start_from)
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -37,22 +51,41 @@ class TrainingPlan:
             f'{"on" if self.augment else "off"} ({self.augment_why}); '
             f'{self.epochs} epochs over {self.train_records} training '
             f'records, learning rate warm-up over {self.warmup_fraction:.0%} '
-            'of the steps then cosine to zero')
+            'of the steps then cosine to zero'
+            + (f', peak learning rate x{self.learning_rate_factor:g}'
+               if self.learning_rate_factor != 1 else ''))
+
+  def describe_start(self) -> str:
+    """Warm or from scratch, and why, in a line."""
+    start = (f'warm start from {self.warm_start_from}' if self.warm
+             else 'from scratch')
+    return f'{start} ({self.start_why})' if self.start_why else start
 
 
-def epochs_for(budget: Budget, train_records: int) -> int:
+def epochs_for(budget: Budget, train_records: int, warm: bool = False) -> int:
+  """--epochs if given; else from the records, a share of that if warm."""
   if budget.epochs:
     return budget.epochs
   wanted = math.ceil(budget.training_examples / max(train_records, 1))
-  return min(max(wanted, budget.min_epochs), budget.max_epochs)
+  epochs = min(max(wanted, budget.min_epochs), budget.max_epochs)
+  if warm:
+    return max(1, math.ceil(epochs * budget.warm_start_epochs_fraction))
+  return epochs
 
 
 def plan(budget: Budget, model: model_lib.ModelConfig,
-         geometry: features.ImageGeometry, train_records: int) -> TrainingPlan:
+         geometry: features.ImageGeometry, train_records: int,
+         warm_start_from: str = '', start_why: str = '') -> TrainingPlan:
+  """The plan; warm_start_from: the served model training starts from
+  ('' for from scratch), start_why: why (modules/warm_start.py)."""
   architecture, why = model_lib.choose(model, geometry)
   augment, augment_why = model_lib.choose_augment(model, geometry)
-  epochs = epochs_for(budget, train_records)
-  return TrainingPlan(architecture=architecture, why=why, augment=augment,
-                      augment_why=augment_why, epochs=epochs,
-                      warmup_fraction=budget.warmup_fraction,
-                      train_records=train_records)
+  warm = bool(warm_start_from)
+  return TrainingPlan(
+      architecture=architecture, why=why, augment=augment,
+      augment_why=augment_why,
+      epochs=epochs_for(budget, train_records, warm),
+      warmup_fraction=budget.warmup_fraction, train_records=train_records,
+      learning_rate_factor=(budget.warm_start_learning_rate_factor if warm
+                            else 1.0),
+      warm_start_from=warm_start_from, start_why=start_why)

@@ -21,6 +21,7 @@ from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
 from pipeline import tuning as tuning_lib
 from pipeline import validation
+from pipeline import warm_start
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 
@@ -110,6 +111,11 @@ def create_pipeline(
                            schema_gen.outputs['schema'],
                            data.validation_percent)
 
+  # --warm-start: the model in service as the Trainer's base_model
+  # (pipeline/warm_start.py).
+  warm_start_node = warm_start.served_model_node(training.warm_start,
+                                                 serving_model_dir)
+
   # TFX's Trainer, or its Vertex AI one, which starts a custom job whose
   # replicas run TFX's Trainer executor with this same custom_config.
   trainer_class = tfx.components.Trainer
@@ -131,7 +137,9 @@ def create_pipeline(
                      **validation.custom_config(data.validation_percent),
                      EPOCH_PROBABILITIES_KEY:
                          evaluation.epoch_probabilities_records(),
-                     **(infrastructure.vertex_training or {})})
+                     **(infrastructure.vertex_training or {})},
+      **warm_start.trainer_args(warm_start_node,
+                                bool(infrastructure.vertex_training)))
 
   # The records whose label a model that never trained on them doubts
   # (components/label_check.py); on by default, --no-label-check.
@@ -187,7 +195,9 @@ def create_pipeline(
       components=[
           example_gen, statistics_gen, schema_gen, example_validator,
           data_checks, validation_gate, transform,
-          *([tuner] if tuner else []), trainer, baseline_node, evaluator,
+          *([tuner] if tuner else []),
+          *([warm_start_node] if warm_start_node else []), trainer,
+          baseline_node, evaluator,
           pusher, *([label_check] if label_check else []),
       ],
       enable_cache=infrastructure.enable_cache,

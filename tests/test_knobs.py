@@ -181,6 +181,12 @@ CASES = {
     '--no-mixed-precision': (['--no-mixed-precision'],
                              lambda dag: _training(dag).mixed_precision,
                              False),
+    # The Trainer's base_model: the served model (pipeline/warm_start.py).
+    '--warm-start': (['--warm-start'], lambda dag: (
+        _training(dag).warm_start,
+        'base_model' in next(c for c in dag.components
+                             if c.id == 'Trainer').inputs), (
+            True, True)),
     '--trainer-workers': (['--trainer-workers', '2'],
                           lambda dag: _training(dag).workers, 2),
     '--accuracy-threshold': (['--accuracy-threshold', '0.5'],

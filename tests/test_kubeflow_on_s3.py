@@ -12,7 +12,8 @@ server on loopback, as a cluster's MinIO:
      model reaches: ImageExampleGen is not answered from KFP's cache, reads
      span 2, the Evaluator compares the new model with the served one (its
      baseline), blesses nothing, and the served model stays the newest
-     version. (Two runs, not three: each costs minutes of CI.)
+     version. Its Trainer starts from the served model (--warm-start).
+     (Two runs, not three: each costs minutes of CI.)
 """
 
 import os
@@ -43,7 +44,8 @@ RUNS = [
      ['--epochs', '2', '--train-steps', '60', '--batch-size', '32'],
      {'train': 300, 't10k': 100}),
     ('impossible.yaml', 1.01,
-     ['--epochs', '1', '--train-steps', '2', '--batch-size', '8'],
+     ['--epochs', '1', '--train-steps', '2', '--batch-size', '8',
+      '--warm-start'],
      {'train': 40, 't10k': 20}),
 ]
 
@@ -175,3 +177,14 @@ def test_the_served_model_answers_from_s3(runs):
       capture_output=True, text=True, timeout=300)
   # tensorflow-io's S3 client may abort at exit (134); the output counts.
   assert '(3, 10)' in result.stdout, result.stderr[-3000:]
+
+
+def test_second_run_starts_from_the_served_model(runs):
+  launcher = runs['launchers'][1]
+  [served] = runs['served'][1]
+  # Read anew, not from KFP's cache, and handed to the Trainer.
+  assert launcher.states['WarmStartModel'] == 'COMPLETE'
+  start = _only(launcher, 'WarmStartModel', 'model')
+  assert start.metadata['served_from'] == f'{SERVING}/{served}'
+  model = _only(launcher, 'Trainer', 'model')
+  assert model.metadata['warm_start_from'] == f'{SERVING}/{served}'

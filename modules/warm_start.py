@@ -1,0 +1,129 @@
+"""Warm start: the Trainer starts from the served model's weights.
+
+With --warm-start the Trainer's `base_model` is the model in service
+(pipeline/pipeline.py puts a ServedModel node before the Trainer). Training
+starts from its weights when they fit: the same network, trained on images
+of the same geometry, and a class list that holds every class it knew. A
+class added since (in a later span) gets a new column of the classifier,
+and each known class keeps its own, found by name: labels are indices in
+the sorted class names, so a new name may shift the others' indices.
+
+Otherwise `start` says why in one line, and the Trainer trains from
+scratch. The served model's network and geometry are in its
+training_plan.json, its class names in class_names.txt (both in its
+assets.extra, modules/trainer.py).
+"""
+
+import dataclasses
+import json
+import os
+from typing import List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from modules import model as model_lib
+from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
+from modules.training_config import ModelConfig
+from records import features
+
+# custom_config's entry naming the served model's path under the serving
+# directory (pipeline/trainer_executor.py sets it; the base_model run_fn
+# gets is a copy of it).
+SERVED_FROM_KEY = 'served_from'
+# training_plan.json's entry: the served model training started from, ''
+# for from scratch.
+WARM_START_FROM = 'warm_start_from'
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+  """Where training starts: the weights to start from (None: from
+  scratch), the served model they are from, and why."""
+  weights: Optional[List[np.ndarray]]
+  served_from: str
+  why: str
+
+  @property
+  def warm(self) -> bool:
+    return self.weights is not None
+
+
+def cold(why: str) -> Start:
+  return Start(weights=None, served_from='', why=why)
+
+
+def start(base_model: Optional[str], served_from: str, architecture: str,
+          geometry: features.ImageGeometry, class_names: List[str],
+          config: ModelConfig) -> Start:
+  """The weights of the served model at `base_model` (a SavedModel
+  directory, None or empty if nothing is served) for a network
+  `architecture` of images `geometry` and classes `class_names`.
+
+  served_from: the served model's path, to name it (default: base_model).
+  """
+  if not base_model or not tf.io.gfile.exists(
+      os.path.join(base_model, 'saved_model.pb')):
+    return cold('nothing is served yet')
+  if config.backbone:
+    return cold('--backbone starts from its pretrained weights')
+  extra = os.path.join(base_model, EXTRA_DIR)
+  plan_file = os.path.join(extra, TRAINING_PLAN_FILE)
+  if not tf.io.gfile.exists(plan_file):
+    return cold(f'the served model has no {plan_file}: its network is '
+                'unknown')
+  with tf.io.gfile.GFile(plan_file) as f:
+    served = json.load(f)
+  if served.get('architecture') != architecture:
+    return cold(f'the served model is a {served.get("architecture")}, this '
+                f'run trains a {architecture}')
+  if served.get('geometry') != str(geometry):
+    return cold(f'the served model takes {served.get("geometry")} images, '
+                f'these are {geometry}')
+  names_file = os.path.join(extra, features.CLASS_NAMES_FILE)
+  if not tf.io.gfile.exists(names_file):
+    return cold(f'the served model has no {names_file}: its classes are '
+                'unknown')
+  served_names = features.read_class_names(names_file)
+  gone = [name for name in served_names if name not in class_names]
+  if gone:
+    return cold(f'the served model knows classes these Examples do not have '
+                f'({", ".join(gone)}): its classifier cannot grow into this '
+                'one')
+  # Built as the served model was, and its weights read by object path
+  # (the SavedModel's variables are the Keras model's checkpoint).
+  old = model_lib.build(architecture, geometry, len(served_names), config)
+  try:
+    old.load_weights(os.path.join(base_model, 'variables', 'variables')
+                     ).assert_existing_objects_matched().expect_partial()
+  except (ValueError, AssertionError) as e:
+    return cold('the served model\'s weights do not fit this network: ' +
+                str(e).splitlines()[0])
+  new = model_lib.build(architecture, geometry, len(class_names), config)
+  # Layer by layer in order (some layers' names are Keras's, numbered).
+  for old_layer, layer in zip(old.layers, new.layers):
+    if layer.name == model_lib.LOGITS_LAYER:
+      layer.set_weights(grown_classifier(
+          old_layer.get_weights(), layer.get_weights(), served_names,
+          class_names))
+    else:
+      layer.set_weights(old_layer.get_weights())
+  added = [name for name in class_names if name not in served_names]
+  why = (f'classes added: {", ".join(added)}' if added
+         else 'the same network, geometry and classes')
+  return Start(weights=new.get_weights(),
+               served_from=served_from or base_model, why=why)
+
+
+def grown_classifier(served: List[np.ndarray], fresh: List[np.ndarray],
+                     served_names: List[str],
+                     class_names: List[str]) -> List[np.ndarray]:
+  """The classifier's [kernel, bias] for `class_names`: each served class's
+  column from `served`, moved to its index in `class_names`; a new class's
+  from `fresh` (a newly initialised classifier)."""
+  kernel, bias = (np.array(w) for w in fresh)
+  for old_index, name in enumerate(served_names):
+    new_index = class_names.index(name)
+    kernel[:, new_index] = served[0][:, old_index]
+    bias[new_index] = served[1][old_index]
+  return [kernel, bias]

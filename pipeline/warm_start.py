@@ -1,0 +1,95 @@
+"""--warm-start in the DAG: the model in service as the Trainer's base_model.
+
+The served model is found as the Evaluator's served baseline is: a
+ServedModel node (components/served_model.py) reads the serving directory,
+so it runs on every orchestrator, open-source Kubeflow Pipelines too, where
+TFX's resolvers do not. It is a node of its own, before the Trainer: the
+baseline node stays after the Trainer, so that a model pushed while this
+one trained is still what this one is compared with.
+
+The Trainer's executor is TFX's, and also records on its Model artifact
+the string custom property `warm_start_from`: the served model's path when
+training started from it, empty when it started from scratch (run_fn
+decides, modules/warm_start.py). Without --warm-start the Trainer is TFX's
+own and the Model has no such property. The Vertex AI Trainer keeps its
+own executor: its run_fn starts warm all the same, and the property is not
+recorded.
+"""
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from tfx import types
+from tfx.components.trainer import executor as trainer_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.dsl.io import fileio
+from tfx.types import artifact_utils
+from tfx.types import standard_component_specs
+from tfx.utils import json_utils
+from tfx.utils import path_utils
+
+from components import served_model
+from modules import signatures
+from modules import warm_start
+
+# The ServedModel node the Trainer starts from (the baseline's is
+# 'ServedModel').
+NODE_ID = 'WarmStartModel'
+# On the Trainer's Model artifact: the served model it started from, or ''.
+WARM_START_FROM_PROPERTY = 'warm_start_from'
+
+
+def served_model_node(warm: bool, serving_model_dir: str
+                      ) -> Optional[served_model.ServedModel]:
+  """The node that finds the model to start from; None without warm start."""
+  if not warm:
+    return None
+  return served_model.ServedModel(
+      serving_model_dir=serving_model_dir).with_id(NODE_ID)
+
+
+def trainer_args(node: Optional[served_model.ServedModel],
+                 vertex_training: bool) -> Dict[str, Any]:
+  """The Trainer's arguments for a warm start from `node`'s model."""
+  if node is None:
+    return {}
+  return {'base_model': node.outputs[served_model.MODEL_KEY],
+          **({} if vertex_training else {
+              'custom_executor_spec': executor_spec.ExecutorClassSpec(
+                  Executor)})}
+
+
+def started_from(serving_model_dir: str) -> str:
+  """Where the model in `serving_model_dir` started: the served model's
+  path, or '' (from scratch), as its training_plan.json says."""
+  plan_file = os.path.join(serving_model_dir, signatures.EXTRA_DIR,
+                           signatures.TRAINING_PLAN_FILE)
+  with fileio.open(plan_file) as f:
+    return json.load(f).get(warm_start.WARM_START_FROM, '')
+
+
+class Executor(trainer_executor.GenericExecutor):
+  """TFX's Trainer executor; tells run_fn the served model's path, and
+  records where training started on the Model artifact."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    base_model = input_dict.get(standard_component_specs.BASE_MODEL_KEY)
+    served_from = ''
+    if base_model:
+      artifact = artifact_utils.get_single_instance(base_model)
+      if artifact.has_custom_property(served_model.SERVED_FROM_PROPERTY):
+        served_from = artifact.get_string_custom_property(
+            served_model.SERVED_FROM_PROPERTY)
+    key = standard_component_specs.CUSTOM_CONFIG_KEY
+    custom_config = json_utils.loads(exec_properties.get(key) or 'null') or {}
+    custom_config[warm_start.SERVED_FROM_KEY] = served_from
+    super().Do(input_dict, output_dict,
+               {**exec_properties, key: json_utils.dumps(custom_config)})
+    model = artifact_utils.get_single_instance(
+        output_dict[standard_component_specs.MODEL_KEY])
+    model.set_string_custom_property(
+        WARM_START_FROM_PROPERTY,
+        started_from(path_utils.serving_model_dir(model.uri)))
