@@ -179,10 +179,11 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
     row['trainer_seconds'] = producer.seconds
     row['trainer_cached'] = run.execution('Trainer').cached
     row['model'] = model.id
+    # Recorded by a run with --warm-start (empty where it fell back); a
+    # model without it was trained from scratch.
     start = model.properties.get(WARM_START_PROPERTY)
-    if start is not None:
-      row['start'] = 'warm' if start else 'cold'
-      row['warm_start_from'] = start or None
+    row['start'] = 'warm' if start else 'cold'
+    row['warm_start_from'] = start or None
   _evaluation(md, run, row)
   pushed = _output(md, run, 'Pusher', 'pushed_model')
   if pushed is not None:
@@ -255,7 +256,7 @@ def _accuracy(value: Optional[float]) -> str:
 def _start(row: Dict[str, Any]) -> str:
   if row['trainer_seconds'] is None:
     return '-'
-  return row['start'] or 'unknown'
+  return row['start']
 
 
 def _trainer(row: Dict[str, Any]) -> str:

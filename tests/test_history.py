@@ -45,7 +45,7 @@ def test_history_of_a_run_and_its_cached_rerun(two_runs, tmp_path):
     assert row['model'] == model.id
     # The training's wall time, also where the re-run reused the model.
     assert row['trainer_seconds'] == oldest['trainer_seconds'] > 0
-    assert row['start'] is None  # Trained before warm start was recorded.
+    assert row['start'] == 'cold'  # Without --warm-start.
   # The first run pushed its model; the re-run's Evaluator compared the same
   # model with itself, the one in service, and found it already served.
   metrics = inspect_json(out, 'metrics', str(model.id))
@@ -75,7 +75,7 @@ def test_history_of_a_run_and_its_cached_rerun(two_runs, tmp_path):
                for row in rows), (column, header, rows)
   assert 'already served' in rows[0] and '(cached)' in rows[0]
   assert f'{accuracy:.4f}' in rows[1] and ' pushed ' in rows[1]
-  assert 'unknown' in rows[0]
+  assert ' cold ' in rows[0]
 
   with open(tmp_path / 'h.csv', newline='', encoding='utf-8') as f:
     written = list(csv.DictReader(f))
