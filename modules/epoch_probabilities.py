@@ -35,12 +35,15 @@ from records import epoch_probabilities as stored
 MAX_SCORED_EPOCHS = 5
 
 
-def checked_blocks(files: List[str], records: int, checked_records: int
+def checked_blocks(files: List[str], records: int, checked_records: int,
+                   tf_transform_output: tft.TFTransformOutput
                    ) -> tf.data.Dataset:
-  """(positions, serialized) of the records checked, in file order, in
-  blocks, cached in memory after the first pass."""
+  """(positions, images, labels) of the records checked, in file order, in
+  blocks; their serialized records are cached in memory after the first
+  pass, and parsed and transformed again on each."""
   checked = cross_fit.plan(records, 1, checked_records).checked_buckets
   batch = cross_fit.PREDICT_BATCH
+  parse = input_pipeline.parse_and_transform(tf_transform_output)
 
   def select(index: tf.Tensor, block: tf.Tensor):
     keep = cross_fit.bucket_of(block) < checked
@@ -49,7 +52,9 @@ def checked_blocks(files: List[str], records: int, checked_records: int
 
   return (tf.data.TFRecordDataset(files, compression_type='GZIP')
           .batch(batch).enumerate().map(select)
-          .filter(lambda positions, _: tf.size(positions) > 0).cache())
+          .filter(lambda positions, _: tf.size(positions) > 0).cache()
+          .map(lambda positions, block: (positions, *parse(block)),
+               num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
 
 def stride(planned_epochs: int) -> int:
@@ -70,8 +75,8 @@ class EpochProbabilities(keras.callbacks.Callback):
     super().__init__()
     self._stride = stride(planned_epochs)
     self._planned_epochs = planned_epochs
-    self._blocks = checked_blocks(files, records, checked_records)
-    self._parse = input_pipeline.parse_and_transform(tf_transform_output)
+    self._blocks = checked_blocks(files, records, checked_records,
+                                  tf_transform_output)
     self._records = records
     self._output_dir = output_dir
     self._sums: Optional[np.ndarray] = None
@@ -84,10 +89,13 @@ class EpochProbabilities(keras.callbacks.Callback):
   def _probabilities(self, images: tf.Tensor) -> tf.Tensor:
     if self._predict is None:
       model = self.model
+      # One trace for every block size (blocks are cut to the sample).
       self._predict = tf.function(
           lambda x: tf.nn.softmax(tf.cast(model(x, training=False),
                                           tf.float32)),
-          reduce_retracing=True)
+          input_signature=[tf.TensorSpec([None, *images.shape[1:]],
+                                         images.dtype)],
+          autograph=False)
     return self._predict(images)
 
   def on_epoch_end(self, epoch, logs=None):
@@ -97,8 +105,7 @@ class EpochProbabilities(keras.callbacks.Callback):
       return
     started = time.monotonic()
     rows, positions, labels = [], [], []
-    for block_positions, block in self._blocks:
-      images, block_labels = self._parse(block)
+    for block_positions, images, block_labels in self._blocks:
       rows.append(self._probabilities(images).numpy())
       positions.append(block_positions.numpy())
       labels.append(block_labels.numpy())
