@@ -36,7 +36,11 @@ estimate how many records are labelled wrong (cleanlab's
 those of least self-confidence (the probability of the given class) among
 the ones whose most probable class is not the given one, are the suspects,
 ranked least self-confident first; the class suggested is the most
-probable other one.
+probable other one. Probabilities averaged over a training run are low for
+every class in its early epochs, so few records reach the thresholds and
+the estimate falls far short; there every record whose most probable
+class is not the given one is a suspect (a negative margin on average:
+the area under the margin's flag, at threshold 0).
 
 Out of core: the records stream through the model in batches; what stays in
 memory is one label and one row of class probabilities per record (a few
@@ -166,13 +170,22 @@ def list_length(estimate: int) -> int:
   return int(math.ceil(estimate + 2 * math.sqrt(estimate)))
 
 
-def find_suspects(labels: np.ndarray, probabilities: np.ndarray
+def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
+                  every_other_first: bool = False
                   ) -> Tuple[np.ndarray, np.ndarray]:
   """(indices of the suspects ranked most doubtful first, their suggested
   classes), by confident learning (see the module docstring).
 
-  labels: int [N] given classes; probabilities: float [N, classes],
-  out-of-sample.
+  Args:
+    labels: int [N] given classes.
+    probabilities: float [N, classes], out-of-sample or averaged over a
+      training run.
+    every_other_first: list every record whose most probable class is not
+      the given one, not confident learning's estimate of how many are
+      wrong. For probabilities averaged over a training run: a negative
+      margin on average, the area under the margin's flag at threshold 0.
+      There every class's probabilities are low in early epochs, so few
+      records reach the class thresholds the estimate counts with.
   """
   labels = np.asarray(labels, np.int64)
   if not len(labels):
@@ -181,8 +194,9 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray
   # Never a record whose given class is the model's top one.
   candidates = np.flatnonzero(np.argmax(probabilities, axis=1) != labels)
   order = np.argsort(given_probability[candidates], kind='stable')
-  indices = candidates[order][:list_length(estimated_issues(labels,
-                                                            probabilities))]
+  indices = candidates[order]
+  if not every_other_first:
+    indices = indices[:list_length(estimated_issues(labels, probabilities))]
   others = probabilities[indices].copy()
   others[np.arange(len(indices)), labels[indices]] = -1.0
   return indices, np.argmax(others, axis=1)
@@ -256,7 +270,8 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
   positions, labels, probabilities: of the records checked, positions
   counted over the split's shards in name order.
   """
-  ranked, suggested = find_suspects(labels, probabilities)
+  ranked, suggested = find_suspects(
+      labels, probabilities, every_other_first=method.startswith(TRAINING_RUN))
   named = sources_at(split_uri, positions[ranked])
 
   def name(label: int) -> str:

@@ -69,6 +69,21 @@ def test_confident_learning_flags_what_another_class_claims():
   assert suggested.tolist() == [1, 0]
 
 
+def test_averaged_probabilities_list_every_record_another_class_leads():
+  # Averaged over a run from its first epochs: every class is unlikely at
+  # first, so nothing reaches confident learning's thresholds.
+  labels = np.repeat(np.arange(3), 50)
+  probabilities = np.full((150, 3), 0.3)
+  probabilities[np.arange(150), labels] = 0.4
+  # Two records where another class leads, below its threshold.
+  probabilities[[5, 60]] = [[0.3, 0.38, 0.32], [0.39, 0.28, 0.33]]
+  assert not len(label_check.find_suspects(labels, probabilities)[0])
+  ranked, suggested = label_check.find_suspects(labels, probabilities,
+                                                every_other_first=True)
+  assert ranked.tolist() == [60, 5]  # Least self-confidence first.
+  assert suggested.tolist() == [0, 1]
+
+
 def test_a_sample_within_one_fold_takes_one_model():
   assert cross_fit.plan(60_000, 2, 10_000).models == 1
   assert cross_fit.plan(60_000, 2, 40_000).models == 2
