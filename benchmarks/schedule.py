@@ -54,19 +54,24 @@ def _history(output_dir: str, path: str) -> Dict[int, Dict[str, str]]:
             for r in csv.DictReader(f)}
 
 
-def _on_disk(output_dir: str, spans: Dict[str, int]) -> List[int]:
-  """The spans of the runs (`spans`: run name -> span) whose own large
-  artifacts (keep_runs's types) are still on disk, from ML Metadata."""
+def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
+  """The runs (by span; `spans`: run name -> span) whose own large
+  artifacts (keep_runs's types) are still on disk, from ML Metadata: '5, 6'
+  or, for a run with only some of them, '4 (Model)'."""
   from inspector import queries  # pylint: disable=g-import-not-at-top
   from inspector import store  # pylint: disable=g-import-not-at-top
   from runners import keep_runs  # pylint: disable=g-import-not-at-top
   path = store.sqlite_path(output_dir=output_dir)
   md = queries.Metadata(store.open_store(path), path)
-  return sorted(
-      spans[run.name] for run in md.runs()
-      if any(a.type in keep_runs.LARGE_TYPES and os.path.exists(a.uri) and
-             getattr(md.producer(a.id), 'run', None) == run.name
-             for a in md.run_artifacts(run)))
+  found = {}
+  for run in md.runs():
+    mine = [a for a in md.run_artifacts(run) if a.type in keep_runs.LARGE_TYPES
+            and getattr(md.producer(a.id), 'run', None) == run.name]
+    kept = sorted({a.type for a in mine if os.path.exists(a.uri)})
+    if kept:
+      everything = len(kept) == len({a.type for a in mine})
+      found[spans[run.name]] = '' if everything else f' ({", ".join(kept)})'
+  return ', '.join(f'{span}{what}' for span, what in sorted(found.items()))
 
 
 def _served_answers(output_dir: str, eval_dir: str, work_dir: str) -> str:
@@ -124,8 +129,10 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
     cold, warm = rows['scratch'][span], rows['warm'][span]
     points = 100 * (float(warm['accuracy']) - float(cold['accuracy']))
     ratio = float(warm['trainer_seconds']) / float(cold['trainer_seconds'])
+    in_epochs = training_s['warm'][span] / training_s['scratch'][span]
     met = points >= -GOAL_POINTS and ratio <= GOAL_TIME
-    return f'{points:+.1f} pt, {ratio:.2f}x time: {"met" if met else "not met"}'
+    return (f'{points:+.1f} pt, {ratio:.2f}x time ({in_epochs:.2f}x in '
+            f'epochs): {"met" if met else "not met"}')
 
   def cells(r: Dict[str, str], name: str, span: int) -> List[str]:
     yes = {'True': 'yes', 'False': 'no'}
@@ -179,9 +186,11 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
     lines.append(
         f'- {name}: after {spans} runs, ML Metadata lists {len(rows[name])} '
         f'runs; large artifacts on disk of the runs of spans '
-        f'{", ".join(map(str, _on_disk(output, spans_of)))} (--keep-runs '
-        f'{KEEP_RUNS}: at most the newest {KEEP_RUNS} and the served model\'s, '
-        f'the run of span {served}); the served model on span {spans}\'s eval '
+        f'{_on_disk(output, spans_of)} (--keep-runs {KEEP_RUNS}: the newest '
+        f'{KEEP_RUNS}, and one older run: the served model\'s when it is '
+        'older, else the one whose model the oldest kept run was compared '
+        f'with; served: the run of span {served}); the served model on span '
+        f'{spans}\'s eval '
         f'images (`image-pipeline-predict`): '
         f'{_served_answers(output, newest, work_dir)}.')
   return '\n'.join(lines) + '\n'
