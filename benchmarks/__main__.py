@@ -5,6 +5,7 @@
   .venv/bin/python -m benchmarks --section time-to-accuracy --section shapes
   .venv/bin/python -m benchmarks --section colour-time-to-accuracy
   .venv/bin/python -m benchmarks --section trust   # the checks on planted faults
+  .venv/bin/python -m benchmarks --section schedule  # spans, warm start
   .venv/bin/python -m benchmarks --scale --work-dir ../scale   # 1x, 10x, 100x
   ONEDNN_MAX_CPU_ISA=AVX2 .venv/bin/python -m benchmarks --section time-to-accuracy
 
@@ -31,7 +32,8 @@ SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
             'shapes': 'shapes_run',
             'colour-time-to-accuracy': 'colour_time_to_accuracy',
             'backbones': 'backbones', 'encodings': 'encodings',
-            'scale': 'scale_report', 'tuning': 'tuning', 'trust': 'trust'}
+            'scale': 'scale_report', 'tuning': 'tuning', 'trust': 'trust',
+            'schedule': 'schedule'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -1,0 +1,196 @@
+"""The schedule section: spans arriving one after another, two pipelines
+side by side on them, one training from scratch and one with --warm-start.
+
+data/drifting_spans.py writes the spans (class balance and style drifting
+slowly); before each run the next span is copied into the folder the
+pipelines read, as a scheduled drop would arrive. Per run, `inspector
+history --csv` gives the Trainer's seconds, the eval accuracy (the newest
+span's eval split, as the Evaluator judges it), blessed, pushed and the
+start. After the last span: which runs' large artifacts --keep-runs left on
+disk (ML Metadata), and the served model's answers on the newest span's eval
+images through the predict command.
+"""
+
+import csv
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from typing import Dict, List
+
+from benchmarks import runs
+from benchmarks.figures import cpu_model, header, row, table
+from benchmarks.time_to_accuracy import CPU_FLAGS_SHOWN
+from data import drifting_spans
+from data import shapes
+
+SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES = 6, 600, 200, 32, 5
+QUICK = (3, 50, 25, SIZE, CLASSES)
+# Two spans: the drift is slow, so the span before is close to today's data
+# and doubles what a model from scratch learns from, and a fine-tuned model
+# sees the span before again (it forgets less); three would make the
+# from-scratch Trainer half as long again for data further from today's.
+WINDOW = 2
+# The newest two runs, so that a rollback has the run before; the served
+# model's run stays as well when it is older.
+KEEP_RUNS = 2
+FLAGS = ('--input-format', 'images', '--span-dir-pattern',
+         drifting_spans.SPAN_DIR, '--span-window', str(WINDOW),
+         '--keep-runs', str(KEEP_RUNS),
+         '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1')
+QUICK_FLAGS = ('--epochs', '4', '--train-steps', '8')
+PIPELINES = {'scratch': (), 'warm': ('--warm-start',)}
+GOAL_POINTS, GOAL_TIME = 0.5, 1 / 3
+
+
+def _history(output_dir: str, path: str) -> Dict[int, Dict[str, str]]:
+  """The runs of `inspector history --csv`, by their newest span."""
+  subprocess.run([sys.executable, '-m', 'inspector', '--output-dir',
+                  output_dir, 'history', '--csv', path], check=True,
+                 cwd=runs.PROJECT_DIR, capture_output=True, text=True)
+  with open(path, newline='', encoding='utf-8') as f:
+    return {max(int(s) for s in r['spans'].split()): r
+            for r in csv.DictReader(f)}
+
+
+def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
+  """The runs (by span; `spans`: run name -> span) whose own large
+  artifacts (keep_runs's types) are still on disk, from ML Metadata: '5, 6'
+  or, for a run with only some of them, '4 (Model)'."""
+  from inspector import queries  # pylint: disable=g-import-not-at-top
+  from inspector import store  # pylint: disable=g-import-not-at-top
+  from runners import keep_runs  # pylint: disable=g-import-not-at-top
+  path = store.sqlite_path(output_dir=output_dir)
+  md = queries.Metadata(store.open_store(path), path)
+  found = {}
+  for run in md.runs():
+    mine = [a for a in md.run_artifacts(run) if a.type in keep_runs.LARGE_TYPES
+            and getattr(md.producer(a.id), 'run', None) == run.name]
+    kept = sorted({a.type for a in mine if os.path.exists(a.uri)})
+    if kept:
+      everything = len(kept) == len({a.type for a in mine})
+      found[spans[run.name]] = '' if everything else f' ({", ".join(kept)})'
+  return ', '.join(f'{span}{what}' for span, what in sorted(found.items()))
+
+
+def _served_answers(output_dir: str, eval_dir: str, work_dir: str) -> str:
+  """The served model's accuracy on the images of `eval_dir` (class
+  folders) through the predict command."""
+  predictions = os.path.join(work_dir, 'schedule-served.csv')
+  subprocess.run([sys.executable, '-m', 'predict', output_dir, eval_dir, '-o',
+                  predictions], check=True, cwd=runs.PROJECT_DIR,
+                 capture_output=True, text=True)
+  with open(predictions, newline='', encoding='utf-8') as f:
+    rows = list(csv.DictReader(f))
+  right = sum(os.path.basename(os.path.dirname(r['path'])) == r['class']
+              for r in rows)
+  return f'{right} of {len(rows)} right ({right / max(len(rows), 1):.1%})'
+
+
+def _cpu_line() -> str:
+  from modules import devices  # pylint: disable=g-import-not-at-top
+  flags = devices.cpu_flags()
+  precision, why = devices.cpu_precision(flags)
+  shown = ', '.join(f for f in CPU_FLAGS_SHOWN if f in flags) or 'none'
+  return (f'CPU: {cpu_model()}; flags: {shown}. The Trainer trains in '
+          f'{precision} here ({why}).')
+
+
+def section(args, data_dir: str, work_dir: str, command: str) -> str:
+  del data_dir  # The section writes its own data.
+  spans, per_span, eval_per_span, size, classes = (
+      QUICK if args.quick else (SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES))
+  written = os.path.join(work_dir, 'schedule-spans')
+  arriving = os.path.join(work_dir, 'schedule-data')
+  for folder in (written, arriving):
+    shutil.rmtree(folder, ignore_errors=True)
+  drifting_spans.write(written, spans, per_span, eval_per_span, size,
+                       sorted(shapes.SHAPES)[:classes])
+  flags = (*FLAGS, *(QUICK_FLAGS if args.quick else ()))
+  outputs = {name: os.path.join(work_dir, f'schedule-{name}')
+             for name in PIPELINES}
+  training_s: Dict[str, Dict[int, float]] = {name: {} for name in PIPELINES}
+  for span in range(1, spans + 1):
+    folder = drifting_spans.SPAN_DIR.format(SPAN=span)
+    shutil.copytree(os.path.join(written, folder),
+                    os.path.join(arriving, folder))
+    for name, extra in PIPELINES.items():
+      if span == 1:
+        shutil.rmtree(outputs[name], ignore_errors=True)
+      print(f'  schedule: span {span}, {name}', flush=True)
+      run = runs.run_local_runner(['--data-dir', arriving, '--output-dir',
+                                   outputs[name], *flags, *extra])
+      training_s[name][span] = sum(run.epochs()[0])
+  rows = {name: _history(output, os.path.join(work_dir, f'{name}.csv'))
+          for name, output in outputs.items()}
+
+  def verdict(span: int) -> str:
+    cold, warm = rows['scratch'][span], rows['warm'][span]
+    points = 100 * (float(warm['accuracy']) - float(cold['accuracy']))
+    ratio = float(warm['trainer_seconds']) / float(cold['trainer_seconds'])
+    in_epochs = training_s['warm'][span] / training_s['scratch'][span]
+    met = points >= -GOAL_POINTS and ratio <= GOAL_TIME
+    return (f'{points:+.1f} pt, {ratio:.2f}x time ({in_epochs:.2f}x in '
+            f'epochs): {"met" if met else "not met"}')
+
+  def cells(r: Dict[str, str], name: str, span: int) -> List[str]:
+    yes = {'True': 'yes', 'False': 'no'}
+    return [f'{float(r["trainer_seconds"]):.0f} ({training_s[name][span]:.0f})',
+            f'{float(r["accuracy"]):.1%}',
+            f'{yes.get(r["blessed"], "-")}/{yes.get(r["pushed"], "-")}',
+            r['start']]
+
+  shown = ('Trainer s (in epochs)', 'eval accuracy', 'blessed/pushed',
+           'start')
+  lines = [
+      '## A schedule: spans arriving, from scratch vs --warm-start',
+      '',
+      header(command),
+      '',
+      _cpu_line(),
+      '',
+      f'    local_runner.py --data-dir ARRIVING {shlex.join(flags)} '
+      '[--warm-start]',
+      '',
+      f'SPANS: `python -m data.drifting_spans SPANS --spans {spans} '
+      f'--per-span {per_span} --eval-per-span {eval_per_span} --size {size} '
+      f'--classes {classes}` (class balance and style drifting from the '
+      'first span to the last); before each run the next span is copied into '
+      'ARRIVING, and the two pipelines, each with its own output directory, '
+      f'run on it one after the other. A window of {WINDOW} spans: the newest '
+      'and the one before (the drift is slow: the span before doubles the '
+      'training data and keeps a fine-tuned model from forgetting it); the '
+      'Evaluator judges on the newest span\'s eval split. From `inspector '
+      'history --csv`: the Trainer\'s seconds (in parentheses, the seconds '
+      'of its epochs, from its log), eval accuracy, blessed/pushed, start. '
+      f'Goal, from span 2 on: warm start within {GOAL_POINTS} point of the '
+      f'from-scratch accuracy in at most {GOAL_TIME:.2f}x its Trainer '
+      'seconds.',
+      '',
+      *table('span', *(f'scratch: {c}' for c in shown),
+             *(f'warm: {c}' for c in shown), 'warm vs scratch, goal'),
+  ]
+  for span in range(1, spans + 1):
+    lines.append(row(span, *cells(rows['scratch'][span], 'scratch', span),
+                     *cells(rows['warm'][span], 'warm', span),
+                     verdict(span) if span > 1 else '-'))
+  met = sum('not met' not in verdict(s) for s in range(2, spans + 1))
+  lines += ['', f'Goal met in {met} of {spans - 1} spans.', '']
+  newest = os.path.join(written, drifting_spans.SPAN_DIR.format(SPAN=spans),
+                        'eval')
+  for name, output in outputs.items():
+    spans_of = {r['run']: span for span, r in rows[name].items()}
+    served = next((s for s in sorted(rows[name], reverse=True)
+                   if rows[name][s]['pushed'] == 'True'), None)
+    lines.append(
+        f'- {name}: after {spans} runs, ML Metadata lists {len(rows[name])} '
+        f'runs; large artifacts on disk of the runs of spans '
+        f'{_on_disk(output, spans_of)} (--keep-runs {KEEP_RUNS}: the newest '
+        f'{KEEP_RUNS}, and one older run: the served model\'s when it is '
+        'older, else the one whose model the oldest kept run was compared '
+        f'with; served: the run of span {served}); the served model on span '
+        f'{spans}\'s eval '
+        f'images (`image-pipeline-predict`): '
+        f'{_served_answers(output, newest, work_dir)}.')
+  return '\n'.join(lines) + '\n'
