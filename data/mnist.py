@@ -55,7 +55,10 @@ def missing_files(directory: str,
 def _fetch(url: str, destination: str, timeout: float) -> None:
   """Copies `url` to `destination`; DownloadError if the server sent fewer
   bytes than it announced (urllib reads a closed connection as the end)."""
-  with urllib.request.urlopen(url, timeout=timeout) as response, \
+  # An opener of its own: urlopen's global one keeps the proxy settings of
+  # the first call in the process, and this reads them now.
+  opener = urllib.request.build_opener()
+  with opener.open(url, timeout=timeout) as response, \
       open(destination, 'wb') as out:
     shutil.copyfileobj(response, out)
     announced = response.headers.get('Content-Length')

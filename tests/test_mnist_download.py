@@ -7,6 +7,7 @@ import hashlib
 import http.server
 import os
 import threading
+import urllib.request
 
 import pytest
 
@@ -160,3 +161,18 @@ def test_downloads_are_checked_against_the_published_checksums(
                      f'SHA-256 is [0-9a-f]{{64}}, expected {mnist.SHA256[name]}'):
     mnist.download(str(dest), [url], timeout=10, log=lambda _: None)
   assert _left_in(dest) == []
+
+
+def test_proxy_settings_are_read_at_each_download(tmp_path, http_mirror,
+                                                  monkeypatch):
+  # urllib's global opener keeps the proxy of its first use in a process:
+  # a download after a proxy went away must not go through it.
+  url, checksums = http_mirror
+  with monkeypatch.context() as env:
+    env.setenv('http_proxy', f'http://127.0.0.1:{ports.free_port()}')
+    env.setenv('no_proxy', '')
+    with pytest.raises(OSError):
+      urllib.request.urlopen(url, timeout=10)
+  paths = mnist.download(str(tmp_path / 'dest'), [url], checksums,
+                         timeout=10, log=lambda _: None)
+  assert len(paths) == len(checksums)

@@ -6,7 +6,6 @@ Tiny IDX files and image folders made here; real Beam, TFX and ML Metadata.
 """
 
 import json
-import logging
 import os
 
 from PIL import Image
@@ -17,6 +16,7 @@ from tfx.utils import proto_utils
 
 from components import baseline_evaluator
 from components.image_example_gen import folder_layout
+from components.image_example_gen import progress as example_gen_progress
 from components.image_example_gen import span_window
 from components.image_example_gen import window_driver
 from components.image_example_gen.component import default_input_config
@@ -25,6 +25,7 @@ from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 from tests import artifacts
+from tests.absl_lines import absl_lines
 from tests import datasets
 from tests import examples_io
 from tests import mlmd
@@ -98,16 +99,16 @@ def _images(data, span, classes, splits=('train', 'eval'), per_class=3):
             os.path.join(folder, f'{i}.png'))
 
 
-def test_image_window_of_fewer_spans_than_asked(tmp_path, caplog):
-  caplog.set_level(logging.INFO)
+def test_image_window_of_fewer_spans_than_asked(tmp_path):
   data = tmp_path / 'data'
   # Span 1 gives a validation/ folder, span 2 has it carved out of train;
   # span-3/ is empty (a drop in progress) and passed over.
   _images(data, 1, ('cat', 'dog'), ('train', 'validation', 'eval'))
   _images(data, 2, ('cat', 'dog'), per_class=20)
   os.makedirs(data / 'span-3')
-  examples = _run(data, tmp_path / 'out', 5, 'images', validation_percent=20,
-                  eval_percent=20)
+  with absl_lines(example_gen_progress.NOTICE_LINE) as notices:
+    examples = _run(data, tmp_path / 'out', 5, 'images',
+                    validation_percent=20, eval_percent=20)
 
   assert json.loads(examples.get_string_custom_property('spans')) == [1, 2]
   assert examples.get_int_custom_property('span') == 2
@@ -127,8 +128,8 @@ def test_image_window_of_fewer_spans_than_asked(tmp_path, caplog):
       f'span-2/eval/{c}/{i}.png' for c in ('cat', 'dog') for i in range(20))
   assert len(split_sources['earlier_eval']) == 6
   assert {s.split('/')[0] for s in split_sources['earlier_eval']} == {'span-1'}
-  assert ('span window 5: only 2 spans found (span-1, span-2); training on '
-          'what there is') in caplog.text
+  assert ('ImageExampleGen: span window 5: only 2 spans found (span-1, '
+          'span-2); training on what there is') in notices
 
 
 def test_spans_of_class_folders_are_each_split_by_path(tmp_path):
