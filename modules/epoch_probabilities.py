@@ -5,22 +5,23 @@ given class stays unlikely, while a right one becomes likely within a few
 epochs. Averaging each record's probabilities over every epoch of the
 training run keeps that signal (the idea of the area under the margin,
 Pleiss et al., "Identifying Mislabeled Data using the Area Under the Margin
-Ranking", NeurIPS 2020, which averages logit margins), and costs one
-prediction of the records checked per epoch, no extra model. LabelCheck
-(components/label_check.py) ranks the training split's suspects from them.
+Ranking", NeurIPS 2020, which averages logit margins), and costs a
+prediction of the records checked at a few epochs, no extra model.
+LabelCheck (components/label_check.py) ranks the training split's suspects
+from them.
 
 At the end of an epoch, the records checked (a sample chosen by a hash of
 their bytes, as modules/cross_fit.py chooses it, all of a smaller split)
 are predicted without augmentation or dropout, and their probabilities
-added up; in a run of many epochs, at a few epochs spread over it. Memory: the sample's serialized records (cached after the first
-pass, a few KB a record) and one row of probabilities each.
+added up; a run of many epochs is scored at MAX_SCORED_EPOCHS of them,
+spread over it. Memory: the sample's serialized records (cached after the
+first pass, a few KB a record) and one row of probabilities each.
 """
 
 import time
 from typing import List, Optional
 
 from absl import logging
-
 import numpy as np
 import tensorflow as tf
 import tensorflow_transform as tft
