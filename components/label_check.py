@@ -10,12 +10,14 @@ it judges:
   * every split but the training one: the Trainer's model (its serving
     signature on the serialized records) never trained on them;
   * the training split, by default: the Trainer's own run. At the end of
-    each epoch it predicted a sample of the split (at most `train_records`,
-    chosen by a hash of their bytes; modules/epoch_probabilities.py), and
-    the probabilities averaged over the epochs are scored. A wrong label is
+    a few epochs spread over the run it predicted a sample of the split (at
+    most `train_records`, chosen by a hash of their bytes;
+    modules/epoch_probabilities.py), and the averaged probabilities are
+    scored. A wrong label is
     learnt late, if at all, so its given class stays unlikely over most of
     the run (the idea of the area under the margin, Pleiss et al., NeurIPS
-    2020). No extra model: one prediction of the sample per epoch;
+    2020). No extra model: one prediction of the sample at each of a few
+    epochs;
   * the training split with folds K >= 2: cross-fitting. The records are
     put in K folds by a stable hash of their bytes; for each fold that
     holds some of the sample, a model of the project's own network and
