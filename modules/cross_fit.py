@@ -107,10 +107,11 @@ def _training_data(files: List[str], fold: int, folds: int,
           .rebatch(batch_size).prefetch(2))
 
 
-def _held_out(files: List[str], fold: int, the_plan: Plan,
-              parse) -> tf.data.Dataset:
+def held_out(files: List[str], fold: int, the_plan: Plan, parse,
+             cache: bool = False) -> tf.data.Dataset:
   """(positions, images, labels) of the checked records of `fold`, in file
-  order, a block at a time."""
+  order, a block at a time; with `cache`, their serialized records are kept
+  in memory after the first pass (for a caller that reads them again)."""
   folds, checked = the_plan.folds, the_plan.checked_buckets
 
   def select(index: tf.Tensor, block: tf.Tensor):
@@ -120,8 +121,11 @@ def _held_out(files: List[str], fold: int, the_plan: Plan,
         tf.size(block, out_type=tf.int64))
     return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
 
-  return (_records(files).batch(PREDICT_BATCH).enumerate().map(select)
-          .filter(lambda positions, _: tf.size(positions) > 0)
+  selected = (_records(files).batch(PREDICT_BATCH).enumerate().map(select)
+              .filter(lambda positions, _: tf.size(positions) > 0))
+  if cache:
+    selected = selected.cache()
+  return (selected
           .map(lambda positions, block: (positions, *parse(block)),
                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
@@ -184,7 +188,7 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
         input_signature=[tf.TensorSpec([None, *image_spec.shape],
                                       image_spec.dtype)],
         autograph=False)
-    for block_positions, images, block_labels in _held_out(
+    for block_positions, images, block_labels in held_out(
         files, fold, the_plan, parse):
       positions.append(block_positions.numpy())
       labels.append(block_labels.numpy())

@@ -42,20 +42,9 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
   """(positions, images, labels) of the records checked, in file order, in
   blocks; their serialized records are cached in memory after the first
   pass, and parsed and transformed again on each."""
-  checked = cross_fit.plan(records, 1, checked_records).checked_buckets
-  batch = cross_fit.PREDICT_BATCH
-  parse = input_pipeline.parse_and_transform(tf_transform_output)
-
-  def select(index: tf.Tensor, block: tf.Tensor):
-    keep = cross_fit.bucket_of(block) < checked
-    positions = index * batch + tf.range(tf.size(block, out_type=tf.int64))
-    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
-
-  return (tf.data.TFRecordDataset(files, compression_type='GZIP')
-          .batch(batch).enumerate().map(select)
-          .filter(lambda positions, _: tf.size(positions) > 0).cache()
-          .map(lambda positions, block: (positions, *parse(block)),
-               num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+  return cross_fit.held_out(
+      files, 0, cross_fit.plan(records, 1, checked_records),
+      input_pipeline.parse_and_transform(tf_transform_output), cache=True)
 
 
 def stride(planned_epochs: int) -> int:
