@@ -1,4 +1,7 @@
-"""The record format every part of the pipeline shares: feature keys, image
-geometry, writing Examples (features.py), decoding them in TensorFlow
-(decode.py) and converting image files with Pillow as ImageExampleGen does
-(image_conversion.py). It imports nothing of the project."""
+"""The record format every part of the pipeline shares.
+
+features.py holds the feature keys and image geometry and writes Examples.
+decode.py decodes them in TensorFlow. image_conversion.py converts image
+files with Pillow as ImageExampleGen does. This package imports nothing of
+the project.
+"""

@@ -45,10 +45,12 @@ NOTICE_LINE = 'DataChecks: %s'
 
 
 def split_pair(a: str, b: str) -> str:
+  """Returns the key of splits `a` and `b` in the `copies` property."""
   return f'{a}-{b}'
 
 
 def count_property(a: str, b: str) -> str:
+  """Returns the name of the int property counting copies between `a` and `b`."""
   return f'copies_{a}_{b}'
 
 
@@ -67,19 +69,26 @@ def read_pairs(uri: str, limit=None) -> Iterator[Dict[str, str]]:
 
 
 def read_issues(uri: str, limit=None) -> Iterator[Dict[str, str]]:
+  """The rows of the artifact's image_issues.csv, the first `limit` if given."""
   return _read_csv(os.path.join(uri, ISSUES_FILE), limit)
 
 
 def name(split: str, source: str) -> str:
-  """The source, followed by its split when the source does not say it:
-  'eval/roses/IMG_0412.jpg', 't10k-images-idx3-ubyte.gz:41 in eval'."""
+  """Names a record by its source, and by its split when the source lacks it.
+
+  For example 'eval/roses/IMG_0412.jpg' or 't10k-images-idx3-ubyte.gz:41 in
+  eval'.
+  """
   return source if source.startswith(f'{split}/') else f'{source} in {split}'
 
 
 def describe_pair(row: Dict[str, str]) -> str:
-  """'eval/roses/IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg
-  (exact)': the second of the pair, a held-out image when the pair crosses
-  from train, named as the copy."""
+  """Describes a row of copies.csv in one line.
+
+  For example 'eval/roses/IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg
+  (exact)'. The second of the pair is named as the copy. When the pair
+  crosses from train, that is the held-out image.
+  """
   kind = ('exact' if row['kind'] == 'exact' else
           f'near, correlation {float(row["correlation"]):.3f}')
   # Examples written before records named their source have none.
@@ -96,5 +105,6 @@ def json_property(artifact, name: str):
 
 
 def held_out_lines(held_out: Dict[str, Dict[str, float]]) -> List[str]:
+  """One line per split of the `held_out_copies` property, for a person."""
   return [f'{split}: {int(info["images"]):,} images ({info["share"]:.2%}) '
           f'with a copy in {TRAIN_SPLIT}' for split, info in held_out.items()]

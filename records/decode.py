@@ -1,5 +1,7 @@
-"""Reading the record format in TensorFlow: `image` bytes (raw pixels, or a
-PNG or JPEG file of them), or uint8 image tensors, to checked pixels.
+"""Reading the record format in TensorFlow.
+
+It turns `image` bytes (raw pixels, or a PNG or JPEG file of them) or uint8
+image tensors into pixels checked against the configured geometry.
 
 The Transform graph decodes records with this, and the `serve_images`
 signature checks its uint8 images with it, so training, evaluation and both
@@ -17,10 +19,10 @@ from records import features
 def _geometry_checks(heights: tf.Tensor, widths: tf.Tensor,
                      channels: tf.Tensor,
                      geometry: features.ImageGeometry) -> List[tf.Operation]:
-  # Plain Assert ops with string-only messages: tf.debugging.assert_equal
-  # wraps its Assert in a tf.cond when the message holds numbers (to format
-  # them only on failure), and three conds per batch are a large share of
-  # the graph's CPU time (BENCHMARKS.md, section 2, the transform stage).
+  # Plain Assert ops with string-only messages. tf.debugging.assert_equal
+  # wraps its Assert in a tf.cond when the message holds numbers, and three
+  # conds per batch cost much of the graph's CPU time (BENCHMARKS.md,
+  # section 2, the transform stage).
   return [
       tf.debugging.Assert(
           tf.reduce_all(tf.equal(values, expected)),
@@ -35,10 +37,16 @@ def _geometry_checks(heights: tf.Tensor, widths: tf.Tensor,
 def decode_images(inputs: Dict[str, tf.Tensor],
                   geometry: features.ImageGeometry,
                   encoding: str = 'raw') -> tf.Tensor:
-  """`image` bytes in `encoding` to uint8 [batch, height, width, channels].
+  """Decodes `image` bytes in `encoding` to uint8 [batch, height, width, channels].
 
-  Fails with a readable message when the records' geometry is not the one
-  the model was configured for.
+  Args:
+    inputs: parsed features of a batch of records (records/features.py).
+    geometry: the geometry the model was configured for.
+    encoding: one of features.IMAGE_ENCODINGS.
+
+  Returns:
+    The images, with ops that fail with a readable message when the records'
+    geometry is another.
   """
   checks = _geometry_checks(inputs[features.HEIGHT_KEY],
                             inputs[features.WIDTH_KEY],
@@ -78,10 +86,12 @@ def _decode_files(files: tf.Tensor, checks: List[tf.Operation],
 
 def check_images(images: tf.Tensor,
                  geometry: features.ImageGeometry) -> tf.Tensor:
-  """uint8 [N, H, W] or [N, H, W, C] to [N, H, W, C] of `geometry`.
+  """Checks uint8 [N, H, W] or [N, H, W, C] images against `geometry`.
 
-  Fails with the messages `decode_images` gives records of another
-  geometry, or one saying which shapes are accepted.
+  Returns:
+    The images as [N, H, W, C] of `geometry`, with ops that fail with the
+    messages `decode_images` gives for another geometry, or with one naming
+    the shapes accepted.
   """
   rank_check = tf.debugging.assert_rank_in(
       images, [3, 4], message='images must be uint8 [N, H, W] or [N, H, W, C]')

@@ -110,10 +110,12 @@ class ImageGeometry:
 
   @property
   def num_bytes(self) -> int:
+    """The size in bytes of one image's raw uint8 pixels."""
     return self.height * self.width * self.channels
 
   @property
   def shape(self):
+    """The image's (height, width, channels)."""
     return (self.height, self.width, self.channels)
 
   def __str__(self):
@@ -125,6 +127,7 @@ class ImageGeometry:
 
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ImageGeometry':
+    """The geometry of a dict keyed by GEOMETRY_PROPERTIES (as `to_dict`)."""
     return cls(*(int(d[key]) for key in GEOMETRY_PROPERTIES))
 
 
@@ -133,9 +136,14 @@ MNIST_GEOMETRY = ImageGeometry(height=28, width=28, channels=1)
 
 def resolve_encoding(encoding: str, geometry: 'ImageGeometry',
                      png_min_pixels: Optional[int]) -> str:
-  """The encoding records of `geometry` get: `encoding`, unless it is
-  AUTO_ENCODING, which means png for images of at least `png_min_pixels`
-  pixels (height x width) and raw for smaller ones."""
+  """Returns the encoding that records of `geometry` get.
+
+  That is `encoding`, unless it is AUTO_ENCODING. AUTO_ENCODING means png for
+  images of at least `png_min_pixels` pixels (height x width), raw below.
+
+  Raises:
+    ValueError: `encoding` is AUTO_ENCODING and `png_min_pixels` is None.
+  """
   if encoding != AUTO_ENCODING:
     return encoding
   if png_min_pixels is None:
@@ -165,8 +173,18 @@ def encode_image(pixels: bytes, geometry: ImageGeometry, encoding: str) -> bytes
 
 def make_example(image: bytes, geometry: ImageGeometry, label: int,
                  encoding: str = 'raw', *, source: str) -> bytes:
-  """Returns one serialized `tf.train.Example` in the format above, from
-  the image's raw uint8 pixels and the input it came from."""
+  """Returns one serialized `tf.train.Example` in the format above.
+
+  Args:
+    image: the image's raw uint8 pixels.
+    geometry: the image's geometry.
+    label: its class index.
+    encoding: one of IMAGE_ENCODINGS.
+    source: the input it came from.
+
+  Raises:
+    ValueError: `image` does not hold the bytes of `geometry`.
+  """
   return _add_source(_example_without_source(image, geometry, label, encoding),
                      source.encode())
 
@@ -197,30 +215,30 @@ def make_examples(images: np.ndarray, labels: np.ndarray,
                   geometry: ImageGeometry, encoding: str = 'raw', *,
                   sources: Sequence[bytes],
                   source_prefix: bytes = b'') -> List[bytes]:
-  """`make_example` for many images at once: the same bytes, far faster.
+  """Returns what `make_example` returns for many images, far faster.
 
   Args:
     images: uint8 [N, height, width(, channels)] of `geometry`.
     labels: [N] class indices.
-    geometry: the images'.
+    geometry: the images' geometry.
     encoding: one of IMAGE_ENCODINGS.
-    sources: [N] UTF-8 sources, each after `source_prefix` (IDX records
-      share their file's name: the prefix, and differ in their index).
+    sources: [N] UTF-8 sources, each without `source_prefix`. IDX records
+      share their file's name as the prefix and differ in their index.
     source_prefix: what every source starts with.
 
-  Every Example of one geometry, label and pixel range serializes to the same
-  bytes around the image's pixels (a fixed-length `bytes` field), and its
-  `source` is one more entry of the features map, which `_add_source`
-  writes last. So one `make_example` per distinct (label, pixel_min,
-  pixel_max) gives a template, and each record is that template's header
-  and prefix + the image's pixels + its suffix, the source entry's head and
-  the source prefix + the rest of the source (raw encoding; PNG and JPEG
-  records are built one by one). The header (the features' length) depends
-  on the source's length too: a split's sources differ little in length,
-  so the pieces are kept per template and source length. Building every
-  proto in Python would be most of ExampleGen's work; MNIST has a few dozen
-  distinct templates.
+  Returns:
+    [N] serialized Examples, byte for byte those of `make_example`.
+
+  Raises:
+    ValueError: the images do not match `geometry`, or `sources` has
+      another length.
   """
+  # Every raw Example of one label and pixel range serializes to the same
+  # bytes around its pixels, and `_add_source` writes `source` last. So one
+  # `make_example` per (label, pixel_min, pixel_max) gives a template, and
+  # each record is joined from its pieces and its own bytes. The features'
+  # length depends on the source's length, so pieces are kept per template
+  # and source length. PNG and JPEG records are built one by one.
   pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
   if pixels.shape[1] != geometry.num_bytes:
     raise ValueError(f'images have {pixels.shape[1]} bytes each, geometry '
@@ -309,11 +327,10 @@ def _add_source(record: bytes, source: bytes) -> bytes:
 
 
 def _template(record: bytes, image: bytes) -> Tuple[bytes, bytes]:
-  """The bytes of serialized `record` (an Example's features) before and
-  after `image`.
+  """The bytes of serialized `record` (an Example's features) around `image`.
 
-  The image is BytesList's field 1 (tag 0x0a) of length len(image): looking
-  for tag + length + pixels rather than the pixels alone, no other part of
+  The image is BytesList's field 1 (tag 0x0a) of length len(image). Looking
+  for tag, length and pixels rather than the pixels alone, no other part of
   the record can match, whatever the pixels hold.
   """
   marker = b'\x0a' + _varint(len(image))
@@ -323,21 +340,24 @@ def _template(record: bytes, image: bytes) -> Tuple[bytes, bytes]:
 
 
 def write_class_names(path: str, names: Sequence[str]) -> None:
-  """The vocabulary file: line i names class i."""
+  """Writes the vocabulary file of `names`, where line i names class i."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'w') as f:
     f.write(''.join(name + '\n' for name in names))
 
 
 def read_class_names(path: str) -> List[str]:
+  """Reads the class names of the vocabulary file `write_class_names` wrote."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path) as f:
     return [line.rstrip('\n') for line in f if line.strip()]
 
 
 def encode_class_names(names: Sequence[str]) -> str:
+  """Returns the class names as the JSON of CLASS_NAMES_PROPERTY."""
   return json.dumps(list(names))
 
 
 def decode_class_names(value: str) -> List[str]:
+  """Returns the class names of a CLASS_NAMES_PROPERTY value."""
   return list(json.loads(value))

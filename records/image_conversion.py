@@ -1,5 +1,6 @@
-"""Image files as ImageExampleGen converts them for training, with Pillow:
-upright by their EXIF orientation, in grey or RGB.
+"""Image files as ImageExampleGen converts them for training, with Pillow.
+
+Each image is turned upright by its EXIF orientation, in grey or RGB.
 
 ImageExampleGen (components/image_example_gen/image_folder.py) converts
 every image of a folder with `convert`; the predict command converts the
@@ -21,10 +22,16 @@ TRANSPARENT_BACKGROUND = (255, 255, 255)
 
 
 def convert(image: Image.Image, mode: str) -> Image.Image:
-  """`image` turned upright by its EXIF orientation (phones store portraits
-  as landscape pixels plus a rotation tag), in PIL mode 'L' or 'RGB':
-  16-bit images keep their 8 high bits, transparency is composited on
-  TRANSPARENT_BACKGROUND."""
+  """Returns `image` upright by its EXIF orientation, in PIL mode `mode`.
+
+  Phones store portraits as landscape pixels plus a rotation tag. 16-bit
+  images keep their 8 high bits. Transparency is composited on
+  TRANSPARENT_BACKGROUND.
+
+  Args:
+    image: a decoded image.
+    mode: 'L' or 'RGB'.
+  """
   return _to_mode(ImageOps.exif_transpose(image), mode)
 
 

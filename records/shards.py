@@ -7,8 +7,9 @@ import tensorflow as tf
 
 
 def split_files(split_uri: str) -> List[str]:
-  """The split's gzipped TFRecord shards, sorted by name: the order in which
-  every reader of the project counts a record's position.
+  """Lists the split's gzipped TFRecord shards, sorted by name.
+
+  Every reader of the project counts a record's position in this order.
 
   Args:
     split_uri: the split's folder (artifact_utils.get_split_uri).

@@ -1,8 +1,8 @@
 """Reading back which input each record came from (the `source` feature).
 
-For the data checks that give a person a list to act on ("eval/roses/
-IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg"): they find records by
-their pixels or predictions, and name them by this.
+The data checks find records by their pixels or predictions and name them by
+their source. A person then gets a list to act on, such as "eval/roses/
+IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg".
 """
 
 from typing import Iterator, Tuple
@@ -17,11 +17,11 @@ _BATCH = 4096
 
 
 def read_sources(split_uri: str) -> Iterator[Tuple[str, int]]:
-  """(source, label) of each record of an Examples split, in the order of
-  its shard files (sorted by name) and of the records in each.
+  """Yields (source, label) of each record of an Examples split.
 
-  Only these two features are parsed, a batch of records at a time: the
-  image bytes are skipped, and memory holds one batch.
+  Records come in the order of the shard files (sorted by name) and of the
+  records in each. Only these two features are parsed, a batch at a time, so
+  memory holds one batch and no image bytes.
 
   Args:
     split_uri: the split's folder (artifact_utils.get_split_uri), of the
