@@ -50,7 +50,7 @@ def split_pair(a: str, b: str) -> str:
 
 
 def count_property(a: str, b: str) -> str:
-  """Returns the name of the int property counting copies between `a` and `b`."""
+  """Returns the name of the property counting copies between `a` and `b`."""
   return f'copies_{a}_{b}'
 
 

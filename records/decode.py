@@ -37,7 +37,7 @@ def _geometry_checks(heights: tf.Tensor, widths: tf.Tensor,
 def decode_images(inputs: Dict[str, tf.Tensor],
                   geometry: features.ImageGeometry,
                   encoding: str = 'raw') -> tf.Tensor:
-  """Decodes `image` bytes in `encoding` to uint8 [batch, height, width, channels].
+  """Decodes `image` bytes to uint8 [batch, height, width, channels].
 
   Args:
     inputs: parsed features of a batch of records (records/features.py).
