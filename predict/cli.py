@@ -5,12 +5,12 @@
 
 MODEL is a pushed model version (OUT/serving_model/<version>/), a folder of
 versions (its newest), or a pipeline's output directory (its newest pushed
-version). IMAGES are files, folders (searched recursively for the formats
-of image folders: PNG, JPEG, GIF, BMP, WebP, TIFF) or globs. Files go to
-the model's `serve_image_bytes` signature in batches, so memory stays
-bounded whatever their number; WebP and TIFF files, which TensorFlow does
-not decode, are converted first as ImageExampleGen converts them
-(predict/inputs.py).
+version). IMAGES are files, folders or globs. Folders are searched
+recursively for the formats of image folders (PNG, JPEG, GIF, BMP, WebP,
+TIFF). Files go to the model's `serve_image_bytes` signature in batches, so
+memory stays bounded whatever their number. WebP and TIFF files, which
+TensorFlow does not decode, are first converted as ImageExampleGen converts
+them (predict/inputs.py).
 
 One row per file, in order, to --output or stdout (predict/output.py says
 the columns). A file that cannot be read or decoded gets a row with its
@@ -44,6 +44,7 @@ LISTED_ERRORS = 20
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """Returns the command line's parser."""
   parser = argparse.ArgumentParser(
       prog='image-pipeline-predict',
       description='Predict the classes of image files with a served model.',
@@ -111,9 +112,12 @@ class _Progress:
 
 def _predict(model: served_model.Model,
              batch: List[inputs.Item]) -> List[Optional[np.ndarray]]:
-  """Each readable item's probabilities; an item the model cannot decode
-  gets None and its error. One call for the batch, one call per file only
-  when the batch fails, to find which file it was."""
+  """Returns each readable item's probabilities, None for the others.
+
+  An item the model cannot decode gets None and its error. The batch goes to
+  the model in one call; only when that fails, one call per file finds which
+  file it was.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   readable = [item for item in batch if item.error is None]
   results = {}
@@ -153,6 +157,16 @@ def _summary(predicted: int, errors: List[inputs.Item], seconds: float,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Predicts the files `argv` names and writes a row per file.
+
+  Args:
+    argv: the command line's arguments, without the program; None reads
+      sys.argv.
+
+  Returns:
+    The exit status: 1 if the model is missing, the output cannot be written
+    or no file could be predicted, else 0.
+  """
   args = make_parser().parse_args(argv)
   try:
     model = served_model.Model(served_model.locate(args.model))

@@ -1,16 +1,17 @@
-"""The images to predict: paths from files, folders and globs, as a
-generator (nothing is listed or loaded ahead), read in batches.
+"""The images to predict, read in batches.
 
-A folder is searched recursively for IMAGE_EXTENSIONS (any case), hidden
-files and folders left out; a file named on the command line is tried
-whatever its name; a glob is expanded lazily (`**` spans folders).
+Paths come from files, folders and globs as a generator, so nothing is
+listed or loaded ahead. A folder is searched recursively for
+IMAGE_EXTENSIONS (any case), leaving out hidden files and folders. A file
+named on the command line is tried whatever its name. A glob is expanded
+lazily (`**` spans folders).
 
 The formats of image folders are those ImageExampleGen reads. PNG, JPEG,
-GIF and BMP files go to the model as they are (serve_image_bytes decodes
-them, EXIF orientation included); WebP and TIFF files, which TensorFlow
-does not decode, are converted here as ImageExampleGen converts them
-(records/image_conversion.py: upright, grey or RGB) and sent as lossless
-PNG files, which the model then sizes as any other file.
+GIF and BMP files go to the model as they are; serve_image_bytes decodes
+them, EXIF orientation included. WebP and TIFF files, which TensorFlow does
+not decode, are converted here as ImageExampleGen converts them
+(records/image_conversion.py). They are sent as lossless PNG files, which
+the model then sizes as any other file.
 """
 
 import dataclasses
@@ -60,8 +61,10 @@ def _walk(folder: str) -> Iterator[str]:
 
 
 def paths(arguments: Iterable[str]) -> Iterator[Item]:
-  """Each argument's image paths, in order; an argument that names nothing
-  is an Item with an error."""
+  """Yields an Item for each image path of the arguments, in order.
+
+  An argument that names nothing gives an Item with an error.
+  """
   for argument in arguments:
     if os.path.isdir(argument):
       yield from (Item(path) for path in _walk(argument))
@@ -81,8 +84,11 @@ def paths(arguments: Iterable[str]) -> Iterator[Item]:
 
 
 def check(data: bytes) -> Optional[str]:
-  """Why `data` is not an image file the tool predicts, or None. Cheap: the
-  first bytes only; a damaged file of a known format fails later."""
+  """Returns why `data` is not an image file the tool predicts, or None.
+
+  Only the first bytes are checked. A damaged file of a known format fails
+  later.
+  """
   if not data:
     return 'empty file (0 bytes)'
   if not (any(data.startswith(magic) for magic in _MAGIC) or
@@ -92,8 +98,10 @@ def check(data: bytes) -> Optional[str]:
 
 
 def converted(data: bytes) -> bytes:
-  """`data` as a file the model decodes: itself, or a WebP or TIFF file
-  converted as ImageExampleGen converts it, as a PNG file.
+  """Returns `data` as a file the model decodes.
+
+  That is `data` itself, or for a WebP or TIFF file, a PNG file converted as
+  ImageExampleGen converts images.
 
   Raises:
     OSError, SyntaxError, ValueError, Image.DecompressionBombError: Pillow
@@ -110,6 +118,7 @@ def converted(data: bytes) -> bytes:
 
 
 def read(item: Item) -> Item:
+  """Reads `item`'s file into its data, or sets its error; returns `item`."""
   if item.error is None:
     try:
       with open(item.path, 'rb') as f:
@@ -130,7 +139,7 @@ def read(item: Item) -> Item:
 
 
 def batches(items: Iterable[Item], size: int) -> Iterator[List[Item]]:
-  """Items read, `size` at a time: one batch's bytes in memory at once."""
+  """Yields the items read, `size` at a time, so memory holds one batch."""
   batch = []
   for item in items:
     batch.append(read(item))

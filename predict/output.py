@@ -1,8 +1,8 @@
 """Prediction rows as CSV or JSON Lines, written as they come.
 
-A row: the path, the most likely class and its probability, the next
-classes of the top k with theirs, and `error` (empty, or why the file could
-not be predicted: then the class columns are empty).
+A row holds the path, the most likely class and its probability, the next
+classes of the top k with theirs, and `error`. The error is empty, or says
+why the file could not be predicted; then the class columns are empty.
   CSV:        path,class,probability,class_2,probability_2,...,error
   JSON Lines: {"path", "class", "probability", "top_k": [{"class",
               "probability"}, ...], "error"}
@@ -18,12 +18,15 @@ Ranked = Sequence[Tuple[str, float]]  # (class name, probability), best first.
 
 
 def format_for(path: Optional[str]) -> str:
-  """The format a file name asks for: JSON Lines for .jsonl/.json, CSV
-  otherwise (also on stdout)."""
+  """Returns the format a file name asks for.
+
+  That is JSON Lines for .jsonl and .json, CSV otherwise and on stdout.
+  """
   return 'jsonl' if path and path.lower().endswith(('.jsonl', '.json')) else 'csv'
 
 
 class Writer:
+  """Writes prediction rows to a stream in one of FORMATS."""
 
   def __init__(self, stream: IO[str], format_: str, top_k: int):
     self._stream, self._format, self._top_k = stream, format_, top_k
@@ -35,6 +38,7 @@ class Writer:
       self._csv.writerow(header + ['error'])
 
   def row(self, path: str, ranked: Ranked = (), error: str = '') -> None:
+    """Writes the row of one file: its ranked classes, or its error."""
     if self._format == 'jsonl':
       top = [{'class': name, 'probability': round(p, 6)} for name, p in ranked]
       self._stream.write(json.dumps({

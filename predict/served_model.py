@@ -17,7 +17,7 @@ EXPECTED = ('a SavedModel folder (holding saved_model.pb), a folder of '
 
 
 class ModelNotFound(Exception):
-  pass
+  """No served model where the user pointed, or one without image input."""
 
 
 def _newest_version(directory: str) -> str:
@@ -28,8 +28,14 @@ def _newest_version(directory: str) -> str:
 
 
 def locate(path: str) -> str:
-  """The SavedModel folder `path` means: itself, its newest pushed version,
-  or the newest version its pipeline output pushed."""
+  """Returns the SavedModel folder `path` means.
+
+  That is `path` itself, its newest pushed version, or the newest version
+  its pipeline output pushed.
+
+  Raises:
+    ModelNotFound: `path` holds no served model.
+  """
   if not os.path.isdir(path):
     raise ModelNotFound(f'{path}: no such folder; expected {EXPECTED}')
   if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
@@ -61,7 +67,10 @@ class Model:
         os.path.join(path, signatures.EXTRA_DIR, features.CLASS_NAMES_FILE))
 
   def probabilities(self, files: List[bytes]):
-    """float32 [len(files), classes]; raises tf.errors.InvalidArgumentError
-    if any file cannot be decoded."""
+    """Returns the class probabilities of image files, float32 [files, classes].
+
+    Raises:
+      tf.errors.InvalidArgumentError: a file cannot be decoded.
+    """
     out = self._serve(image_bytes=self._tf.constant(files, self._tf.string))
     return out[signatures.PROBABILITIES].numpy()
