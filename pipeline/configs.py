@@ -1,5 +1,8 @@
-"""The project's fixed names, paths and Beam settings: nothing here is a
-knob (those are pipeline/knobs.py's, each with its default and flag)."""
+"""The project's fixed names, paths and Beam settings.
+
+Nothing here is a knob. Knobs live in pipeline/knobs.py, each with its
+default and flag.
+"""
 
 import os
 

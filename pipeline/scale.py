@@ -1,7 +1,9 @@
-"""Settings that follow the size of the data, decided when the DAG is
-built for a known input (local_runner.py): the Beam execution of ExampleGen
-and of the components that analyse the records, and StatisticsGen's
-sampling."""
+"""Settings that follow the size of the data.
+
+They are decided when the DAG is built for a known input (local_runner.py).
+They set the Beam execution of ExampleGen and of the components that analyse
+the records, and StatisticsGen's sampling.
+"""
 
 from typing import List, Optional
 
@@ -9,11 +11,10 @@ from components.image_example_gen import input_size
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.errors import InputDataError
 
-# ExampleGen in one process below this many bytes of input (pixels in IDX
-# files, image files in folders), a worker per core from there on. Memory
-# stays bounded either way (each shard is written by the worker that
-# converts it); the choice is speed: each worker process imports TensorFlow
-# and TFX first, which its higher rate repays only on inputs of several GB
+# ExampleGen runs in one process below this many bytes of input (pixels in
+# IDX files, image files in folders), with a worker per core from there on.
+# Memory stays bounded either way. The choice is speed: each worker process
+# imports TensorFlow and TFX first, which only inputs of several GB repay
 # (BENCHMARKS.md).
 EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES = 5 * 10**9
 EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS = ('--direct_running_mode=in_memory',
@@ -39,10 +40,12 @@ STATISTICS_SAMPLE_RECORDS = 500_000
 def measure(data_root: str, input_format: str,
             span_dir_pattern: Optional[str] = None
             ) -> Optional[input_size.InputSize]:
-  """The input's size; None when a file cannot be sized (a damaged IDX
-  header): the run goes on with the small-data settings, and ExampleGen
-  stops it with its error about that file, recorded in ML Metadata as a
-  failed execution like any other bad input."""
+  """Returns the input's size, or None when a file cannot be sized.
+
+  A damaged IDX header gives None. The run then goes on with the small-data
+  settings, and ExampleGen stops it with its error about that file. ML
+  Metadata records that as a failed execution like any other bad input.
+  """
   try:
     return input_size.measure(
         data_root, default_input_config(input_format, span_dir_pattern),
@@ -52,16 +55,22 @@ def measure(data_root: str, input_format: str,
 
 
 def example_gen_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
-  """In one process for small (or unknown: None) inputs, a worker per core
-  for large ones."""
+  """Returns ExampleGen's Beam args for an input of `size`.
+
+  They run it in one process for small or unknown (None) inputs, and with a
+  worker per core for large ones.
+  """
   return list(EXAMPLE_GEN_MULTI_PROCESS_BEAM_ARGS
               if size and size.bytes >= EXAMPLE_GEN_MULTI_PROCESS_MIN_BYTES
               else EXAMPLE_GEN_IN_MEMORY_BEAM_ARGS)
 
 
 def analysis_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
-  """In one process for small inputs; none (the pipeline's Beam args) for
-  large ones, or unknown (an object store's) ones."""
+  """Returns the Beam args of the components that analyse the records.
+
+  They run in one process for small inputs. Large or unknown inputs (those
+  on an object store) get none, so the pipeline's Beam args apply.
+  """
   return list(ANALYSIS_IN_MEMORY_BEAM_ARGS
               if size and size.records < ANALYSIS_MULTI_PROCESS_MIN_RECORDS
               else ())
@@ -69,8 +78,7 @@ def analysis_beam_args(size: Optional[input_size.InputSize]) -> List[str]:
 
 def statistics_sample_rate(size: Optional[input_size.InputSize]
                            ) -> Optional[float]:
-  """TFDV's sample rate, or None (every record) for small or unknown
-  inputs."""
+  """Returns TFDV's sample rate, or None (every record) for small inputs."""
   if not size or size.records <= STATISTICS_SAMPLE_ABOVE_RECORDS:
     return None
   return STATISTICS_SAMPLE_RECORDS / size.records

@@ -12,9 +12,11 @@ from pipeline import validation
 def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
           transform_graph, schema,
           validation_percent: int) -> Optional[tfx.components.Tuner]:
-  """The Tuner node, or None without --tune. Its trials read what the
-  Trainer reads; each trains tuning.trial_steps steps (its TrainArgs) and
-  scores on the validation split (the Trainer's eval steps).
+  """Returns the Tuner node, or None without --tune.
+
+  Its trials read what the Trainer reads. Each trains tuning.trial_steps
+  steps (its TrainArgs) and scores on the validation split (the Trainer's
+  eval steps).
 
   Raises:
     ValueError: --tune without a validation split (validation_percent 0).

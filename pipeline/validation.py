@@ -1,9 +1,9 @@
-"""The split the Trainer and the Tuner validate on: ImageExampleGen's
-validation split, or none (--validation-percent 0).
+"""The split the Trainer and the Tuner validate on.
 
-Every choice made while training (early stopping, the epoch kept, the
-Tuner's trial scores) is made on the validation split, through TFX's own
-TrainArgs/EvalArgs splits; the eval split is the Evaluator's alone.
+That is ImageExampleGen's validation split, or none with
+--validation-percent 0. Every choice made while training (early stopping,
+the epoch kept, the Tuner's trial scores) is made on it, through TFX's own
+TrainArgs/EvalArgs splits. The eval split is the Evaluator's alone.
 """
 
 from typing import Any, Dict, Optional
@@ -20,19 +20,23 @@ def split(validation_percent: int) -> Optional[str]:
 
 
 def train_args(num_steps: Optional[int]) -> tfx.proto.TrainArgs:
+  """Returns TrainArgs of the training split, for `num_steps` steps."""
   return tfx.proto.TrainArgs(splits=[validation_split.TRAIN],
                              num_steps=num_steps)
 
 
 def eval_args(validation_percent: int,
               num_steps: Optional[int]) -> tfx.proto.EvalArgs:
-  """The validation split. Without one TFX still hands the Trainer an eval
-  split's files (its default, 'eval'): run_fn reads none of them
-  (`custom_config`'s VALIDATION_SPLIT_KEY is None)."""
+  """Returns EvalArgs of the validation split.
+
+  Without one, TFX still hands the Trainer the files of its default split,
+  'eval'. run_fn reads none of them, since `custom_config`'s
+  VALIDATION_SPLIT_KEY is None.
+  """
   return tfx.proto.EvalArgs(
       splits=[split(validation_percent) or 'eval'], num_steps=num_steps)
 
 
 def custom_config(validation_percent: int) -> Dict[str, Any]:
-  """What the Trainer's run_fn and the Tuner's tuner_fn are told of it."""
+  """Returns what run_fn and tuner_fn are told of the validation split."""
   return {VALIDATION_SPLIT_KEY: split(validation_percent)}

@@ -1,18 +1,18 @@
 """--warm-start in the DAG: the model in service as the Trainer's base_model.
 
-The served model is found as the Evaluator's served baseline is: a
+The served model is found as the Evaluator's served baseline is. A
 ServedModel node (components/served_model.py) reads the serving directory,
 so it runs on every orchestrator, open-source Kubeflow Pipelines too, where
-TFX's resolvers do not. It is a node of its own, before the Trainer: the
-baseline node stays after the Trainer, so that a model pushed while this
-one trained is still what this one is compared with.
+TFX's resolvers do not. It is a node of its own, before the Trainer. The
+baseline node stays after the Trainer, so that a model pushed while this one
+trained is still what this one is compared with.
 
-The Trainer's executor is TFX's, and also records on its Model artifact
-the string custom property `warm_start_from`: the served model's path when
-training started from it, empty when it started from scratch (run_fn
+The Trainer's executor is TFX's. It also records the string custom property
+`warm_start_from` on its Model artifact. That is the served model's path when
+training started from it, and empty when it started from scratch (run_fn
 decides, modules/warm_start.py). Without --warm-start the Trainer is TFX's
-own and the Model has no such property. The Vertex AI Trainer keeps its
-own executor: its run_fn starts warm all the same, and the property is not
+own and the Model has no such property. The Vertex AI Trainer keeps its own
+executor. Its run_fn starts warm all the same, and the property is not
 recorded.
 """
 
@@ -42,7 +42,7 @@ WARM_START_FROM_PROPERTY = 'warm_start_from'
 
 def served_model_node(warm: bool, serving_model_dir: str
                       ) -> Optional[served_model.ServedModel]:
-  """The node that finds the model to start from; None without warm start."""
+  """Returns the node that finds the model to start from, or None."""
   if not warm:
     return None
   return served_model.ServedModel(
@@ -51,7 +51,7 @@ def served_model_node(warm: bool, serving_model_dir: str
 
 def trainer_args(node: Optional[served_model.ServedModel],
                  vertex_training: bool) -> Dict[str, Any]:
-  """The Trainer's arguments for a warm start from `node`'s model."""
+  """Returns the Trainer's arguments for a warm start from `node`'s model."""
   if node is None:
     return {}
   return {'base_model': node.outputs[served_model.MODEL_KEY],
@@ -61,8 +61,10 @@ def trainer_args(node: Optional[served_model.ServedModel],
 
 
 def started_from(serving_model_dir: str) -> str:
-  """Where the model in `serving_model_dir` started: the served model's
-  path, or '' (from scratch), as its training_plan.json says."""
+  """Returns where the model in `serving_model_dir` started, as its plan says.
+
+  That is the served model's path, or '' when it trained from scratch.
+  """
   plan_file = os.path.join(serving_model_dir, signatures.EXTRA_DIR,
                            signatures.TRAINING_PLAN_FILE)
   with fileio.open(plan_file) as f:
@@ -70,12 +72,16 @@ def started_from(serving_model_dir: str) -> str:
 
 
 class Executor(trainer_executor.GenericExecutor):
-  """TFX's Trainer executor; tells run_fn the served model's path, and
-  records where training started on the Model artifact."""
+  """TFX's Trainer executor, which also passes on the served model's path.
+
+  It tells run_fn the served model's path, and records where training
+  started on the Model artifact.
+  """
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Trains as TFX's Trainer does, then records where training started."""
     base_model = input_dict.get(standard_component_specs.BASE_MODEL_KEY)
     served_from = ''
     if base_model:
