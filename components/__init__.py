@@ -2,10 +2,12 @@
 
 
 def __getattr__(name):
-  """components.LabelSuspects and components.DataCheckResults, the import
-  paths their type names encode (TFX's Kubeflow V2 entrypoint imports a
-  custom artifact class by that name); imported only when asked for, so
-  the package stays light."""
+  """Returns components.LabelSuspects or components.DataCheckResults.
+
+  These are the import paths their type names encode. TFX's Kubeflow V2
+  entrypoint imports a custom artifact class by that name. They are imported
+  only when asked for, so the package stays light.
+  """
   if name == 'LabelSuspects':
     from components.label_check import LabelSuspects  # pylint: disable=g-import-not-at-top
     return LabelSuspects

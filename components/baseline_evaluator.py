@@ -1,27 +1,28 @@
-"""TFX's Evaluator, with a baseline that may hold no model and an accuracy
-threshold that may come from the data.
+"""TFX's Evaluator, with a baseline that may hold no model.
 
-The baseline: with the `served` baseline it comes from ServedModel
-(components/served_model.py), which always outputs a Model artifact; before
-anything is served that artifact is empty. TFX's Evaluator would fail
-loading it, so this executor then leaves the baseline out, exactly as TFX's
-Evaluator runs with no baseline: the accuracy threshold is checked, the
-comparison with a baseline is not. (TFX's resolver, the `last_blessed`
-baseline, outputs nothing or a blessed model.)
+Its accuracy threshold may also come from the data.
 
-The threshold: with `accuracy_threshold_from_data`, the eval_config holds
-none, and this executor counts the labels of the evaluated splits and sets
-the one components/blessing_rule.py derives from them before TFMA runs.
-Counted here, not by ExampleGen: the Evaluator is the only reader, it reads
-those splits anyway, and Examples made before this rule (a cached
-ExampleGen) need no new property. Either way the rule is logged once and
-recorded on the ModelBlessing.
+The `served` baseline comes from ServedModel (components/served_model.py),
+which always outputs a Model artifact. Before anything is served that
+artifact is empty, and TFX's Evaluator would fail loading it. This executor
+then leaves the baseline out, exactly as TFX's Evaluator runs with no
+baseline. The accuracy threshold is checked, the comparison with a baseline
+is not. TFX's resolver, the `last_blessed` baseline, outputs nothing or a
+blessed model.
 
-The splits: TFX's `example_splits`, those of them the Examples hold. With a
-window of spans (components/image_example_gen/span_window.py) `eval` is the
-newest span's, and the earlier spans' eval is judged only when the pipeline
-asks for it (`judged_splits`); which spans' eval was judged, and how many
-records, is logged in one line.
+With `accuracy_threshold_from_data` the eval_config holds no threshold.
+This executor counts the labels of the evaluated splits and sets the
+threshold components/blessing_rule.py derives from them before TFMA runs.
+They are counted here, not by ExampleGen, since the Evaluator reads those
+splits anyway. So Examples made before this rule (a cached ExampleGen) need
+no new property. Either way the rule is logged once and recorded on the
+ModelBlessing.
+
+The splits evaluated are those of TFX's `example_splits` that the Examples
+hold. With a window of spans (components/image_example_gen/span_window.py)
+`eval` is the newest span's. The earlier spans' eval is judged only when the
+pipeline asks for it (`judged_splits`). One line logs which spans' eval was
+judged, and how many records.
 """
 
 import json
@@ -51,16 +52,21 @@ _SPECS = standard_component_specs
 
 
 def judged_splits(whole_window: bool) -> List[str]:
-  """The Evaluator's example_splits: the newest span's eval, and with
-  `whole_window` the earlier spans' of a span window too."""
+  """Returns the Evaluator's example_splits.
+
+  They are the newest span's eval, and with `whole_window` the earlier
+  spans' eval of a span window too.
+  """
   return [span_window.EVAL_SPLIT, *(
       [span_window.EARLIER_EVAL_SPLIT] if whole_window else [])]
 
 
 def present_splits(input_dict: Dict[str, List[types.Artifact]],
                     exec_properties: Dict[str, Any]) -> Dict[str, Any]:
-  """exec_properties with example_splits cut to the splits the Examples
-  hold (a window that found one span has no earlier eval)."""
+  """Returns exec_properties with example_splits cut to the splits present.
+
+  A window that found one span has no earlier eval.
+  """
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   present = artifact_utils.decode_split_names(examples.split_names)
   splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
@@ -71,8 +77,11 @@ def present_splits(input_dict: Dict[str, List[types.Artifact]],
 
 def judged_line(input_dict: Dict[str, List[types.Artifact]],
                 exec_properties: Dict[str, Any]) -> Optional[str]:
-  """'judges on span 7's eval split (1,234 records); ...' for Examples of
-  more than one span, None otherwise."""
+  """Returns the line saying which spans' eval is judged, or None.
+
+  For example "judges on span 7's eval split (1,234 records); ...". Examples
+  of one span get None.
+  """
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   spans = span_window.decode_spans(examples.get_string_custom_property(
       span_window.SPANS_PROPERTY))
@@ -94,8 +103,14 @@ def judged_line(input_dict: Dict[str, List[types.Artifact]],
 def rule_of(input_dict: Dict[str, List[types.Artifact]],
             exec_properties: Dict[str, Any],
             eval_config: tfma.EvalConfig) -> blessing_rule.Rule:
-  """The blessing rule of this evaluation: the eval_config's fixed
-  threshold, or one from the labels of the evaluated splits."""
+  """Returns the blessing rule of this evaluation.
+
+  That is the eval_config's fixed threshold, or one from the labels of the
+  evaluated splits.
+
+  Raises:
+    ValueError: the eval_config has no threshold and none comes from data.
+  """
   if not exec_properties.get(ACCURACY_FROM_DATA_KEY):
     threshold = blessing_rule.threshold_of(eval_config)
     if threshold is None:
@@ -114,12 +129,15 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
 
 
 class Executor(evaluator_executor.Executor):
-  """TFX's Evaluator executor, minus a baseline that holds no model, with
-  the blessing rule applied and recorded."""
+  """TFX's Evaluator executor, which applies and records the blessing rule.
+
+  It also leaves out a baseline that holds no model.
+  """
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Evaluates as TFX's Evaluator, with the rule's threshold set."""
     key = _SPECS.BASELINE_MODEL_KEY
     baselines = input_dict.get(key) or []
     if baselines and not all(served_model.holds_model(b) for b in baselines):
@@ -143,6 +161,7 @@ class Executor(evaluator_executor.Executor):
 
 
 class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
+  """TFX's EvaluatorSpec, plus ACCURACY_FROM_DATA_KEY."""
   PARAMETERS = {
       **standard_component_specs.EvaluatorSpec.PARAMETERS,
       ACCURACY_FROM_DATA_KEY: component_spec.ExecutionParameter(
@@ -151,8 +170,11 @@ class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
 
 
 class Evaluator(base_beam_component.BaseBeamComponent):
-  """TFX's Evaluator component with the executor above: TFX's inputs and
-  outputs (those this pipeline uses) and node id ('Evaluator')."""
+  """TFX's Evaluator component with the executor above.
+
+  It has TFX's inputs and outputs (those this pipeline uses) and node id
+  ('Evaluator').
+  """
 
   SPEC_CLASS = EvaluatorSpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
@@ -162,12 +184,17 @@ class Evaluator(base_beam_component.BaseBeamComponent):
                baseline_model: Optional[types.BaseChannel] = None,
                example_splits: Optional[List[str]] = None,
                accuracy_threshold_from_data: bool = False):
-    """TFX's Evaluator's arguments, and:
+    """Takes TFX's Evaluator's arguments, and one more.
 
     Args:
-      accuracy_threshold_from_data: the eval_config has no accuracy
-        threshold; the executor sets one from the evaluated splits' classes
-        (components/blessing_rule.py).
+      examples: as TFX's Evaluator.
+      model: as TFX's Evaluator.
+      eval_config: as TFX's Evaluator.
+      baseline_model: as TFX's Evaluator.
+      example_splits: as TFX's Evaluator.
+      accuracy_threshold_from_data: whether the executor sets the accuracy
+        threshold from the evaluated splits' classes
+        (components/blessing_rule.py). The eval_config then has none.
     """
     super().__init__(spec=EvaluatorSpec(
         examples=examples, model=model, baseline_model=baseline_model,

@@ -1,19 +1,20 @@
 """The accuracy a model needs to be blessed, fixed or from the eval split.
 
 A fixed threshold suits a known dataset (MNIST's 0.99). For any other
-folder of images, the threshold comes from the data: the model must be
+folder of images, the threshold comes from the data. The model must be
 clearly better than always guessing the eval split's most common class.
-Clearly: the Wilson score 95% interval of its accuracy over the split's N
-images lies above that class's share q. The interval's lower bound exceeds
-q exactly when the accuracy exceeds q + z * sqrt(q * (1 - q) / N) (the
-interval's defining equation, solved at q), so that is the threshold: an
-ordinary TFMA value threshold, computed once before TFMA runs, and rounded
-up to 4 decimals so that the number shown is the one checked.
+Clearly means that the Wilson score 95% interval of its accuracy over the
+split's N images lies above that class's share q. The interval's lower
+bound exceeds q exactly when the accuracy exceeds
+q + z * sqrt(q * (1 - q) / N), the interval's defining equation solved at q.
+That is the threshold. It is an ordinary TFMA value threshold, computed once
+before TFMA runs. It is rounded up to 4 decimals, so that the number shown
+is the one checked.
 
 The Evaluator's executor (components/baseline_evaluator.py) applies the
-rule; the ModelBlessing records it (ACCURACY_THRESHOLD_PROPERTY and
-THRESHOLD_REASON_PROPERTY), which the run summary, the inspector and the
-report read.
+rule. The ModelBlessing records it (ACCURACY_THRESHOLD_PROPERTY and
+THRESHOLD_REASON_PROPERTY) for the run summary, the inspector and the
+report.
 """
 
 import dataclasses
@@ -37,9 +38,15 @@ _Z_95 = statistics.NormalDist().inv_cdf(0.975)
 
 
 def clear_margin_threshold(majority: int, total: int) -> float:
-  """The accuracy above which the Wilson score 95% lower bound over `total`
-  examples exceeds `majority / total` (always guessing the majority class).
-  Above 1 when `total` is too small for any accuracy to be clear of it."""
+  """Returns the accuracy that is clearly above guessing the majority class.
+
+  Above it, the Wilson score 95% lower bound over `total` examples exceeds
+  `majority / total`. The result is above 1 when `total` is too small for
+  any accuracy to be clear of it.
+
+  Raises:
+    ValueError: `total` is 0.
+  """
   if total < 1:
     raise ValueError('no eval examples to set the accuracy threshold from')
   share = majority / total
@@ -49,12 +56,14 @@ def clear_margin_threshold(majority: int, total: int) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
+  """The accuracy threshold of a blessing and why it is that."""
   threshold: float
   reason: str  # Why this threshold, in a few words.
   from_data: bool = False
 
   @property
   def text(self) -> str:
+    """The rule as one line for a person."""
     return f'accuracy >= {self.threshold:g}, {self.reason}' + (
         '; --accuracy-threshold sets a fixed one' if self.from_data else '')
 
@@ -67,12 +76,13 @@ class Rule:
 
 
 def fixed(threshold: float) -> Rule:
+  """Returns the rule of a fixed threshold."""
   return Rule(threshold, FIXED_REASON)
 
 
 def from_class_counts(counts: Sequence[int],
                       class_names: Optional[Sequence[str]] = None) -> Rule:
-  """The rule for an eval split holding counts[i] examples of class i."""
+  """Returns the rule for an eval split of counts[i] examples of class i."""
   total = int(sum(counts))
   majority = max(range(len(counts)), key=lambda i: counts[i]) if total else 0
   threshold = clear_margin_threshold(int(counts[majority]) if total else 0,
@@ -87,9 +97,13 @@ def from_class_counts(counts: Sequence[int],
 
 
 def count_labels(file_patterns: Sequence[str], label_key: str):
-  """How many records of each label the gzipped TFRecord files of tf.Examples
-  hold: numpy int64 counts, index = label. Reads the labels only, a batch at a
-  time."""
+  """Counts the records of each label in gzipped TFRecord files of tf.Examples.
+
+  Only the labels are read, a batch at a time.
+
+  Returns:
+    numpy int64 counts, indexed by label.
+  """
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   files = tf.data.Dataset.list_files(list(file_patterns), shuffle=False)
@@ -109,8 +123,11 @@ def count_labels(file_patterns: Sequence[str], label_key: str):
 
 
 def set_threshold(eval_config, threshold: float) -> None:
-  """Sets the lower bound of the accuracy's value threshold, in place, in a
-  tfma.EvalConfig."""
+  """Sets the accuracy's lower bound in a tfma.EvalConfig, in place.
+
+  Raises:
+    ValueError: the eval_config has no accuracy metric.
+  """
   found = False
   for spec in eval_config.metrics_specs:
     for metric in spec.metrics:
@@ -123,7 +140,7 @@ def set_threshold(eval_config, threshold: float) -> None:
 
 
 def threshold_of(eval_config) -> Optional[float]:
-  """The accuracy's lower bound in a tfma.EvalConfig; None if it has none."""
+  """Returns the accuracy's lower bound in a tfma.EvalConfig, or None."""
   for spec in eval_config.metrics_specs:
     for metric in spec.metrics:
       bound = metric.threshold.value_threshold

@@ -9,12 +9,14 @@ statistics:
   label                    to the range seen
   pixel_min                to 0 .. the largest seen (darker is always fine)
   pixel_max                to the smallest seen .. 255 (brighter likewise)
-so that checking later data against this schema (`local_runner.py
---freeze-schema`) flags another image size, a new label value or images
-whose pixels were scaled into a narrower range. And it leaves `source`
-without a domain (`free_source`): TFDV makes a string feature of few
-values (up to 100) an enum of the values seen, and every record's source
-is its own, so another split or any new image would be an anomaly.
+Checking later data against this schema (`local_runner.py --freeze-schema`)
+then flags another image size, a new label value, or images whose pixels
+were scaled into a narrower range.
+
+It also leaves `source` without a domain (`free_source`). TFDV makes a
+string feature of few values (up to 100) an enum of the values seen. Every
+record's source is its own, so another split or any new image would be an
+anomaly.
 """
 
 import os
@@ -77,8 +79,10 @@ def pin_image_domains(
 
 
 def free_source(schema: schema_pb2.Schema) -> None:
-  """Removes any domain TFDV inferred for `source`, in place (the module
-  docstring says why); it stays a string present in every record."""
+  """Removes any domain TFDV inferred for `source`, in place.
+
+  The module docstring says why. It stays a string present in every record.
+  """
   for feature in schema.feature:
     if feature.name == features.SOURCE_KEY and feature.HasField('domain'):
       name = feature.domain
@@ -90,12 +94,16 @@ def free_source(schema: schema_pb2.Schema) -> None:
 
 
 class Executor(schema_gen_executor.Executor):
-  """SchemaGen's inference, then `pin_image_domains` on the same splits
-  and `free_source`."""
+  """SchemaGen's executor, which then pins the image domains."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Infers the schema as SchemaGen does, then pins and frees domains.
+
+    `pin_image_domains` reads the statistics of the same splits, then
+    `free_source` runs.
+    """
     super().Do(input_dict, output_dict, exec_properties)
     exclude_splits = json_utils.loads(exec_properties.get(
         standard_component_specs.EXCLUDE_SPLITS_KEY, 'null')) or []

@@ -2,14 +2,15 @@
 
 The preprocessing_fn decodes raw image bytes, so it needs their height,
 width and channels before it sees any record. They come from the Examples
-it transforms, never from a flag that could contradict them: this executor
-reads them from the Examples artifact (ImageExampleGen records them as
-custom properties: an IDX file's header, or what an image folder was
-converted to) or, for Examples without them, from the schema (ImageSchemaGen
-and the curated MNIST schema pin each to one value), and hands them to the
-preprocessing_fn in its custom_config, as `features.GEOMETRY_PROPERTIES`,
-with the records' image encoding (raw pixels, PNG or JPEG).
-The same on LocalDagRunner and Kubeflow: it is the component's executor.
+it transforms, never from a flag that could contradict them.
+
+This executor reads them from the Examples artifact, where ImageExampleGen
+records them as custom properties. For Examples without them it reads the
+schema, where ImageSchemaGen and the curated MNIST schema pin each to one
+value. It hands them to the preprocessing_fn in its custom_config, as
+`features.GEOMETRY_PROPERTIES`, with the records' image encoding (raw
+pixels, PNG or JPEG). Being the component's executor, it works the same on
+LocalDagRunner and Kubeflow.
 """
 
 from typing import Any, Dict, List, Optional
@@ -55,7 +56,7 @@ def _from_schema(schema: schema_pb2.Schema) -> Optional[features.ImageGeometry]:
 
 def data_geometry(examples: types.Artifact,
                   schema: schema_pb2.Schema) -> features.ImageGeometry:
-  """The geometry of `examples`' images: from the artifact, else the schema.
+  """Returns the geometry of `examples`' images, from the artifact or schema.
 
   Raises:
     ValueError: neither says.
@@ -70,7 +71,7 @@ def data_geometry(examples: types.Artifact,
 
 
 def image_encoding(examples: types.Artifact) -> str:
-  """How `examples` hold their pixels: 'raw' unless the artifact says."""
+  """Returns how `examples` hold their pixels ('raw' unless they say)."""
   if examples.has_custom_property(features.IMAGE_ENCODING_PROPERTY):
     return examples.get_string_custom_property(
         features.IMAGE_ENCODING_PROPERTY)
@@ -83,6 +84,11 @@ class Executor(transform_executor.Executor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Runs TFX's Transform with the geometry and encoding in custom_config.
+
+    Raises:
+      ValueError: neither the Examples nor the schema give the geometry.
+    """
     examples = input_dict[standard_component_specs.EXAMPLES_KEY][0]
     schema_path = io_utils.get_only_uri_in_dir(artifact_utils.get_single_uri(
         input_dict[standard_component_specs.SCHEMA_KEY]))

@@ -7,56 +7,59 @@ label the model finds unlikely, ranked, with the class it suggests.
 
 Scores never come from a model at a moment it had memorised the record
 it judges:
-  * every split but the training one: the Trainer's model (its serving
-    signature on the serialized records) never trained on them;
-  * the training split, by default: the Trainer's own run. At the end of
-    a few epochs spread over the run it predicted a sample of the split (at
-    most `train_records`, chosen by a hash of their bytes;
-    modules/epoch_probabilities.py), and the averaged probabilities are
-    scored. A wrong label is
-    learnt late, if at all, so its given class stays unlikely over most of
-    the run (the idea of the area under the margin, Pleiss et al., NeurIPS
-    2020). No extra model: one prediction of the sample at each of a few
-    epochs;
-  * the training split with folds K >= 2: cross-fitting. The records are
-    put in K folds by a stable hash of their bytes; for each fold that
+  * Every split but the training one is scored by the Trainer's model (its
+    serving signature on the serialized records), which never trained on
+    them.
+  * The training split is scored, by default, from the Trainer's own run.
+    At the end of a few epochs spread over the run, the Trainer predicted
+    a sample of the split (at most `train_records`, chosen by a hash of
+    their bytes; modules/epoch_probabilities.py). The averaged
+    probabilities are scored. A wrong label is learnt late, if at all, so
+    its given class stays unlikely over most of the run. This is the idea
+    of the area under the margin (Pleiss et al., NeurIPS 2020). It needs
+    no extra model.
+  * With folds K >= 2 the training split is cross-fitted. The records are
+    put in K folds by a stable hash of their bytes. For each fold that
     holds some of the sample, a model of the project's own network and
-    input code (a function named by `cross_fit_fn`, see
-    modules/cross_fit.py) trains on the other folds within a small budget
-    and predicts the sample's records of its own fold.
+    input code trains on the other folds within a small budget. It then
+    predicts the sample's records of its own fold. `cross_fit_fn` names
+    the function that does it (modules/cross_fit.py).
 
 Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
-"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021)
+"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021),
 as cleanlab's `filter.find_label_issues(filter_by='low_self_confidence')`
-does it. Each class's threshold is the mean probability of that class over
-the records labelled with it; a record's likely class is the most probable
-of the classes whose probability reaches their threshold; the (given,
-likely) counts, each row calibrated to the records given that label,
-estimate how many records are labelled wrong (cleanlab's
-`count.num_label_issues`, 'off_diagonal_calibrated'). That many records
-(and two square roots of it more: the estimate is a noisy count),
-those of least self-confidence (the probability of the given class) among
-the ones whose most probable class is not the given one, are the suspects,
-ranked least self-confident first; the class suggested is the most
-probable other one. Probabilities averaged over a training run are low for
-every class in its early epochs, so few records reach the thresholds and
-the estimate falls far short; there every record whose most probable
-class is not the given one is a suspect (a negative margin on average:
-the area under the margin's flag, at threshold 0).
+does it.
+  * Each class's threshold is the mean probability of that class over the
+    records labelled with it.
+  * A record's likely class is the most probable of the classes whose
+    probability reaches their threshold.
+  * The (given, likely) counts, each row calibrated to the records given
+    that label, estimate how many records are labelled wrong (cleanlab's
+    `count.num_label_issues`, 'off_diagonal_calibrated').
+  * That many records, plus two square roots of it since the estimate is a
+    noisy count, are the suspects. They are those of least self-confidence
+    (the probability of the given class) among the records whose most
+    probable class is not the given one.
+Suspects are ranked least self-confident first. The class suggested is the
+most probable other one.
 
-Out of core: the records stream through the model in batches; what stays in
-memory is one label and one row of class probabilities per record (a few
-dozen bytes a record for ten classes), which the per-class thresholds need
-whole.
+Probabilities averaged over a training run are low for every class in its
+early epochs. So few records reach the thresholds, and the estimate falls
+far short. There every record whose most probable class is not the given
+one is a suspect. That is the area under the margin's flag at threshold 0.
 
-Each suspect is named by its `source` feature (records/features.py: the
-image's path under the input folder, or `<IDX images file>:<index>`), read
-back for the suspects only in one more pass over the split's sources.
+Out of core: the records stream through the model in batches. Memory keeps
+one label and one row of class probabilities per record, which the
+per-class thresholds need whole.
 
-The artifact (type components.LabelSuspects) holds suspects.csv and suspects.json
-(both sorted by split, then rank) and, as custom properties, the counts per
-split, the records checked and in the split, and which method scored each
-split (with the sample's size where the training split was sampled).
+Each suspect is named by its `source` feature (records/features.py). It is
+read back for the suspects only, in one more pass over the split's sources.
+
+The artifact (type components.LabelSuspects) holds suspects.csv and
+suspects.json, both sorted by split, then rank. Its custom properties hold
+the counts per split, the records checked and in the split, and which
+method scored each split (with the sample's size where the training split
+was sampled).
 """
 
 import csv
@@ -129,8 +132,10 @@ class LabelSuspects(types.Artifact):
 
 def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
                          ) -> np.ndarray:
-  """Per class: the mean probability of it over the records labelled with
-  it (a class without records gets 1: nothing reaches it)."""
+  """Returns each class's mean probability over the records labelled with it.
+
+  A class without records gets 1, which nothing reaches.
+  """
   classes = probabilities.shape[1]
   sums = np.zeros(classes)
   np.add.at(sums, labels, probabilities[np.arange(len(labels)), labels])
@@ -140,9 +145,12 @@ def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
 
 def confident_joint(labels: np.ndarray, probabilities: np.ndarray
                     ) -> np.ndarray:
-  """Counts [given, likely] over the records that have a likely class: the
-  most probable of the classes whose probability reaches their threshold
-  (cleanlab's count.compute_confident_joint, before calibration)."""
+  """Counts [given, likely] over the records that have a likely class.
+
+  A record's likely class is the most probable of the classes whose
+  probability reaches their threshold. This is cleanlab's
+  count.compute_confident_joint, before calibration.
+  """
   classes = probabilities.shape[1]
   # cleanlab's 1e-6 slack: a record exactly at a threshold reaches it.
   confident = probabilities >= confident_thresholds(labels, probabilities) - 1e-6
@@ -154,9 +162,12 @@ def confident_joint(labels: np.ndarray, probabilities: np.ndarray
 
 
 def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
-  """How many records are labelled wrong: the confident joint's off-diagonal
-  counts, each row calibrated to the records given that label (cleanlab's
-  count.num_label_issues, estimation_method='off_diagonal_calibrated')."""
+  """Estimates how many records are labelled wrong.
+
+  The estimate sums the confident joint's off-diagonal counts, each row
+  calibrated to the records given that label. This is cleanlab's
+  count.num_label_issues, estimation_method='off_diagonal_calibrated'.
+  """
   joint = confident_joint(labels, probabilities).astype(np.float64)
   given = np.bincount(labels, minlength=joint.shape[0])
   rows = joint.sum(axis=1, keepdims=True)
@@ -166,17 +177,19 @@ def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
 
 
 def list_length(estimate: int) -> int:
-  """How many suspects to list for `estimate` wrong labels: the estimate is
-  a count, noisy by about its square root, so two of those more, and a
-  reviewer misses few (the list is ranked: its tail costs a glance)."""
+  """Returns how many suspects to list for `estimate` wrong labels.
+
+  The estimate is a count, noisy by about its square root, so two of those
+  are added. A reviewer then misses few, and the ranked list's tail costs a
+  glance.
+  """
   return int(math.ceil(estimate + 2 * math.sqrt(estimate)))
 
 
 def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
                   every_other_first: bool = False
                   ) -> Tuple[np.ndarray, np.ndarray]:
-  """(indices of the suspects ranked most doubtful first, their suggested
-  classes), by confident learning (see the module docstring).
+  """Finds the suspects by confident learning (see the module docstring).
 
   Args:
     labels: int [N] given classes.
@@ -188,6 +201,10 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
       margin on average, the area under the margin's flag at threshold 0.
       There every class's probabilities are low in early epochs, so few
       records reach the class thresholds the estimate counts with.
+
+  Returns:
+    The indices of the suspects, most doubtful first, and their suggested
+    classes.
   """
   labels = np.asarray(labels, np.int64)
   if not len(labels):
@@ -205,25 +222,28 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
 
 
 def split_files(examples: types.Artifact, split: str) -> List[str]:
-  """The split's record files, in the order positions count them."""
+  """Returns the split's record files, in the order positions count them."""
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
 def read_records(files: List[str], batch_size: int = BATCH_SIZE
                  ) -> tf.data.Dataset:
-  """Batches of serialized records, in file order, then record order."""
+  """Returns batches of serialized records, in file order, then record order."""
   return tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
       batch_size).prefetch(1)
 
 
 def parse_labels(serialized: tf.Tensor) -> np.ndarray:
+  """Returns the labels of a batch of serialized Examples."""
   spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
   return tf.io.parse_example(serialized, spec)[features.LABEL_KEY].numpy()
 
 
 def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
-  """The source of the records at `positions` of the split, read in order
-  up to the last one wanted."""
+  """Returns the source of the records at `positions` of the split.
+
+  Sources are read in order, up to the last one wanted.
+  """
   wanted, found = set(positions.tolist()), {}
   if not wanted:
     return found
@@ -237,7 +257,11 @@ def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
 
 
 def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
-  """The SavedModel's `signature`."""
+  """Loads the SavedModel's `signature`.
+
+  Raises:
+    ValueError: the model has no such signature.
+  """
   loaded = tf.saved_model.load(model_dir)
   if signature not in loaded.signatures:
     raise ValueError(f'the model at {model_dir} has no signature '
@@ -248,9 +272,16 @@ def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
 def model_probabilities(serve: Callable[..., Any], files: List[str],
                         probabilities_key: str
                         ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """(positions [N], labels [N], probabilities [N, classes]) of every
-  record of `files`, streamed through `serve` (a signature taking
-  serialized Examples)."""
+  """Streams every record of `files` through `serve`.
+
+  Args:
+    serve: a signature taking serialized Examples.
+    files: the record files, in order.
+    probabilities_key: the signature's output of class probabilities.
+
+  Returns:
+    positions [N], labels [N] and probabilities [N, classes].
+  """
   labels, probabilities = [], []
   for batch in read_records(files):
     labels.append(parse_labels(batch))
@@ -267,10 +298,17 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
                   class_names: List[str], method: str
                   ) -> List[Dict[str, Any]]:
-  """One row per suspect of the split, most doubtful first.
+  """Returns one row per suspect of the split, most doubtful first.
 
-  positions, labels, probabilities: of the records checked, positions
-  counted over the split's shards in name order.
+  Args:
+    split: the split's name.
+    split_uri: the split's folder.
+    positions: of the records checked, counted over the split's shards in
+      name order.
+    labels: the given classes of the records checked.
+    probabilities: their class probabilities.
+    class_names: the classes' names.
+    method: how the probabilities were made.
   """
   ranked, suggested = find_suspects(
       labels, probabilities, every_other_first=method.startswith(TRAINING_RUN))
@@ -295,7 +333,7 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
 
 
 def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
-  """suspects.csv and suspects.json under `uri`."""
+  """Writes suspects.csv and suspects.json under `uri`."""
   text = io.StringIO()
   writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator='\n')
   writer.writeheader()
@@ -308,7 +346,11 @@ def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
 
 
 def read_suspects(uri: str) -> List[Dict[str, Any]]:
-  """The rows write_suspects wrote."""
+  """Reads the rows write_suspects wrote.
+
+  Raises:
+    ValueError: `uri` holds no suspects.json.
+  """
   path = os.path.join(uri, JSON_FILE)
   if not tf.io.gfile.exists(path):
     raise ValueError(f'{path}: no such file (is this a LabelSuspects '
@@ -318,6 +360,7 @@ def read_suspects(uri: str) -> List[Dict[str, Any]]:
 
 
 def class_names_of(examples: types.Artifact) -> List[str]:
+  """Returns the class names of an Examples artifact."""
   if examples.has_custom_property(features.CLASS_NAMES_PROPERTY):
     return features.decode_class_names(examples.get_string_custom_property(
         features.CLASS_NAMES_PROPERTY))
@@ -326,6 +369,7 @@ def class_names_of(examples: types.Artifact) -> List[str]:
 
 
 class LabelCheckSpec(component_spec.ComponentSpec):
+  """LabelCheck's parameters, inputs and output."""
   PARAMETERS = {
       TRAIN_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
       FOLDS_KEY: component_spec.ExecutionParameter(type=int),
@@ -359,6 +403,7 @@ class Executor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Scores each split and writes its suspects and their counts."""
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
     model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
     transform_graph = artifact_utils.get_single_instance(
@@ -440,8 +485,9 @@ class LabelCheck(base_component.BaseComponent):
     examples: the Examples the Trainer read.
     model: the Trainer's Model (its serving signature scores every split
       but the training one).
-    model_run: the Trainer's ModelRun: with folds 0, the training split's
-      probabilities averaged over the Trainer's epochs, where it kept them.
+    model_run: the Trainer's ModelRun. With folds 0 it holds the training
+      split's probabilities averaged over the Trainer's epochs, where it
+      kept them.
     transform_graph: the Transform graph, for the cross-fitted models.
     cross_fit_fn: module path of the function that cross-fits the training
       split (modules/cross_fit.py's `cross_fit`).

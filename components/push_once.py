@@ -81,14 +81,14 @@ def _cause(error: Exception) -> str:
 
 
 def _stat(base_directory: str):
-  """The directory's statistics; None if it does not exist.
+  """Returns the directory's statistics, None if it does not exist.
 
   `fileio.isdir` and `fileio.listdir` answer "no such directory" whatever
-  went wrong (TensorFlow's is_directory returns False on any error); `stat`
-  raises NotFoundError only when the path is missing, other errors as they
-  are. Except on S3: tensorflow-io's S3 filesystem answers NotFound for a
-  path under a bucket whatever failed, so a path said missing is believed
-  only once its bucket answers (a bucket's own stat reports its errors).
+  went wrong. `stat` raises NotFoundError only when the path is missing, and
+  other errors as they are. S3 is the exception. There tensorflow-io answers
+  NotFound for a path under a bucket whatever failed. So a path said missing
+  is believed only once its bucket answers, since a bucket's own stat
+  reports its errors.
   """
   try:
     return fileio.stat(base_directory)
@@ -103,13 +103,14 @@ def _stat(base_directory: str):
 
 
 def newest_version(base_directory: str) -> Optional[str]:
-  """The highest numbered version directory under `base_directory`; None if
-  it does not exist or holds no version.
+  """Returns the highest numbered version directory under `base_directory`.
+
+  Returns None if it does not exist or holds no version.
 
   Raises:
     ServingDirectoryError: it cannot be read (permissions, an unreachable
-      object store, ...). "Nothing served" would skip the comparison with
-      the served model and push a possibly worse one.
+      object store, ...). Taking that for "nothing served" would skip the
+      comparison with the served model and push a possibly worse one.
   """
   try:
     stat = _stat(base_directory)
@@ -136,6 +137,11 @@ class Executor(pusher_executor.Executor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Pushes as TFX's Pusher, unless the newest version holds the model.
+
+    Raises:
+      ServingDirectoryError: the serving directory cannot be read.
+    """
     destination = pusher_pb2.PushDestination()
     proto_utils.json_to_proto(
         exec_properties[standard_component_specs.PUSH_DESTINATION_KEY],
@@ -160,6 +166,8 @@ class Executor(pusher_executor.Executor):
 
 
 class Pusher(pusher_component.Pusher):
-  """TFX's Pusher component with the executor above; same inputs, outputs and
-  node id ('Pusher')."""
+  """TFX's Pusher component with the executor above.
+
+  Its inputs, outputs and node id ('Pusher') are those of TFX's Pusher.
+  """
   EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)

@@ -1,26 +1,25 @@
 """ServedModel: the model being served, as the Evaluator's baseline.
 
 The baseline a new model must not be worse than is the one a model server
-answers with now: the newest version under the Pusher's destination. This
+answers with now, the newest version under the Pusher's destination. This
 component reads that destination itself, not ML Metadata, so it works the
 same on every orchestrator (LocalDagRunner, open-source Kubeflow Pipelines,
-Vertex AI), and it copies the served SavedModel into its Model artifact's
+Vertex AI). It copies the served SavedModel into its Model artifact's
 `Format-Serving/`, where TFX's Evaluator looks for a model
-(tfx.utils.path_utils.serving_model_path): nothing downstream depends on
+(tfx.utils.path_utils.serving_model_path). So nothing downstream depends on
 the serving directory staying as it was.
 
-Nothing served yet (the first run: no serving directory, or no version in
-it): the Model artifact holds no SavedModel, and the Evaluator
-(components/baseline_evaluator.py) then checks the accuracy threshold only.
-A serving directory that cannot be read fails the step (and the run): taken
-for "nothing served", it would let a worse model be pushed.
+When nothing is served yet, the Model artifact holds no SavedModel. The
+Evaluator (components/baseline_evaluator.py) then checks the accuracy
+threshold only. A serving directory that cannot be read fails the run,
+since taking it for "nothing served" would let a worse model be pushed.
 
 It must never be answered from a stale cache. On LocalDagRunner its driver
 puts the served version into the execution properties before the cache is
-looked up (tfx_workarounds.ExecPropertiesDriver says why a driver): the
+looked up (tfx_workarounds.ExecPropertiesDriver says why a driver). The
 cache key changes exactly when what is served changes, and an unchanged
 re-run may still be cached. The Kubeflow runner turns caching off for its
-task instead (KFP runs no TFX driver).
+task instead, since KFP runs no TFX driver.
 """
 
 import os
@@ -52,9 +51,11 @@ SERVED_FROM_PROPERTY = 'served_from'
 
 
 def served_version(serving_model_dir: str) -> Optional[str]:
-  """The version a model server would load from `serving_model_dir`; None
-  if nothing is served. Raises push_once.ServingDirectoryError if it cannot
-  be read."""
+  """Returns the version a model server would load, None if nothing is served.
+
+  Raises:
+    push_once.ServingDirectoryError: `serving_model_dir` cannot be read.
+  """
   return push_once.newest_version(serving_model_dir)
 
 
@@ -65,6 +66,7 @@ def holds_model(model: types.Artifact) -> bool:
 
 
 class ServedModelSpec(component_spec.ComponentSpec):
+  """ServedModel's parameters and its Model output."""
   PARAMETERS = {
       SERVING_MODEL_DIR_KEY: component_spec.ExecutionParameter(type=str),
       SERVED_VERSION_KEY: component_spec.ExecutionParameter(
@@ -81,6 +83,7 @@ class Driver(tfx_workarounds.ExecPropertiesDriver):
   """Records the served version in the execution properties (the cache key)."""
 
   def exec_properties(self, given: Dict[str, Any]) -> Dict[str, Any]:
+    """Returns the version served now, '' if none."""
     return {SERVED_VERSION_KEY:
                 served_version(given[SERVING_MODEL_DIR_KEY]) or ''}
 
@@ -91,6 +94,11 @@ class Executor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Copies the served model into the Model artifact, if any is served.
+
+    Raises:
+      push_once.ServingDirectoryError: the serving directory cannot be read.
+    """
     del input_dict  # None.
     serving_model_dir = exec_properties[SERVING_MODEL_DIR_KEY]
     model = artifact_utils.get_single_instance(output_dict[MODEL_KEY])

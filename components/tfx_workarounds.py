@@ -41,8 +41,13 @@ PUSHED_VERSION_KEY = 'pushed_version'
 
 def mark_pushed(model_push: types.Artifact, destination: str,
                 version: Optional[str] = None) -> None:
-  """Records on `model_push` that the model is served from `destination`
-  (as `version`), as TFX's Pusher does after a push."""
+  """Records on `model_push` that the model is served, as TFX's Pusher does.
+
+  Args:
+    model_push: the PushedModel artifact.
+    destination: where the model is served from.
+    version: the served version, if known.
+  """
   model_push.set_int_custom_property(PUSHED_KEY, 1)
   model_push.set_string_custom_property(PUSHED_DESTINATION_KEY, destination)
   if version is not None:
@@ -51,11 +56,11 @@ def mark_pushed(model_push: types.Artifact, destination: str,
 
 class ExecPropertiesDriver(base_driver.BaseDriver,
                            portable_base_driver.BaseDriver):
-  """A component's DRIVER_CLASS that adds exec properties (and so changes
-  the cache key) when LocalDagRunner is about to run the node.
+  """A DRIVER_CLASS that adds exec properties when the node is about to run.
 
-  Kubeflow Pipelines runs no driver: a component using this must not rely
-  on it there (turn caching off for its task instead).
+  The properties added change the cache key on LocalDagRunner. Kubeflow
+  Pipelines runs no driver, so a component using this must not rely on it
+  there. Turn caching off for its task instead.
   """
 
   def __init__(self, metadata_handle: metadata.Metadata):
@@ -64,10 +69,11 @@ class ExecPropertiesDriver(base_driver.BaseDriver,
 
   @abc.abstractmethod
   def exec_properties(self, given: Dict[str, Any]) -> Dict[str, Any]:
-    """The properties to set, from the node's own."""
+    """Returns the properties to set, from the node's own."""
 
   def run(self, execution_info: portable_data_types.ExecutionInfo
           ) -> driver_output_pb2.DriverOutput:
+    """Returns a DriverOutput holding `exec_properties` of the node's own."""
     result = driver_output_pb2.DriverOutput()
     for key, value in self.exec_properties(
         dict(execution_info.exec_properties)).items():
@@ -77,6 +83,12 @@ class ExecPropertiesDriver(base_driver.BaseDriver,
 
 def output_dir(pipeline_root: str, node_id: str, output_key: str,
                execution_id: int) -> str:
-  """The directory LocalDagRunner gives output `output_key` of execution
-  `execution_id` of node `node_id`."""
+  """Returns the directory LocalDagRunner gives an execution's output.
+
+  Args:
+    pipeline_root: the pipeline's root directory.
+    node_id: the node that ran.
+    output_key: the output's key.
+    execution_id: the execution's ML Metadata id.
+  """
   return os.path.join(pipeline_root, node_id, output_key, str(execution_id))

@@ -1,16 +1,18 @@
-"""ValidationGate: stops the DAG when ExampleValidator found anomalies, or
-DataChecks found copies of training images in a held-out split.
+"""ValidationGate stops the DAG when the data checks found a problem.
+
+It stops on anomalies ExampleValidator found, and on copies of training
+images in a held-out split that DataChecks found.
 
 TFX's ExampleValidator records anomalies but succeeds either way, and
-Transform and Trainer do not look at its output. This gate sits between them:
-it reads the anomalies artifact and fails with a readable list of what is
-wrong, so nothing that trains or pushes runs on that data. The anomalies
+Transform and Trainer do not look at its output. This gate sits between
+them. It reads the anomalies artifact and fails with a readable list of what
+is wrong, so nothing that trains or pushes runs on that data. The anomalies
 artifact itself stays published in ML Metadata for inspection.
 
 Copies of training images in eval make the evaluation look better than the
-model is: above `max_eval_copy_share` of a held-out split the gate stops,
-unless `eval_copies` is 'keep' or 'drop' (DataChecks then hands the
-Evaluator the held-out splits without those copies).
+model is. Above `max_eval_copy_share` of a held-out split the gate stops,
+unless `eval_copies` is 'keep' or 'drop'. With 'drop', DataChecks hands the
+Evaluator the held-out splits without those copies.
 """
 
 import os
@@ -38,7 +40,7 @@ class DataValidationError(RuntimeError):
 
 def load_anomalies(anomalies: tfx.types.standard_artifacts.ExampleAnomalies
                    ) -> Dict[str, anomalies_pb2.Anomalies]:
-  """The Anomalies proto of each split of an ExampleAnomalies artifact."""
+  """Returns the Anomalies proto of each split of an ExampleAnomalies."""
   result = {}
   for split in artifact_utils.decode_split_names(anomalies.split_names):
     path = os.path.join(
@@ -51,9 +53,12 @@ def load_anomalies(anomalies: tfx.types.standard_artifacts.ExampleAnomalies
 
 def _schema_without_source(feature: str,
                            info: anomalies_pb2.AnomalyInfo) -> bool:
-  """Whether the anomaly only says that the schema, written before records
-  named their source, lacks that feature: records/features.py adds it to
-  every record, and the schema's checks hold for the rest."""
+  """Whether the anomaly only says that the schema lacks `source`.
+
+  Schemas written before records named their source lack that feature.
+  records/features.py adds it to every record, and the schema's checks hold
+  for the rest.
+  """
   return feature == features.SOURCE_KEY and all(
       reason.type == anomalies_pb2.AnomalyInfo.SCHEMA_NEW_COLUMN
       for reason in info.reason)
@@ -61,7 +66,7 @@ def _schema_without_source(feature: str,
 
 def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
                        ) -> List[str]:
-  """One line per anomaly: split, feature and what is wrong."""
+  """Returns one line per anomaly, naming split, feature and what is wrong."""
   lines = []
   for feature, info in sorted(anomalies.anomaly_info.items()):
     if _schema_without_source(feature, info):
@@ -77,8 +82,11 @@ def describe_anomalies(split: str, anomalies: anomalies_pb2.Anomalies
 
 def split_problems(split: str, anomalies: anomalies_pb2.Anomalies
                    ) -> List[str]:
-  """The lines that stop the run for a split ExampleValidator did not
-  bless: its anomalies, but for a schema without the source feature."""
+  """Returns the lines that stop the run for a split that was not blessed.
+
+  They list the anomalies ExampleValidator found, but for a schema without
+  the source feature.
+  """
   lines = describe_anomalies(split, anomalies)
   if lines or anomalies.anomaly_info:
     return lines
@@ -87,8 +95,11 @@ def split_problems(split: str, anomalies: anomalies_pb2.Anomalies
 
 def copies_problem(data_checks: DataCheckResults,
                    max_share: float) -> Optional[str]:
-  """One line naming the held-out splits with too many copies of training
-  images, with a few pairs; None when every split is within max_share."""
+  """Returns a line naming held-out splits with too many copies of train.
+
+  The line names a few pairs too. It is None when every split is within
+  `max_share`.
+  """
   held_out = data_checks_results.json_property(
       data_checks, data_checks_results.HELD_OUT_PROPERTY)
   over = {split: info for split, info in held_out.items()
@@ -113,9 +124,15 @@ def ValidationGate(
     data_checks: tfx.dsl.components.InputArtifact[DataCheckResults] = None,
     eval_copies: tfx.dsl.components.Parameter[str] = 'stop',
     max_eval_copy_share: tfx.dsl.components.Parameter[float] = 0.01) -> None:
-  """Fails, listing the anomalies, unless every split validated cleanly;
-  and, with `data_checks` and eval_copies 'stop', when a held-out split has
-  more than max_eval_copy_share of its images copied from train."""
+  """Fails unless every split validated cleanly and held-out splits are clean.
+
+  A held-out split is not clean, with `data_checks` and eval_copies 'stop',
+  when more than max_eval_copy_share of its images are copies from train.
+
+  Raises:
+    DataValidationError: listing the anomalies or the copies found.
+    ValueError: eval_copies is not one of EVAL_COPIES_CHOICES.
+  """
   if eval_copies not in EVAL_COPIES_CHOICES:
     raise ValueError(f'eval_copies {eval_copies!r}: one of '
                      f'{", ".join(EVAL_COPIES_CHOICES)}')

@@ -1,13 +1,13 @@
 """DataChecks: copies within and across splits, and cheap image issues.
 
-Reads every split of ImageExampleGen's Examples (whatever the split names)
-and writes a DataCheckResults artifact: the pairs of exact and near copies
-and the images with issues, as CSV files, with the counts as custom
-properties (records/data_checks.py). DataChecksDroppingCopies also writes
-the held-out splits without their copies of training images. The
-ValidationGate stops the run when too many held-out images have a copy in
-train (components/validation_gate.py).
-How copies are told from look-alikes: matching.py.
+It reads every split of ImageExampleGen's Examples, whatever the split
+names, and writes a DataCheckResults artifact. The artifact holds the pairs
+of exact and near copies and the images with issues as CSV files, with the
+counts as custom properties (records/data_checks.py).
+DataChecksDroppingCopies also writes the held-out splits without their
+copies of training images. The ValidationGate stops the run when too many
+held-out images have a copy in train (components/validation_gate.py).
+matching.py says how copies are told from look-alikes.
 """
 
 from tfx import types
@@ -27,6 +27,7 @@ class DataCheckResults(types.Artifact):
 
 
 class DataChecksSpec(types.ComponentSpec):
+  """DataChecks' input Examples and its DataCheckResults output."""
   PARAMETERS = {}
   INPUTS = {
       executor.EXAMPLES_KEY: component_spec.ChannelParameter(
@@ -39,6 +40,7 @@ class DataChecksSpec(types.ComponentSpec):
 
 
 class DroppingCopiesSpec(DataChecksSpec):
+  """DataChecksSpec, plus the held-out splits without their copies."""
   OUTPUTS = {
       **DataChecksSpec.OUTPUTS,
       # The held-out splits without their copies of training images.
@@ -60,10 +62,13 @@ class DataChecks(base_beam_component.BaseBeamComponent):
 
 
 class DataChecksDroppingCopies(base_beam_component.BaseBeamComponent):
-  """DataChecks, whose second output is the held-out splits without their
-  copies of training images (examples_without_copies), for the Evaluator.
-  A class of its own, so that runs that keep the copies publish no second
-  Examples artifact."""
+  """DataChecks, with the held-out splits without copies as a second output.
+
+  The second output, examples_without_copies, holds the held-out splits
+  without their copies of training images, for the Evaluator. It is a class
+  of its own, so that runs that keep the copies publish no second Examples
+  artifact.
+  """
 
   SPEC_CLASS = DroppingCopiesSpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -78,7 +83,7 @@ class DataChecksDroppingCopies(base_beam_component.BaseBeamComponent):
 
 def node(examples: types.BaseChannel, drop_held_out_copies: bool
          ) -> base_beam_component.BaseBeamComponent:
-  """The DataChecks node (its id whichever the class)."""
+  """Returns the DataChecks node, whose id is 'DataChecks' either way."""
   if drop_held_out_copies:
     return DataChecksDroppingCopies(examples).with_id('DataChecks')
   return DataChecks(examples)

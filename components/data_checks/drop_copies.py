@@ -1,6 +1,8 @@
-"""Shards of Examples rewritten without some of their records: the
-held-out images that are copies of training images, for an evaluation
-that does not score training images."""
+"""Shards of Examples rewritten without some of their records.
+
+The records left out are held-out images that are copies of training
+images, so that the evaluation does not score training images.
+"""
 
 from typing import Sequence
 
@@ -11,8 +13,13 @@ _BATCH = 1024
 
 
 def write_without(source: str, target: str, dropped: Sequence[int]) -> int:
-  """Copies shard `source` to `target` (compressed alike) without the
-  records at positions `dropped`; returns the records written."""
+  """Copies shard `source` to `target` without the records at `dropped`.
+
+  The target is compressed as the source is.
+
+  Returns:
+    The number of records written.
+  """
   dropped = set(dropped)
   compression = 'GZIP' if source.endswith('.gz') else ''
   written, position = 0, 0

@@ -2,10 +2,11 @@
 
 Beam computes each shard's signatures (shard_signatures.py), one shard per
 element, in as many workers as the pipeline's Beam options give. The
-executor then joins them: the 64-bit hashes, digests, labels and scores in
-memory (under 50 bytes an image), the thumbnails in a memmap in the
-execution's temporary folder; it matches (matching.py), judges the image
-issues (issues.py) and writes the results (records/data_checks.py).
+executor then joins them. The 64-bit hashes, digests, labels and scores are
+held in memory, a few dozen bytes an image. The thumbnails go to a memmap
+in the execution's temporary folder. The executor then matches
+(matching.py), judges the image issues (issues.py) and writes the results
+(records/data_checks.py).
 """
 
 import csv
@@ -48,6 +49,7 @@ SHOWN_PAIRS = 3
 
 
 def notice(text: str) -> None:
+  """Logs `text` as a line the local run shows on its console."""
   logging.info(results.NOTICE_LINE, text)
 
 
@@ -60,28 +62,31 @@ class Shards:
 
   @property
   def total(self) -> int:
+    """The number of images in all shards."""
     return int(self.starts[-1])
 
   def locate(self, index: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(shard number, index within the shard) of each global index."""
+    """Returns (shard number, index within the shard) of each global index."""
     shard = np.searchsorted(self.starts, index, side='right') - 1
     return shard, index - self.starts[shard]
 
   def split_of(self, index: np.ndarray, split_names: List[str]) -> np.ndarray:
-    """The number (into split_names) of each image's split."""
+    """Returns the number (into split_names) of each image's split."""
     shard_split = np.array([split_names.index(split)
                             for split, _ in self.entries], np.int64)
     return shard_split[self.locate(index)[0]]
 
   def record_names(self, index: np.ndarray) -> List[str]:
-    """'shard file:index' of each global index."""
+    """Returns 'shard file:index' of each global index."""
     shard, offset = self.locate(index)
     return [f'{os.path.basename(self.entries[s][1])}:{o}'
             for s, o in zip(shard.tolist(), offset.tolist())]
 
   def sources(self, work_dir: str, index: np.ndarray) -> List[str]:
-    """The source (records/features.py SOURCE_KEY) of each global index;
-    the sources of one shard in memory at a time."""
+    """Returns the source (records/features.py) of each global index.
+
+    Memory holds the sources of one shard at a time.
+    """
     shard, offset = self.locate(index)
     found = np.empty(len(index), object)
     for number in np.unique(shard).tolist():
@@ -112,6 +117,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
+    """Writes the copies and image issues of every split.
+
+    Raises:
+      ValueError: the Examples do not say their geometry, or a record is
+        not an image of it.
+    """
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
     output = artifact_utils.get_single_instance(output_dict[DATA_CHECKS_KEY])
     geometry, encoding = _geometry(examples), image_encoding(examples)
@@ -136,8 +147,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
 
   def _drop(self, examples: types.Artifact, shards: Shards,
             held_out: Dict[str, np.ndarray], target: types.Artifact) -> None:
-    """Writes the held-out splits into `target` without their copies of
-    training images; target gets the Examples' properties."""
+    """Writes the held-out splits into `target` without their copies of train.
+
+    `target` gets the Examples' properties too.
+    """
     target.split_names = artifact_utils.encode_split_names(list(held_out))
     jobs = []
     for split, index in held_out.items():
@@ -170,7 +183,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
   def _signatures(self, entries, work_dir: str,
                   geometry: features.ImageGeometry, encoding: str
                   ) -> List[int]:
-    """Each shard's signatures into work_dir, in Beam; their counts."""
+    """Writes each shard's signatures into work_dir, in Beam; returns counts."""
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline
            | 'Shards' >> beam.Create(list(enumerate(entries)))
@@ -230,7 +243,7 @@ def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str
 def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
                  split: np.ndarray, split_names: List[str],
                  small: Dict[str, np.ndarray], work_dir: str) -> None:
-  """copies.csv: pairs between splits first, then within; in record order."""
+  """Writes copies.csv, pairs between splits first, then in record order."""
   first_split, second_split = split[pairs.first], split[pairs.second]
   order = np.lexsort((pairs.second, pairs.first,
                       first_split == second_split))
@@ -255,8 +268,7 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
 def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
                   shards: Shards, split: np.ndarray, split_names: List[str],
                   labels: np.ndarray, work_dir: str) -> None:
-  """image_issues.csv: one line per image and issue, with the score it was
-  judged on."""
+  """Writes image_issues.csv, a line per image and issue, with its score."""
   score_of = {'near_blank': 'spread', 'dark': 'high', 'bright': 'low',
               'blurry': 'sharpness'}
   with tf.io.gfile.GFile(os.path.join(uri, results.ISSUES_FILE), 'w') as f:
@@ -275,8 +287,10 @@ def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
 
 def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
                     split_names: List[str]) -> Dict[str, np.ndarray]:
-  """{split: indices of its images with a copy in train} for every split
-  but train (none without a train split)."""
+  """Returns {split: indices of its images with a copy in train}.
+
+  Every split but train is there. Without a train split the dict is empty.
+  """
   if results.TRAIN_SPLIT not in split_names:
     return {}
   train = split_names.index(results.TRAIN_SPLIT)
@@ -290,7 +304,7 @@ def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
 def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
             split_names: List[str], flags: Dict[str, np.ndarray],
             held_out_index: Dict[str, np.ndarray]) -> None:
-  """The counts as custom properties; a notice line of what was found."""
+  """Records the counts as custom properties and logs what was found."""
   images = {name: int((split == number).sum())
             for number, name in enumerate(split_names)}
   first_split, second_split = split[pairs.first], split[pairs.second]

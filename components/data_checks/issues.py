@@ -23,7 +23,7 @@ BLURRY_SHARE = 0.2
 
 
 def flags(scores: np.ndarray, median_sharpness: float) -> Dict[str, np.ndarray]:
-  """{issue: bool [N]} for SCORE_DTYPE scores of N images."""
+  """Returns {issue: bool [N]} for the SCORE_DTYPE scores of N images."""
   near_blank = scores['spread'] < NEAR_BLANK_SPREAD
   return {
       'near_blank': near_blank,

@@ -1,27 +1,26 @@
 """Pairs of copies among many images, from their compact signatures.
 
-Candidates: the 64-bit perceptual hashes cut into BANDS bands; two hashes a
-few bits apart agree on at least one band. Per band, the images are sorted
-by their hash rotated so that band leads (then by their average hash, so
-that among the many images of one popular hash copies still meet), and
-each is compared with the next WINDOW images only: images that share a
-band sit side by side, and a band value thousands of images share (every
-plain "1" of MNIST) still gives at most WINDOW candidates per image, never
-the square of its count.
-Candidates within MAX_HASH_BITS bits are verified.
+Candidates come from the 64-bit perceptual hashes cut into BANDS bands.
+Two hashes a few bits apart agree on at least one band. Per band, the
+images are sorted by their hash rotated so that band leads, then by their
+average hash, so that copies still meet among the many images of one
+popular hash. Each image is compared with the next WINDOW images only.
+Images that share a band sit side by side. So a band value thousands of
+images share (every plain "1" of MNIST) still gives at most WINDOW
+candidates per image, never the square of its count. Candidates within
+MAX_HASH_BITS bits are verified.
 
-Verification: the two thumbnails, each brought to zero mean and unit
-standard deviation (so brightness and contrast do not count), must differ
-at every pixel by less than MAX_DIFFERENCE. Images of one class look alike
-and correlate almost as well as copies do (two plain "1"s of MNIST
-correlate better than a copy with mild noise), but somewhere a stroke of
-one lies beside the other's; a copy's differences are small everywhere.
+To verify a pair, its two thumbnails are each brought to zero mean and unit
+standard deviation, so brightness and contrast do not count. They must
+differ at every pixel by less than MAX_DIFFERENCE. Images of one class look
+alike and correlate almost as well as copies do, but somewhere a stroke of
+one lies beside the other's. A copy's differences are small everywhere.
 Copies shrunk well below the dataset's image size and blown up again lose
-their strokes' edges too, and look like any other same-class image: they
-are not found.
+their strokes' edges too. They look like any other same-class image and are
+not found.
 
-Memory: the hashes and a few index arrays of the same length (8 bytes per
-image each); the thumbnails are read from a memmap, a block of candidate
+Memory holds the hashes and a few index arrays of the same length, 8 bytes
+per image each. The thumbnails are read from a memmap, a block of candidate
 pairs at a time.
 """
 
@@ -40,7 +39,7 @@ _BLOCK = 1 << 16
 
 
 def popcount(values: np.ndarray) -> np.ndarray:
-  """Set bits of each uint64."""
+  """Counts the set bits of each uint64."""
   bytes_ = values.view(np.uint8).reshape(len(values), 8)
   return _BYTE_BITS[bytes_].sum(axis=1, dtype=np.int64)
 
@@ -57,9 +56,11 @@ def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
 
 def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
                usable: np.ndarray) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-  """Blocks of index pairs of `usable` images whose hashes are near: one
-  block per band and step of the window, each at most as long as `hashes`.
-  A pair may come in several blocks."""
+  """Yields blocks of index pairs of `usable` images whose hashes are near.
+
+  There is one block per band and step of the window, each at most as long
+  as `hashes`. A pair may come in several blocks.
+  """
   index = np.flatnonzero(usable)
   band_bits = 64 // BANDS
   lead = np.uint64(64 - band_bits)
@@ -90,8 +91,11 @@ def _unique_pairs(keys, count: int) -> Tuple[np.ndarray, np.ndarray]:
 
 def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
             ) -> np.ndarray:
-  """The largest pixel difference of the thumbnails of each pair, in
-  standard deviations; reads `thumbs` (a memmap is fine) a block at a time."""
+  """Returns the largest pixel difference of each pair's thumbnails.
+
+  The difference is in standard deviations. `thumbs` (a memmap is fine) is
+  read a block at a time.
+  """
   difference = np.empty(len(first), np.float32)
   for start in range(0, len(first), _BLOCK):
     stop = start + _BLOCK
@@ -103,7 +107,7 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
 
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
                  ) -> np.ndarray:
-  """The correlation of the thumbnails of each pair (of the few verified)."""
+  """Returns the correlation of the thumbnails of each (verified) pair."""
   a = thumbs[first].astype(np.float32)
   b = thumbs[second].astype(np.float32)
   return (np.einsum('ij,ij->i', a, b) /
@@ -128,10 +132,13 @@ class Pairs:
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
                 usable: np.ndarray) -> Pairs:
-  """Exact copies (equal digests) and near copies (near hashes, verified
-  thumbnails; of `usable` images only) among all images; each pair once,
+  """Finds the exact and near copies among all images.
+
+  Exact copies have equal digests. Near copies, among `usable` images only,
+  have near hashes and verified thumbnails. Each pair comes once, with
   first < second. Candidates are verified a block at a time, so only
-  verified pairs are kept."""
+  verified pairs are kept.
+  """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   for first, second in candidates(hashes, second_hashes, usable):

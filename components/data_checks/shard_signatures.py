@@ -1,13 +1,11 @@
 """Signatures of one shard of Examples, written to files in a work folder.
 
-A Beam DoFn gets a shard's path and reads it with tf.data in batches:
-memory holds one batch of images and the shard's compact signatures and
-sources (records/features.py SOURCE_KEY: which input each record came
-from, read in the same parse).
-The thumbnails go to a file of their own, batch by batch, for the
-executor to join into one memmap. The work folder may be on any
-filesystem TensorFlow knows (the execution's temporary folder under the
-pipeline root).
+A Beam DoFn gets a shard's path and reads it with tf.data in batches.
+Memory holds one batch of images, and the shard's compact signatures and
+sources. The sources (records/features.py) say which input each record came
+from, and are read in the same parse. The thumbnails go to a file of their
+own, batch by batch, for the executor to join into one memmap. The work
+folder may be on any filesystem TensorFlow knows.
 """
 
 import io
@@ -35,15 +33,17 @@ _PREFETCH = 2
 
 
 def work_paths(work_dir: str, shard_number: int) -> Tuple[str, str]:
-  """(thumbnails file, small arrays file) of shard `shard_number`."""
+  """Returns the (thumbnails file, small arrays file) of a shard."""
   stem = os.path.join(work_dir, f'{shard_number:06d}')
   return stem + THUMBNAILS_SUFFIX, stem + SMALL_SUFFIX
 
 
 def read_small(work_dir: str, shard_number: int, names=None
                ) -> Dict[str, np.ndarray]:
-  """The small arrays `write_shard` wrote for shard `shard_number` (those
-  in `names` if given), but the sources."""
+  """Reads the small arrays `write_shard` wrote for a shard, but the sources.
+
+  Only those in `names` are read, if given.
+  """
   with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return {name: arrays[name] for name in names or arrays.files
@@ -51,16 +51,18 @@ def read_small(work_dir: str, shard_number: int, names=None
 
 
 def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
-  """The sources (bytes) of shard `shard_number`'s records, in order."""
+  """Reads the sources (bytes) of a shard's records, in order."""
   with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return arrays[SOURCE]
 
 
 def _batches(path: str, geometry: features.ImageGeometry, encoding: str):
-  """(uint8 [B, H, W, C] images, labels [B], sources [B]) of the shard, a
-  batch at a time. Parsed eagerly: a traced tf.data map would be traced
-  again for every shard."""
+  """Yields (uint8 [B, H, W, C] images, labels [B], sources [B]) of the shard.
+
+  Batches are parsed eagerly, since a traced tf.data map would be traced
+  again for every shard.
+  """
   spec = {key: tf.io.FixedLenFeature([], tf.int64)
           for key in (features.HEIGHT_KEY, features.WIDTH_KEY,
                       features.CHANNELS_KEY, features.LABEL_KEY)}

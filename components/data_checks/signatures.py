@@ -41,8 +41,11 @@ SHARPNESS_SIZE = 64
 
 @functools.lru_cache(maxsize=None)
 def area_matrix(source: int, target: int) -> np.ndarray:
-  """[target, source] weights: each target pixel the mean of the source
-  pixels it covers (nearest pixel when `target` > `source`)."""
+  """Returns [target, source] weights of an area resize.
+
+  Each target pixel is the mean of the source pixels it covers, or the
+  nearest pixel when `target` > `source`.
+  """
   edges = np.linspace(0, source, target + 1)
   weights = np.zeros((target, source), np.float32)
   for t in range(target):
@@ -53,7 +56,7 @@ def area_matrix(source: int, target: int) -> np.ndarray:
 
 
 def grey(images: np.ndarray) -> np.ndarray:
-  """uint8 [N, H, W, C] to float32 [N, H, W] luma (ITU-R 601, as Pillow)."""
+  """Converts uint8 [N, H, W, C] to float32 [N, H, W] luma (ITU-R 601)."""
   images = images.astype(np.float32)
   if images.shape[-1] == 1:
     return images[..., 0]
@@ -61,7 +64,7 @@ def grey(images: np.ndarray) -> np.ndarray:
 
 
 def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
-  """float32 [N, H, W] to [N, height, width] by area weights."""
+  """Resizes float32 [N, H, W] to [N, height, width] by area weights."""
   rows = area_matrix(images.shape[1], height)
   columns = area_matrix(images.shape[2], width)
   return rows @ images @ columns.T
@@ -77,7 +80,7 @@ def _low_frequencies(source: int) -> np.ndarray:
 
 
 def perceptual_hashes(grey_images: np.ndarray) -> np.ndarray:
-  """float32 [N, H, W] to uint64 [N] DCT hashes."""
+  """Returns the uint64 [N] DCT hashes of float32 [N, H, W] images."""
   rows = _low_frequencies(grey_images.shape[1])
   columns = _low_frequencies(grey_images.shape[2])
   low = (rows @ grey_images @ columns.T).reshape(len(grey_images), -1)
@@ -86,18 +89,18 @@ def perceptual_hashes(grey_images: np.ndarray) -> np.ndarray:
 
 
 def pack_bits(bits: np.ndarray) -> np.ndarray:
-  """bool [N, 64] to uint64 [N], bit 0 first."""
+  """Packs bool [N, 64] into uint64 [N], bit 0 first."""
   return np.packbits(bits, axis=1, bitorder='little').view('<u8')[:, 0]
 
 
 def average_hashes(small: np.ndarray) -> np.ndarray:
-  """float32 [N, H, W] to uint64 [N] average hashes."""
+  """Returns the uint64 [N] average hashes of float32 [N, H, W] images."""
   tiny = resize(small, HASH_SIZE, HASH_SIZE).reshape(len(small), -1)
   return pack_bits(tiny > tiny.mean(axis=1, keepdims=True))
 
 
 def digests(images: np.ndarray) -> np.ndarray:
-  """uint8 [N, ...] to uint64 [N]: 8 bytes of BLAKE2b of each image."""
+  """Returns 8 bytes of BLAKE2b of each uint8 [N, ...] image, as uint64 [N]."""
   flat = np.ascontiguousarray(images).reshape(len(images), -1)
   return np.frombuffer(b''.join(
       hashlib.blake2b(row, digest_size=8).digest() for row in flat),
@@ -105,7 +108,7 @@ def digests(images: np.ndarray) -> np.ndarray:
 
 
 def thumbnails(small: np.ndarray) -> np.ndarray:
-  """float32 [N, THUMB, THUMB] to int8 [N, THUMB * THUMB], normalised."""
+  """Normalises float32 [N, THUMB, THUMB] to int8 [N, THUMB * THUMB]."""
   values = small.reshape(len(small), -1)
   values = values - values.mean(axis=1, keepdims=True)
   std = np.sqrt((values * values).mean(axis=1, keepdims=True))
@@ -114,12 +117,16 @@ def thumbnails(small: np.ndarray) -> np.ndarray:
 
 
 def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
-  """float32 [N, H, W] and [N, THUMB, THUMB] to SCORE_DTYPE [N].
+  """Returns the SCORE_DTYPE [N] scores of images and their thumbnails.
 
-  The brightness percentiles are the small image's: a few odd pixels do not
+  The brightness percentiles are the thumbnail's. A few odd pixels do not
   make an image dark or bright, and sorting 256 values per image is cheap.
-  sharpness: the variance of the Laplacian over the variance of the pixels,
-  so that contrast alone does not make an image look sharp.
+  Sharpness is the variance of the Laplacian over the variance of the
+  pixels, so that contrast alone does not make an image look sharp.
+
+  Args:
+    grey_images: float32 [N, H, W].
+    small: float32 [N, THUMB, THUMB], their thumbnails.
   """
   n, height, width = grey_images.shape
   result = np.empty(n, SCORE_DTYPE)
@@ -173,7 +180,7 @@ class Signatures(NamedTuple):
 
 
 def compute(images: np.ndarray) -> Signatures:
-  """uint8 [N, H, W, C] to their Signatures."""
+  """Returns the Signatures of uint8 [N, H, W, C] images."""
   grey_images = grey(images)
   small = resize(grey_images, THUMB, THUMB)
   return Signatures(digests(images), perceptual_hashes(grey_images),
