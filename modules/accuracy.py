@@ -1,10 +1,9 @@
-"""The Evaluator's accuracy: Keras's SparseCategoricalAccuracy, updated as
-written.
+"""The Evaluator's accuracy, Keras's SparseCategoricalAccuracy run as written.
 
 TFMA updates a Keras metric eagerly, and Keras then runs `update_state`
-through AutoGraph, which converts the metric and everything it calls
-(tf_keras is not exempt, see model.compile_for_training): seconds of every
-Evaluator run for code that needs no conversion.
+through AutoGraph. AutoGraph converts the metric and everything it calls
+(tf_keras is not exempt, see model.compile_for_training). That costs every
+Evaluator run seconds for code that needs no conversion.
 """
 
 import tensorflow as tf
@@ -16,4 +15,5 @@ class SparseCategoricalAccuracy(keras.metrics.SparseCategoricalAccuracy):
 
   @tf.autograph.experimental.do_not_convert
   def update_state(self, y_true, y_pred, sample_weight=None):
+    """Updates the metric as Keras's does, without AutoGraph."""
     return super().update_state(y_true, y_pred, sample_weight=sample_weight)

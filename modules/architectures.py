@@ -1,7 +1,9 @@
-"""The networks' names, free of TensorFlow: runners/flags.py offers them as
-choices, and importing Keras there would cost every `--help` seconds.
-modules/model.py builds the scratch networks, modules/backbones.py the
-pretrained backbones."""
+"""The networks' names, free of TensorFlow.
+
+runners/flags.py offers them as choices, and importing Keras there would
+cost every `--help` seconds. modules/model.py builds the scratch networks,
+modules/backbones.py the pretrained backbones.
+"""
 
 AUTO = 'auto'
 MNIST_CNN = 'mnist-cnn'

@@ -1,10 +1,10 @@
 """Which training cluster this process is part of, as TF_CONFIG says.
 
 TF_CONFIG is the environment variable TensorFlow's distributed runtime
-reads: Vertex AI sets it in every replica of a custom job's worker pools
-(pool 0 is the `chief`, pool 1 the `worker`s), Kubeflow's Training
-Operator in every pod of a TFJob, and modules/local_workers.py in each
-worker process it starts. A TF_CONFIG that names one task, or none, is a
+reads. Vertex AI sets it in every replica of a custom job's worker pools
+(pool 0 is the `chief`, pool 1 the `worker`s). Kubeflow's Training Operator
+sets it in every pod of a TFJob, and modules/local_workers.py in each worker
+process it starts. A TF_CONFIG that names one task, or none, is a
 single-process run.
 """
 
@@ -28,20 +28,28 @@ class Task:
 
   @property
   def is_chief(self) -> bool:
-    """The one task that writes the model and the logs: the `chief` task, or
-    worker 0 when the cluster has no chief (TensorFlow's own rule)."""
+    """Whether this is the one task that writes the model and the logs.
+
+    That is the `chief` task, or worker 0 when the cluster has no chief
+    (TensorFlow's own rule).
+    """
     return self.task_type == 'chief' or (
         self.task_type == 'worker' and self.task_index == 0 and
         not self.has_chief)
 
   def describe(self) -> str:
+    """Names the task for a log line, such as 'worker 1 of 2 training tasks'."""
     return (f'{self.task_type} {self.task_index} of {self.workers} training '
             f'tasks{" (chief)" if self.is_chief else ""}')
 
 
 def parse(tf_config: Optional[str]) -> Optional[Task]:
-  """The task of a TF_CONFIG value; None when it names fewer than two
-  training tasks (one process trains alone)."""
+  """Returns the task of a TF_CONFIG value, None when one process trains alone.
+
+  Raises:
+    ValueError: the value is not TF_CONFIG's JSON, or this task does not
+      train.
+  """
   if not tf_config:
     return None
   try:
@@ -67,13 +75,17 @@ def has_tf_config() -> bool:
 
 
 def from_environment() -> Optional[Task]:
-  """This process's task, or None for a single-process run."""
+  """Returns this process's task, or None for a single-process run."""
   return parse(os.environ.get(TF_CONFIG))
 
 
 def local_tf_config(addresses: List[str], index: int) -> str:
-  """TF_CONFIG of worker `index` of a cluster of `addresses` (host:port),
-  worker 0 being the chief."""
+  """Returns the TF_CONFIG of worker `index` of a cluster on this machine.
+
+  Args:
+    addresses: the workers' host:port. Worker 0 is the chief.
+    index: this worker's index.
+  """
   config: Dict[str, Any] = {'cluster': {'worker': list(addresses)},
                             'task': {'type': 'worker', 'index': index}}
   return json.dumps(config)

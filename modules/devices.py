@@ -1,13 +1,13 @@
 """Which devices train the model, with which strategy and precision.
 
 `plan()` is a pure function of the visible GPUs and the CPU's feature
-flags, so the choice it makes is tested on any machine; `make_strategy()`
+flags, so the choice it makes is tested on any machine. `make_strategy()`
 turns a plan into the `tf.distribute.Strategy` that carries it out.
 
-Precision: float16 on GPUs; on a CPU, bfloat16 where the CPU computes it
-natively (AVX512_BF16 or AMX: oneDNN's bfloat16 kernels), float32
-elsewhere, where bfloat16 is emulated and slower. Either way variables,
-logits and the served model stay float32.
+GPUs train in mixed float16. A CPU trains in bfloat16 where it computes it
+natively (AVX512_BF16 or AMX, for oneDNN's bfloat16 kernels), and in
+float32 elsewhere, where bfloat16 is emulated and slower. Either way
+variables, logits and the served model stay float32.
 """
 
 import dataclasses
@@ -31,6 +31,7 @@ _ISA_CAPS_WITHOUT_BFLOAT16 = ('SSE41', 'AVX', 'AVX2', 'AVX2_VNNI',
 
 @dataclasses.dataclass(frozen=True)
 class DevicePlan:
+  """Where the model trains, with which strategy, precision and batch size."""
   # 'default' (CPU), 'one_device' (1 GPU), 'mirrored' (>1), or
   # 'multi_worker' (several processes, each with its GPUs or its CPU).
   strategy: str
@@ -41,6 +42,7 @@ class DevicePlan:
   precision_why: str = ''
 
   def describe(self) -> str:
+    """Describes the plan in one line for the log."""
     where = ', '.join(self.devices) if self.devices else 'CPU'
     if self.workers > 1:
       where = f'{self.workers} workers, each on {where}'
@@ -58,7 +60,7 @@ class DevicePlan:
 
 
 def cpu_flags(cpuinfo: str = '/proc/cpuinfo') -> Collection[str]:
-  """The CPU's feature flags (empty where the file does not say)."""
+  """Returns the CPU's feature flags, empty where the file does not say."""
   try:
     with open(cpuinfo, encoding='utf-8') as f:
       for line in f:
@@ -71,8 +73,13 @@ def cpu_flags(cpuinfo: str = '/proc/cpuinfo') -> Collection[str]:
 
 def cpu_precision(flags: Collection[str], mixed_precision: bool = True,
                   isa_cap: Optional[str] = None) -> Tuple[str, str]:
-  """(The Keras policy, why) for training on a CPU with these flags, under
-  oneDNN's ISA cap (default: $ONEDNN_MAX_CPU_ISA)."""
+  """Returns (the Keras policy, why) for training on a CPU with `flags`.
+
+  Args:
+    flags: the CPU's feature flags.
+    mixed_precision: whether mixed precision is allowed.
+    isa_cap: oneDNN's ISA cap (default: $ONEDNN_MAX_CPU_ISA).
+  """
   native = [f for f in BFLOAT16_CPU_FLAGS if f in flags]
   isa_cap = (os.environ.get('ONEDNN_MAX_CPU_ISA', '') if isa_cap is None
              else isa_cap).upper()
@@ -89,15 +96,21 @@ def cpu_precision(flags: Collection[str], mixed_precision: bool = True,
 def plan(gpus: Sequence[str], batch_size: int,
          mixed_precision: bool = True, workers: int = 1,
          flags: Optional[Collection[str]] = None) -> DevicePlan:
-  """One GPU trains alone, several mirror; GPUs compute in mixed float16,
-  CPUs in mixed bfloat16 where they do it natively (`flags`, default this
-  CPU's); several workers (processes, machines) train under
-  MultiWorkerMirrored.
+  """Returns the plan of training on `gpus`, or on the CPU without them.
 
-  `batch_size` is per replica: with N GPUs each step sees N times as many
-  examples, which keeps every GPU as busy as one would be; with W workers
-  (each on its GPUs, or its CPU as one replica) W times as many again.
-  `gpus` are one worker's.
+  One GPU trains alone, several mirror. GPUs compute in mixed float16, CPUs
+  in mixed bfloat16 where they do it natively. Several workers (processes,
+  machines) train under MultiWorkerMirrored.
+
+  Args:
+    gpus: one worker's GPUs.
+    batch_size: the batch per replica. With N GPUs each step sees N times as
+      many examples, which keeps every GPU as busy as one would be. With W
+      workers (each on its GPUs, or its CPU as one replica) it sees W times
+      as many again.
+    mixed_precision: whether mixed precision is allowed.
+    workers: the processes training together.
+    flags: the CPU's feature flags (default: this CPU's).
   """
   gpus = list(gpus)
   if gpus:
@@ -119,6 +132,7 @@ def plan(gpus: Sequence[str], batch_size: int,
 
 
 def visible_gpus() -> Sequence[str]:
+  """Returns the device names of the GPUs TensorFlow sees."""
   return [f'/gpu:{i}' for i, _ in
           enumerate(tf.config.list_physical_devices('GPU'))]
 
@@ -126,10 +140,10 @@ def visible_gpus() -> Sequence[str]:
 def make_multi_worker_strategy(
     communication_timeout_seconds: float
 ) -> tf.distribute.MultiWorkerMirroredStrategy:
-  """The strategy of a process named in a multi-worker TF_CONFIG.
+  """Returns the strategy of a process named in a multi-worker TF_CONFIG.
 
-  Must be made before any other TensorFlow op runs in the process (it
-  configures the collective ops, which TensorFlow allows only at start-up).
+  It must be made before any other TensorFlow op runs in the process. It
+  configures the collective ops, which TensorFlow allows only at start-up.
   A collective op that waits longer than `communication_timeout_seconds`
   for the other workers fails, rather than waiting for a dead one forever.
   """
@@ -139,6 +153,11 @@ def make_multi_worker_strategy(
 
 
 def make_strategy(device_plan: DevicePlan) -> tf.distribute.Strategy:
+  """Returns the tf.distribute.Strategy that carries out `device_plan`.
+
+  Raises:
+    ValueError: the plan is multi-worker (see make_multi_worker_strategy).
+  """
   if device_plan.strategy == 'multi_worker':
     raise ValueError('a multi-worker strategy is made first thing in the '
                      'process: make_multi_worker_strategy')

@@ -1,6 +1,8 @@
-"""The served model's interface by name: its signatures and their outputs
-(modules/trainer.py exports them). Light to import, for clients such as
-the predict tool."""
+"""The served model's interface by name: its signatures and their outputs.
+
+modules/trainer.py exports them. This module is light to import, for
+clients such as the predict tool.
+"""
 
 SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'

@@ -2,7 +2,7 @@
 
   TF_CONFIG=... python -m modules.trainer_worker ARGS.json
 
-started by modules/local_workers.py; ARGS.json holds the Trainer's FnArgs
+modules/local_workers.py starts it. ARGS.json holds the Trainer's FnArgs
 and the worker's thread count. It runs the same run_fn as TFX's Trainer,
 which sees the multi-worker TF_CONFIG and trains as one of the workers.
 """
@@ -25,10 +25,12 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-  """A killed run leaves no worker training on: the worker is killed when
-  the process that started it (the Trainer's) dies. Set here rather than
+  """Has this worker killed when the Trainer's process that started it dies.
+
+  So a killed run leaves no worker training on. It is set here rather than
   between fork and exec (preexec_fn), where gRPC, running in the Trainer's
-  process, prints warnings about the fork."""
+  process, prints warnings about the fork.
+  """
   parent = os.getppid()
   try:
     ctypes.CDLL('libc.so.6', use_errno=True).prctl(_PR_SET_PDEATHSIG,
@@ -40,6 +42,14 @@ def _die_with_parent() -> None:
 
 
 def main(argv) -> int:
+  """Trains as one worker, with the FnArgs of the file argv[1] names.
+
+  Returns:
+    0 once training is done.
+
+  Raises:
+    SystemExit: the command line does not name one file.
+  """
   _die_with_parent()
   if len(argv) != 2:
     raise SystemExit(f'usage: {argv[0]} ARGS.json')

@@ -1,23 +1,20 @@
 """Transform module: raw image bytes to normalised float images.
 
 The transform graph becomes part of the served model, so serving sees
-exactly what training saw: `serving_default` runs it on the Examples it is
-sent; `serve_images`, sent uint8 images, skips the bytes and runs its
+exactly what training saw. `serving_default` runs it on the Examples it is
+sent. `serve_images`, sent uint8 images, skips the bytes and runs its
 second half, `normalise`, with the values the analyzers learnt.
 
-Materialise or not? The Transform component runs with `materialize=False`
-and the Trainer applies this graph to each parsed batch in its input_fn.
-Reading raw records and transforming per batch feeds the Trainer faster
-than reading materialised float records, which also cost Transform time
-and a second copy of the data on disk (benchmarks/transform_choice.py
-measures both); either is far above what the CNN consumes on a CPU. So
-the simpler and cheaper path wins, and the transform graph is applied the
-same way in training and serving.
+The Transform component runs with `materialize=False`, and the Trainer
+applies this graph to each parsed batch in its input_fn. That feeds the
+Trainer faster than reading materialised float records, which would also
+cost Transform time and a second copy of the data on disk
+(benchmarks/transform_choice.py compares both). And the transform graph is
+applied the same way in training and serving.
 
-The analyzers (`tft.mean`, `tft.var` per channel) earn their place: the
-same module normalises MNIST, Fashion-MNIST (a different brightness
-distribution) and RGB image folders to zero mean and unit variance per
-channel without anyone hard-coding statistics.
+The analyzers (`tft.mean`, `tft.var` per channel) let the same module
+normalise MNIST, Fashion-MNIST and RGB image folders to zero mean and unit
+variance per channel, without anyone hard-coding statistics.
 """
 
 from typing import Any, Dict, Tuple
@@ -38,21 +35,25 @@ VARIANCE_EPSILON = 1e-6
 
 
 def geometry_from_config(custom_config: Dict[str, Any]) -> features.ImageGeometry:
-  """The images' geometry, which the Transform component's executor
-  (components/image_transform.py) read from the Examples, as it read their
-  encoding (custom_config[features.IMAGE_ENCODING_PROPERTY])."""
+  """Returns the images' geometry from the preprocessing_fn's custom_config.
+
+  The Transform component's executor (components/image_transform.py) read
+  it from the Examples, as it read their encoding
+  (custom_config[features.IMAGE_ENCODING_PROPERTY]).
+  """
   return features.ImageGeometry.from_dict(custom_config)
 
 
 def normalise(images: tf.Tensor, mean: tf.Tensor,
               variance: tf.Tensor) -> tf.Tensor:
-  """uint8 images [N, H, W, C] -> model inputs: per-channel zero mean, unit
-  variance, given the channels' `mean` and `variance` of pixels in 0..1.
+  """Maps uint8 images [N, H, W, C] to model inputs.
 
-  The one map from pixels to model inputs: the Transform graph applies it
-  with its analyzers (training, evaluation, `serving_default`), and
-  `serve_images` with their values (modules/trainer.py), on the uint8
-  tensors it is sent.
+  The inputs have per-channel zero mean and unit variance, given the
+  channels' `mean` and `variance` of pixels in 0..1. This is the one map
+  from pixels to model inputs. The Transform graph applies it with its
+  analyzers (training, evaluation, `serving_default`). `serve_images`
+  applies it with their values (modules/trainer.py) on the uint8 tensors it
+  is sent.
   """
   pixels = tf.cast(images, tf.float32) / 255.0
   return (pixels - mean) * tf.math.rsqrt(variance + VARIANCE_EPSILON)
@@ -60,13 +61,21 @@ def normalise(images: tf.Tensor, mean: tf.Tensor,
 
 def preprocessing_fn(inputs: Dict[str, tf.Tensor],
                      custom_config: Dict[str, Any]) -> Dict[str, tf.Tensor]:
-  """tf.Transform entry point (see module docstring).
+  """Decodes and normalises the images, as tf.Transform's entry point.
 
   Besides the model's inputs, every row carries the analyzers' values
-  (PIXEL_MEAN_KEY, PIXEL_VARIANCE_KEY), for `normalisation_constants`:
-  a transform graph's outputs are per row, and this is how the graph says
-  what it learnt. pixel_min, pixel_max and source are for data checks only:
-  not transformed, not model inputs.
+  (PIXEL_MEAN_KEY, PIXEL_VARIANCE_KEY) for `normalisation_constants`. A
+  transform graph's outputs are per row, and this is how the graph says
+  what it learnt. pixel_min, pixel_max and source are for data checks only.
+  They are neither transformed nor model inputs.
+
+  Args:
+    inputs: the parsed raw features of a batch.
+    custom_config: the images' geometry and encoding
+      (components/image_transform.py).
+
+  Returns:
+    The transformed features.
   """
   geometry = geometry_from_config(custom_config)
   images = decode.decode_images(
@@ -89,8 +98,10 @@ def preprocessing_fn(inputs: Dict[str, tf.Tensor],
 
 def normalisation_constants(tf_transform_output: tft.TFTransformOutput,
                             record: bytes) -> Tuple[np.ndarray, np.ndarray]:
-  """(mean, variance) per channel that the transform graph normalises
-  with, read by transforming `record`, any serialized record of its data."""
+  """Returns the per-channel (mean, variance) the transform graph uses.
+
+  They are read by transforming `record`, any serialized record of its data.
+  """
   raw = tf.io.parse_example(tf.constant([record]),
                             tf_transform_output.raw_feature_spec())
   out = tf_transform_output.transform_features_layer()(raw)

@@ -1,7 +1,7 @@
 """What `--tune` searches, and how a point of the search becomes training.
 
-The space, the same for every network, with one entry per network in
-SPACES saying which ModelConfig fields its `width` and `dropout` set:
+The space is the same for every network. One entry per network in SPACES
+says which ModelConfig fields its `width` and `dropout` set:
 
   learning_rate  Adam's first-epoch rate, log-uniform in LEARNING_RATE
   width          a multiplier on the network's widths (conv filters, dense
@@ -11,7 +11,7 @@ SPACES saying which ModelConfig fields its `width` and `dropout` set:
                  network without dropout has none)
   network        fixed: the network tuned, so that the Trainer trains it
 
-`apply` is the one mapping from a point's values to a TrainingConfig: the
+`apply` is the one mapping from a point's values to a TrainingConfig. The
 Tuner's trials (modules/tuner.py) and the Trainer (modules/trainer.py)
 both call it, so a trial trains what the Trainer will train.
 """
@@ -56,6 +56,11 @@ SPACES = {
 
 
 def space_for(network: str) -> NetworkSpace:
+  """Returns the NetworkSpace of `network`.
+
+  Raises:
+    ValueError: SPACES has no entry for it.
+  """
   try:
     return SPACES[network]
   except KeyError:
@@ -65,7 +70,7 @@ def space_for(network: str) -> NetworkSpace:
 
 
 def hyperparameters(network: str):
-  """The search space for `network`, as keras_tuner HyperParameters."""
+  """Returns the search space for `network`, as keras_tuner HyperParameters."""
   import keras_tuner  # pylint: disable=g-import-not-at-top
   space = space_for(network)
   hp = keras_tuner.HyperParameters()
@@ -85,8 +90,11 @@ def _scaled(value, width: float):
 
 
 def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
-  """`config` with a point of the space: its network, learning rate, widths
-  scaled by its width, and its dropout."""
+  """Returns `config` with the values of a point of the space.
+
+  The point sets the network, the learning rate, the widths (scaled by its
+  width) and the dropout.
+  """
   network = values[NETWORK]
   space = space_for(network)
   # A backbone is chosen by --backbone, which stays as it is.
@@ -102,14 +110,21 @@ def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
 
 def tuned_values(hyperparameters_config: Optional[Dict[str, Any]]
                  ) -> Optional[Dict[str, Any]]:
-  """The values of the Trainer's fn_args.hyperparameters (a keras_tuner
-  HyperParameters config, as TFX's Tuner writes the best one), or None."""
+  """Returns the values of the Trainer's fn_args.hyperparameters, or None.
+
+  That is a keras_tuner HyperParameters config, as TFX's Tuner writes the
+  best one.
+  """
   if not hyperparameters_config:
     return None
   return dict(hyperparameters_config['values'])
 
 
 def describe(values: Mapping[str, Any]) -> str:
-  """'network mnist-cnn, learning_rate 0.00123, width 1, dropout 0.35'."""
+  """Describes a point in one line.
+
+  For example 'network mnist-cnn, learning_rate 0.00123, width 1, dropout
+  0.35'.
+  """
   return ', '.join(f'{name} {value:.3g}' if isinstance(value, float)
                    else f'{name} {value}' for name, value in values.items())

@@ -2,11 +2,11 @@
 
 With --warm-start the Trainer's `base_model` is the model in service
 (pipeline/pipeline.py puts a ServedModel node before the Trainer). Training
-starts from its weights when they fit: the same network, trained on images
-of the same geometry, and a class list that holds every class it knew. A
-class added since (in a later span) gets a new column of the classifier,
-and each known class keeps its own, found by name: labels are indices in
-the sorted class names, so a new name may shift the others' indices.
+starts from its weights when they fit. That needs the same network, trained
+on images of the same geometry, and a class list that holds every class it
+knew. A class added since (in a later span) gets a new column of the
+classifier. Each known class keeps its own, found by name, since labels are
+indices in the sorted class names and a new name may shift them.
 
 Otherwise `start` says why in one line, and the Trainer trains from
 scratch. The served model's network and geometry are in its
@@ -38,29 +38,39 @@ WARM_START_FROM = 'warm_start_from'
 
 @dataclasses.dataclass(frozen=True)
 class Start:
-  """Where training starts: the weights to start from (None: from
-  scratch), the served model they are from, and why."""
+  """Where training starts, and why.
+
+  `weights` are those to start from, None from scratch. `served_from` is
+  the served model they are from.
+  """
   weights: Optional[List[np.ndarray]]
   served_from: str
   why: str
 
   @property
   def warm(self) -> bool:
+    """Whether training starts from the served model's weights."""
     return self.weights is not None
 
 
 def cold(why: str) -> Start:
+  """Returns a start from scratch, for the reason `why`."""
   return Start(weights=None, served_from='', why=why)
 
 
 def start(base_model: Optional[str], served_from: str, architecture: str,
           geometry: features.ImageGeometry, class_names: List[str],
           config: ModelConfig) -> Start:
-  """The weights of the served model at `base_model` (a SavedModel
-  directory, None or empty if nothing is served) for a network
-  `architecture` of images `geometry` and classes `class_names`.
+  """Returns where training starts, from the served model if it fits.
 
-  served_from: the served model's path, to name it (default: base_model).
+  Args:
+    base_model: the served model's SavedModel directory, None or empty if
+      nothing is served.
+    served_from: the served model's path, to name it (default: base_model).
+    architecture: the network this run trains.
+    geometry: the images this run trains on.
+    class_names: this run's classes.
+    config: this run's model settings.
   """
   if not base_model or not tf.io.gfile.exists(
       os.path.join(base_model, 'saved_model.pb')):
@@ -118,9 +128,12 @@ def start(base_model: Optional[str], served_from: str, architecture: str,
 def grown_classifier(served: List[np.ndarray], fresh: List[np.ndarray],
                      served_names: List[str],
                      class_names: List[str]) -> List[np.ndarray]:
-  """The classifier's [kernel, bias] for `class_names`: each served class's
-  column from `served`, moved to its index in `class_names`; a new class's
-  from `fresh` (a newly initialised classifier)."""
+  """Returns the classifier's [kernel, bias] for `class_names`.
+
+  Each served class's column comes from `served`, moved to its index in
+  `class_names`. A new class's comes from `fresh`, a newly initialised
+  classifier.
+  """
   kernel, bias = (np.array(w) for w in fresh)
   for old_index, name in enumerate(served_names):
     new_index = class_names.index(name)
