@@ -1,21 +1,22 @@
 """Class probabilities of training records averaged over the Trainer's epochs.
 
-A wrong label is learnt late: until the network memorises it, the record's
+A wrong label is learnt late. Until the network memorises it, the record's
 given class stays unlikely, while a right one becomes likely within a few
-epochs. Averaging each record's probabilities over every epoch of the
-training run keeps that signal (the idea of the area under the margin,
-Pleiss et al., "Identifying Mislabeled Data using the Area Under the Margin
-Ranking", NeurIPS 2020, which averages logit margins), and costs a
-prediction of the records checked at a few epochs, no extra model.
+epochs. Averaging each record's probabilities over the epochs of the
+training run keeps that signal. This is the idea of the area under the
+margin (Pleiss et al., "Identifying Mislabeled Data using the Area Under the
+Margin Ranking", NeurIPS 2020), which averages logit margins. It costs a
+prediction of the records checked at a few epochs, and no extra model.
 LabelCheck (components/label_check.py) ranks the training split's suspects
 from them.
 
-At the end of an epoch, the records checked (a sample chosen by a hash of
-their bytes, as modules/cross_fit.py chooses it, all of a smaller split)
-are predicted without augmentation or dropout, and their probabilities
-added up; a run of many epochs is scored at MAX_SCORED_EPOCHS of them,
-spread over it. Memory: the sample's serialized records (cached after the
-first pass, a few KB a record) and one row of probabilities each.
+The records checked are a sample chosen by a hash of their bytes, as
+modules/cross_fit.py chooses it, or all of a smaller split. At the end of
+an epoch they are predicted without augmentation or dropout, and their
+probabilities added up. A run of many epochs is scored at
+MAX_SCORED_EPOCHS of them, spread over it. Memory holds the sample's
+serialized records (cached after the first pass) and one row of
+probabilities each.
 """
 
 import time
@@ -39,25 +40,33 @@ MAX_SCORED_EPOCHS = 5
 def checked_blocks(files: List[str], records: int, checked_records: int,
                    tf_transform_output: tft.TFTransformOutput
                    ) -> tf.data.Dataset:
-  """(positions, images, labels) of the records checked, in file order, in
-  blocks; their serialized records are cached in memory after the first
-  pass, and parsed and transformed again on each."""
+  """Returns blocks of (positions, images, labels) of the records checked.
+
+  Blocks come in file order. The serialized records are cached in memory
+  after the first pass, and parsed and transformed again on each.
+  """
   return cross_fit.held_out(
       files, 0, cross_fit.plan(records, 1, checked_records),
       input_pipeline.parse_and_transform(tf_transform_output), cache=True)
 
 
 def stride(planned_epochs: int) -> int:
-  """Epochs between two predictions: at most about MAX_SCORED_EPOCHS of a
-  planned run are scored, spread over it."""
+  """Returns the epochs between two predictions of the sample.
+
+  At most about MAX_SCORED_EPOCHS of a planned run are scored, spread over
+  it.
+  """
   return max(1, round(planned_epochs / MAX_SCORED_EPOCHS))
 
 
 class EpochProbabilities(keras.callbacks.Callback):
-  """Adds up the probabilities of the records checked at the end of every
-  `stride` epochs (and of the last), and writes their average under
-  `output_dir` (records/epoch_probabilities.py) when training ends (several
-  `fit` calls add to the same sums)."""
+  """Averages the probabilities of the records checked over a few epochs.
+
+  It adds them up at the end of every `stride` epochs and of the last.
+  When training ends it writes their average under `output_dir`
+  (records/epoch_probabilities.py). Several `fit` calls add to the same
+  sums.
+  """
 
   def __init__(self, files: List[str], records: int, checked_records: int,
                tf_transform_output: tft.TFTransformOutput, output_dir: str,
@@ -89,6 +98,7 @@ class EpochProbabilities(keras.callbacks.Callback):
     return self._predict(images)
 
   def on_epoch_end(self, epoch, logs=None):
+    """Adds the sample's probabilities, at the epochs scored."""
     del logs
     if ((epoch + 1) % self._stride and epoch + 1 != self._planned_epochs and
         not self.model.stop_training):
@@ -111,6 +121,7 @@ class EpochProbabilities(keras.callbacks.Callback):
     self._seconds += time.monotonic() - started
 
   def on_train_end(self, logs=None):
+    """Writes the averaged probabilities, if any epoch was scored."""
     del logs
     if self._epochs:
       stored.write(self._output_dir, stored.EpochProbabilities(

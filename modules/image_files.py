@@ -1,17 +1,20 @@
 """Image files of any size and mode to the trained geometry, in TensorFlow.
 
-The `serve_image_bytes` signature runs this on the files it is sent, so it
+The `serve_image_bytes` signature runs this on the files it is sent. So it
 must convert them as ImageExampleGen converted the image folders the model
-was trained on (records/image_conversion.py, with Pillow): turned upright
-by the EXIF orientation (modules/image_orientation.py reads it as Pillow
-does), transparency composited on white, then the trained channels (grey
-by Pillow's integer luma formula, which this reproduces exactly), then the
-trained size by stretching (no aspect kept, no crop) with a bilinear
-filter. Pillow's BILINEAR widens its triangle filter when it shrinks, as
-`tf.image.resize(..., 'bilinear', antialias=True)` does (Pillow first
-box-shrinks large images by a whole factor, and rounds differently): the
-two differ by a few grey levels on a few pixels
-(tests/test_serve_image_bytes.py holds them to that).
+was trained on (records/image_conversion.py, with Pillow):
+  * turned upright by the EXIF orientation (modules/image_orientation.py
+    reads it as Pillow does),
+  * transparency composited on white,
+  * the trained channels (grey by Pillow's integer luma formula, which this
+    reproduces exactly),
+  * the trained size, by stretching with a bilinear filter (no aspect kept,
+    no crop).
+Pillow's BILINEAR widens its triangle filter when it shrinks, as
+`tf.image.resize(..., 'bilinear', antialias=True)` does. Pillow first
+box-shrinks large images by a whole factor, and rounds differently. So the
+two differ by a few grey levels on a few pixels, which
+tests/test_serve_image_bytes.py allows.
 
 Not reproduced: GIF transparency (TensorFlow decodes GIFs to RGB). WebP
 and TIFF files are refused: TensorFlow does not decode them.
@@ -35,11 +38,11 @@ _BACKGROUND = float(image_conversion.TRANSPARENT_BACKGROUND[0])
 
 
 def check_formats(files: tf.Tensor) -> tf.Operation:
-  """Fails, naming the first offending position in the batch, unless every
-  file starts as a PNG, JPEG, GIF or BMP file does.
+  """Returns an op that fails unless every file is a PNG, JPEG, GIF or BMP file.
 
-  WebP and TIFF files, which image folders may hold, are refused too:
-  TensorFlow does not decode them (the predict command converts them).
+  Its message names the first offending position in the batch. WebP and
+  TIFF files, which image folders may hold, are refused too, since
+  TensorFlow does not decode them. The predict command converts them.
   """
   known = tf.zeros_like(files, tf.bool)
   for magic in signatures.IMAGE_FILE_MAGIC:
@@ -96,7 +99,7 @@ def _resize(image: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
 
 
 def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
-  """One encoded image (a scalar string) to uint8 pixels of `geometry`."""
+  """Decodes one image file (a scalar string) to uint8 pixels of `geometry`."""
   # JPEG: the accurate integer IDCT, as Pillow's libjpeg uses; TensorFlow's
   # default (the fast one) shifts many pixels by a level or two.
   jpeg = tf.equal(tf.strings.substr(data, 0, len(_JPEG)), _JPEG)
@@ -117,9 +120,9 @@ def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
 
 def decode_files(files: tf.Tensor,
                  geometry: features.ImageGeometry) -> tf.Tensor:
-  """Encoded images, string [N], to uint8 [N, H, W, C] of `geometry`.
+  """Decodes image files, string [N], to uint8 [N, H, W, C] of `geometry`.
 
-  One file that is not an image fails the whole batch: a serving graph
+  One file that is not an image fails the whole batch, since a serving graph
   answers a request or rejects it.
   """
   with tf.control_dependencies([check_formats(files)]):

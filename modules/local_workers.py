@@ -1,20 +1,20 @@
 """Multi-worker training on this machine: N worker processes on loopback.
 
 TFX's Trainer calls run_fn inside the pipeline's process, where TensorFlow
-has long been running, and MultiWorkerMirroredStrategy must configure the
+has long been running. MultiWorkerMirroredStrategy must configure the
 collective ops before a process runs its first TensorFlow op. So with
-`--trainer-workers N` and no cluster of its own (no TF_CONFIG) run_fn hands
-the work to N fresh processes, `python -m modules.trainer_worker`, each
-with a TF_CONFIG naming the N free loopback ports, the FnArgs (as JSON) and
-a share of the machine's cores; worker 0 is the chief. They train together
-(modules/trainer.py) and this process waits for them.
+`--trainer-workers N` and no cluster of its own (no TF_CONFIG), run_fn
+hands the work to N fresh processes, `python -m modules.trainer_worker`.
+Each gets a TF_CONFIG naming the N free loopback ports, the FnArgs (as
+JSON) and a share of the machine's cores. Worker 0 is the chief. They train
+together (modules/trainer.py) and this process waits for them.
 
-A worker that dies ends the run at once: the others are killed and the
+A worker that dies ends the run at once. The others are killed, and the
 error names the worker, its exit status and its last lines of output. A
-worker that hangs ends it too: its peers' collective ops time out (the
-communication timeout) and they exit; past the overall timeout every
-worker is killed. Each worker's full output is kept in the ModelRun
-artifact's `workers/` folder.
+worker that hangs ends it too. Its peers' collective ops time out (the
+communication timeout) and they exit. Past the overall timeout every worker
+is killed. Each worker's full output is kept in the ModelRun artifact's
+`workers/` folder.
 """
 
 import json
@@ -52,19 +52,25 @@ class WorkerError(RuntimeError):
 
 
 def fn_args_to_dict(fn_args: FnArgs) -> Dict[str, Any]:
-  """FnArgs as JSON-able values; the data accessor (functions of the
-  pipeline's process) stays behind: run_fn does not use it."""
+  """Returns FnArgs as JSON-able values.
+
+  The data accessor (functions of the pipeline's process) stays behind,
+  since run_fn does not use it.
+  """
   return {k: v for k, v in attr.asdict(fn_args, recurse=False).items()
           if k != 'data_accessor'}
 
 
 def fn_args_from_dict(values: Dict[str, Any]) -> FnArgs:
+  """Returns the FnArgs of what `fn_args_to_dict` returned."""
   return FnArgs(**values)
 
 
 def free_ports(count: int) -> List[int]:
-  """`count` distinct loopback ports free right now (all held open until
-  all are chosen, so none is picked twice)."""
+  """Returns `count` distinct loopback ports free right now.
+
+  All are held open until all are chosen, so none is picked twice.
+  """
   sockets = []
   try:
     for _ in range(count):
@@ -78,8 +84,10 @@ def free_ports(count: int) -> List[int]:
 
 
 def threads_per_worker(workers: int, cores: Optional[int] = None) -> int:
-  """The machine's cores shared out: each worker's TensorFlow thread pools
-  (left alone, every worker would size its pools for the whole machine)."""
+  """Returns each worker's share of the machine's cores, for its thread pools.
+
+  Left alone, every worker would size its pools for the whole machine.
+  """
   return max(1, (cores or os.cpu_count() or 1) // workers)
 
 

@@ -1,15 +1,14 @@
-"""Training progress: a live bar per epoch on a terminal, a line per epoch
-in every log.
+"""Training progress: a live bar per epoch on a terminal, a line per epoch.
 
-Keras's own verbose output is a bar or a line written to stdout: in a local
-run that bypasses the full log (OUT/logs), and in a Kubeflow container a bar
-would fill the log with carriage returns. `EpochProgress` instead
-  * logs one line per epoch through absl (EPOCH_LINE): into the full log
-    locally, where local_runner.py's console also shows it
-    (runners/run_summary.py), and into the container's log on Kubeflow;
+Keras's own verbose output is a bar or a line written to stdout. In a local
+run that bypasses the full log (OUT/logs), and in a Kubeflow container a
+bar would fill the log with carriage returns. `EpochProgress` instead
+  * logs one line per epoch through absl (EPOCH_LINE). Locally it goes into
+    the full log, and local_runner.py's console also shows it
+    (runners/run_summary.py). On Kubeflow it goes into the container's log.
   * draws a bar (tqdm) while an epoch runs, only when `bar_stream` is a
-    terminal: steps, examples/s, loss and time left. It disappears when the
-    epoch's line is logged.
+    terminal. It shows steps, examples/s, loss and time left, and
+    disappears when the epoch's line is logged.
 """
 
 import os
@@ -34,13 +33,17 @@ PLAN_LINE = 'Trainer: %s'
 
 
 def plan_notice(text: str) -> None:
+  """Logs what the Trainer chose, as a line the console shows."""
   logging.info(PLAN_LINE, text)
 
 
 def validation_notice(train_records: int, split: Optional[str],
                       split_records: Optional[int]) -> str:
-  """Which split decides what, in a line: 'trains on train (54,000
-  records); early stopping and the kept epoch on validation (6,000)'."""
+  """Says in a line which split decides what.
+
+  For example 'trains on train (54,000 records); early stopping and the
+  kept epoch on validation (6,000 records)'.
+  """
   trains = f'trains on train ({train_records:,} records)'
   if split is None:
     return (f'{trains}; no validation split: early stopping off, the last '
@@ -57,10 +60,11 @@ def _metrics(logs: Dict[str, Any]) -> str:
 
 def epoch_summary(steps: int, examples: int, seconds: float,
                   logs: Dict[str, Any]) -> str:
-  """'30 steps, 960 examples in 2.1s (457 examples/s); loss 0.6764, ...'.
+  """Summarises an epoch in a line.
 
-  `examples` is steps x batch size: a pass over the data may end on a
-  smaller batch.
+  For example '30 steps, 960 examples in 2.1s (457 examples/s); loss
+  0.6764, ...'. `examples` is steps x batch size, though a pass over the
+  data may end on a smaller batch.
   """
   rate = examples / seconds if seconds > 0 else 0.0
   metrics = _metrics(logs)
@@ -77,7 +81,8 @@ class EpochProgress(keras.callbacks.Callback):
   def __init__(self, batch_size: int,
                bar_stream: Optional[TextIO] = None,
                epochs: Optional[int] = None):
-    """
+    """Makes the callback.
+
     Args:
       batch_size: examples per step (over all replicas), for examples/s.
       bar_stream: where the bar goes, if it is a terminal (default: stderr).
@@ -100,6 +105,7 @@ class EpochProgress(keras.callbacks.Callback):
     return self._epochs or self.params['epochs']
 
   def on_epoch_begin(self, epoch: int, logs=None) -> None:
+    """Starts the epoch's clock, and its bar on a terminal."""
     self._steps = 0
     self._started = time.monotonic()
     if self._bar_stream is not None:
@@ -116,6 +122,7 @@ class EpochProgress(keras.callbacks.Callback):
           'steps [{elapsed}<{remaining}{postfix}]')
 
   def on_train_batch_end(self, batch: int, logs=None) -> None:
+    """Counts the step, and moves the bar."""
     self._steps = batch + 1
     if self._bar is not None:
       seconds = time.monotonic() - self._started
@@ -128,6 +135,7 @@ class EpochProgress(keras.callbacks.Callback):
       self._bar.update(1)
 
   def on_epoch_end(self, epoch: int, logs=None) -> None:
+    """Closes the bar and logs the epoch's line."""
     seconds = time.monotonic() - self._started
     self._known_steps = self._steps
     if self._bar is not None:
@@ -138,6 +146,7 @@ class EpochProgress(keras.callbacks.Callback):
                                seconds, logs or {}))
 
   def on_train_end(self, logs=None) -> None:
+    """Closes a bar left open by training that stopped inside an epoch."""
     if self._bar is not None:  # Training stopped inside an epoch.
       self._bar.close()
       self._bar = None

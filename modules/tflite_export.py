@@ -7,17 +7,15 @@ them with the model version they were made from:
   class_names.txt             line i names class i
   tflite.json                 RESULTS_FILE: each file's size and accuracy
 Each takes what `serve_images` takes, uint8 images [N, H, W, C] of the
-trained geometry (batch first; resize the input tensor for N > 1), and
+trained geometry (batch first; resize the input tensor for N > 1). Each
 returns class probabilities, float32 [N, classes]. The normalisation is
-inside, with the constants the Transform learnt; the graph is TFLite
-builtins only (no SELECT_TF_OPS), and it checks nothing: the caller sends
-the right geometry.
+inside, with the constants the Transform learnt. The graph is TFLite
+builtins only (no SELECT_TF_OPS). It checks nothing, so the caller must
+send the right geometry.
 
-Accuracy is measured on the first EVAL_RECORDS records of the eval split
-(the Examples' Split-eval files: the split that made no choice in
-training, as the Evaluator's), for the SavedModel and each file on the
-same pixels, so the comparison is paired and the Trainer spends seconds
-on it, not minutes.
+Accuracy is measured on the first EVAL_RECORDS records of the eval split,
+the split that made no choice in training. The SavedModel and each file are
+measured on the same pixels, so the comparison is paired and cheap.
 """
 
 import contextlib
@@ -47,7 +45,7 @@ _BATCH = 200
 
 def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
                      mean: np.ndarray, variance: np.ndarray):
-  """uint8 [N, H, W, C] -> probabilities, as a concrete function."""
+  """Returns a concrete function from uint8 [N, H, W, C] to probabilities."""
 
   @tf.function(autograph=False, input_signature=[
       tf.TensorSpec([None, *geometry.shape], tf.uint8, name='images')])
@@ -60,9 +58,12 @@ def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
 
 @contextlib.contextmanager
 def _stderr_to_log() -> Iterator[None]:
-  """The converter and the interpreter log from C++ straight to file
-  descriptor 2, whatever TF_CPP_MIN_LOG_LEVEL says, and the pipeline's
-  console shows only its own lines: their lines go to the log instead."""
+  """Sends what C++ writes to file descriptor 2 to the log instead.
+
+  The converter and the interpreter log from C++ straight to file
+  descriptor 2, whatever TF_CPP_MIN_LOG_LEVEL says. The pipeline's console
+  shows only its own lines.
+  """
   sys.stderr.flush()
   saved = os.dup(2)
   with tempfile.TemporaryFile() as captured:
@@ -79,6 +80,13 @@ def _stderr_to_log() -> Iterator[None]:
 
 
 def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
+  """Converts `concrete_function` of `model` to a .tflite file's bytes.
+
+  Args:
+    concrete_function: the function to convert (`pixel_classifier`).
+    model: the Keras model whose variables it uses.
+    quantise: whether to quantise the weights to 8 bits (dynamic range).
+  """
   # The converter saves the function as a SavedModel of its trackable
   # object first. A module holding only the model's variables saves in a
   # fraction of the time the Keras model takes (which traces every layer),
@@ -112,12 +120,14 @@ def tflite_probabilities(model_content: bytes, images: np.ndarray) -> np.ndarray
 def eval_sample(eval_files: Sequence[str],
                 tf_transform_output: tft.TFTransformOutput, mean: np.ndarray,
                 variance: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """(uint8 pixels, labels) of the first EVAL_RECORDS of the eval split's
-  files, in a fixed order.
+  """Returns (uint8 pixels, labels) of the first EVAL_RECORDS of the eval split.
 
-  They are read as the Trainer reads any split, through the Transform
-  graph, which outputs normalised floats: the pixels are those,
+  They come in a fixed order. They are read as the Trainer reads any split,
+  through the Transform graph, which outputs normalised floats. Those are
   un-normalised and rounded, which recovers the uint8 values exactly.
+
+  Raises:
+    ValueError: the eval split holds no records.
   """
   dataset = input_pipeline.make_dataset(eval_files, tf_transform_output,
                                         _BATCH, training=False, cache=False)
@@ -140,10 +150,21 @@ def export(model: keras.Model, geometry: features.ImageGeometry,
            tf_transform_output: tft.TFTransformOutput, sample_record: bytes,
            class_names: List[str], export_dir: str,
            eval_files: Sequence[str]) -> Dict[str, Any]:
-  """Writes the TFLite files, the class names and RESULTS_FILE into
-  export_dir/TFLITE_DIR; returns what RESULTS_FILE holds.
+  """Writes the TFLite files, the class names and RESULTS_FILE.
 
-  eval_files: the eval split's file patterns, to measure accuracy on.
+  They go into export_dir/TFLITE_DIR.
+
+  Args:
+    model: the trained model.
+    geometry: the images' geometry.
+    tf_transform_output: the Transform graph.
+    sample_record: any serialized record, to read the normalisation.
+    class_names: the classes' names.
+    export_dir: the exported SavedModel's directory.
+    eval_files: the eval split's file patterns, to measure accuracy on.
+
+  Returns:
+    What RESULTS_FILE holds.
   """
   mean, variance = transform.normalisation_constants(tf_transform_output,
                                                      sample_record)

@@ -1,19 +1,20 @@
 """The Tuner's module: `tuner_fn` for TFX's Tuner component (`--tune`).
 
 keras_tuner's Keras tuners (keras_tuner.Tuner, RandomSearch, ...) build,
-fit and save models with the Keras keras_tuner imports, `keras`: Keras 3
-here (keras_tuner/src/backend/config.py), while the project's models are
-tf_keras models, which Keras 3's callbacks and saving do not take.
-TF_USE_LEGACY_KERAS would not change that: it switches `tf.keras`, and
-keras_tuner imports the `keras` package itself. keras_tuner's BaseTuner
-holds no Keras: its oracles pick the trials and its `run_trial` is ours.
-TrialTuner trains each trial with tf_keras, as
-the Trainer does, from the same TrainingConfig (modules/tuning.py apply)
-and the same input_fn (modules/input_pipeline.py), for the trial budget
-(TFX's TrainArgs num_steps), and scores it on the validation split (TFX's
-EvalArgs split, pipeline/validation.py), never on the eval split, which
-the Evaluator alone reads.
-tests/test_tuning.py checks what this relies on.
+fit and save models with the Keras that keras_tuner imports, `keras`. That
+is Keras 3 here (keras_tuner/src/backend/config.py). The project's models
+are tf_keras models, which Keras 3's callbacks and saving do not take.
+TF_USE_LEGACY_KERAS would not change that, since it switches `tf.keras` and
+keras_tuner imports the `keras` package itself.
+
+keras_tuner's BaseTuner holds no Keras. Its oracles pick the trials, and
+its `run_trial` is ours. TrialTuner trains each trial with tf_keras, as the
+Trainer does, from the same TrainingConfig (modules/tuning.py apply) and
+the same input_fn (modules/input_pipeline.py). It trains for the trial
+budget (TFX's TrainArgs num_steps). It scores the trial on the validation
+split (TFX's EvalArgs split, pipeline/validation.py), never on the eval
+split, which the Evaluator alone reads. tests/test_tuning.py checks what
+this relies on.
 """
 
 import math
@@ -47,7 +48,7 @@ def _number(trial) -> int:
 
 
 class TrialTuner(base_tuner.BaseTuner):
-  """Runs each trial as the Trainer trains: see the module's docstring."""
+  """Runs each trial as the Trainer trains (see the module's docstring)."""
 
   def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
                split: str, **kwargs):
@@ -58,6 +59,21 @@ class TrialTuner(base_tuner.BaseTuner):
     self._trials = oracle.max_trials
 
   def run_trial(self, trial, train, evaluation, geometry, num_classes):  # pylint: disable=arguments-differ
+    """Trains and scores one trial.
+
+    Args:
+      trial: keras_tuner's trial, with the point of the space to train.
+      train: the training dataset, repeated.
+      evaluation: the validation dataset.
+      geometry: the images' geometry.
+      num_classes: the number of classes.
+
+    Returns:
+      {tuning.OBJECTIVE: the trial's validation accuracy}.
+
+    Raises:
+      keras_tuner.errors.FatalError: the trial could not train.
+    """
     values = trial.hyperparameters.values
     config = tuning.apply(self._config, values)
     started = time.monotonic()
@@ -93,10 +109,12 @@ class TrialTuner(base_tuner.BaseTuner):
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
   # a local run is the console: the log gets them instead.
   def search_space_summary(self, extended=False):
+    """Logs the search space, where keras_tuner would print it."""
     logging.info('Tuner search space: %s', [
         p.get_config() for p in self.oracle.get_space().space])
 
   def results_summary(self, num_trials=10):
+    """Logs the best trials, where keras_tuner would print them."""
     for trial in self.oracle.get_best_trials(num_trials):
       logging.info('Tuner trial %d: %s: %s %s', _number(trial),
                    tuning.describe(trial.hyperparameters.values),
@@ -104,7 +122,7 @@ class TrialTuner(base_tuner.BaseTuner):
 
 
 def oracle(tuning_config: TuningConfig, hyperparameters):
-  """keras_tuner's oracle of the --tune-search, over `hyperparameters`."""
+  """Returns keras_tuner's oracle of the --tune-search over `hyperparameters`."""
   kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)
@@ -114,7 +132,11 @@ def oracle(tuning_config: TuningConfig, hyperparameters):
 
 
 def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
-  """TFX Tuner entry point: the tuner, and the datasets its trials read."""
+  """Returns the tuner and the datasets its trials read, for TFX's Tuner.
+
+  Raises:
+    ValueError: the Examples have no validation split to score trials on.
+  """
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   tuning_config = TuningConfig(**fn_args.custom_config['tuning'])
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
