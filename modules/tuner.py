@@ -122,7 +122,7 @@ class TrialTuner(base_tuner.BaseTuner):
 
 
 def oracle(tuning_config: TuningConfig, hyperparameters):
-  """Returns keras_tuner's oracle of the --tune-search over `hyperparameters`."""
+  """Returns the oracle of the --tune-search, over `hyperparameters`."""
   kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)
