@@ -1,9 +1,10 @@
-"""Pretrained backbones (`--backbone`): a Keras Application without its
-top, its weights, and the model around it.
+"""Pretrained backbones (`--backbone`).
 
-The model takes what every network here takes, the Transform graph's
-normalised images [N, H, W, C], so the serving signatures are unchanged;
-inside it, before the backbone, the backbone's own input:
+A backbone is a Keras Application without its top, with its weights, and
+the model around it. The model takes what every network here takes, the
+Transform graph's normalised images [N, H, W, C], so the serving signatures
+are unchanged. Inside it, before the backbone, come the backbone's own
+input steps:
 
   augmentation   as the scratch networks' (modules/model.py), on the
                  normalised images, training only
@@ -16,23 +17,23 @@ inside it, before the backbone, the backbone's own input:
   preprocess     the application's preprocess_input (scaling, or BGR and
                  ImageNet means); MobileNetV3 and EfficientNet do theirs
                  inside the application
-then the backbone, called with training=False when its weights are
-pretrained (batch norm in inference mode, as Keras' transfer-learning guide
-does: fine-tuning with batch statistics of small batches would wreck the
-pretrained features), and the head: global average pooling, dropout, dense
-classes.
+Then comes the backbone. It is called with training=False when its
+weights are pretrained, so batch norm runs in inference mode, as in Keras'
+transfer-learning guide. Fine-tuning with batch statistics of small batches
+would wreck the pretrained features. The head is global average pooling,
+dropout and dense classes.
 
-Why resize in the model, not in ImageExampleGen: the data half of the DAG
-(Examples, statistics, schema, Transform) stays the same whichever network
-trains, so trying a backbone re-runs only the Trainer onwards; IDX files,
-which ExampleGen cannot resize, work as image folders do; and small images
-are not stored four to fifty times larger. ExampleGen's own geometry choice
-already brings large photos down to at most 224 pixels a side.
+Images are resized in the model, not in ImageExampleGen, for three
+reasons. The data half of the DAG (Examples, statistics, schema, Transform)
+stays the same whichever network trains, so trying a backbone re-runs only
+the Trainer onwards. IDX files, which ExampleGen cannot resize, work as
+image folders do. And small images are not stored many times larger.
+ExampleGen's own geometry choice already brings large photos down to at
+most 224 pixels a side.
 
-Weights: `imagenet` downloads Keras' published file once into Keras' cache
-(keras.utils.get_file, as the applications themselves do, from the URL each
-one builds: WEIGHTS below), a PATH is loaded as it is, `none` trains from
-scratch.
+`--weights imagenet` downloads Keras' published file once into Keras' cache
+(keras.utils.get_file, from the URL each application builds; see
+APPLICATIONS below). A PATH is loaded as it is. `none` trains from scratch.
 """
 
 import dataclasses
@@ -54,15 +55,18 @@ from records import features
 
 @dataclasses.dataclass(frozen=True)
 class Weights:
-  """Keras' published ImageNet weights of an application without its top:
-  the file, where Keras Applications download it from, and its MD5 (None
-  where Keras checks none)."""
+  """Keras' published ImageNet weights of an application without its top.
+
+  They are the file, where Keras Applications download it from, and its MD5
+  (None where Keras checks none).
+  """
   file_name: str
   base_url: str
   md5: Optional[str]
 
   @property
   def url(self) -> str:
+    """The file's download URL."""
     return self.base_url + self.file_name
 
 
@@ -102,12 +106,14 @@ CACHE_SUBDIR = 'models'
 
 
 class WeightsError(ValueError):
-  """Weights that cannot be had or do not fit: one line, naming the file
-  or the URL and the way out."""
+  """Weights that cannot be had or do not fit.
+
+  The message is one line naming the file or the URL, and the way out.
+  """
 
 
 def keras_cache_dir() -> str:
-  """Keras' download cache, as keras.utils.get_file chooses it."""
+  """Returns Keras' download cache, as keras.utils.get_file chooses it."""
   base = os.path.expanduser(os.path.join('~', '.keras'))
   if not os.access(base, os.W_OK):  # get_file's own fallback.
     base = os.path.join('/tmp', '.keras')
@@ -115,8 +121,13 @@ def keras_cache_dir() -> str:
 
 
 def imagenet_weights(name: str) -> str:
-  """The local path of `name`'s ImageNet weights, downloaded into Keras'
-  cache unless already there."""
+  """Returns the local path of `name`'s ImageNet weights.
+
+  They are downloaded into Keras' cache unless already there.
+
+  Raises:
+    WeightsError: the download failed.
+  """
   weights = APPLICATIONS[name][2]
   try:
     return keras.utils.get_file(weights.file_name, weights.url,
@@ -133,7 +144,11 @@ def imagenet_weights(name: str) -> str:
 
 
 def weights_file(config: ModelConfig) -> Optional[str]:
-  """The local weights file the backbone starts from; None: from scratch."""
+  """Returns the local weights file the backbone starts from, None if none.
+
+  Raises:
+    WeightsError: the file does not exist, or cannot be downloaded.
+  """
   weights = config.backbone_weights
   if weights == NO_WEIGHTS:
     return None
@@ -153,7 +168,7 @@ def weights_file(config: ModelConfig) -> Optional[str]:
 
 def input_size(config: ModelConfig,
                geometry: features.ImageGeometry) -> Tuple[int, int]:
-  """(height, width) the backbone sees."""
+  """Returns the (height, width) the backbone sees."""
   del geometry  # The size is the backbone's, or the one configured.
   height, width = (config.backbone_image_size or
                    BACKBONE_SIZES[config.backbone])
@@ -162,9 +177,17 @@ def input_size(config: ModelConfig,
 
 def application(name: str, size: Tuple[int, int],
                 weights: Optional[str]) -> keras.Model:
-  """Keras Application `name` without its top, on RGB images of `size`
-  (0..255 after its preprocess_input), with `weights` loaded (a file;
-  None: as initialised)."""
+  """Builds Keras Application `name` without its top.
+
+  Args:
+    name: the backbone's flag value.
+    size: the (height, width) of its RGB input, 0..255 before its
+      preprocess_input.
+    weights: a weights file to load, or None to keep it as initialised.
+
+  Raises:
+    WeightsError: the file holds no weights of this backbone.
+  """
   constructor = getattr(keras.applications, APPLICATIONS[name][0])
   backbone = constructor(input_shape=(*size, 3), include_top=False,
                          weights=None)
@@ -180,12 +203,16 @@ def application(name: str, size: Tuple[int, int],
 
 
 def preprocess_input(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
+  """Returns the preprocess_input function of backbone `name`."""
   return getattr(keras.applications, APPLICATIONS[name][1]).preprocess_input
 
 
 def check_weights(config: ModelConfig) -> None:
-  """Fetches or reads the weights and loads them into the backbone, as the
-  Trainer will: what it raises then, raised now (WeightsError)."""
+  """Loads the weights into the backbone now, as the Trainer will.
+
+  Raises:
+    WeightsError: what the Trainer would raise later.
+  """
   weights = weights_file(config)
   if weights:
     application(config.backbone, BACKBONE_SIZES[config.backbone], weights)
@@ -194,9 +221,21 @@ def check_weights(config: ModelConfig) -> None:
 def build(geometry: features.ImageGeometry, num_classes: int,
           config: ModelConfig, mean: np.ndarray,
           variance: np.ndarray) -> Tuple[keras.Model, keras.Model]:
-  """(The model, its backbone): normalised images [batch, H, W, C] ->
-  logits [batch, classes]; see the module docstring. mean, variance: the
-  Transform's per-channel normalisation constants."""
+  """Builds the model around a backbone (see the module docstring).
+
+  The model maps normalised images [batch, H, W, C] to logits [batch,
+  classes].
+
+  Args:
+    geometry: the images' geometry.
+    num_classes: the number of classes.
+    config: the model's settings.
+    mean: the Transform's per-channel mean.
+    variance: the Transform's per-channel variance.
+
+  Returns:
+    The model and its backbone.
+  """
   size = input_size(config, geometry)
   backbone = application(config.backbone, size, weights_file(config))
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)

@@ -1,23 +1,23 @@
 """Out-of-sample class probabilities for the training split, by cross-fitting.
 
 The Trainer's model learnt the training records, labels and all, so its
-probabilities there would confirm a wrong label rather than doubt it. Here
-each record goes to one of K folds by a stable hash of its bytes (the same
-fold in every run); the records checked are a sample chosen by the same
-hash (all of them in a split no larger than the sample), and for each fold
-that holds some of them, a fresh model of the project's own
-network (modules/model.py: `choose`, `build`, `compile_for_training`, under
-the Trainer's settings), fed by the project's input code (the Transform
-graph through input_pipeline.parse_and_transform), trains on the other
-folds for `fold_examples` examples, then predicts the checked records of
-its own fold. On a large split the sample bounds the cost: every record
-checked is predicted once, and a sample within one fold needs one model.
-LabelCheck
+probabilities there would confirm a wrong label rather than doubt it.
+
+Here each record goes to one of K folds by a stable hash of its bytes, the
+same fold in every run. The records checked are a sample chosen by the same
+hash, or all of them in a split no larger than the sample. For each fold
+that holds some of them, a fresh model of the project's own network trains
+on the other folds for `fold_examples` examples. It then predicts the
+checked records of its own fold. The model is built as the Trainer builds
+one (modules/model.py), and fed by the project's input code (the Transform
+graph through input_pipeline.parse_and_transform). On a large split the
+sample bounds the cost. Every record checked is predicted once, and a
+sample within one fold needs one model. LabelCheck
 (components/label_check.py) calls `cross_fit` by its module path.
 
-A pretrained backbone is not used here: its fine-tuning is far beyond a
-small budget, so the fold models are the network --model picks.
-Memory: a shuffle buffer of SHUFFLE_RECORDS records, the batches in flight,
+A pretrained backbone is not used here, since its fine-tuning is far beyond
+a small budget. So the fold models are the network --model picks. Memory
+holds a shuffle buffer of SHUFFLE_RECORDS records, the batches in flight,
 and the [M, classes] probabilities of the M records checked.
 """
 
@@ -45,12 +45,12 @@ BUCKETS = 1 << 20
 
 
 def bucket_of(serialized: tf.Tensor) -> tf.Tensor:
-  """The bucket of each serialized record: a stable hash of its bytes."""
+  """Returns each serialized record's bucket, a stable hash of its bytes."""
   return tf.strings.to_hash_bucket_fast(serialized, BUCKETS)
 
 
 def fold_of(bucket: tf.Tensor, folds: int) -> tf.Tensor:
-  """The fold of each bucket: folds are runs of consecutive buckets."""
+  """Returns the fold of each bucket (folds are runs of consecutive buckets)."""
   return bucket * folds // BUCKETS
 
 
@@ -62,16 +62,16 @@ class Plan:
 
   @property
   def models(self) -> int:
-    """Folds that hold checked records: one model each."""
+    """The number of folds that hold checked records, one model each."""
     return max(1, math.ceil(self.checked_buckets * self.folds / BUCKETS))
 
 
 def plan(records: int, folds: int, checked_records: int) -> Plan:
-  """Checks about `checked_records` of `records`, a hash-chosen sample.
+  """Plans to check about `checked_records` of `records`, a hash-chosen sample.
 
-  The sample is the lowest buckets, and folds are runs of buckets, so a
-  small sample lies in few folds: only those folds' models are trained
-  (with 2 folds, a sample of half the split or less takes one model).
+  The sample is the lowest buckets, and folds are runs of buckets. So a
+  small sample lies in few folds, and only those folds' models are trained.
+  With 2 folds, a sample of half the split or less takes one model.
   """
   share = min(1.0, checked_records / max(records, 1))
   return Plan(folds, BUCKETS if share >= 1 else
@@ -85,7 +85,7 @@ def _records(files: List[str]) -> tf.data.Dataset:
 def _training_data(files: List[str], fold: int, folds: int,
                    tf_transform_output: tft.TFTransformOutput,
                    batch_size: int, seed) -> tf.data.Dataset:
-  """Endless shuffled batches of (images, labels) of every fold but `fold`."""
+  """Returns endless shuffled batches of (images, labels) of the other folds."""
   parse = input_pipeline.parse_and_transform(tf_transform_output)
   shards = tf.data.Dataset.from_tensor_slices(files).shuffle(
       len(files), seed=seed)
@@ -109,9 +109,11 @@ def _training_data(files: List[str], fold: int, folds: int,
 
 def held_out(files: List[str], fold: int, the_plan: Plan, parse,
              cache: bool = False) -> tf.data.Dataset:
-  """(positions, images, labels) of the checked records of `fold`, in file
-  order, a block at a time; with `cache`, their serialized records are kept
-  in memory after the first pass (for a caller that reads them again)."""
+  """Returns blocks of (positions, images, labels) of `fold`'s checked records.
+
+  Blocks come in file order. With `cache`, the serialized records are kept
+  in memory after the first pass, for a caller that reads them again.
+  """
   folds, checked = the_plan.folds, the_plan.checked_buckets
 
   def select(index: tf.Tensor, block: tf.Tensor):
@@ -131,7 +133,7 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
 
 
 def trainer_examples(config: TrainingConfig, records: int) -> int:
-  """Examples the Trainer shows its model (its steps, or its epochs)."""
+  """Returns the examples the Trainer shows its model (steps or epochs)."""
   if config.train_steps:
     return config.train_steps * config.batch_size
   return training_plan.epochs_for(config.budget, records) * records
@@ -139,9 +141,11 @@ def trainer_examples(config: TrainingConfig, records: int) -> int:
 
 def fold_budget(config: TrainingConfig, records: int, folds: int,
                 fold_examples: int) -> int:
-  """Examples each fold's model trains on: `fold_examples`, and never
-  more than the Trainer's own model saw (a fold of a small dataset costs
-  no more than its training)."""
+  """Returns the examples each fold's model trains on.
+
+  That is `fold_examples`, and never more than the Trainer's own model saw,
+  so a fold of a small dataset costs no more than its training.
+  """
   del folds  # Each fold's model may see as many examples as the Trainer's.
   return max(1, min(fold_examples, trainer_examples(config, records)))
 
@@ -150,12 +154,21 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
               folds: int, fold_examples: int, checked_records: int,
               custom_config: Dict[str, Any]
               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-  """(positions [M], labels [M], probabilities [M, classes], records in
-  `files`) of the records checked (about `checked_records` of `files`, chosen by a hash of
-  their bytes; all of them if as many or more), in file order, each
-  predicted by the model of the folds it is not in.
+  """Predicts each record checked by a model of the folds it is not in.
 
-  custom_config: the Trainer's ({'training': TrainingConfig.to_dict()}).
+  Args:
+    files: the training split's gzipped TFRecord files.
+    transform_graph_uri: the Transform graph.
+    num_classes: the number of classes.
+    folds: the number of folds.
+    fold_examples: the examples each fold's model trains on at most.
+    checked_records: about how many records to check, chosen by a hash of
+      their bytes; all of them if the split is no larger.
+    custom_config: the Trainer's ({'training': TrainingConfig.to_dict()}).
+
+  Returns:
+    positions [M], labels [M] and probabilities [M, classes] of the records
+    checked, in file order, and the number of records in `files`.
   """
   config = (TrainingConfig.from_dict(custom_config['training'])
             if 'training' in custom_config else TrainingConfig())

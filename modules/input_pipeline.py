@@ -1,8 +1,8 @@
 """The Trainer's input_fn: sharded, gzipped raw Examples to model batches.
 
-Each split is either cached in memory or streamed from its shards, decided
-by its size against a memory budget (`plan_inputs`; the budget covers both
-splits together, the training split decided first):
+Each split is either cached in memory or streamed from its shards. Its
+size against a memory budget decides (`plan_inputs`). The budget covers
+both splits together, and the training split is decided first:
 
   cached     list the shards -> shuffle them (training) -> interleave
              TFRecordDatasets over every shard in parallel -> cache the raw
@@ -13,19 +13,20 @@ splits together, the training split decided first):
              shuffle in chunks, a third of a buffer bounded in bytes each
              (training; see shuffle_chunks) -> ...
 
-Training reads each shard in blocks of READ_BLOCK records (see there why);
-and then, both: blocks of PARSE_BLOCK records -> parse each block at once
-(`tf.io.parse_example`) -> apply the transform graph to it -> cut into
-batches -> prefetch. Evaluation reads in a deterministic order, unshuffled.
+Training reads each shard in blocks of READ_BLOCK records (see there
+why). Then both go on alike: blocks of PARSE_BLOCK records -> parse each
+block at once (`tf.io.parse_example`) -> apply the transform graph to it ->
+cut into batches -> prefetch. Evaluation reads in a deterministic order,
+unshuffled.
 
-The cache holds the raw serialized records, not the transformed floats
-(4 bytes a pixel where a record holds 1): parsing and the transform
-are vectorised per batch and cheap, and caching *before* the record shuffle
-lets every epoch see a new order (a cache after the shuffle would replay
-epoch one's order). A split that fits gets a uniform shuffle over all of
-it, and its later epochs run at the bare read's rate; one that does not is
-read from disk every epoch, holding only the shuffle buffer and the
-batches in flight.
+The cache holds the raw serialized records, not the transformed floats,
+which take 4 bytes a pixel where a record holds 1. Parsing and the
+transform are vectorised per batch and cheap. Caching *before* the record
+shuffle lets every epoch see a new order, where a cache after the shuffle
+would replay epoch one's order. A split that fits gets a uniform shuffle
+over all of it, and its later epochs run at the bare read's rate. One that
+does not fit is read from disk every epoch, holding only the shuffle buffer
+and the batches in flight.
 """
 
 import dataclasses
@@ -76,6 +77,7 @@ class SplitSize:
 
   @property
   def bytes_per_record(self) -> float:
+    """What caching one record takes, on average."""
     return self.memory_bytes / max(self.records, 1)
 
 
@@ -97,10 +99,12 @@ class InputPlan:
                 cycle_length=self.cycle_length)
 
   def to_dict(self) -> Dict[str, Any]:
+    """Returns the plan as JSON-able values, with how it reads the split."""
     return {**dataclasses.asdict(self), 'read': 'cache' if self.cache
             else 'stream', 'memory_bytes': self.size.memory_bytes}
 
   def describe(self) -> str:
+    """Says in one line how the split is read, and why."""
     s = self.size
     amount = (f'{s.records:,} records, {_mb(s.memory_bytes)} in memory '
               f'({_mb(s.disk_bytes)} gzipped in {s.files} shards)')
@@ -127,6 +131,11 @@ def _mb(n: float) -> str:
 
 
 def list_files(file_patterns: Union[str, Sequence[str]]) -> List[str]:
+  """Returns the files matching `file_patterns`, sorted.
+
+  Raises:
+    ValueError: no file matches.
+  """
   patterns = [file_patterns] if isinstance(file_patterns, str) else file_patterns
   files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
   if not files:
@@ -135,11 +144,12 @@ def list_files(file_patterns: Union[str, Sequence[str]]) -> List[str]:
 
 
 def measure(file_patterns: Union[str, Sequence[str]]) -> SplitSize:
-  """Records and their bytes, in one parallel pass over the gzipped shards
-  (full MNIST's train split: ~1 s on 2 cores), and the shards' size.
+  """Measures a split's records, their bytes and the shards' size.
 
-  Reading is the only way to know: gzip's size trailer is modulo 4 GiB, and
-  a compression ratio guessed from one shard would be only a guess.
+  The records are counted in one parallel pass over the gzipped shards.
+  Reading is the only way to know, since gzip's size trailer is modulo
+  4 GiB, and a compression ratio guessed from one shard would be only a
+  guess.
   """
   files = list_files(file_patterns)
   dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
@@ -159,13 +169,13 @@ def measure(file_patterns: Union[str, Sequence[str]]) -> SplitSize:
 
 
 def count_records(file_patterns: Union[str, Sequence[str]]) -> int:
-  """Records in gzipped TFRecord files."""
+  """Counts the records in gzipped TFRecord files."""
   return measure(file_patterns).records
 
 
 def plan_split(split: str, size: SplitSize, config: InputConfig,
                training: bool, budget: int) -> InputPlan:
-  """Cache the split if it fits `budget` bytes, else stream it."""
+  """Plans to cache the split if it fits `budget` bytes, else to stream it."""
   cache = size.memory_bytes <= budget
   if not training:
     shuffle_buffer = None
@@ -184,8 +194,12 @@ def plan_split(split: str, size: SplitSize, config: InputConfig,
 
 def plan_inputs(train: SplitSize, evaluation: SplitSize,
                 config: InputConfig) -> Tuple[InputPlan, InputPlan]:
-  """The training split against the whole budget, then evaluation against
-  what it leaves (its cache, or its shuffle buffer when streamed)."""
+  """Plans the training split, then the evaluation split.
+
+  The training split is planned against the whole budget. Evaluation gets
+  what it leaves: the budget less its cache, or less its shuffle buffer
+  when streamed.
+  """
   train_plan = plan_split('train', train, config, True, config.memory_budget)
   held = (train.memory_bytes if train_plan.cache else
           train_plan.shuffle_buffer * train.bytes_per_record)
@@ -196,34 +210,35 @@ def plan_inputs(train: SplitSize, evaluation: SplitSize,
 
 def plan_training(file_patterns: Union[str, Sequence[str]],
                   config: InputConfig) -> InputPlan:
-  """The training split's plan as plan_inputs decides it (for the
-  benchmarks, which read the training split alone)."""
+  """Returns the training split's plan as plan_inputs decides it.
+
+  The benchmarks use it, since they read the training split alone.
+  """
   return plan_split('train', measure(file_patterns), config, True,
                     config.memory_budget)
 
 
 def first_record(file_patterns: Union[str, Sequence[str]]) -> bytes:
-  """The first serialized record (shards may be empty: the first of the
-  first that is not)."""
+  """Returns the first serialized record of the first shard not empty."""
   dataset = tf.data.TFRecordDataset(list_files(file_patterns),
                                     compression_type='GZIP')
   return next(iter(dataset.take(1))).numpy()
 
 
 def chunk_records(shuffle_buffer: int) -> int:
-  """Records per chunk of the streaming shuffle (shuffle_chunks)."""
+  """Returns the records per chunk of the streaming shuffle (shuffle_chunks)."""
   return max(1, shuffle_buffer // CHUNKS_IN_FLIGHT)
 
 
 def shuffle_chunks(blocks: tf.data.Dataset, records: int) -> tf.data.Dataset:
-  """Blocks of records -> chunks of `records` records, each in a uniformly
-  random order (the last chunk of an epoch may be shorter).
+  """Cuts blocks of records into chunks of `records` records, each shuffled.
 
-  A chunk is shuffled by one vectorised op, where a tf.data shuffle buffer
-  hands every record over one by one, at a CPU cost per record that a
-  streaming epoch feels. What a chunk mixes: the `cycle_length`
-  shards being read, READ_BLOCK records of each in turn; shards are listed
-  in a new order each epoch and so are the chunks' records.
+  Each chunk is in a uniformly random order. The last chunk of an epoch may
+  be shorter. A chunk is shuffled by one vectorised op, where a tf.data
+  shuffle buffer hands every record over one by one, at a CPU cost per
+  record that a streaming epoch feels. A chunk mixes the `cycle_length`
+  shards being read, READ_BLOCK records of each in turn. Shards are listed
+  in a new order each epoch, and so are the chunks' records.
   """
   # Stateless, seeded per chunk from a seed stream that changes each epoch
   # (iteration): a stateful tf.random.shuffle would replay its first
@@ -236,9 +251,11 @@ def shuffle_chunks(blocks: tf.data.Dataset, records: int) -> tf.data.Dataset:
 
 def parse_block(tf_transform_output: tft.TFTransformOutput,
                 batch_size: int) -> int:
-  """Records per parse-and-transform call: PARSE_BLOCK, fewer if their
-  pixels exceed PARSE_BLOCK_BYTES, never fewer than a batch (a block of
-  exactly a batch is not cut again)."""
+  """Returns the records per parse-and-transform call.
+
+  That is PARSE_BLOCK, fewer if their pixels exceed PARSE_BLOCK_BYTES, and
+  never fewer than a batch. A block of exactly a batch is not cut again.
+  """
   shape = tf.TensorShape(tf_transform_output.transformed_feature_spec()[
       features.IMAGE_KEY].shape)
   record_bytes = 4 * max(1, shape.num_elements() or 1)
@@ -246,7 +263,7 @@ def parse_block(tf_transform_output: tft.TFTransformOutput,
 
 
 def parse_and_transform(tf_transform_output: tft.TFTransformOutput):
-  """Serialized Examples [batch] -> (images, labels), vectorised."""
+  """Returns a function of serialized Examples [batch] to (images, labels)."""
   # The pixel range and the source are for data checks only: the transform
   # graph does not read them, and every feature parsed costs (the parse is
   # most of what the input_fn adds to reading the shards).
@@ -274,12 +291,25 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
                  cache: bool = True,
                  repeat: bool = False,
                  cycle_length: Optional[int] = None) -> tf.data.Dataset:
-  """A dataset of (images [batch, H, W, C] float32, labels [batch] int64).
+  """Returns a dataset of (images, labels) batches of a split.
 
-  shuffle_buffer: records shuffled through this buffer when `training`
-  (an InputPlan's, see plan_split); unused otherwise. Cached: a tf.data
-  shuffle buffer; streamed: chunks of a third of it (shuffle_chunks).
-  cycle_length: shards read at once (default: all of them).
+  Images are float32 [batch, H, W, C], labels int64 [batch].
+
+  Args:
+    file_patterns: the split's gzipped TFRecord files.
+    tf_transform_output: the Transform graph.
+    batch_size: records per batch.
+    training: whether to shuffle the records.
+    shuffle_buffer: records shuffled through this buffer when `training`
+      (an InputPlan's, see plan_split); unused otherwise. Cached, it is a
+      tf.data shuffle buffer. Streamed, it is cut into chunks
+      (shuffle_chunks).
+    cache: whether to cache the raw records in memory.
+    repeat: whether to repeat the records without end.
+    cycle_length: shards read at once (default: all of them).
+
+  Raises:
+    ValueError: training without a shuffle_buffer, or no file matches.
   """
   if training and not shuffle_buffer:
     raise ValueError('training needs a shuffle_buffer of at least 1 record')
@@ -331,6 +361,6 @@ def make_planned_dataset(file_patterns: Union[str, Sequence[str]],
                          tf_transform_output: tft.TFTransformOutput,
                          batch_size: int, plan: InputPlan,
                          repeat: bool = False) -> tf.data.Dataset:
-  """make_dataset as `plan` (plan_inputs) decided."""
+  """Returns make_dataset's dataset as `plan` (plan_inputs) decided."""
   return make_dataset(file_patterns, tf_transform_output, batch_size,
                       repeat=repeat, **plan.dataset_args())

@@ -2,29 +2,27 @@
 
 small-bn-cnn   blocks of conv 3x3, batch norm and ReLU with a 2x2 max-pool
                between them, then dense classes on the flattened features.
-               A tenth of mnist-cnn's arithmetic and a fiftieth of its
-               weights, and batch norm with a one-cycle schedule reaches in
-               a few epochs what mnist-cnn needs many for (BENCHMARKS.md,
-               "MNIST time to accuracy"). Its head grows with the image
-               area: small grey images only.
+               Far less arithmetic and far fewer weights than mnist-cnn.
+               Batch norm with a one-cycle schedule reaches in a few epochs
+               what mnist-cnn needs many for (BENCHMARKS.md). Its head grows
+               with the image area, so it suits small grey images only.
 mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
                tutorial, the seeds' CNN): conv, max-pool, conv, max-pool,
                dense, dropout, dense classes (sizes: ModelConfig). Kept by
                name for comparison.
-small-gap-cnn  blocks of conv 3x3, batch norm and ReLU: the first conv with
+small-gap-cnn  blocks of conv 3x3, batch norm and ReLU, the first conv with
                stride 2, a 2x2 max-pool after each later block but the
                last; then global average pooling, dropout and dense
-               classes. The same parameter count at any image size, batch
-               norm keeps it trainable on colour images whose backgrounds
-               vary, and halving the image at every block lets the last
-               features see most of it (at 96x96 a shape's whole outline,
-               not pieces of it).
+               classes. It has the same parameter count at any image size.
+               Batch norm keeps it trainable on colour images whose
+               backgrounds vary. Halving the image at every block lets the
+               last features see most of it.
 'auto' picks small-bn-cnn for grey images of at most
 `small_grey_max_pixels` pixels and small-gap-cnn for anything larger or in
 colour.
 
 With `augment`, random flips, shifts and brightness changes (Keras
-preprocessing layers) come first; they act only in training, so serving
+preprocessing layers) come first. They act only in training, so serving
 and evaluation see the images as they are.
 """
 
@@ -47,7 +45,7 @@ LOGITS_LAYER = 'logits'
 
 def choose(config: ModelConfig,
            geometry: features.ImageGeometry) -> Tuple[str, str]:
-  """(architecture, why) for images of `geometry`."""
+  """Returns (architecture, why) for images of `geometry`."""
   if config.backbone:
     return config.backbone, 'pretrained backbone, as configured'
   if config.architecture != AUTO:
@@ -64,7 +62,7 @@ def choose(config: ModelConfig,
 
 def choose_augment(config: ModelConfig,
                    geometry: features.ImageGeometry) -> Tuple[bool, str]:
-  """(augment, why) for images of `geometry`."""
+  """Returns (augment, why) for images of `geometry`."""
   if config.augment is not None:
     return config.augment, 'as configured'
   if geometry.channels > 1:
@@ -74,11 +72,14 @@ def choose_augment(config: ModelConfig,
 
 def build(architecture: str, geometry: features.ImageGeometry,
           num_classes: int, config: ModelConfig) -> keras.Model:
-  """Images [batch, H, W, C] (normalised floats) -> logits [batch, classes].
+  """Builds a network from images [batch, H, W, C] to logits [batch, classes].
 
-  The last layer computes in float32 whatever the global precision policy,
-  so logits and the softmax on them stay numerically safe under mixed
-  precision.
+  The images are normalised floats. The last layer computes in float32
+  whatever the global precision policy, so logits and the softmax on them
+  stay numerically safe under mixed precision.
+
+  Raises:
+    ValueError: `architecture` is not one of the scratch networks.
   """
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
   augment, _ = choose_augment(config, geometry)
@@ -98,8 +99,11 @@ def build(architecture: str, geometry: features.ImageGeometry,
 
 def one_cycle(peak: float, warmup_fraction: float,
               total_steps: int) -> keras.optimizers.schedules.CosineDecay:
-  """From peak/10 up to `peak` over the first `warmup_fraction` of the
-  steps, then a cosine down to zero at the last step."""
+  """Returns the one-cycle learning rate schedule.
+
+  It rises from peak/10 to `peak` over the first `warmup_fraction` of the
+  steps, then follows a cosine down to zero at the last step.
+  """
   warmup = int(warmup_fraction * total_steps)
   return keras.optimizers.schedules.CosineDecay(
       peak / 10, decay_steps=max(total_steps - warmup, 1), alpha=0.0,
@@ -107,11 +111,12 @@ def one_cycle(peak: float, warmup_fraction: float,
 
 
 def steps_without_autograph(model: keras.Model) -> None:
-  """Keras's train and test steps of `model` traced as they are.
+  """Has Keras's train and test steps of `model` traced as they are.
 
-  AutoGraph leaves the `keras` package alone but not `tf_keras`: it would
-  convert Keras's train and test steps and everything they call, seconds
-  of tracing before the first step. Keras's code needs no conversion.
+  AutoGraph leaves the `keras` package alone but not `tf_keras`. It would
+  convert Keras's train and test steps and everything they call, which
+  costs seconds of tracing before the first step. Keras's code needs no
+  conversion.
   """
   model.train_step = tf.autograph.experimental.do_not_convert(model.train_step)
   model.test_step = tf.autograph.experimental.do_not_convert(model.test_step)
@@ -119,8 +124,11 @@ def steps_without_autograph(model: keras.Model) -> None:
 
 def compile_for_training(model: keras.Model, config: TrainingConfig,
                          num_classes: int, total_steps: int) -> None:
-  """Adam on the one-cycle schedule over `total_steps`, the (smoothed)
-  cross-entropy and accuracy: as the Trainer and the Tuner's trials train."""
+  """Compiles `model` as the Trainer and the Tuner's trials train it.
+
+  That is Adam on the one-cycle schedule over `total_steps`, the (smoothed)
+  cross-entropy and accuracy.
+  """
   steps_without_autograph(model)
   model.compile(
       optimizer=keras.optimizers.Adam(one_cycle(
@@ -130,8 +138,11 @@ def compile_for_training(model: keras.Model, config: TrainingConfig,
 
 
 def loss(num_classes: int, label_smoothing: float = 0.0):
-  """Cross-entropy on logits and integer labels, with label smoothing
-  (Keras smooths one-hot labels only)."""
+  """Returns the cross-entropy on logits and integer labels.
+
+  It smooths the labels by `label_smoothing`, which Keras does for one-hot
+  labels only.
+  """
   if not label_smoothing:
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -147,7 +158,7 @@ def loss(num_classes: int, label_smoothing: float = 0.0):
 
 def build_cnn(geometry: features.ImageGeometry, num_classes: int,
               config: ModelConfig) -> keras.Model:
-  """The classic MNIST CNN."""
+  """Builds the classic MNIST CNN."""
   return build(MNIST_CNN, geometry, num_classes, config)
 
 
@@ -192,7 +203,7 @@ def _small_gap_cnn_features(x, config: ModelConfig):
 
 
 def augmentation(config: ModelConfig) -> keras.Sequential:
-  """Random flips, shifts and brightness: identity outside training."""
+  """Returns random flips, shifts and brightness, identity outside training."""
   span = _NORMALISED_RANGE[1] - _NORMALISED_RANGE[0]
   return keras.Sequential([
       keras.layers.RandomFlip('horizontal'),
