@@ -1,6 +1,6 @@
-"""The EXIF orientation of a JPEG or PNG file, read and applied in
-TensorFlow as Pillow's `ImageOps.exif_transpose` reads and applies it.
+"""The EXIF orientation of a JPEG or PNG file, read and applied in TensorFlow.
 
+It is read and applied as Pillow's `ImageOps.exif_transpose` does.
 TensorFlow's decoders ignore the tag, so `serve_image_bytes` reads it with
 string ops (TF Serving runs them too) by Pillow's rules:
 - JPEG: the APP1 `Exif` segments before the scan (joined, as Pillow joins
@@ -11,11 +11,12 @@ string ops (TF Serving runs them too) by Pillow's rules:
   readable Orientation entry (0x0112) of IFD0, whatever its numeric type,
   honoured when its value is a whole number from 2 to 8.
 EXIF that Pillow skips (truncated entries, values past the end) gives no
-orientation, as in Pillow. Where Pillow raises instead (a bad TIFF header,
-a BigTIFF one, a PNG chunk cut short), ImageExampleGen refuses the file (or
-reads it unrotated: Pillow's opening of a JPEG file catches the error), and
-this reads it unrotated. Not read: compressed PNG text chunks (a damaged
-zlib stream would fail the request) and `Raw profile type exif` text.
+orientation, as in Pillow. Pillow raises on a bad TIFF header, a BigTIFF
+one, or a PNG chunk cut short. ImageExampleGen then refuses the file, or
+reads a JPEG file unrotated since Pillow's opening of it catches the error.
+This module reads such files unrotated. It does not read compressed PNG
+text chunks, since a damaged zlib stream would fail the request, nor
+`Raw profile type exif` text.
 """
 
 import tensorflow as tf
@@ -122,10 +123,14 @@ def _starts_with(data: tf.Tensor, prefixes) -> tf.Tensor:
 
 
 def tiff_orientation(exif: tf.Tensor):
-  """(orientation, tagged, readable) of EXIF data as Pillow's Exif.load
-  reads it: orientation is 0 unless a whole number; tagged, whether IFD0
-  has an Orientation entry Pillow kept (then XMP is not consulted);
-  readable, False where Pillow raises."""
+  """Reads EXIF data's orientation as Pillow's Exif.load reads it.
+
+  Returns:
+    (orientation, tagged, readable). The orientation is 0 unless a whole
+    number. `tagged` says whether IFD0 has an Orientation entry Pillow
+    kept; then XMP is not consulted. `readable` is False where Pillow
+    raises.
+  """
   for _ in range(2):  # Pillow strips ^(Exif\0\0){1,2}.
     exif = tf.where(tf.equal(tf.strings.substr(exif, 0, 6), _JPEG_EXIF),
                     _substr(exif, 6), exif)
@@ -216,7 +221,7 @@ def _orientation(exif, has_exif, xmp, has_xmp, broken) -> tf.Tensor:
 
 
 def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
-  """int32: the orientation Pillow reads in a JPEG file, 0 if none."""
+  """Returns the orientation Pillow reads in a JPEG file (int32), 0 if none."""
   size = _int(tf.strings.length(data))
 
   def read_app1(payload, exif, has_exif, xmp, has_xmp):
@@ -273,9 +278,11 @@ def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
 
 def _same_chunks(data: tf.Tensor, pos: tf.Tensor,
                  stride: tf.Tensor) -> tf.Tensor:
-  """How many chunks from `pos` have the header of the one at `pos` (image
-  data is written in chunks of one size), all whole in `data`: one
-  vectorised look instead of a walk step per chunk."""
+  """Counts the whole chunks from `pos` with the header of the one at `pos`.
+
+  Image data is written in chunks of one size. One vectorised look replaces
+  a walk step per chunk.
+  """
   count = tf.minimum((_int(tf.strings.length(data)) - pos) // stride,
                      MAX_STEPS)
   starts = pos + stride * tf.range(count)
@@ -286,7 +293,7 @@ def _same_chunks(data: tf.Tensor, pos: tf.Tensor,
 
 
 def png_orientation(data: tf.Tensor) -> tf.Tensor:
-  """int32: the orientation Pillow reads in a PNG file, 0 if none."""
+  """Returns the orientation Pillow reads in a PNG file (int32), 0 if none."""
   size = _int(tf.strings.length(data))
 
   def read_metadata(kind, payload, exif, has_exif, xmp, has_xmp):
@@ -359,8 +366,10 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
 
 
 def transpose(image: tf.Tensor, orientation: tf.Tensor) -> tf.Tensor:
-  """`image` [H, W, C] turned upright as Pillow's exif_transpose turns it
-  for `orientation` (anything but 2-8: unchanged)."""
+  """Turns `image` [H, W, C] upright as Pillow's exif_transpose does.
+
+  An `orientation` other than 2-8 leaves it unchanged.
+  """
   branches = [
       lambda: image,
       lambda: tf.image.flip_left_right(image),                    # 2
