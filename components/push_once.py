@@ -64,7 +64,7 @@ def same_files(a: str, b: str) -> bool:
 
 
 class ServingDirectoryError(IOError):
-  """The serving directory could not be read: what is served is unknown."""
+  """The serving directory could not be read, so what is served is unknown."""
 
 
 def _store_root(path: str) -> Optional[str]:

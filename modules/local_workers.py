@@ -103,8 +103,11 @@ def _tail(path: str, lines: int = TAIL_LINES) -> str:
 
 
 class _EpochRelay:
-  """Re-logs the chief's epoch lines in this process, so that the console
-  shows training as it does with one process (runners/run_summary.py)."""
+  """Re-logs the chief's epoch lines in this process.
+
+  The console then shows training as it does with one process
+  (runners/run_summary.py).
+  """
 
   def __init__(self, path: str):
     self._path = path

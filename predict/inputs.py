@@ -42,7 +42,7 @@ _GREY_MODES = ('1', 'L', 'LA', 'La', 'I', 'I;16', 'I;16B', 'I;16L', 'I;16N',
 
 @dataclasses.dataclass
 class Item:
-  """One input: its bytes, or why it could not be read."""
+  """One input path, with its bytes or why it could not be read."""
   path: str
   data: Optional[bytes] = None
   error: Optional[str] = None

@@ -38,7 +38,7 @@ class Writer:
       self._csv.writerow(header + ['error'])
 
   def row(self, path: str, ranked: Ranked = (), error: str = '') -> None:
-    """Writes the row of one file: its ranked classes, or its error."""
+    """Writes the row of one file, with its ranked classes or its error."""
     if self._format == 'jsonl':
       top = [{'class': name, 'probability': round(p, 6)} for name, p in ranked]
       self._stream.write(json.dumps({

@@ -122,7 +122,7 @@ class ImageGeometry:
     return f'{self.height}x{self.width}x{self.channels}'
 
   def to_dict(self) -> Dict[str, int]:
-    """{GEOMETRY_PROPERTIES: values}."""
+    """Returns the geometry as {GEOMETRY_PROPERTIES: values}."""
     return dict(zip(GEOMETRY_PROPERTIES, self.shape))
 
   @classmethod
@@ -274,10 +274,13 @@ def make_examples(images: np.ndarray, labels: np.ndarray,
 
 def _pieces(body_prefix: bytes, body_suffix: bytes, image_length: int,
             source_prefix: bytes, source_rest: int) -> Tuple[bytes, bytes]:
-  """The bytes of a record before its image (the header and the template's
-  prefix) and between its image and the rest of its source (the template's
-  suffix, the source entry's head and `source_prefix`), for sources of
-  len(source_prefix) + `source_rest` bytes."""
+  """Returns the bytes of a record around its image.
+
+  The first piece comes before the image: the header and the template's
+  prefix. The second comes between the image and the rest of its source:
+  the template's suffix, the source entry's head and `source_prefix`. The
+  pieces fit sources of len(source_prefix) + `source_rest` bytes.
+  """
   source_length = len(source_prefix) + source_rest
   head = _source_entry_head(source_length)
   length = (len(body_prefix) + image_length + len(body_suffix) + len(head) +
@@ -297,8 +300,10 @@ def _varint(value: int) -> bytes:
 
 
 def _features_body(record: bytes) -> bytes:
-  """The serialized Features inside serialized Example `record`: its one
-  field, `features` (tag 0x0a), after the tag and length."""
+  """Returns the serialized Features inside serialized Example `record`.
+
+  That is its one field, `features` (tag 0x0a), after the tag and length.
+  """
   assert record[:1] == b'\x0a', 'not a serialized Example of features'
   start = 1
   while record[start] & 0x80:  # Past the length's varint.

@@ -117,7 +117,7 @@ def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
 
 @dataclasses.dataclass(frozen=True)
 class Pairs:
-  """Verified copies: indices into the signatures, and how alike."""
+  """Verified copies, as indices into the signatures, and how alike they are."""
   first: np.ndarray
   second: np.ndarray
   hash_bits: np.ndarray

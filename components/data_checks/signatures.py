@@ -171,7 +171,7 @@ def _laplacian(grey_images: np.ndarray) -> np.ndarray:
 
 
 class Signatures(NamedTuple):
-  """Arrays of one length: one entry per image."""
+  """The signatures of N images, as arrays of one entry per image."""
   digest: np.ndarray     # uint64
   phash: np.ndarray      # uint64
   ahash: np.ndarray      # uint64
