@@ -1,9 +1,10 @@
 """LabelCheck: the images whose given class the trained model most doubts.
 
 A record in the wrong class trains and evaluates as if it were right, and
-nothing else in the DAG shows it. This component runs after the Trainer
-and lists, per split of the Examples, the suspects: records whose given
-label the model finds unlikely, ranked, with the class it suggests.
+nothing else in the DAG shows it. This component runs after the Trainer.
+For each split of the Examples it lists the suspects, the records whose
+given label the model finds unlikely. They are ranked, each with the class
+the model suggests.
 
 Scores never come from a model at a moment it had memorised the record
 it judges:
@@ -45,8 +46,9 @@ most probable other one.
 
 Probabilities averaged over a training run are low for every class in its
 early epochs. So few records reach the thresholds, and the estimate falls
-far short. There every record whose most probable class is not the given
-one is a suspect. That is the area under the margin's flag at threshold 0.
+far short. For such probabilities every record whose most probable class is
+not the given one is a suspect. That is the area under the margin's flag at
+threshold 0.
 
 Out of core: the records stream through the model in batches. Memory keeps
 one label and one row of class probabilities per record, which the
