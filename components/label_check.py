@@ -298,7 +298,8 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
 
 def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
-                  class_names: List[str], method: str
+                  class_names: List[str], method: str,
+                  every_other_first: bool = False
                   ) -> List[Dict[str, Any]]:
   """Returns one row per suspect of the split, most doubtful first.
 
@@ -311,9 +312,11 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
     probabilities: their class probabilities.
     class_names: the classes' names.
     method: how the probabilities were made.
+    every_other_first: list every record another class leads (the rule for
+      probabilities averaged over a training run), see `find_suspects`.
   """
   ranked, suggested = find_suspects(
-      labels, probabilities, every_other_first=method.startswith(TRAINING_RUN))
+      labels, probabilities, every_other_first=every_other_first)
   named = sources_at(split_uri, positions[ranked])
 
   def name(label: int) -> str:
@@ -423,6 +426,7 @@ class Executor(base_executor.BaseExecutor):
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
       files = split_files(examples, split)
+      averaged_over_run = False
       if split != train_split:
         method = OUT_OF_SAMPLE
         serve = serve or load_signature(model_dir,
@@ -457,13 +461,15 @@ class Executor(base_executor.BaseExecutor):
             scored.positions, scored.labels, scored.probabilities,
             scored.records)
         started -= scored.seconds  # The check's time in the Trainer.
+        averaged_over_run = True
         method = (f'{TRAINING_RUN} (averaged over {scored.epochs} epochs)'
                   if len(labels) == records else
                   f'{TRAINING_RUN} (averaged over {scored.epochs} epochs, a '
                   f'sample of {len(labels):,} of {records:,} records)')
       split_rows = suspects_rows(
           split, artifact_utils.get_split_uri([examples], split), positions,
-          labels, probabilities, class_names, method)
+          labels, probabilities, class_names, method,
+          every_other_first=averaged_over_run)
       seconds[split] = round(time.monotonic() - started, 2)
       logging.info('LabelCheck: %s: %d suspects of %d records (%s) in '
                    '%.1f s.', split, len(split_rows), len(labels), method,
