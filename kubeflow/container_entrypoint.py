@@ -139,6 +139,7 @@ def run(argv: List[str]) -> int:
 
 
 def main() -> None:
+  """Runs the task of the command line; the process ends with its status."""
   status = 1
   try:
     status = run(sys.argv[1:])
