@@ -71,6 +71,7 @@ def create_pipeline(
 
   tuner = tuning_lib.tuner(tuning, training, examples, transform_graph,
                            schema, data.validation_percent)  # With --tune.
+  # With --warm-start, the served model is where the Trainer starts.
   warm_start_node = warm_start.served_model_node(training.warm_start,
                                                  serving_model_dir)
   trainer = stages.trainer(examples, transform_graph, schema, tuner,

@@ -1,9 +1,6 @@
 """How each stage of the DAG is built: the settings that pipeline.py's
-create_pipeline leaves to a name.
-
-One function a stage; each returns the stage's node. The Vertex AI Trainer
-is imported only when asked for: its extension is slow to import and no
-local run needs it.
+create_pipeline leaves to a name. One function a stage; each returns the
+stage's node.
 """
 
 from typing import Optional
@@ -11,6 +8,7 @@ from typing import Optional
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
+from tfx.v1.extensions import google_cloud_ai_platform
 
 from components import baseline_evaluator
 from components import blessing_rule
@@ -85,10 +83,9 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
   the Tuner's best; with --warm-start the base model is the served one
   (pipeline/warm_start.py).
   """
-  trainer_class = tfx.components.Trainer
-  if infrastructure.vertex_training:
-    from tfx.v1.extensions import google_cloud_ai_platform  # pylint: disable=g-import-not-at-top
-    trainer_class = google_cloud_ai_platform.Trainer
+  trainer_class = (google_cloud_ai_platform.Trainer
+                   if infrastructure.vertex_training else
+                   tfx.components.Trainer)
   return trainer_class(
       run_fn=configs.RUN_FN,
       examples=examples,
