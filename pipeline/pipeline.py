@@ -48,7 +48,6 @@ def create_pipeline(
         list(infrastructure.example_gen_beam_pipeline_args))
 
   examples = example_gen.outputs['examples']
-
   statistics_gen = stages.statistics_gen(examples, infrastructure)
   statistics = statistics_gen.outputs['statistics']
   schema_gen = stages.schema_gen(data.schema, statistics)
