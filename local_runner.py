@@ -14,26 +14,31 @@ report (one HTML page) in OUT/report.html.
 import argparse
 import dataclasses
 import datetime
-import gc
 import logging
 import os
 import shlex
 import sys
 from typing import Optional, Sequence
 
-# TensorFlow's C++ start-up chatter is noise here; the Beam workers this
-# process starts inherit the setting.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from absl import logging as absl_logging
+from ml_metadata import metadata_store
 
-from inspector import store as inspect_store  # pylint: disable=g-import-not-at-top
-from pipeline import configs  # pylint: disable=g-import-not-at-top
-from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top
-from runners import flags  # pylint: disable=g-import-not-at-top
-from runners import heavy_imports  # pylint: disable=g-import-not-at-top
-from runners import local_store  # pylint: disable=g-import-not-at-top
+from inspector import store as inspect_store
+from pipeline import configs
+from pipeline import knobs as knobs_lib
+from runners import flags
+from runners import interrupted_runs
+from runners import local_store
+from runners import run_report
+from runners import schema_history
+from runners import startup
+
+# Heavy imports wait for the function that needs them (runners/startup.py).
+# pylint: disable=g-import-not-at-top
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """The command line: the DAG's flags and this runner's own."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   flags.add_flags(
@@ -84,7 +89,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def _check_data_dir(args, data: knobs_lib.DataConfig) -> None:
   if args.data_dir == configs.MNIST_DIR and data.input_format == 'idx':
-    from data import mnist  # pylint: disable=g-import-not-at-top
+    from data import mnist
     if mnist.missing_files(args.data_dir):
       print(f'MNIST is missing from {args.data_dir}; downloading it.')
       try:
@@ -107,7 +112,7 @@ def _check_backbone_weights(model) -> None:
   (Kubeflow)."""
   if not model.backbone:
     return
-  from modules import backbones  # pylint: disable=g-import-not-at-top
+  from modules import backbones
   try:
     backbones.check_weights(model)
   except backbones.WeightsError as e:
@@ -115,7 +120,6 @@ def _check_backbone_weights(model) -> None:
 
 
 def _setup_logging(output_dir: str, verbose: bool) -> str:
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   log_dir = os.path.join(output_dir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
   path = os.path.join(
@@ -143,8 +147,8 @@ def _setup_logging(output_dir: str, verbose: bool) -> str:
 
 def _root_cause(error: BaseException) -> str:
   """The message a user needs from an error, even when Beam wrapped it."""
-  from components.image_example_gen.errors import InputDataError  # pylint: disable=g-import-not-at-top
-  from components.validation_gate import DataValidationError  # pylint: disable=g-import-not-at-top
+  from components.image_example_gen.errors import InputDataError
+  from components.validation_gate import DataValidationError
   ours = (InputDataError.__name__, DataValidationError.__name__)
   seen = error
   while seen is not None:
@@ -172,8 +176,6 @@ def _schema_path(args, schema: Optional[str],
     return os.path.abspath(schema)
   if not args.freeze_schema:
     return None
-  from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
-  from runners import schema_history  # pylint: disable=g-import-not-at-top
   path = schema_history.last_validated_schema(
       metadata_store.MetadataStore(connection_config), args.pipeline_name)
   print(f'--freeze-schema: checking the data against {path}, the schema of '
@@ -190,8 +192,8 @@ def _keep_runs(args, dag) -> bool:
   keep_runs = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
   if keep_runs is None:
     return True
-  from components import push_once  # pylint: disable=g-import-not-at-top
-  from runners import keep_runs as keep_runs_lib  # pylint: disable=g-import-not-at-top
+  from components import push_once
+  from runners import keep_runs as keep_runs_lib
   output_dir = os.path.abspath(args.output_dir)
   try:
     collected = keep_runs_lib.collect(
@@ -208,8 +210,8 @@ def _keep_runs(args, dag) -> bool:
 
 def build_pipeline(args: argparse.Namespace):
   """The DAG of `args`, with this machine's paths and its ML Metadata."""
-  from pipeline import pipeline  # pylint: disable=g-import-not-at-top
-  from pipeline import scale  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline
+  from pipeline import scale
   knobs = flags.knobs_from_args(args)
   output_dir = os.path.abspath(args.output_dir)
   connection_config = _store(args).connection_config
@@ -247,13 +249,18 @@ def build_pipeline(args: argparse.Namespace):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the pipeline as `argv` says.
+
+  Returns:
+    The exit status: 0 when the run succeeded and older runs were kept as
+    --keep-runs says, 1 otherwise.
+  """
+  startup.quiet_tensorflow()
   args = make_parser().parse_args(argv)
   knobs = flags.knobs_from_args(args)  # Exits on contradicting flags.
   data = knobs.data
   _check_data_dir(args, data)
   _check_backbone_weights(knobs.training.model)
-
-  from runners import interrupted_runs  # pylint: disable=g-import-not-at-top
 
   output_dir = os.path.abspath(args.output_dir)
   # The store and the output directory are checked before TFX (and with it
@@ -270,10 +277,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           inspect_store.InspectError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
-  with heavy_imports.without_gc():
-    from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-    from runners import run_report  # pylint: disable=g-import-not-at-top
-    from runners import run_summary  # pylint: disable=g-import-not-at-top
+  with startup.without_gc():
+    from tfx import v1 as tfx
+    from runners import run_summary
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config
@@ -290,7 +296,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f'({data.input_format}); log: {log_path}')
   run_options = None
   if args.to_node:
-    from tfx.orchestration import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+    from tfx.orchestration import pipeline as pipeline_lib
     node_ids = [c.id for c in dag.components]
     if args.to_node not in node_ids:
       raise SystemExit(f'error: --to-node {args.to_node}: not a component of '
@@ -319,10 +325,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == '__main__':
-  status = main()
-  # Python's shutdown garbage-collects, again and again while it unloads
-  # modules, everything TensorFlow, Beam and TFX allocated: seconds after
-  # the run is over. Frozen, those objects are left to the process's end
-  # (exit handlers still run).
-  gc.freeze()
-  sys.exit(status)
+  startup.exit_without_gc(main())

@@ -22,7 +22,7 @@ import math
 import statistics
 from typing import Optional, Sequence
 
-# The metric the threshold applies to (pipeline.eval_config's).
+# The metric the threshold applies to (pipeline/stages.py's eval_config).
 ACCURACY_METRIC = 'SparseCategoricalAccuracy'
 # Custom properties of the ModelBlessing.
 ACCURACY_THRESHOLD_PROPERTY = 'accuracy_threshold'

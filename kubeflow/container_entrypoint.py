@@ -34,7 +34,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from google.protobuf import json_format
 
-from runners import heavy_imports
+from runners import startup
 
 TFX_EXECUTOR_MODULE = (
     'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
@@ -113,9 +113,9 @@ def _register_s3() -> None:
 
 def _import_executor(argv: List[str]) -> None:
   """What the task will import anyway, imported first without the garbage
-  collector (runners/heavy_imports.py says why): TFX's components, which
+  collector (runners/startup.py says why): TFX's components, which
   TFX's entrypoint imports, and the module of the task's executor class."""
-  with heavy_imports.without_gc():
+  with startup.without_gc():
     _register_s3()
     importlib.import_module('tfx.components')
     if EXECUTOR_CLASS_FLAG in argv:
@@ -139,6 +139,7 @@ def run(argv: List[str]) -> int:
 
 
 def main() -> None:
+  """Runs the task of the command line; the process ends with its status."""
   status = 1
   try:
     status = run(sys.argv[1:])

@@ -50,23 +50,25 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 from urllib import parse
 
-# Runnable as `python kubeflow/kubeflow_runner.py` from anywhere: the
-# project's packages live one level up.
+# The project first on the path, as a script too (runners/startup.py).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from kubeflow import open_source_kfp  # pylint: disable=g-import-not-at-top,wrong-import-position
-from kubeflow import vertex_training  # pylint: disable=g-import-not-at-top,wrong-import-position
-from pipeline import configs  # pylint: disable=g-import-not-at-top,wrong-import-position
-from pipeline import knobs as knobs_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
-from runners import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
-from runners import heavy_imports  # pylint: disable=g-import-not-at-top,wrong-import-position
+# The project's imports follow that line; heavy ones wait for the function
+# that needs them (runners/startup.py).
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from kubeflow import open_source_kfp
+from kubeflow import vertex_training
+from pipeline import configs
+from pipeline import knobs as knobs_lib
+from runners import flags
+from runners import startup
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 TARGETS = ('kubeflow', 'vertex')
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """The command line: the Kubeflow target's flags and the DAG's."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   kubeflow = parser.add_argument_group('Kubeflow')
@@ -263,7 +265,7 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
 
 def trainer_resources(gpus: int, gpu_type: str):
   """The Trainer's container resources: `gpus` accelerators of `gpu_type`."""
-  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2
   resource_spec = (
       pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec
       .ResourceSpec)
@@ -292,9 +294,9 @@ def _vertex_training(args: argparse.Namespace,
 def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
   """The DAG of `args` and `knobs` (from check_args) with the cluster's
   paths."""
-  with heavy_imports.without_gc():
-    from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-    from pipeline import pipeline  # pylint: disable=g-import-not-at-top
+  with startup.without_gc():
+    from tfx import v1 as tfx
+    from pipeline import pipeline
   s3_beam_args, _ = _s3_settings(args.s3_endpoint, args.s3_region)
   workers = knobs.training.workers
   evaluation = knobs.evaluation
@@ -326,7 +328,7 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
 
 def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
   """The PipelineJob (as a dict) of `dag`, run by containers of args.image."""
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from tfx import v1 as tfx
   runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
       config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
           default_image=args.image,
@@ -364,9 +366,9 @@ def write_spec(job: Dict[str, Any], path: str) -> None:
   A PlatformSpec (job['platformSpec'], --target kubeflow) follows the
   PipelineSpec as a second YAML document, as KFP's API server reads it.
   """
-  import yaml  # pylint: disable=g-import-not-at-top
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
-  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  import yaml
+  from google.protobuf import json_format
+  from kfp.pipeline_spec import pipeline_spec_pb2
   json_format.ParseDict(job['pipelineSpec'], pipeline_spec_pb2.PipelineSpec())
   platform = job.get('platformSpec')
   if platform:
@@ -382,10 +384,13 @@ def write_spec(job: Dict[str, Any], path: str) -> None:
 
 
 def task_summary(job: Dict[str, Any]) -> List[str]:
+  """The names of the compiled tasks of `job`, sorted."""
   return sorted(job['pipelineSpec']['root']['dag']['tasks'])
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Compiles the pipeline as `argv` says and writes it; returns 0."""
+  startup.quiet_tensorflow()
   args = make_parser().parse_args(argv)
   knobs = check_args(args)
   job = compile_pipeline(build_pipeline(args, knobs), args)

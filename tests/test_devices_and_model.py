@@ -17,7 +17,7 @@ from modules import model as model_lib
 from modules import trainer
 from modules import training_plan
 from modules.training_config import Budget, ModelConfig, TrainingConfig
-from pipeline import pipeline
+from pipeline import stages
 from records import features
 from runners import flags
 from tests import autograph_calls
@@ -341,7 +341,7 @@ def _converted_calls_updating(metric) -> list:
 
 def test_the_evaluators_accuracy_is_keras_without_autograph():
   # As TFMA finds it: the eval config's module and class.
-  config = pipeline.eval_config(0.5).metrics_specs[0].metrics[1]
+  config = stages.eval_config(0.5).metrics_specs[0].metrics[1]
   ours = getattr(importlib.import_module(config.module), config.class_name)()
   keras_own = keras.metrics.SparseCategoricalAccuracy()
   assert _converted_calls_updating(ours) == []

@@ -1,0 +1,222 @@
+"""How each stage of the DAG is built: the settings that pipeline.py's
+create_pipeline leaves to a name. One function a stage; each returns the
+stage's node.
+"""
+
+from typing import Optional
+
+import tensorflow_data_validation as tfdv
+import tensorflow_model_analysis as tfma
+from tfx import v1 as tfx
+from tfx.v1.extensions import google_cloud_ai_platform
+
+from components import baseline_evaluator
+from components import blessing_rule
+from components import push_once
+from components.image_schema_gen import ImageSchemaGen
+from components.image_transform import ImageTransform
+from components.label_check import LabelCheck
+from components.served_model import ServedModel
+from modules.trainer import EPOCH_PROBABILITIES_KEY
+from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
+from pipeline import configs
+from pipeline import validation
+from pipeline import warm_start
+from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
+from records import features
+
+
+def statistics_gen(examples,
+                   infrastructure: InfrastructureConfig
+                   ) -> tfx.components.StatisticsGen:
+  """TFX's StatisticsGen, sampling as the input's size asks.
+
+  Top-k and uniques come from sketches, not from TFDV's exact generator,
+  whose GroupByKey over every distinct image holds them all in the runner's
+  memory: bounded memory at any size, the same counts for the schema.
+  """
+  return tfx.components.StatisticsGen(
+      examples=examples,
+      stats_options=tfdv.StatsOptions(
+          sample_rate=infrastructure.statistics_sample_rate,
+          use_sketch_based_topk_uniques=True))
+
+
+def schema_gen(schema_file: Optional[str], statistics):
+  """The schema: `schema_file` imported, or one inferred from `statistics`.
+
+  The inferred one is SchemaGen's, plus domains for geometry, labels and
+  pixel range (components/image_schema_gen.py).
+  """
+  if schema_file:
+    return tfx.components.ImportSchemaGen(schema_file=schema_file)
+  return ImageSchemaGen(statistics=statistics,
+                        infer_feature_shape=True).with_id('SchemaGen')
+
+
+def transform(examples, schema) -> ImageTransform:
+  """tf.Transform's graph of the images, not materialised.
+
+  The Trainer applies the graph per batch (modules/transform.py says why).
+  The image geometry comes from the Examples (components/image_transform.py).
+  """
+  return ImageTransform(
+      examples=examples,
+      schema=schema,
+      preprocessing_fn=configs.PREPROCESSING_FN,
+      materialize=False,
+      # No pre- and post-transform statistics: StatisticsGen's are the
+      # data's, nothing reads these, and the post-transform ones hold every
+      # transformed split in the runner's memory on the DirectRunner.
+      disable_statistics=True).with_id('Transform')
+
+
+def trainer(examples, transform_graph, schema, tuner, warm_start_node,
+            data: DataConfig, training: TrainingConfig,
+            evaluation: EvaluationConfig,
+            infrastructure: InfrastructureConfig):
+  """TFX's Trainer, or its Vertex AI one with --trainer-workers N there.
+
+  The Vertex AI Trainer starts a custom job whose replicas run TFX's Trainer
+  executor with this same custom_config. Choices are made on the validation
+  split only (pipeline/validation.py); with --tune the hyperparameters are
+  the Tuner's best; with --warm-start the base model is the served one
+  (pipeline/warm_start.py).
+  """
+  trainer_class = (google_cloud_ai_platform.Trainer
+                   if infrastructure.vertex_training else
+                   tfx.components.Trainer)
+  return trainer_class(
+      run_fn=configs.RUN_FN,
+      examples=examples,
+      transform_graph=transform_graph,
+      schema=schema,
+      train_args=validation.train_args(training.train_steps),
+      eval_args=validation.eval_args(data.validation_percent,
+                                     training.eval_steps),
+      hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
+                       else None),
+      custom_config={'training': training.to_dict(),
+                     **validation.custom_config(data.validation_percent),
+                     EPOCH_PROBABILITIES_KEY:
+                         evaluation.epoch_probabilities_records(),
+                     **(infrastructure.vertex_training or {})},
+      **warm_start.trainer_args(warm_start_node,
+                                bool(infrastructure.vertex_training)))
+
+
+def label_check(examples, trainer_node, transform_graph,
+                training: TrainingConfig,
+                evaluation: EvaluationConfig) -> Optional[LabelCheck]:
+  """The records whose label a model that never trained on them doubts.
+
+  Returns:
+    LabelCheck (components/label_check.py), or None with --no-label-check.
+  """
+  if not evaluation.label_check:
+    return None
+  return LabelCheck(
+      examples=examples,
+      model=trainer_node.outputs['model'],
+      model_run=trainer_node.outputs['model_run'],
+      transform_graph=transform_graph,
+      cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
+      fold_examples=evaluation.label_check_train_examples,
+      train_records=evaluation.label_check_train_records,
+      signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
+      custom_config={'training': training.to_dict()})
+
+
+def baseline(choice: str, serving_model_dir: str, trainer_node):
+  """The node that finds the Evaluator's baseline.
+
+  With the push-once Pusher both choices name the same model as long as
+  only this pipeline pushes to the serving directory.
+
+  Args:
+    choice: 'last_blessed': TFX's Resolver, the newest blessed model in ML
+      Metadata (a Trainer's Model; needs an orchestrator that runs
+      resolvers: LocalDagRunner, Vertex AI). 'served': ServedModel, the
+      newest version under the serving directory, found without ML Metadata
+      (open-source Kubeflow Pipelines runs no resolver), read once the
+      model is trained, as late as it can be; the Evaluator then also runs
+      when nothing is served yet (components/baseline_evaluator.py).
+    serving_model_dir: where the Pusher pushes.
+    trainer_node: the Trainer, which a served baseline waits for.
+
+  Raises:
+    ValueError: another choice.
+  """
+  if choice == 'last_blessed':
+    return tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
+                'latest_blessed_model_resolver')
+  if choice == 'served':
+    node = ServedModel(serving_model_dir=serving_model_dir)
+    node.add_upstream_node(trainer_node)
+    return node
+  raise ValueError(f'baseline {choice!r}: last_blessed or served')
+
+
+def evaluator(examples, model, baseline_model, data: DataConfig,
+              evaluation: EvaluationConfig) -> baseline_evaluator.Evaluator:
+  """TFX's Evaluator, which may set the accuracy threshold from the eval
+  split's classes (components/baseline_evaluator.py)."""
+  accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
+  return baseline_evaluator.Evaluator(
+      examples=examples,
+      example_splits=baseline_evaluator.judged_splits(evaluation.judge_window),
+      model=model,
+      baseline_model=baseline_model,
+      eval_config=eval_config(accuracy_threshold),
+      accuracy_threshold_from_data=accuracy_threshold is None)
+
+
+def eval_config(accuracy_threshold: Optional[float]) -> tfma.EvalConfig:
+  """What the Evaluator computes and blesses on.
+
+  Accuracy on the eval split, above the threshold and with no regression;
+  and the confusion matrix (the inspector's, read from the evaluation).
+
+  Args:
+    accuracy_threshold: the lowest accuracy blessed; None: the Evaluator
+      sets it.
+  """
+  value_threshold = None if accuracy_threshold is None else (
+      tfma.GenericValueThreshold(lower_bound={'value': accuracy_threshold}))
+  accuracy = tfma.MetricConfig(
+      class_name=blessing_rule.ACCURACY_METRIC, module='modules.accuracy',
+      threshold=tfma.MetricThreshold(
+          value_threshold=value_threshold,
+          change_threshold=tfma.GenericChangeThreshold(
+              direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+              absolute={'value': -1e-10})))
+  return tfma.EvalConfig(
+      model_specs=[tfma.ModelSpec(signature_name=SERVING_SIGNATURE,
+                                  label_key=features.LABEL_KEY,
+                                  prediction_key=PROBABILITIES)],
+      slicing_specs=[tfma.SlicingSpec()],
+      metrics_specs=[tfma.MetricsSpec(metrics=[
+          tfma.MetricConfig(class_name='ExampleCount'), accuracy,
+          tfma.MetricConfig(class_name='MultiClassConfusionMatrixPlot')])])
+
+
+def pusher(model, blessing, serving_model_dir: str) -> push_once.Pusher:
+  """TFX's Pusher, except that the model already served is not pushed again
+  (components/push_once.py)."""
+  return push_once.Pusher(
+      model=model,
+      model_blessing=blessing,
+      push_destination=tfx.proto.PushDestination(
+          filesystem=tfx.proto.PushDestination.Filesystem(
+              base_directory=serving_model_dir)))
+
+
+def with_beam_args(beam_args, *components) -> None:
+  """Gives `components` their own Beam args, when there are any."""
+  if beam_args:
+    for component in components:
+      component.with_beam_pipeline_args(list(beam_args))
