@@ -1,5 +1,5 @@
 """The served model's interface by name: its signatures and their outputs
-(modules/trainer.py exports them). Light to import, for clients such as
+(modules/serving_model.py exports them). Light to import, for clients such as
 the predict tool."""
 
 SERVING_SIGNATURE = 'serving_default'

@@ -1,18 +1,8 @@
 """Trainer module: `run_fn` trains the CNN and exports the serving model.
 
-The exported SavedModel has three signatures, all preprocessing as the
-Transform graph does, so serving sees exactly what training saw:
-  serving_default    examples:    [N] serialized tf.train.Example (label
-                     optional), through the whole Transform graph
-  serve_images       images:      uint8 [N, H, W] or [N, H, W, C], through
-                     its `transform.normalise` with the analyzers' values
-  serve_image_bytes  image_bytes: [N] image files of any size and mode,
-                     converted as ImageExampleGen converts image folders
-                     (modules/image_files.py), then as serve_images
-and all return probabilities (float32 [N, classes]), classes (int64 [N])
-and class_names (string [N]). The class names are also in
-assets.extra/class_names.txt (line i names class i), what was trained, and
-why, in assets.extra/training_plan.json, and TensorFlow Lite files of the
+The serving model is a SavedModel with the Transform graph inside and
+three signatures (modules/serving_model.py), what was trained, and why, in
+its assets.extra/training_plan.json, and TensorFlow Lite files of the
 model in tflite/ (modules/tflite_export.py).
 
 Every choice made while training (early stopping, the epoch kept) is made
@@ -27,9 +17,7 @@ the chief writes the model and the logs.
 """
 
 import dataclasses
-import json
 import math
-import os
 import shutil
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -46,7 +34,6 @@ from modules import devices
 from modules import early_stopping
 from modules import epoch_probabilities
 from modules import fine_tune
-from modules import image_files
 from modules import input_pipeline
 from modules import local_workers
 from modules import model as model_lib
@@ -56,161 +43,21 @@ from modules import training_plan
 from modules import transform
 from modules import tuning
 from modules import warm_start
+from modules.serving_model import export_serving_model
+# Re-exported: pipeline/pipeline.py, inspector/ and tests read them here.
 from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
                                 IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
                                 PROBABILITIES, SERVING_SIGNATURE,
                                 TRAINING_PLAN_FILE)
+from modules.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
+                                  check_files_per_worker, read_data,
+                                  split_files_for, validation_split)
 from modules.training_config import TrainingConfig
-from records import decode
-from records import features
 
-# custom_config's entry naming the split validated on (None: none).
-VALIDATION_SPLIT_KEY = 'validation_split'
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 EVAL_SPLIT = 'eval'
-
-
-def _examples_uri(train_files: List[str]) -> str:
-  # train_files are <examples uri>/Split-train/*
-  return os.path.dirname(os.path.dirname(train_files[0]))
-
-
-def class_names_for(train_files: List[str]) -> List[str]:
-  """Class names of the Examples artifact that `train_files` belong to."""
-  return features.read_class_names(
-      os.path.join(_examples_uri(train_files), features.CLASS_NAMES_FILE))
-
-
-def split_files_for(train_files: List[str], split: str) -> List[str]:
-  """The file pattern of split `split` of the Examples artifact that
-  `train_files` belong to."""
-  return [os.path.join(_examples_uri(train_files), f'Split-{split}', '*')]
-
-
-def validation_split(fn_args: FnArgs) -> Optional[str]:
-  """The split the Trainer (or the Tuner) validates on, None for none: as
-  custom_config says (pipeline/validation.py), else its eval files'."""
-  if VALIDATION_SPLIT_KEY in (fn_args.custom_config or {}):
-    return fn_args.custom_config[VALIDATION_SPLIT_KEY]
-  return os.path.basename(os.path.dirname(fn_args.eval_files[0]))[
-      len('Split-'):]
-
-
-def plan_inputs(fn_args: FnArgs, config: TrainingConfig, split: Optional[str]
-                ) -> Tuple[input_pipeline.InputPlan,
-                           Optional[input_pipeline.InputPlan]]:
-  """(The train split's plan, the validation split's or None)."""
-  train = input_pipeline.measure(fn_args.train_files)
-  if split is None:
-    return input_pipeline.plan_split(
-        'train', train, config.input, True, config.input.memory_budget), None
-  train_plan, validation_plan = input_pipeline.plan_inputs(
-      train, input_pipeline.measure(fn_args.eval_files), config.input)
-  return train_plan, dataclasses.replace(validation_plan, split=split)
-
-
-def image_geometry(
-    tf_transform_output: tft.TFTransformOutput) -> features.ImageGeometry:
-  """The geometry the transform graph was built for: the data's."""
-  return features.ImageGeometry(*tf_transform_output.transformed_feature_spec()[
-      features.IMAGE_KEY].shape)
-
-
-def export_serving_model(model: keras.Model,
-                         tf_transform_output: tft.TFTransformOutput,
-                         class_names: List[str], export_dir: str,
-                         sample_record: bytes,
-                         plan: Optional[Dict[str, Any]] = None) -> None:
-  """Saves `model` with the Transform graph and the serving signatures.
-
-  sample_record: any serialized record of the data, to read the
-  normalisation the transform graph learnt.
-  """
-  model.tft_layer = tf_transform_output.transform_features_layer()
-  raw_spec = tf_transform_output.raw_feature_spec()
-  # Requests carry images only: no label, and no pixel_min/pixel_max or
-  # source (they are there for data checks; the model does not read them).
-  request_spec = {k: v for k, v in raw_spec.items()
-                  if k not in (features.LABEL_KEY, *features.DATA_CHECK_KEYS)}
-  geometry = image_geometry(tf_transform_output)
-  mean, variance = transform.normalisation_constants(tf_transform_output,
-                                                     sample_record)
-  names = tf.constant(class_names)
-
-  def classify(inputs):
-    logits = model(inputs, training=False)
-    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
-    classes = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
-    return {PROBABILITIES: probabilities, CLASSES: classes,
-            CLASS_NAMES: tf.gather(names, classes)}
-
-  # autograph=False: the model and the transform need no conversion, and
-  # AutoGraph would convert tf_keras's layers (model.compile_for_training
-  # says why) at every trace.
-  @tf.function(autograph=False, input_signature=[
-      tf.TensorSpec([None], tf.string, name='examples')])
-  def serve_examples(examples):
-    transformed = model.tft_layer(tf.io.parse_example(examples, request_spec))
-    return classify(transformed[features.IMAGE_KEY])
-
-  @tf.function(autograph=False, input_signature=[
-      tf.TensorSpec(None, tf.uint8, name='images')])
-  def serve_images(images):
-    # The transform's second half on the pixels as sent: no raw bytes.
-    return classify(transform.normalise(decode.check_images(images, geometry),
-                                        mean, variance))
-
-  @tf.function(autograph=False, input_signature=[
-      tf.TensorSpec([None], tf.string, name='image_bytes')])
-  def serve_image_bytes(image_bytes):
-    return classify(transform.normalise(
-        image_files.decode_files(image_bytes, geometry), mean, variance))
-
-  # No traces of each layer's call for Keras to revive the model from:
-  # clients load the SavedModel (tf.saved_model.load, TFMA) and call its
-  # signatures, traced here, so the layer traces were tracing time for
-  # nothing.
-  model.save(export_dir, save_format='tf', save_traces=False, signatures={
-      SERVING_SIGNATURE: serve_examples,
-      IMAGES_SIGNATURE: serve_images,
-      IMAGE_BYTES_SIGNATURE: serve_image_bytes,
-  })
-  extra = os.path.join(export_dir, EXTRA_DIR)
-  tf.io.gfile.makedirs(extra)
-  features.write_class_names(os.path.join(extra, features.CLASS_NAMES_FILE),
-                             class_names)
-  if plan is not None:
-    with tf.io.gfile.GFile(os.path.join(extra, TRAINING_PLAN_FILE), 'w') as f:
-      json.dump(plan, f, indent=1, sort_keys=True)
-
-
-def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
-  """`copy` (the same network, built under the float32 policy) with
-  `model`'s weights."""
-  # Keras lists trainable weights first: with every layer trainable in
-  # both, their weights come in the same order (a frozen layer's would not).
-  model.trainable = True
-  copy.set_weights(model.get_weights())
-  return copy
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainerData:
-  """What the Trainer reads of its inputs before it trains."""
-  transform_output: tft.TFTransformOutput
-  geometry: features.ImageGeometry
-  class_names: List[str]
-  validation: Optional[str]  # The split validated on; None: none.
-  train_plan: input_pipeline.InputPlan
-  validation_plan: Optional[input_pipeline.InputPlan]
-  sample_record: bytes  # Any record, to read the transform's normalisation.
-
-  @property
-  def input_plans(self) -> List[input_pipeline.InputPlan]:
-    """The plans of the splits read: train's, then validation's if any."""
-    return [p for p in (self.train_plan, self.validation_plan) if p]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +111,7 @@ def run_fn(fn_args: FnArgs) -> None:
   strategy = (devices.make_multi_worker_strategy(
       config.communication_timeout_seconds) if task else None)
   data = read_data(fn_args, config)
-  start = _start(fn_args, config, data.geometry, data.class_names)
+  start = start_from(fn_args, config, data)
   plan = training_plan.plan(
       config.budget, config.model, data.geometry,
       data.train_plan.size.records, warm_start_from=start.served_from,
@@ -288,7 +135,7 @@ def run_fn(fn_args: FnArgs) -> None:
   trained = train_model(fit, backbone, config, plan, data.validation_plan)
   model = float32_for_serving(model, config, plan, data, device_plan, task)
   export_serving_model(
-      model, data.transform_output, data.class_names,
+      model, data.transform_output, data.geometry, data.class_names,
       outputs.serving_model_dir, data.sample_record,
       training_record(fn_args, plan, data, device_plan, model, trained))
   if task:
@@ -394,21 +241,6 @@ def training_config(fn_args: FnArgs) -> TrainingConfig:
   return tuning.apply(config, tuned) if tuned else config
 
 
-def read_data(fn_args: FnArgs, config: TrainingConfig) -> TrainerData:
-  """Reads the transform graph, the class names and the splits' sizes, and
-  plans how to read each split (logged)."""
-  transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-  validation = validation_split(fn_args)
-  train_plan, validation_plan = plan_inputs(fn_args, config, validation)
-  for input_plan in (train_plan, validation_plan):
-    if input_plan:
-      logging.info('Trainer input: %s.', input_plan.describe())
-  return TrainerData(
-      transform_output, image_geometry(transform_output),
-      class_names_for(fn_args.train_files), validation, train_plan,
-      validation_plan, input_pipeline.first_record(fn_args.train_files))
-
-
 def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
   """The chief's outputs are the Trainer's; another worker's temporary."""
   if task is None or task.is_chief:
@@ -474,6 +306,16 @@ def float32_for_serving(model: keras.Model, config: TrainingConfig,
   if device_plan.precision == 'float32' and not task:
     return model
   return float32_copy(model, build_model(config, plan, data)[0])
+
+
+def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
+  """`copy` (the same network, built under the float32 policy) with
+  `model`'s weights."""
+  # Keras lists trainable weights first: with every layer trainable in
+  # both, their weights come in the same order (a frozen layer's would not).
+  model.trainable = True
+  copy.set_weights(model.get_weights())
+  return copy
 
 
 def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
@@ -562,26 +404,6 @@ def epoch_scores(fn_args: FnArgs, records: int,
       tf_transform_output, model_run_dir, planned_epochs)
 
 
-def check_files_per_worker(fn_args: FnArgs, workers: int,
-                           validation: Optional[str]) -> None:
-  """Each worker reads its own files of a split: a split of fewer files
-  than workers is an error, said before any worker starts.
-
-  Raises:
-    ValueError: a split has fewer files than `workers`.
-  """
-  for split, patterns in (('train', fn_args.train_files),
-                          *([(validation, fn_args.eval_files)]
-                            if validation else [])):
-    files = input_pipeline.list_files(patterns)
-    if len(files) < workers:
-      raise ValueError(
-          f'{workers} Trainer workers need at least {workers} files per '
-          f'split, and the {split} split has {len(files)} '
-          f'({", ".join(patterns)}): each worker reads its own files. Write '
-          f'more shards (--num-shards) or train on fewer workers.')
-
-
 def _shard_by_file(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """Each worker reads its own shards (files) of the split: the dataset
   needs at least as many files as there are workers."""
@@ -601,15 +423,14 @@ def _barrier(strategy: tf.distribute.Strategy) -> None:
   strategy.reduce(tf.distribute.ReduceOp.SUM, one(), axis=None)
 
 
-def _start(fn_args: FnArgs, config: TrainingConfig,
-           geometry: features.ImageGeometry,
-           class_names: List[str]) -> warm_start.Start:
-  """From the served model (fn_args.base_model) with --warm-start if it
-  fits, else from scratch."""
+def start_from(fn_args: FnArgs, config: TrainingConfig,
+               data: TrainerData) -> warm_start.Start:
+  """Where training starts: from the served model (fn_args.base_model) with
+  --warm-start if it fits, else from scratch."""
   if not config.warm_start:
     return warm_start.cold('')
-  architecture, _ = model_lib.choose(config.model, geometry)
+  architecture, _ = model_lib.choose(config.model, data.geometry)
   return warm_start.start(
       fn_args.base_model,
       (fn_args.custom_config or {}).get(warm_start.SERVED_FROM_KEY, ''),
-      architecture, geometry, class_names, config.model)
+      architecture, data.geometry, data.class_names, config.model)

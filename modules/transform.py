@@ -51,7 +51,7 @@ def normalise(images: tf.Tensor, mean: tf.Tensor,
 
   The one map from pixels to model inputs: the Transform graph applies it
   with its analyzers (training, evaluation, `serving_default`), and
-  `serve_images` with their values (modules/trainer.py), on the uint8
+  `serve_images` with their values (modules/serving_model.py), on the uint8
   tensors it is sent.
   """
   pixels = tf.cast(images, tf.float32) / 255.0
