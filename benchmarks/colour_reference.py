@@ -34,6 +34,8 @@ def arrays(pattern: str, transform_output):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Trains the reference loop on the Examples and writes its epoch times
+  and accuracies to --out; returns the exit code."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--examples', required=True,

@@ -60,37 +60,6 @@ EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 EVAL_SPLIT = 'eval'
 
 
-@dataclasses.dataclass(frozen=True)
-class Datasets:
-  """The batches model.fit reads, and the steps of an epoch."""
-  train: tf.data.Dataset
-  validation: Optional[tf.data.Dataset]
-  # With TrainArgs(num_steps): each epoch's steps, the training data
-  # repeating; None: an epoch is one pass over the training data.
-  steps_per_epoch: Optional[int]
-  epoch_steps: int  # Either way: the learning-rate schedule's unit.
-  validation_steps: Optional[int]
-
-
-@dataclasses.dataclass(frozen=True)
-class Outputs:
-  """Where this worker writes the training logs and the serving model.
-
-  The chief writes them to the Trainer's outputs; any other worker writes
-  its copies (saving may need every worker's collective ops) to temporary
-  folders, removed at the end.
-  """
-  chief: bool
-  model_run_dir: str
-  serving_model_dir: str
-
-  def remove_temporary(self) -> None:
-    """Removes a worker's temporary folders; the chief's outputs stay."""
-    if not self.chief:
-      shutil.rmtree(self.model_run_dir)
-      shutil.rmtree(self.serving_model_dir)
-
-
 def run_fn(fn_args: FnArgs) -> None:
   """TFX Trainer entry point: plans the run, trains and exports the model.
 
@@ -197,7 +166,7 @@ class Fit:
   strategy: tf.distribute.Strategy
   config: TrainingConfig
   num_classes: int
-  datasets: Datasets
+  datasets: 'Datasets'
   callbacks: List[keras.callbacks.Callback]
   epochs_run: int = 0  # Over every call.
 
@@ -226,6 +195,13 @@ class Fit:
     self.epochs_run += len(history.epoch)
 
 
+def training_config(fn_args: FnArgs) -> TrainingConfig:
+  """The run's settings: custom_config's, with --tune's winner if any."""
+  config = TrainingConfig.from_dict(fn_args.custom_config['training'])
+  tuned = tuning.tuned_values(fn_args.hyperparameters)
+  return tuning.apply(config, tuned) if tuned else config
+
+
 def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
   """Hands training to config.workers local processes
   (modules/local_workers.py), once each has files of its own to read."""
@@ -234,11 +210,36 @@ def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
                       config.workers_timeout_seconds)
 
 
-def training_config(fn_args: FnArgs) -> TrainingConfig:
-  """The run's settings: custom_config's, with --tune's winner if any."""
-  config = TrainingConfig.from_dict(fn_args.custom_config['training'])
-  tuned = tuning.tuned_values(fn_args.hyperparameters)
-  return tuning.apply(config, tuned) if tuned else config
+def start_from(fn_args: FnArgs, config: TrainingConfig,
+               data: TrainerData) -> warm_start.Start:
+  """Where training starts: from the served model (fn_args.base_model) with
+  --warm-start if it fits, else from scratch."""
+  if not config.warm_start:
+    return warm_start.cold('')
+  architecture, _ = model_lib.choose(config.model, data.geometry)
+  return warm_start.start(
+      fn_args.base_model,
+      (fn_args.custom_config or {}).get(warm_start.SERVED_FROM_KEY, ''),
+      architecture, data.geometry, data.class_names, config.model)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+  """Where this worker writes the training logs and the serving model.
+
+  The chief writes them to the Trainer's outputs; any other worker writes
+  its copies (saving may need every worker's collective ops) to temporary
+  folders, removed at the end.
+  """
+  chief: bool
+  model_run_dir: str
+  serving_model_dir: str
+
+  def remove_temporary(self) -> None:
+    """Removes a worker's temporary folders; the chief's outputs stay."""
+    if not self.chief:
+      shutil.rmtree(self.model_run_dir)
+      shutil.rmtree(self.serving_model_dir)
 
 
 def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
@@ -292,30 +293,16 @@ def build_model(config: TrainingConfig, plan: training_plan.TrainingPlan,
                          len(data.class_names), config.model), None
 
 
-def float32_for_serving(model: keras.Model, config: TrainingConfig,
-                        plan: training_plan.TrainingPlan, data: TrainerData,
-                        device_plan: devices.DevicePlan,
-                        task: Optional[cluster.Task]) -> keras.Model:
-  """The trained model in float32, outside any strategy, for serving."""
-  # Served in float32 whatever it trained in: a bfloat16 graph would run
-  # emulated, slowly, on a CPU without bfloat16 arithmetic. On several
-  # workers, a copy outside the strategy too: the chief's TensorFlow Lite
-  # check runs the model after the others have left, and a distributed
-  # model's batch normalisation would wait for them.
-  keras.mixed_precision.set_global_policy('float32')
-  if device_plan.precision == 'float32' and not task:
-    return model
-  return float32_copy(model, build_model(config, plan, data)[0])
-
-
-def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
-  """`copy` (the same network, built under the float32 policy) with
-  `model`'s weights."""
-  # Keras lists trainable weights first: with every layer trainable in
-  # both, their weights come in the same order (a frozen layer's would not).
-  model.trainable = True
-  copy.set_weights(model.get_weights())
-  return copy
+@dataclasses.dataclass(frozen=True)
+class Datasets:
+  """The batches model.fit reads, and the steps of an epoch."""
+  train: tf.data.Dataset
+  validation: Optional[tf.data.Dataset]
+  # With TrainArgs(num_steps): each epoch's steps, the training data
+  # repeating; None: an epoch is one pass over the training data.
+  steps_per_epoch: Optional[int]
+  epoch_steps: int  # Either way: the learning-rate schedule's unit.
+  validation_steps: Optional[int]
 
 
 def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
@@ -366,23 +353,6 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
   ]
 
 
-def training_record(fn_args: FnArgs, plan: training_plan.TrainingPlan,
-                    data: TrainerData, device_plan: devices.DevicePlan,
-                    model: keras.Model,
-                    trained: Dict[str, Any]) -> Dict[str, Any]:
-  """What was trained and why: the serving model's training_plan.json."""
-  return {**plan.to_dict(), 'parameters': model.count_params(),
-          'geometry': str(data.geometry),
-          'start': 'warm' if plan.warm else 'cold',
-          'tuned': tuning.tuned_values(fn_args.hyperparameters),
-          'batch_size': device_plan.global_batch_size,
-          'workers': device_plan.workers,
-          VALIDATION_SPLIT_KEY: data.validation,
-          'records': {p.split: p.size.records for p in data.input_plans},
-          'input': {p.split: p.to_dict() for p in data.input_plans},
-          **trained}
-
-
 def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
                  model_run_dir: str, task: Optional[cluster.Task],
@@ -404,6 +374,49 @@ def epoch_scores(fn_args: FnArgs, records: int,
       tf_transform_output, model_run_dir, planned_epochs)
 
 
+def float32_for_serving(model: keras.Model, config: TrainingConfig,
+                        plan: training_plan.TrainingPlan, data: TrainerData,
+                        device_plan: devices.DevicePlan,
+                        task: Optional[cluster.Task]) -> keras.Model:
+  """The trained model in float32, outside any strategy, for serving."""
+  # Served in float32 whatever it trained in: a bfloat16 graph would run
+  # emulated, slowly, on a CPU without bfloat16 arithmetic. On several
+  # workers, a copy outside the strategy too: the chief's TensorFlow Lite
+  # check runs the model after the others have left, and a distributed
+  # model's batch normalisation would wait for them.
+  keras.mixed_precision.set_global_policy('float32')
+  if device_plan.precision == 'float32' and not task:
+    return model
+  return float32_copy(model, build_model(config, plan, data)[0])
+
+
+def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
+  """`copy` (the same network, built under the float32 policy) with
+  `model`'s weights."""
+  # Keras lists trainable weights first: with every layer trainable in
+  # both, their weights come in the same order (a frozen layer's would not).
+  model.trainable = True
+  copy.set_weights(model.get_weights())
+  return copy
+
+
+def training_record(fn_args: FnArgs, plan: training_plan.TrainingPlan,
+                    data: TrainerData, device_plan: devices.DevicePlan,
+                    model: keras.Model,
+                    trained: Dict[str, Any]) -> Dict[str, Any]:
+  """What was trained and why: the serving model's training_plan.json."""
+  return {**plan.to_dict(), 'parameters': model.count_params(),
+          'geometry': str(data.geometry),
+          'start': 'warm' if plan.warm else 'cold',
+          'tuned': tuning.tuned_values(fn_args.hyperparameters),
+          'batch_size': device_plan.global_batch_size,
+          'workers': device_plan.workers,
+          VALIDATION_SPLIT_KEY: data.validation,
+          'records': {p.split: p.size.records for p in data.input_plans},
+          'input': {p.split: p.to_dict() for p in data.input_plans},
+          **trained}
+
+
 def _shard_by_file(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """Each worker reads its own shards (files) of the split: the dataset
   needs at least as many files as there are workers."""
@@ -421,16 +434,3 @@ def _barrier(strategy: tf.distribute.Strategy) -> None:
     return strategy.run(lambda: tf.constant(1.0))
 
   strategy.reduce(tf.distribute.ReduceOp.SUM, one(), axis=None)
-
-
-def start_from(fn_args: FnArgs, config: TrainingConfig,
-               data: TrainerData) -> warm_start.Start:
-  """Where training starts: from the served model (fn_args.base_model) with
-  --warm-start if it fits, else from scratch."""
-  if not config.warm_start:
-    return warm_start.cold('')
-  architecture, _ = model_lib.choose(config.model, data.geometry)
-  return warm_start.start(
-      fn_args.base_model,
-      (fn_args.custom_config or {}).get(warm_start.SERVED_FROM_KEY, ''),
-      architecture, data.geometry, data.class_names, config.model)

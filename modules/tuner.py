@@ -58,6 +58,8 @@ class TrialTuner(base_tuner.BaseTuner):
     self._trials = oracle.max_trials
 
   def run_trial(self, trial, train, evaluation, geometry, num_classes):  # pylint: disable=arguments-differ
+    """Trains `trial`'s model for the trial budget and scores it on the
+    validation split."""
     values = trial.hyperparameters.values
     config = tuning.apply(self._config, values)
     started = time.monotonic()
@@ -93,10 +95,12 @@ class TrialTuner(base_tuner.BaseTuner):
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
   # a local run is the console: the log gets them instead.
   def search_space_summary(self, extended=False):
+    """Logs the search space."""
     logging.info('Tuner search space: %s', [
         p.get_config() for p in self.oracle.get_space().space])
 
   def results_summary(self, num_trials=10):
+    """Logs the best `num_trials` trials."""
     for trial in self.oracle.get_best_trials(num_trials):
       logging.info('Tuner trial %d: %s: %s %s', _number(trial),
                    tuning.describe(trial.hyperparameters.values),
