@@ -34,6 +34,8 @@ def arrays(pattern: str, transform_output):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Trains the reference loop on the Examples and writes its epoch times
+  and accuracies to --out; returns the exit code."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--examples', required=True,
@@ -56,13 +58,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from modules import devices  # pylint: disable=g-import-not-at-top
   from modules import model as model_lib  # pylint: disable=g-import-not-at-top
-  from modules import trainer  # pylint: disable=g-import-not-at-top
+  from modules import trainer_data  # pylint: disable=g-import-not-at-top
   from modules import training_plan  # pylint: disable=g-import-not-at-top
   from modules.training_config import TrainingConfig  # pylint: disable=g-import-not-at-top
 
   config = TrainingConfig()
   output = tft.TFTransformOutput(args.transform)
-  geometry = trainer.image_geometry(output)
+  geometry = trainer_data.image_geometry(output)
   x, y = arrays(os.path.join(args.examples, 'Split-train', '*'), output)
   xv, yv = arrays(os.path.join(args.examples, 'Split-eval', '*'), output)
   classes = int(max(y.max(), yv.max())) + 1

@@ -1,6 +1,6 @@
 """The served model's interface by name: its signatures and their outputs.
 
-modules/trainer.py exports them. This module is light to import, for
+modules/serving_model.py exports them. This module is light to import, for
 clients such as the predict tool.
 """
 

@@ -52,7 +52,7 @@ def normalise(images: tf.Tensor, mean: tf.Tensor,
   channels' `mean` and `variance` of pixels in 0..1. This is the one map
   from pixels to model inputs. The Transform graph applies it with its
   analyzers (training, evaluation, `serving_default`). `serve_images`
-  applies it with their values (modules/trainer.py) on the uint8 tensors it
+  applies it with their values (modules/serving_model.py) on the uint8 tensors it
   is sent.
   """
   pixels = tf.cast(images, tf.float32) / 255.0

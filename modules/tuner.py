@@ -34,8 +34,8 @@ from modules import devices
 from modules import progress
 from modules import training_plan
 from modules import tuning
-from modules.trainer import (class_names_for, image_geometry, plan_inputs,
-                             validation_split)
+from modules.trainer_data import (class_names_for, image_geometry,  # pylint: disable=g-multiple-import
+                                  plan_inputs, validation_split)
 from modules.training_config import TrainingConfig, TuningConfig
 
 PROJECT_NAME = 'tuning'

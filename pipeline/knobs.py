@@ -1,4 +1,5 @@
-"""The pipeline's knobs, each declared once with its default and help.
+"""The pipeline's knobs, each declared once with its default, help, flag and
+dataset presets (modules/settings.py).
 
   DataConfig            what ExampleGen reads and writes, and the schema
   TrainingConfig        the Trainer's (modules/training_config.py)
@@ -7,8 +8,8 @@
   InfrastructureConfig  how and where the DAG runs: set by the runner
   DiskConfig            what a local run keeps on disk (local_runner.py's)
 
-A field whose metadata names a `flag` is one; runners/flags.py generates
-the flags from these fields and maps parsed flags back onto them, and
+A flag reaches its use in two hops: runners/flags.py sets the knob's field
+from the flag (or the `--dataset` preset the knob declares), and
 create_pipeline() hands each config to the components that use it.
 """
 
@@ -19,30 +20,21 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from ml_metadata.proto import metadata_store_pb2
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from modules.training_config import TrainingConfig, TuningConfig, knob
+from modules.settings import KNOWN_DATASETS, dataset_preset, knob
+from modules.training_config import TrainingConfig, TuningConfig
 from pipeline import configs
 from records import features
 
 # The accuracy threshold of IDX files (MNIST's layout) and of MNIST.
 IDX_ACCURACY_THRESHOLD = 0.99
 
-# Known datasets (`--dataset NAME`): the knobs each one sets unless a flag
-# does; any knob left out keeps its default (MNIST's are the defaults).
-# Fashion-MNIST reaches its threshold only with more epochs than the budget
-# gives its 60,000 images.
-DATASETS = {
-    'mnist': dict(class_names=[str(digit) for digit in range(10)],
-                  accuracy_threshold=IDX_ACCURACY_THRESHOLD),
-    'fashion-mnist': dict(
-        class_names=['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
-                     'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'],
-        accuracy_threshold=0.91,
-        epochs=8),
-}
-
 
 def parse_class_names(value: str) -> Optional[List[str]]:
-  """A comma-separated list, or @FILE with one name per line."""
+  """A comma-separated list, or @FILE with one name per line.
+
+  Raises:
+    ValueError: the file cannot be read.
+  """
   if not value:
     return None
   if not value.startswith('@'):
@@ -55,6 +47,7 @@ def parse_class_names(value: str) -> Optional[List[str]]:
 
 
 def parse_image_size(value: str) -> Tuple[int, int]:
+  """(height, width) of 'HEIGHTxWIDTH'; ValueError with a message if not."""
   try:
     height, width = (int(v) for v in value.lower().split('x'))
     return height, width
@@ -64,6 +57,7 @@ def parse_image_size(value: str) -> Tuple[int, int]:
 
 
 def parse_span_dir_pattern(value: str) -> str:
+  """`value` if it is one folder name with {SPAN}; ValueError if not."""
   try:
     return check_span_dir_pattern(value)
   except ValueError:
@@ -82,12 +76,16 @@ class DataConfig:
       None, 'A known dataset: sets its class names, accuracy threshold '
       'and, where it needs more than the budget gives, training epochs '
       '(explicit flags still win).', flag='--dataset',
-      choices=sorted(DATASETS))
+      choices=sorted(KNOWN_DATASETS))
   class_names: Optional[Sequence[str]] = knob(
       None, 'Names of labels 0..n-1: a comma-separated list or @FILE with one '
       'name per line. Default: the --dataset\'s; else idx uses the label '
       'values, images the sorted class folder names.', flag='--class-names',
-      parse=parse_class_names)
+      parse=parse_class_names,
+      presets={'mnist': [str(digit) for digit in range(10)],
+               'fashion-mnist': ['T-shirt/top', 'Trouser', 'Pullover',
+                                 'Dress', 'Coat', 'Sandal', 'Shirt',
+                                 'Sneaker', 'Bag', 'Ankle boot']})
   # Of image folders; IDX files carry their own geometry. None: chosen by
   # ImageExampleGen from the images' headers (geometry_choice.py).
   image_size: Optional[Tuple[int, int]] = knob(
@@ -191,6 +189,7 @@ class DataConfig:
 
   @property
   def images(self) -> bool:
+    """The input is image folders (--input-format images), not IDX files."""
     return self.input_format == 'images'
 
   @property
@@ -215,7 +214,8 @@ class EvaluationConfig:
       'folders from the data: clearly above always guessing the eval split\'s '
       'most common class, printed when the Evaluator runs; see '
       'docs/serving.md).' % IDX_ACCURACY_THRESHOLD,
-      flag='--accuracy-threshold', type=float)
+      flag='--accuracy-threshold', type=float,
+      presets={'mnist': IDX_ACCURACY_THRESHOLD, 'fashion-mnist': 0.91})
   # Set by the runner: Kubeflow Pipelines runs no resolver.
   baseline: str = knob(
       'last_blessed', 'What a new model must be no worse than: '
@@ -284,6 +284,7 @@ class InfrastructureConfig:
 
 
 def parse_keep_runs(value: str) -> int:
+  """`value` as a number of runs, 1 or more; ValueError if not."""
   try:
     runs = int(value)
   except ValueError:
@@ -312,3 +313,10 @@ class Knobs(NamedTuple):
   training: TrainingConfig = TrainingConfig()
   evaluation: EvaluationConfig = EvaluationConfig()
   tuning: TuningConfig = TuningConfig()
+
+
+# Every known dataset's preset, {dataset: {field name: value}}, gathered
+# from the knobs that declare them.
+DATASETS = {dataset: dataset_preset(dataset, DataConfig, TrainingConfig,
+                                     EvaluationConfig, TuningConfig)
+            for dataset in KNOWN_DATASETS}

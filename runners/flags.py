@@ -4,14 +4,16 @@ Generated from the knobs' fields (pipeline/knobs.py, modules/
 training_config.py): `add_flags` adds one flag per field that names one,
 `knobs_from_args` maps the parsed flags back onto the fields. A flag not
 given leaves its field out of the namespace (argparse.SUPPRESS), so its
-field keeps its default, or the --dataset preset's value: explicit flags
-win. Each runner adds only what differs (paths, metadata, Beam runner).
+field keeps its default, or the value its knob presets for the --dataset:
+explicit flags win. Each runner adds only what differs (paths, metadata,
+Beam runner).
 """
 
 import argparse
 import dataclasses
-from typing import Any, Dict, Iterator
+from typing import Any, Dict
 
+from modules.settings import knob_fields, presets
 from pipeline import knobs as knobs_lib
 
 # Help groups, and the configs whose flags each holds, in their order.
@@ -21,15 +23,6 @@ GROUPS = (
                                  knobs_lib.EvaluationConfig)),
     ('tuning', (knobs_lib.TuningConfig,)),
 )
-
-
-def knob_fields(config_class) -> Iterator[dataclasses.Field]:
-  """Every knob of `config_class`, nested configs' in their place."""
-  for field in dataclasses.fields(config_class):
-    if dataclasses.is_dataclass(field.default_factory):
-      yield from knob_fields(field.default_factory)
-    else:
-      yield field
 
 
 def _defaults() -> Dict[str, Any]:
@@ -55,6 +48,7 @@ def _add_flag(group, field: dataclasses.Field, defaults: Dict[str, Any]):
   flag = options.pop('flag')
   to_flag = options.pop('to_flag', lambda value: value)
   options.pop('from_flag', None)
+  options.pop('presets')
   if 'parse' in options:
     options['type'] = _parser(options.pop('parse'))
   # argparse would show SUPPRESS as the default: the help shows the field's.
@@ -95,10 +89,14 @@ def runner_config(args: argparse.Namespace, config_class):
 
 
 def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
-  """The configs of the parsed flags: given flags, else the --dataset
-  preset's values, else the fields' defaults. Exits on contradicting flags."""
+  """The configs of the parsed flags: given flags, else the values the knobs
+  preset for the --dataset, else the fields' defaults.
+
+  Raises:
+    SystemExit: flags that contradict each other or the input format.
+  """
   given = vars(args)
-  preset = knobs_lib.DATASETS.get(given.get('dataset'), {})
+  dataset = given.get('dataset')
 
   def build(config_class):
     values = {}
@@ -108,8 +106,8 @@ def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
       elif field.metadata.get('flag') and field.name in given:
         values[field.name] = field.metadata.get(
             'from_flag', lambda value: value)(given[field.name])
-      elif field.name in preset:
-        values[field.name] = preset[field.name]
+      elif dataset in presets(field):
+        values[field.name] = presets(field)[dataset]
     return config_class(**values)
 
   knobs = knobs_lib.Knobs(data=build(knobs_lib.DataConfig),

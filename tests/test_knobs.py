@@ -13,6 +13,7 @@ from components import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import store as inspect_store
 import local_runner
+from modules import settings
 from modules.training_config import TrainingConfig
 from pipeline import configs
 from pipeline import knobs
@@ -287,3 +288,8 @@ def test_the_accuracy_threshold_is_fixed_or_from_the_data(tmp_path, argv,
   # Image folders without a known dataset: from the eval split's classes
   # (components/blessing_rule.py); IDX files and known datasets keep theirs.
   assert _accuracy_threshold(_dag(tmp_path, *argv)) == threshold
+
+
+def test_a_preset_for_an_unknown_dataset_is_refused():
+  with pytest.raises(ValueError, match=r"unknown datasets \['cifar-10'\]"):
+    settings.knob(1, 'A knob.', presets={'cifar-10': 2})
