@@ -25,6 +25,7 @@ from records import features
 
 @dataclasses.dataclass(frozen=True)
 class TrainingPlan:
+  """What the Trainer decided to train, and why (training_plan.json)."""
   architecture: str
   why: str  # Why this architecture.
   augment: bool
@@ -41,12 +42,15 @@ class TrainingPlan:
 
   @property
   def warm(self) -> bool:
+    """Whether training starts from the served model's weights."""
     return bool(self.warm_start_from)
 
   def to_dict(self) -> Dict[str, Any]:
+    """Returns the plan as training_plan.json holds it."""
     return dataclasses.asdict(self)
 
   def describe(self) -> str:
+    """The plan in a line: network, augmentation, epochs and schedule."""
     return (f'{self.architecture} ({self.why}); augmentation '
             f'{"on" if self.augment else "off"} ({self.augment_why}); '
             f'{self.epochs} epochs over {self.train_records} training '
