@@ -9,7 +9,7 @@ from tfx.proto import range_config_pb2
 
 from components.image_example_gen import executor
 from components.image_example_gen import folder_layout
-from components.image_example_gen import window_driver
+from components.image_example_gen import driver
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 from records import features
@@ -70,11 +70,11 @@ class ImageExampleGen(FileBasedExampleGen):
   `span_window` N (with `span_dir_pattern`) reads the newest N spans on
   disk into the one Examples artifact, the earlier spans' eval as its own
   split (span_window.py); the driver fingerprints them all
-  (window_driver.py).
+  (driver.py).
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
-  DRIVER_CLASS = window_driver.Driver
+  DRIVER_CLASS = driver.Driver
 
   def __init__(
       self,

@@ -4,7 +4,7 @@ Built like TFX's file-based ExampleGens (avro_executor, parquet_executor):
 a `beam.ptransform_fn` per input format reads a split (idx_source.py,
 image_folder_source.py); TFX supplies splits, spans, versions and the hash
 split of `output_config` (GenerateExamplesByBeam). `Do` is ours for what
-TFX's does not do: the driver's work when no driver ran (driver_work.py),
+TFX's does not do: the driver's work when no driver ran (driver.py),
 class names found over all splits before any is read
 (IDX headers and labels read up front, images checked by the workers as
 they read them) and put on the artifact, with the
@@ -42,7 +42,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from components.image_example_gen import driver_work
+from components.image_example_gen import driver
 from components.image_example_gen import errors
 from components.image_example_gen import folder_layout
 from components.image_example_gen import folder_plan
@@ -250,8 +250,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       # Where the pipeline was built without seeing the data.
       exec_properties = folder_layout.resolve(exec_properties,
                                               options.eval_percent)
-    if not driver_work.driver_ran(exec_properties):  # Kubeflow Pipelines.
-      exec_properties = driver_work.resolve(exec_properties, examples)
+    if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
+      exec_properties = driver.resolve(exec_properties, examples)
     input_config = proto_utils.json_to_proto(
         exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
         example_gen_pb2.Input())
