@@ -14,7 +14,7 @@ says why), each shard by the worker that converts it
 (idx_source.py and image_folder_source.py say why; the hash split of an
 `output_config` goes through TFX's record-by-record partition and Beam's
 file sink instead); skipped images and the OS files left out of image
-folders gathered (skipped_images.py, os_files.py). Image folders are
+folders gathered (left_out.py). Image folders are
 listed and checked once, before Beam starts (folder_plan.py): either
 layout (folder_layout.py, which also splits the one without train/eval
 folders), the classes, and, unless options set it, the geometry chosen from
@@ -49,9 +49,8 @@ from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import idx_source
 from components.image_example_gen import image_folder_source
-from components.image_example_gen import os_files
+from components.image_example_gen import left_out
 from components.image_example_gen import progress
-from components.image_example_gen import skipped_images
 from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen import validation_split
@@ -307,7 +306,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if is_idx and len(window) > 1 and span_window.EVAL_SPLIT in split_names:
       split_names.append(span_window.EARLIER_EVAL_SPLIT)
     examples.split_names = artifact_utils.encode_split_names(split_names)
-    skipped_files = (skipped_images.files(examples.uri, folder_files)
+    skipped_files = (left_out.skipped_files(examples.uri, folder_files)
                      if options.skip_bad_images else {})
     encoding = features.resolve_encoding(options.image_encoding, geometry,
                                          options.png_min_pixels)
@@ -340,9 +339,9 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
               if split.name == validation_split.TRAIN)),
           options.validation_percent)
     if options.skip_bad_images:
-      skipped_images.record(examples, folder_files, skipped_files)
+      left_out.record_skipped(examples, folder_files, skipped_files)
     if not is_idx:
-      os_files.record(examples, patterns)
+      left_out.record_os_files(examples, patterns)
 
     if window[-1].number:  # Data in spans.
       examples.set_string_custom_property(span_window.SPANS_PROPERTY,

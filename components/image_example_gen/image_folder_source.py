@@ -3,11 +3,11 @@
 image_folder.py lists a split and decodes one image; this module plans and
 runs the conversion of a whole split through Beam, strictly (an unreadable
 image fails the run, naming the file) or, with a skipped-images file,
-writing what it could not read there (skipped_images.py gathers those
+writing what it could not read there (left_out.py gathers those
 files onto the Examples artifact).
 
 The split is listed and checked once, before any worker starts, by the
-executor (folder_plan.py; OS files are left out there, and os_files.py
+executor (folder_plan.py; OS files are left out there, and left_out.py
 records them).
 
 `WriteFolderSplit` is how a split is converted, as idx_source.WriteIdxSplit

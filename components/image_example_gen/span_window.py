@@ -129,7 +129,7 @@ def fit_idx(folder: str, config: example_gen_pb2.Input
 
 
 def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
-  """The window of an execution whose span TFX's driver (or driver_work.py)
+  """The window of an execution whose span TFX's driver (or driver.resolve)
   resolved: its options' span_window, read with resolve.
 
   Raises:
