@@ -19,6 +19,7 @@ from tfx.proto import example_gen_pb2
 
 from components.image_example_gen import folder_layout
 from components.image_example_gen import image_folder
+from components.image_example_gen import span_window
 from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
 
@@ -196,3 +197,63 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   _check_classes(files, patterns, hash_split)
   return FolderPlan(files=files, class_names=names, hash_split=hash_split,
                     validation_carved=carved)
+
+
+def plan_window(input_base: str, window: List[span_window.Span],
+                output_config: example_gen_pb2.Output,
+                class_names: Optional[Sequence[str]],
+                eval_percent: Optional[int],
+                validation_percent: Optional[int]) -> FolderPlan:
+  """Plans each span of `window` as if it were read alone, and joins them.
+
+  Returns:
+    The plan of every span's files joined split by split, the earlier spans'
+    eval apart (span_window.EARLIER_EVAL_SPLIT).
+  """
+  newest = window[-1]
+  files: Dict[str, List[str]] = {}
+  plans = []
+  for span in window:
+    span_output = output_config
+    if span is not newest:
+      span_output = _span_output_config(input_base, span, output_config,
+                                        eval_percent)
+    span_plan = plan(input_base, span.input_config, span_output, class_names,
+                     span.number, validation_percent)
+    plans.append(span_plan)
+    for split, split_files in span_plan.files.items():
+      files.setdefault(span.output_split(split, span is newest),
+                       []).extend(split_files)
+  last = plans[-1]
+  for span, span_plan in zip(window, plans):
+    # Each span's classes were checked against the span before it; this
+    # catches a pair that check could not tell apart as spans.
+    if span_plan.class_names != last.class_names:
+      raise InputDataError(
+          os.path.join(input_base, span.folder),
+          f'classes {span_plan.class_names} differ from {newest.folder}\'s '
+          f'{last.class_names}; give them all with --class-names')
+  # The newest span's splits in their order, then any other.
+  order = [*last.files, *(split for split in files if split not in last.files
+                          and split != span_window.EARLIER_EVAL_SPLIT),
+           span_window.EARLIER_EVAL_SPLIT]
+  return FolderPlan(
+      files={split: files[split] for split in order if split in files},
+      class_names=last.class_names, hash_split=last.hash_split,
+      validation_carved=any(p.validation_carved for p in plans))
+
+
+def _span_output_config(input_base: str, span: span_window.Span,
+                        output_config: example_gen_pb2.Output,
+                        eval_percent) -> example_gen_pb2.Output:
+  """An earlier span's output config: its own layout's."""
+  if len(span.input_config.splits) != 1:  # Train and eval folders.
+    return example_gen_pb2.Output()
+  if output_config.split_config.splits:  # The newest's is the same layout.
+    return output_config
+  if eval_percent is None:
+    raise InputDataError(
+        os.path.join(input_base, span.folder),
+        'holds class folders without train/eval folders: splitting them '
+        'needs eval_percent')
+  return folder_layout.output_config(folder_layout.CLASSES, eval_percent)
