@@ -203,7 +203,8 @@ def test_the_cache_answers_until_a_new_span_lands(tmp_path):
   data, root = tmp_path / 'data', tmp_path / 'root'
   _idx_spans(data, {1: (10, 5), 2: (10, 5)})
   example_gen = ImageExampleGen(
-      str(data), num_shards=2, span_dir_pattern=PATTERN, span_window=3)
+      str(data), ImageExampleGenOptions(num_shards=2, span_window=3),
+      span_dir_pattern=PATTERN)
   example_gen.with_beam_pipeline_args(
       [*artifacts.IN_MEMORY, *configs.LOCAL_BEAM_PIPELINE_ARGS])
   pipeline = tfx.dsl.Pipeline(
