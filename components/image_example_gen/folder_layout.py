@@ -1,26 +1,17 @@
 """The layouts of image folders, and the split of the one without splits.
 
   splits:  DATA/train/<class>/<image> and DATA/eval/<class>/<image>
-  splits_with_validation: the same and DATA/validation/<class>/<image>,
-           the validation split as given (validation_split.py carves one
-           from train otherwise)
-  classes: DATA/<class>/<image> (Keras' image_dataset_from_directory's):
-           one input split, ALL_SPLIT, cut into train and eval by TFX's
-           `output_config` hash buckets (`output_config`)
+  splits_with_validation: the same and DATA/validation/<class>/<image>
+  classes: DATA/<class>/<image>, one input split (ALL_SPLIT) cut into train
+           and eval by `output_config`'s hash buckets
 
-With a span pattern, DATA is each span's folder. `detect` tells the layouts
-apart; the component asks it when it is built (so that TFX's driver resolves
-spans and fingerprints the files the run reads), and the executor asks it
-again (`resolve`) for pipelines built where the data could not be read
-(Kubeflow: only the executor sees the data).
+With spans, DATA is each span's folder. The component calls `detect` when it
+is built, so that TFX's driver fingerprints the right files; the executor
+calls `resolve` where the pipeline was built without the data (Kubeflow).
 
-TFX's own hash split (base_example_gen_executor's partition) hashes each
-serialized record: the split would change with --image-size, and the
-record-by-record partition would bypass the per-worker shard writing
-(image_folder_source.py). `partition` applies TFX's hash function and
-buckets (sha256 modulo the total, then the cumulative buckets in order) to
-each image's path relative to DATA instead: the same image lands in the same
-split on every machine, with any geometry, and whatever images are added.
+`partition` uses TFX's hash buckets on each image's path relative to DATA,
+not on the serialized record as TFX does: the split then stays the same with
+any geometry, and the per-worker shard writing still applies.
 """
 
 import bisect

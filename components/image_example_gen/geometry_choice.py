@@ -1,19 +1,16 @@
 """The geometry image folders are converted to when no flag sets it.
 
-The executor looks at the headers of a sample of the images (Pillow's
-Image.open parses the header only, decoding no pixel; SAMPLE_SIZE images
-at most, spread over the classes of every split) and chooses:
+The executor reads the headers of a sample of the images (SAMPLE_SIZE at most,
+spread over every class of every split) and chooses:
 
-  channels  3 if any sampled image is in colour (colour stays colour), else 1
-  size      the images' own if they all share one of at most MAX_SIDE x
-            MAX_SIDE pixels; if they share a bigger one, scaled down to fit
-            within MAX_SIDE x MAX_SIDE, keeping its aspect ratio; if their
-            sizes differ, a square of MAX_SIDE, or of the median shorter
-            side if the images are smaller than that
+  channels  3 if any sampled image is in colour, else 1
+  size      the images' own if they share one within MAX_SIDE x MAX_SIDE;
+            scaled down to fit it, keeping the aspect ratio, if they share a
+            bigger one; else a square of MAX_SIDE or of the median shorter
+            side, whichever is smaller
 
-A size or a channel count given as an option is kept as it is. The choice
-goes on the Examples artifact with the geometry (CHOICE_PROPERTY says how
-it was made), where Transform, the Trainer and serving read it.
+A size or channel count given as an option is kept. CHOICE_PROPERTY on the
+Examples artifact says how the geometry was chosen.
 """
 
 import collections

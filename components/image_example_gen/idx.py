@@ -1,10 +1,8 @@
 """Reading IDX files, the format of MNIST, Fashion-MNIST and their kin.
 
 An IDX file is a 4-byte magic number (two zero bytes, a type code, the number
-of dimensions), one big-endian uint32 per dimension, then the values in
-row-major order. Files may be gzipped; we look at the bytes, not the name.
-
-Everything here works on any filesystem TensorFlow knows (local, gs://, s3://)
+of dimensions), a big-endian uint32 per dimension, then the values in
+row-major order, maybe gzipped. It works on any filesystem TensorFlow knows
 and raises `InputDataError` naming the file and the problem.
 """
 

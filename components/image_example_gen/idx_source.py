@@ -1,38 +1,21 @@
 """IDX splits into Beam: the files of a split, its class names, its records.
 
-idx.py reads IDX files; this module plans and runs the reading of a whole
-split through Beam. Before any worker starts it pairs the images and
-labels files by their headers and reads the labels (small: a byte per
-image) against the class names; the images are read once, by the workers,
-which find a truncated or damaged file as they reach it.
+Before any worker starts, the images and labels files of a split are paired by
+their headers and the labels (a byte per image) are checked. The workers read
+the images and find a damaged file as they reach it.
 
-`WriteIdxSplit` is how a split is converted: one element per output shard,
-(shard, first record, end), and each worker reads its shards' records
-from the files, turns them into Examples and writes the shard itself, a
-chunk of at most CHUNK_BYTES of pixels at a time: nothing but those small
-elements passes between workers (no shuffle of the records, which Beam's
-DirectRunner would hold in memory whole), so memory per worker is bounded
-by CHUNK_BYTES, whatever the split's size, and the workers convert in
-parallel. Shard s holds records [s * count / num_shards, (s + 1) * count
-/ num_shards) in file order: the same input gives the same files.
+`WriteIdxSplit` converts a split with one element per output shard: each
+worker reads its shard's records, turns them into Examples and writes the
+shard itself, CHUNK_BYTES of pixels at a time. Only those small elements pass
+between workers, so no shuffle holds the split in memory. Shard s holds an
+even, contiguous share of the records in file order: the same input gives the
+same files. The shards go to the workers in turns, and each reads its shards
+front to back on one open stream, so a gzipped file is decompressed once per
+worker. With a validation percentage, the train split's workers write each
+shard twice over: the records validation_split.py hashes into validation, and
+the rest.
 
-A gzipped file has no random access: a worker reaches its first record by
-decompressing the file up to it. The shards go to the workers in turns
-(the DirectRunner deals the grouped elements out round-robin, in key
-order: with 2 workers one converts shards 0, 2, 4..., the other 1, 3,
-5...), each worker reads its shards front to back on one open stream
-(idx.ItemReader), so each decompresses the file once, beside the other,
-and they share the conversion evenly. Giving each worker one contiguous
-half instead would halve the first worker's decompression but leave the
-second with the whole file plus half the conversion.
-
-With a validation percentage, the workers converting the train split
-write each shard twice over: the records validation_split.py hashes into
-the validation split to shard s of that split, the others to shard s of
-train, in the same pass.
-
-`IdxToExampleBatches` (lists of Examples, for the hash-split output
-configs that TFX's own code partitions) reads chunks the same way.
+`IdxToExampleBatches` reads the same chunks for TFX's hash split.
 """
 
 import os

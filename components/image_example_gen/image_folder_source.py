@@ -1,33 +1,16 @@
 """Image-folder splits into Beam: <split>/<class_name>/<image> to Examples.
 
-image_folder.py lists a split and decodes one image; this module plans and
-runs the conversion of a whole split through Beam, strictly (an unreadable
-image fails the run, naming the file) or, with a skipped-images file,
-writing what it could not read there (left_out.py gathers those
-files onto the Examples artifact).
+The executor lists and checks the files before any worker starts
+(folder_plan.py). `WriteFolderSplit` converts a split as
+idx_source.WriteIdxSplit does: one element per output shard, its image
+paths, and each worker decodes its shard's images and writes the shard
+itself. Memory per worker stays bounded whatever the split's size. An
+unreadable image fails the run, naming the file, or with `skip_bad_images`
+is listed in a file that left_out.py gathers.
 
-The split is listed and checked once, before any worker starts, by the
-executor (folder_plan.py; OS files are left out there, and left_out.py
-records them).
-
-`WriteFolderSplit` is how a split is converted, as idx_source.WriteIdxSplit
-converts IDX files: one element per output shard, (shard, its image
-paths), and each worker decodes its shards' images and writes each shard
-itself (tfrecord_sink.write_shard), a list of at most `records_per_write`
-records at a time: nothing but the paths passes between workers (no
-shuffle of the records, which Beam's DirectRunner would hold in memory
-whole), so memory per worker is bounded by idx_source.CHUNK_BYTES of pixels
-(and tfrecord_sink.RECORDS_PER_WRITE records), whatever the split's size,
-and the workers convert in parallel.
-
-The shards mix the classes: the sorted paths are put in a fixed-seed
-random order before they are cut into shards (in sorted order each shard
-would hold one or two class folders, and the Trainer's streaming reader,
-which interleaves a few shards at a time, would see a few classes at a
-time). The same files give the same shards, byte for byte.
-
-`ImageFolderToExample` (one Example per element, for the hash-split output
-configs that TFX's own code partitions) decodes the same listing.
+The shards mix the classes: the sorted paths are dealt in a fixed-seed random
+order, so the Trainer's interleaved reads see every class. The same files give
+the same shards, byte for byte.
 """
 
 import json

@@ -1,11 +1,8 @@
-"""How big an ImageExampleGen input is, before anything reads it: what
-the runner sizes ExampleGen's Beam execution and StatisticsGen's sampling
-by (pipeline/scale.py).
+"""How big an ImageExampleGen input is, before anything reads it.
 
-IDX: the images files' headers (records, and bytes of pixels: what the
-conversion handles, whatever the gzip ratio). Image folders: the image
-files and their bytes on disk. Local paths only; with a span pattern, every
-span counts (the newest span is TFX's driver's to find, at run time).
+pipeline/scale.py sizes ExampleGen's Beam run and StatisticsGen's sampling by
+it. IDX: records and pixel bytes from the headers. Image folders: the files
+and their bytes. Local paths only; with spans, every span counts.
 """
 
 import dataclasses

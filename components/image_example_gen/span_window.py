@@ -1,19 +1,10 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
-TFX's FileBasedExampleGen reads one span, the newest (or range_config's).
-With a span window of N, ImageExampleGen reads the newest span as TFX's
-driver resolved it and the N-1 newest earlier spans still on disk beside it
-(span-7/ and its siblings span-6/, span-5/...; a folder without data is
-passed over), each split taken from each span as that span's folder gives
-it. The records of every span go into the same splits, with one exception:
-the eval split holds the newest span's eval only, and the earlier spans'
-eval goes to EARLIER_EVAL_SPLIT. The Evaluator, the TensorFlow Lite check
-and LabelCheck read `eval`, so a model is judged on today's data, not on a
-mix in which last month's dominates; nothing trains on EARLIER_EVAL_SPLIT
-(DataChecks and LabelCheck check it like any held-out split).
-
-The Examples artifact records the spans read as SPANS_PROPERTY, a JSON list
-of ints, oldest first; `span` stays the newest, as TFX's driver sets it.
+TFX's driver resolves the newest span; the window adds the N-1 newest earlier
+span folders beside it that hold data. Every span's records go into the same
+splits, except eval: the earlier spans' eval goes to EARLIER_EVAL_SPLIT, so a
+model is judged on today's data. The Examples artifact records the spans read
+as SPANS_PROPERTY, a JSON list, oldest first.
 """
 
 import dataclasses

@@ -1,26 +1,12 @@
 """Writing a split: gzipped TFRecord shards, a batch of records at a time.
 
-`WriteSplit` is TFX's write_split.WriteSplit with two differences: a fixed
-number of shards (TFX lets Beam choose, and the DirectRunner writes one file
-per worker, too few for the Trainer's parallel interleaved reads), and
-elements that are *lists* of serialized records. The sink is Beam's own
-`FileBasedSink` (temporary files, `num_shards`, renamed into place only
-when every shard is written); each list is framed in one go and compressed
-in one call. The files are ordinary gzipped TFRecord files. It writes the
-hash split of an output_config; the splits the input gives are written
-shard by shard by the workers that convert them (`write_shard`, from
-idx_source.py and image_folder_source.py), the same format.
-
-Why not `beam.io.WriteToTFRecord` (as TFX's ExampleGen writes): it takes
-one record per element (per record a Beam element, a framing call and a
-gzip call, zlib at its default level, not settable), and with a fixed
-shard count it groups the records by shard, which Beam's DirectRunner holds
-in memory whole. BENCHMARKS.md ("TFRecord sinks",
-benchmarks/tfrecord_sinks.py) compares the two on the whole ExampleGen.
-
-The gzip is ISA-L's (`isal`, Intel's optimised deflate; standard gzip
-files, read by TensorFlow's own reader) at level 1: much faster than zlib
-at any level, for files no larger than zlib's level 1.
+TFX's ExampleGen writes with `beam.io.WriteToTFRecord`: a record per element,
+zlib at its default level, and with a fixed shard count a grouping by shard
+that Beam's DirectRunner holds in memory whole. BENCHMARKS.md ("TFRecord
+sinks") compares the two. Here a worker writes whole shards (`write_shard`),
+or Beam's FileBasedSink writes lists of records (`WriteSplit`, for TFX's hash
+split). Both frame a list of records in one go and gzip it with ISA-L at
+level 1; the files are ordinary gzipped TFRecord files.
 """
 
 import itertools
