@@ -83,12 +83,11 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   pattern = os.path.join(plan.input_base, split_pattern)
   if plan.options.input_format == 'idx':
     return (pipeline
-            | 'Idx' >> idx_source.IdxToExampleBatches(  # pylint: disable=no-value-for-parameter
+            | 'Idx' >> idx_source.IdxToExample(  # pylint: disable=no-value-for-parameter
                 plan.idx_files[pattern], plan.class_names,
-                plan.options.num_shards, plan.encoding, plan.input_base)
-            | 'Unbatch' >> beam.FlatMap(lambda batch: batch))
+                plan.options.num_shards, plan.encoding, plan.input_base))
   return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      pattern, plan.class_names, plan.geometry, plan.input_base, None,
+      pattern, plan.class_names, plan.geometry, plan.input_base,
       plan.encoding, plan.options.max_image_pixels)
 
 

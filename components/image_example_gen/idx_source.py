@@ -15,7 +15,7 @@ worker. With a validation percentage, the train split's workers write each
 shard twice over: the records validation_split.py hashes into validation, and
 the rest.
 
-`IdxToExampleBatches` reads the same chunks for TFX's hash split.
+`IdxToExample` reads a split one Example per element, for TFX's hash split.
 """
 
 import os
@@ -142,15 +142,6 @@ def shard_ranges(count: int, num_shards: int) -> List[Tuple[int, int]]:
   return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _chunks(count: int, num_shards: int,
-            per_chunk: int) -> List[Tuple[int, int]]:
-  """[start, stop) ranges of at most `per_chunk` records, a whole number of
-  them per shard (so that the shards come out even)."""
-  return [(a + i, min(b, a + i + per_chunk))
-          for a, b in shard_ranges(count, num_shards)
-          for i in range(0, b - a, per_chunk)]
-
-
 class _Reader:
   """Reads record ranges of one split's files into serialized Examples.
 
@@ -224,15 +215,16 @@ class _Reader:
     self._readers = None
 
 
-class _ChunkToExamples(beam.DoFn):
-  """(start, stop) -> the list of serialized Examples of those records."""
+class _ShardToExamples(beam.DoFn):
+  """(start, stop) -> the serialized Examples of those records, one by one."""
 
   def __init__(self, files: SplitFiles, encoding: str,
                input_base: Optional[str] = None):
     self._reader = _Reader(files, encoding, input_base)
 
-  def process(self, chunk: Tuple[int, int]):
-    yield from self._reader.examples(*chunk)
+  def process(self, shard: Tuple[int, int]):
+    for examples in self._reader.examples(*shard):
+      yield from examples
 
   def teardown(self):
     self._reader.close()
@@ -284,22 +276,23 @@ def _log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(List[bytes])
-def IdxToExampleBatches(  # pylint: disable=invalid-name
+@beam.typehints.with_output_types(bytes)
+def IdxToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
     num_shards: int, encoding: str = 'raw',
     input_base: Optional[str] = None) -> beam.pvalue.PCollection:
-  """Reads one split's files (from `split_files`) into lists of serialized
-  Examples, chunks of at most CHUNK_BYTES of pixels; records' sources are
-  relative to `input_base` if given."""
+  """Reads one split's files (from `split_files`) into serialized Examples.
+
+  One Example per element, as TFX's GenerateExamplesByBeam reads a split;
+  records' sources are relative to `input_base` if given.
+  """
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
-          | 'Chunks' >> beam.Create(
-              _chunks(images.count, num_shards, records_per_chunk(images)),
-              reshuffle=False)
+          | 'Shards' >> beam.Create(shard_ranges(images.count, num_shards),
+                                    reshuffle=False)
           | 'Distribute' >> beam.Reshuffle()
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding,
+          | 'ToExamples' >> beam.ParDo(_ShardToExamples(files, encoding,
                                                         input_base)))
 
 

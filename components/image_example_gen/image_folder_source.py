@@ -58,21 +58,6 @@ def source_of(path: str, input_base: str) -> str:
   return os.path.relpath(path, input_base).replace(os.sep, '/')
 
 
-def _image_file_to_example(path: str, class_names: Sequence[str],
-                           geometry: features.ImageGeometry,
-                           encoding: str, max_pixels: Optional[int],
-                           input_base: str) -> bytes:
-  label = image_folder.label_of(path, class_names)
-  try:
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      data = f.read()
-  except (IOError, tf.errors.OpError) as e:
-    raise InputDataError(path, f'cannot read file: {e}') from e
-  return features.make_example(
-      image_folder.decode_image(path, data, geometry, max_pixels), geometry,
-      label, encoding, source=source_of(path, input_base))
-
-
 class _Decoder:
   """Image files to serialized Examples, counted for progress.
 
@@ -81,45 +66,39 @@ class _Decoder:
   only: Beam pickles it with its DoFn.
   """
 
-  def __init__(self, class_names: Sequence[str],
+  def __init__(self, label: str, count: int, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
-               encoding: str, split_progress: progress.SplitProgress,
-               input_base: str, max_pixels: Optional[int] = None):
+               encoding: str, input_base: str, max_pixels: Optional[int]):
     self._class_names = list(class_names)
-    self._input_base = input_base
-    self._max_pixels = max_pixels
     self._geometry = geometry
     self._skip_bad = skip_bad
     self._encoding = encoding
-    self._progress = split_progress
+    self._input_base = input_base
+    self._max_pixels = max_pixels
+    self._progress = progress.SplitProgress(label, count)
+
+  def _example(self, path: str) -> bytes:
+    try:
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        data = f.read()
+    except (IOError, tf.errors.OpError) as e:
+      raise InputDataError(path, f'cannot read file: {e}') from e
+    return features.make_example(
+        image_folder.decode_image(path, data, self._geometry,
+                                  self._max_pixels),
+        self._geometry, image_folder.label_of(path, self._class_names),
+        self._encoding, source=source_of(path, self._input_base))
 
   def decode(self, path: str) -> Tuple[Optional[bytes], Optional[dict]]:
     """(the Example, None), or (None, what was skipped)."""
     try:
-      example = _image_file_to_example(path, self._class_names,
-                                       self._geometry, self._encoding,
-                                       self._max_pixels, self._input_base)
+      return self._example(path), None
     except InputDataError as e:
       if not self._skip_bad:
         raise
       return None, {'path': e.path, 'reason': e.problem}
     finally:
       self._progress.add(1)
-    return example, None
-
-
-class _DecodeImages(beam.DoFn):
-  """Image path -> its serialized Example (or, skipped, to 'skipped')."""
-
-  def __init__(self, decoder: _Decoder):
-    self._decoder = decoder
-
-  def process(self, path: str):
-    example, skipped = self._decoder.decode(path)
-    if skipped is None:
-      yield example
-    else:
-      yield beam.pvalue.TaggedOutput(_SKIPPED, skipped)
 
 
 class _WriteShard(beam.DoFn):
@@ -159,26 +138,6 @@ class _WriteShard(beam.DoFn):
       yield beam.pvalue.TaggedOutput(_SKIPPED, bad)
 
 
-def _decoder(label: str, files: Sequence[str], class_names: Sequence[str],
-             geometry: features.ImageGeometry, skipped_file: Optional[str],
-             encoding: str, input_base: str,
-             max_pixels: Optional[int]) -> _Decoder:
-  """The decoder of a split's `files`, its progress named `label`."""
-  return _Decoder(class_names, geometry, bool(skipped_file), encoding,
-                  progress.SplitProgress(label, len(files)), input_base,
-                  max_pixels)
-
-
-def _write_skipped(skipped: beam.pvalue.PCollection,
-                   skipped_file: Optional[str]) -> None:
-  """What was skipped, one JSON object per line, to `skipped_file`."""
-  if skipped_file:
-    _ = (skipped
-         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
-         | 'WriteSkipped' >> beam.io.WriteToText(
-             skipped_file, num_shards=1, shard_name_template=''))
-
-
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(str)
@@ -188,13 +147,21 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
     num_shards: int, encoding: str, split_uri: str, input_base: str,
     skipped_file: Optional[str] = None,
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
-  """Converts the image `files` of a split (listed and checked by
-  folder_plan.py) into num_shards gzipped TFRecord files in `split_uri`
-  (see the module docstring), each record's source relative to
-  `input_base`; with `skipped_file`, skips unreadable images and writes
-  them there, one JSON object per line. Returns the paths written."""
-  decoder = _decoder(split_name, files, class_names, geometry, skipped_file,
-                     encoding, input_base, max_pixels)
+  """Converts the image `files` of a split into num_shards shards.
+
+  Args:
+    split_name: names the split's progress lines.
+    files: the split's images, listed and checked by folder_plan.py.
+    split_uri: the folder of the gzipped TFRecord files.
+    input_base: each record's source is relative to it.
+    skipped_file: skip unreadable images and list them there, one JSON
+      object per line; None: an unreadable image fails the run.
+
+  Returns:
+    The paths written.
+  """
+  decoder = _Decoder(split_name, len(files), class_names, geometry,
+                     bool(skipped_file), encoding, input_base, max_pixels)
   written = (pipeline
              | 'Shards' >> beam.Create(
                  list(enumerate(shard_paths(files, num_shards))),
@@ -204,7 +171,11 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
              | 'Write' >> beam.ParDo(_WriteShard(
                  decoder, records_per_write(geometry), split_uri,
                  num_shards)).with_outputs(_SKIPPED, main='paths'))
-  _write_skipped(written[_SKIPPED], skipped_file)
+  if skipped_file:
+    _ = (written[_SKIPPED]
+         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
+         | 'WriteSkipped' >> beam.io.WriteToText(
+             skipped_file, num_shards=1, shard_name_template=''))
   return written.paths
 
 
@@ -213,22 +184,20 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
 @beam.typehints.with_output_types(bytes)
 def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
-    geometry: features.ImageGeometry, input_base: str,
-    skipped_file: Optional[str] = None, encoding: str = 'raw',
+    geometry: features.ImageGeometry, input_base: str, encoding: str = 'raw',
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
-  """Reads a split of class folders into serialized Examples, one per
-  element, each record's source relative to `input_base`; with
-  `skipped_file`, skips unreadable images and writes them there, one JSON
-  object per line."""
+  """Reads a split of class folders into serialized Examples.
+
+  One Example per element, as TFX's GenerateExamplesByBeam reads a split;
+  each record's source is relative to `input_base`. An unreadable image
+  fails the run.
+  """
   files = image_folder.check_split(split_pattern, class_names)
   # Progress is named by the split's folder/*/*, short of the input base.
   label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
-  decoder = _decoder(label, files, class_names, geometry, skipped_file,
+  decoder = _Decoder(label, len(files), class_names, geometry, False,
                      encoding, input_base, max_pixels)
-  decoded = (pipeline
-             | 'Files' >> beam.Create(files, reshuffle=False)
-             | 'Distribute' >> beam.Reshuffle()
-             | 'Decode' >> beam.ParDo(_DecodeImages(decoder)).with_outputs(
-                 _SKIPPED, main='examples'))
-  _write_skipped(decoded[_SKIPPED], skipped_file)
-  return decoded.examples
+  return (pipeline
+          | 'Files' >> beam.Create(files, reshuffle=False)
+          | 'Distribute' >> beam.Reshuffle()
+          | 'Decode' >> beam.Map(lambda path: decoder.decode(path)[0]))
