@@ -188,41 +188,6 @@ def resolve(exec_properties: Dict[str, Any],
   return fitted_properties
 
 
-def split_patterns(data_dir: str) -> List[str]:
-  """The input split patterns of the layout `data_dir` holds (none if
-  neither), as absolute paths."""
-  layout = layout_of(data_dir)
-  if layout is None:
-    return []
-  return [os.path.join(data_dir, split.pattern)
-          for split in input_config(layout).splits]
-
-
-def span_folders(input_base: str, input_config_resolved: example_gen_pb2.Input,
-                 span: int) -> Tuple[Optional[str], Optional[str]]:
-  """(the folder of span `span`, the newest earlier span folder still on disk
-  with either layout in it), None for each that is not there.
-
-  TFX's driver hands the executor the input config with the span number
-  written into the pattern (span-{SPAN} made span-2), not the pattern itself:
-  the span folder is what precedes the layout's own patterns, and earlier
-  spans are its siblings named alike with another number.
-  """
-  pattern = input_config_resolved.splits[0].pattern
-  suffix = next((s for s in ('train/*/*', 'eval/*/*', 'validation/*/*',
-                              '*/*')
-                 if pattern.endswith('/' + s)), None)
-  if span <= 0 or suffix is None:
-    return None, None
-  folder = pattern[:-len(suffix)].strip('/')
-  siblings = span_siblings(input_base, folder, span)
-  if not siblings:
-    return None, None
-  newest = next((siblings[n] for n in sorted(siblings, reverse=True)
-                 if n < span and layout_of(siblings[n])), None)
-  return os.path.join(input_base, folder), newest
-
-
 def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
   """{span: its folder under input_base} of the folders named like `folder`
   (span `span`'s, e.g. span-7) with another number (span-6, span-12...);

@@ -105,12 +105,19 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
       and missing, and the --class-names that keeps every earlier label (the
       earlier classes, then the added ones).
   """
-  span_dir, earlier_dir = folder_layout.span_folders(input_base, input_config,
-                                                     span)
-  if earlier_dir is None:
+  folder = span_window.span_folder(input_config)
+  if span <= 0 or folder is None:
+    return
+  try:
+    window = span_window.resolve(input_base, input_config, span, 2,
+                                 span_window.fit_images)
+  except ValueError:  # Not one span folder with the span's number.
+    return
+  if len(window) < 2:
     return
   earlier = image_folder.discover_class_names(
-      folder_layout.split_patterns(earlier_dir))
+      os.path.join(input_base, split.pattern)
+      for split in window[0].input_config.splits)
   added = sorted(set(class_names) - set(earlier))
   missing = sorted(set(earlier) - set(class_names))
   if not added and not missing:
@@ -119,8 +126,8 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
       f'{what} {", ".join(repr(n) for n in names)}'
       for what, names in (('added', added), ('missing', missing)) if names)
   raise InputDataError(
-      span_dir,
-      f'class folders differ from {os.path.basename(earlier_dir)}\'s: '
+      os.path.join(input_base, folder),
+      f'class folders differ from {window[0].folder}\'s: '
       f'{changes}; labels are indices in the sorted class names, so they '
       'would no longer mean what they meant to earlier models; to change the '
       'classes on purpose, fix every label with --class-names '
