@@ -15,7 +15,7 @@ Beam it puts what it found on the Examples artifact.
 import dataclasses
 import functools
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 import apache_beam as beam
@@ -195,6 +195,43 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
                                          options.png_min_pixels))
 
 
+def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
+                   split_uri: Callable[[str], str]) -> None:
+  """Writes each output split of image folders, as folder_plan.py listed it."""
+  for split, files in plan.folder_files.items():
+    _ = (pipeline
+         | f'FolderToShards[{split}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
+             split, files, plan.class_names, plan.geometry,
+             plan.options.num_shards, plan.encoding, split_uri(split),
+             plan.input_base, plan.skipped_files.get(split),
+             plan.options.max_image_pixels))
+
+
+def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
+               split_uri: Callable[[str], str]) -> None:
+  """Writes each input split of IDX files to its output split.
+
+  The train split's workers write validation's shards too, where carved.
+  With a span window each input writes num_shards of its output's shards.
+  """
+  num_shards = plan.options.num_shards
+  newest = plan.window[-1]
+  inputs = [(span, split, span.output_split(split.name, span is newest))
+            for span in plan.window for split in span.input_config.splits]
+  outputs = [output for _, _, output in inputs]
+  for i, (span, split, output) in enumerate(inputs):
+    carve = plan.carve_idx and split.name == validation_split.TRAIN
+    label = f'{span.folder}/{split.name}' if span.folder else split.name
+    _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
+        plan.idx_files[os.path.join(plan.input_base, split.pattern)],
+        plan.class_names, num_shards, plan.encoding, split_uri(output),
+        split_uri(validation_split.SPLIT) if carve else None,
+        plan.options.validation_percent if carve else 0,
+        first_shard=outputs[:i].count(output) * num_shards,
+        total_shards=outputs.count(output) * num_shards,
+        input_base=plan.input_base)
+
+
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
   """Refuses a carved IDX validation split that came out empty."""
   uri = artifact_utils.get_split_uri(examples_channel, validation_split.SPLIT)
@@ -249,52 +286,18 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       plan: _Plan, output_config: example_gen_pb2.Output,
       examples_channel: List[Any]) -> None:
     """Writes every output split's shards."""
-    options = plan.options
-
-    def split_uri(split):
-      return artifact_utils.get_split_uri(examples_channel, split)
-
-    if options.input_format == 'images':
-      # Each worker writes its own shards (image_folder_source.py says
-      # why), of the files folder_plan.py listed for each output split.
-      for split, files in plan.folder_files.items():
-        _ = (pipeline
-             | f'FolderToShards[{split}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
-                 split, files, plan.class_names, plan.geometry,
-                 options.num_shards, plan.encoding, split_uri(split),
-                 plan.input_base, plan.skipped_files.get(split),
-                 options.max_image_pixels))
-      return
-    if output_config.split_config.splits:
-      # One input split hashed into output splits: TFX's own code, record
-      # by record, batched again for writing.
+    split_uri = functools.partial(artifact_utils.get_split_uri,
+                                  examples_channel)
+    if plan.options.input_format == 'images':
+      _write_folders(pipeline, plan, split_uri)
+    elif output_config.split_config.splits:
+      # One input split hashed into output splits: TFX's own code.
       for split, records in self.GenerateExamplesByBeam(
           pipeline, exec_properties).items():
-        _ = (records
-             | f'Batch[{split}]' >> beam.BatchElements(
-                 max_batch_size=tfrecord_sink.RECORDS_PER_WRITE)
-             | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
-                 split_uri(split), options.num_shards))
-      return
-    # Each worker writes its own shards (idx_source.py says why), and those
-    # of train, the validation split's too; with a span window each input
-    # writes num_shards of its output split's shards.
-    newest = plan.window[-1]
-    inputs = [(span, split, span.output_split(split.name, span is newest))
-              for span in plan.window for split in span.input_config.splits]
-    outputs = [output for _, _, output in inputs]
-    for i, (span, split, output) in enumerate(inputs):
-      pattern = os.path.join(plan.input_base, split.pattern)
-      validation = plan.carve_idx and split.name == validation_split.TRAIN
-      label = f'{span.folder}/{split.name}' if span.folder else split.name
-      _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
-          plan.idx_files[pattern], plan.class_names, options.num_shards,
-          plan.encoding, split_uri(output),
-          split_uri(validation_split.SPLIT) if validation else None,
-          options.validation_percent if validation else 0,
-          first_shard=outputs[:i].count(output) * options.num_shards,
-          total_shards=outputs.count(output) * options.num_shards,
-          input_base=plan.input_base)
+        _ = records | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
+            split_uri(split), plan.options.num_shards)
+    else:
+      _write_idx(pipeline, plan, split_uri)
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],

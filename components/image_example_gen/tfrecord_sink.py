@@ -93,25 +93,20 @@ class _TFRecordBatchSink(filebasedsink.FileBasedSink):
     file_handle.write(frame(value))
 
 
-def WriteBatchesToTFRecord(file_path_prefix: str,  # pylint: disable=invalid-name
-                           num_shards: int) -> beam.PTransform:
-  """PCollection of lists of serialized records -> gzipped TFRecord shards."""
-  return beam.io.Write(_TFRecordBatchSink(file_path_prefix, num_shards))
-
-
 @beam.ptransform_fn
-@beam.typehints.with_input_types(List[bytes])
-def WriteSplit(batches: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
+@beam.typehints.with_input_types(bytes)
+def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
                num_shards: int) -> beam.pvalue.PDone:
-  """Lists of serialized records -> num_shards gzipped TFRecord files in
-  `split_uri`, named as TFX's WriteSplit names them.
+  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`.
 
-  No Reshuffle as in TFX's: the write groups its input by shard, which
-  shuffles already.
+  The files are named as TFX's WriteSplit names them. No Reshuffle as in
+  TFX's: the write groups its input by shard, which shuffles already.
   """
-  return batches | 'Write' >> WriteBatchesToTFRecord(
-      os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
-      num_shards)
+  return (records
+          | 'Batch' >> beam.BatchElements(max_batch_size=RECORDS_PER_WRITE)
+          | 'Write' >> beam.io.Write(_TFRecordBatchSink(
+              os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
+              num_shards)))
 
 
 def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
