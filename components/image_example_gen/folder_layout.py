@@ -80,9 +80,12 @@ def _has_images(folder: str) -> bool:
 
 
 def layout_of(data_dir: str) -> Optional[str]:
-  """SPLITS if `data_dir` holds a train or eval folder (SPLITS_WITH_VALIDATION
-  if a validation folder too), CLASSES if it holds class folders of images,
-  None if neither."""
+  """The layout `data_dir` holds, or None if neither.
+
+  Returns:
+    SPLITS for a train or eval folder (SPLITS_WITH_VALIDATION with a validation
+    folder too), CLASSES for class folders of images, else None.
+  """
   if not tf.io.gfile.isdir(data_dir):
     return None
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
@@ -106,9 +109,12 @@ def layouts_expected(data_dir: str) -> str:
 
 def detect(input_base: str, span_dir_pattern: Optional[str] = None
            ) -> Optional[str]:
-  """The layout of `input_base` (of its newest-looking span folder, with a
-  span pattern), or None if there is none to read there (not readable from
-  here, or neither layout: the executor says which)."""
+  """The layout of `input_base`, or of its newest-looking span folder.
+
+  Returns:
+    The layout, or None if there is none to read from here (the executor then
+    says why).
+  """
   try:
     if span_dir_pattern is None:
       return layout_of(input_base)
@@ -147,9 +153,12 @@ def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
 
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The classes layout's (or the splits with validation layout's) input
-  config if `input_base` holds that layout where the splits layout's was
-  configured; else `configured`."""
+  """The input config of the layout `input_base` holds, for a splits one.
+
+  Returns:
+    The classes or splits-with-validation layout's config where the data has
+    that layout and the splits layout's was configured; else `configured`.
+  """
   prefix = _split_layout_prefix(configured)
   if prefix is None:
     return configured
@@ -162,10 +171,11 @@ def fit(input_base: str, configured: example_gen_pb2.Input
 
 def resolve(exec_properties: Dict[str, Any],
             eval_percent: int) -> Dict[str, Any]:
-  """Execution properties whose input and output configs fit the data:
-  the classes layout's (or the splits with validation layout's), if that is
-  what `input_base` holds and the splits layout's was configured (with no
-  output splits of its own)."""
+  """Execution properties whose input and output configs fit the data on disk.
+
+  Only a configured splits layout without output splits of its own is changed,
+  to the classes or splits-with-validation layout `input_base` holds.
+  """
   configured = proto_utils.json_to_proto(
       exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
       example_gen_pb2.Input())
@@ -189,9 +199,12 @@ def resolve(exec_properties: Dict[str, Any],
 
 
 def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
-  """{span: its folder under input_base} of the folders named like `folder`
-  (span `span`'s, e.g. span-7) with another number (span-6, span-12...);
-  empty if `folder` is not one folder name holding the number `span`."""
+  """The span folders named like `folder` (span `span`'s) with another number.
+
+  Returns:
+    {span: its folder under input_base}, e.g. span-6 and span-12 beside span-7;
+    empty if `folder` is not one folder name holding the number `span`.
+  """
   runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
   if not folder or '/' in folder or not runs:
     return {}
@@ -218,8 +231,14 @@ def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
 def partition(files: Sequence[str], data_dir: str,
               split_config: example_gen_pb2.SplitConfig
               ) -> Dict[str, List[str]]:
-  """{output split: its files}, by TFX's hash buckets of each file's path
-  relative to `data_dir` (see the module docstring)."""
+  """Splits `files` by TFX's hash buckets of each path relative to `data_dir`.
+
+  Returns:
+    {output split: its files}.
+
+  Raises:
+    ValueError: a split_config without hash buckets, or a partition feature.
+  """
   if split_config.HasField('partition_feature_name'):
     raise ValueError('image folders are split by path; '
                      'partition_feature_name is not supported')

@@ -28,6 +28,7 @@ _NAMES_SHOWN = 10
 
 @dataclasses.dataclass(frozen=True)
 class FolderPlan:
+  """The image files of each output split, and how they were found."""
   files: Dict[str, List[str]]  # {output split: its image files, sorted}
   class_names: List[str]
   hash_split: bool  # Split by folder_layout.partition, not by folders.
@@ -97,13 +98,11 @@ def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
 
 def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
                        span: int, class_names: Sequence[str]) -> None:
-  """Span `span`'s class names (found in its folders) against the newest
-  earlier span's still on disk, by folder names only.
+  """Checks span `span`'s class folders against the newest earlier span's.
 
   Raises:
-    InputDataError: they differ, naming the span folder, the classes added
-      and missing, and the --class-names that keeps every earlier label (the
-      earlier classes, then the added ones).
+    InputDataError: they differ, naming the span folder, the classes added and
+      missing, and the --class-names that keeps every earlier label.
   """
   folder = span_window.span_folder(input_config)
   if span <= 0 or folder is None:

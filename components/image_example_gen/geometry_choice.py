@@ -35,8 +35,7 @@ _TRANSPOSED = (5, 6, 7, 8)
 
 
 def sample(files: Dict[str, List[str]], size: int = SAMPLE_SIZE) -> List[str]:
-  """At most `size` of the files, spread evenly over every class of every
-  split: the same files for the same listing."""
+  """At most `size` of the files, spread evenly over every class of every split."""
   by_class = collections.defaultdict(list)
   for split_files in files.values():
     for path in split_files:
@@ -97,11 +96,17 @@ def choose(files: Dict[str, List[str]], given: features.ImageGeometry,
            infer_size: bool, infer_channels: bool,
            max_pixels: Optional[int], skip_bad: bool
            ) -> Tuple[features.ImageGeometry, str]:
-  """(the geometry, how it was chosen) for image folders of `files`
-  ({split: files}); `given`'s size and channels where not inferred.
+  """Chooses the geometry of image folders from a sample of their headers.
 
-  A sampled image whose header cannot be read stops the run (naming it),
-  or with `skip_bad` is left out of the sample (the conversion skips it).
+  A sampled image whose header cannot be read stops the run, or with
+  `skip_bad` is left out of the sample (the conversion skips it).
+
+  Args:
+    files: {split: its image files}.
+    given: the size and channels kept where not inferred.
+
+  Returns:
+    (the geometry, how it was chosen: GIVEN or a sentence).
   """
   if not (infer_size or infer_channels):
     return given, GIVEN

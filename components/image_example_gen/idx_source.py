@@ -133,6 +133,7 @@ def _check_labels(labels: idx.IdxHeader, class_names: Sequence[str]) -> None:
 
 
 def records_per_chunk(images: idx.IdxHeader) -> int:
+  """The records of at most CHUNK_BYTES of pixels (at least one)."""
   return max(1, CHUNK_BYTES // images.item_size)
 
 
@@ -193,15 +194,16 @@ class _Reader:
         source_prefix=self._source_prefix)
 
   def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
-    """Lists of serialized Examples of records [start, stop), a chunk at
-    a time."""
+    """Yields lists of serialized Examples of records [start, stop)."""
     for chunk in self._chunks(start, stop):
       yield self._examples(*chunk)
 
   def split_examples(self, start: int, stop: int, validation_percent: int
                      ) -> Iterator[Tuple[List[bytes], List[bytes]]]:
-    """(train, validation) lists of serialized Examples of records [start,
-    stop), a chunk at a time, split by a hash of each image's pixels."""
+    """Yields (train, validation) lists of Examples of records [start, stop).
+
+    The records are split by a hash of each image's pixels.
+    """
     for images, labels, indices in self._chunks(start, stop):
       chosen = validation_split.mask(
           [image.tobytes() for image in images], validation_percent)
@@ -306,13 +308,21 @@ def WriteIdxSplit(  # pylint: disable=invalid-name
     validation_percent: int = 0, first_shard: int = 0,
     total_shards: Optional[int] = None,
     input_base: Optional[str] = None) -> beam.pvalue.PCollection:
-  """Converts one split's files (from `split_files`) into num_shards
-  gzipped TFRecord files in `split_uri` (see the module docstring); with
-  `validation_uri`, the records hashed into the validation split
-  (validation_percent of them) go to num_shards files there instead.
-  With a window of spans several inputs share an output split: these are
-  its shards first_shard... of total_shards. Records' sources are relative
-  to `input_base` if given. Returns the paths written."""
+  """Converts one split's files into num_shards gzipped TFRecord files.
+
+  Args:
+    files: the split's files, from `split_files`.
+    split_uri: the folder of the files.
+    validation_uri: if given, the records validation_split.py hashes into the
+      validation split (validation_percent of them) go to num_shards files
+      there instead.
+    first_shard, total_shards: with a window of spans several inputs share an
+      output split; these are its shards first_shard... of total_shards.
+    input_base: records' sources are relative to it, if given.
+
+  Returns:
+    The paths written.
+  """
   _log_split(files, class_names)
   images, _ = files
   return (pipeline

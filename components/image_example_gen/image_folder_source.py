@@ -35,9 +35,11 @@ _ORDER_SEED = 0
 
 
 def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
-  """`files` in a fixed-seed random order (of their sorted paths), cut into
-  `num_shards` groups as even as can be: each group is a shard's images,
-  in the order they are written."""
+  """Deals `files` into `num_shards` even groups, in a fixed-seed random order.
+
+  Returns:
+    Each shard's images, in the order they are written.
+  """
   paths = sorted(files)
   order = np.random.default_rng(_ORDER_SEED).permutation(len(paths))
   return [[paths[i] for i in group]
@@ -45,16 +47,21 @@ def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
 
 
 def records_per_write(geometry: features.ImageGeometry) -> int:
-  """The most records a worker decodes and writes at once: at most
-  idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE."""
+  """The most records a worker decodes and writes at once.
+
+  Returns:
+    At most idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE.
+  """
   return max(1, min(tfrecord_sink.RECORDS_PER_WRITE,
                     idx_source.CHUNK_BYTES // geometry.num_bytes))
 
 
 def source_of(path: str, input_base: str) -> str:
-  """An image's `source` feature: its path relative to the input base, as
-  the user laid it out (<split>/<class>/<image>, <class>/<image>, the span
-  folder in front with spans), '/'-separated."""
+  """An image's `source` feature: its path relative to the input base.
+
+  It is the path as the user laid it out, '/'-separated, e.g.
+  <split>/<class>/<image>, with the span folder in front with spans.
+  """
   return os.path.relpath(path, input_base).replace(os.sep, '/')
 
 

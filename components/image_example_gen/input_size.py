@@ -19,6 +19,7 @@ from components.image_example_gen import image_folder
 
 @dataclasses.dataclass(frozen=True)
 class InputSize:
+  """The records and bytes of an input."""
   records: int  # Over all splits.
   bytes: int
   train_records: int  # In the splits named 'train'.
@@ -32,6 +33,7 @@ def _glob_pattern(input_base: str, split_pattern: str) -> str:
 
 def measure(input_base: str, input_config: example_gen_pb2.Input,
             input_format: str) -> InputSize:
+  """Measures the input of `input_config` under `input_base`, unread."""
   records = size = train = 0
   if input_format == 'images':
     input_config = folder_layout.fit(input_base, input_config)

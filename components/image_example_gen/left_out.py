@@ -72,8 +72,13 @@ def record_skipped(examples: standard_artifacts.Examples,
 
 def record_os_files(examples: standard_artifacts.Examples,
                     split_patterns: Iterable[Tuple[str, str]]) -> None:
-  """Lists the OS files of each split ((name, pattern) pairs, several for
-  a split read from a window of spans) on `examples`."""
+  """Lists the OS files of each split on `examples`.
+
+  Args:
+    examples: the Examples artifact.
+    split_patterns: (split name, pattern) pairs, several for a split read from
+      a window of spans.
+  """
   left_out = [{'split': name, 'path': path}
               for name, pattern in sorted(split_patterns)
               for path in image_folder.list_split(pattern)[1]]

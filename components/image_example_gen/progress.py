@@ -25,6 +25,7 @@ _state: Dict[str, Tuple[int, float]] = {}
 
 
 def notice(text: str) -> None:
+  """Shows `text` on the console, as NOTICE_LINE."""
   logging.info(NOTICE_LINE, text)
 
 
@@ -45,6 +46,7 @@ class SplitProgress:
     self._total = total
 
   def add(self, count: int) -> None:
+    """Counts `count` more images; logs a line if one is due."""
     now = time.monotonic()
     with _lock:
       done, last = _state.get(self._split_pattern, (0, now))

@@ -41,8 +41,7 @@ def _masked_crc(data: bytes) -> int:
 
 
 def frame(records: Sequence[bytes]) -> bytes:
-  """Records in the TFRecord container format: per record its length, the
-  length's CRC, the data and the data's CRC.
+  """Frames records in the TFRecord format: length, its CRC, data, its CRC.
 
   The per-record work runs in C (map, zip, numpy on the CRCs), not in a
   Python loop.
@@ -117,12 +116,14 @@ def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
 
 
 def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
-  """Writes lists of serialized records as one gzipped TFRecord file, a list
-  at a time (memory holds one list); returns the number of records.
+  """Writes lists of serialized records as one gzipped TFRecord file.
 
-  Written under a temporary name and renamed into place when complete, so
-  a shard's file is whole or absent, and a retried worker (Beam retries
-  failed bundles) replaces it with the same bytes.
+  Memory holds one list at a time. The file is written under a temporary name
+  and renamed when complete, so it is whole or absent, and a retried worker
+  replaces it with the same bytes.
+
+  Returns:
+    The number of records.
   """
   [count] = write_shards([path], ([records] for records in batches))
   return count
@@ -130,10 +131,16 @@ def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
 
 def write_shards(paths: Sequence[str],
                  batches: Iterable[Sequence[List[bytes]]]) -> List[int]:
-  """`write_shard` of several files at once: each element of `batches`
-  holds one list of records per path (a shard of train and the same
-  shard of validation, cut from the same input). Returns the number of
-  records of each file."""
+  """Writes several shard files at once, as `write_shard` writes one.
+
+  Args:
+    paths: the files.
+    batches: each element holds one list of records per path (a shard of train
+      and the same shard of validation, cut from the same input).
+
+  Returns:
+    The number of records of each file.
+  """
   temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
   writers = []
   counts = [0] * len(paths)

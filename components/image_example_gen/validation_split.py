@@ -30,8 +30,11 @@ def mask(keys: Sequence[bytes], percent: int) -> np.ndarray:
 
 def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
           percent: int) -> Dict[str, List[str]]:
-  """{split: files} with VALIDATION taken out of TRAIN's files by their
-  `keys`, the splits in order train, validation, then the others."""
+  """Takes VALIDATION out of TRAIN's files by a hash of their `keys`.
+
+  Returns:
+    {split: files}, in order train, validation, then the others.
+  """
   train, validation = [], []
   for path in files[TRAIN]:
     (validation if chosen(keys[path], percent) else train).append(path)
