@@ -35,7 +35,7 @@ _TRANSPOSED = (5, 6, 7, 8)
 
 
 def sample(files: Dict[str, List[str]], size: int = SAMPLE_SIZE) -> List[str]:
-  """At most `size` of the files, spread evenly over every class of every split."""
+  """At most `size` of the files, spread evenly over every class and split."""
   by_class = collections.defaultdict(list)
   for split_files in files.values():
     for path in split_files:

@@ -48,7 +48,7 @@ def _is_os_name(path: str) -> bool:
 
 
 def is_os_file(path: str) -> bool:
-  """Whether `path` is a hidden file, an OS metadata file, or in a hidden folder."""
+  """Whether `path` is a hidden or OS metadata file, or in a hidden folder."""
   return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
