@@ -1,12 +1,9 @@
-"""What the executor converts from image folders: each output split's image
-files, listed once and checked before any worker starts.
+"""Each output split's image files, listed once and checked before Beam starts.
 
-The checks a user needs before anything trains, each one line naming the
-folder: neither layout found (folder_layout.py), fewer than two classes, a
-class with images in eval (or any other split) and none in train, a span
-whose class folders differ from the earlier span's (labels are indices in the
-sorted class names: a class added or dropped shifts every label after it, and
-the new model's labels would no longer mean the served model's), a
+Each check stops the run with one line naming the folder: neither layout, fewer
+than two classes, a class with images in eval and none in train, a span whose
+class folders differ from the earlier span's (labels are indices in the sorted
+class names, so a class added or dropped shifts the labels after it), a
 validation split asked for and empty, or given and not asked for.
 """
 

@@ -254,7 +254,3 @@ def write(path: str, array: np.ndarray, compress: bool = True) -> None:
   with tf.io.gfile.GFile(path, 'wb') as f:
     f.write(payload)
 
-
-__all__ = ['IdxHeader', 'ItemReader', 'read_header', 'validate', 'iter_items',
-           'read_items',
-           'read_all', 'write', 'InputDataError']

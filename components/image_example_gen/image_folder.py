@@ -1,14 +1,11 @@
 """Reading folders of labelled images: <split>/<class_name>/<image>.
 
 Labels are indices into the sorted class names, so the same folder names give
-the same labels in every split and every run.
-
-Folders as people have them: every format Pillow reads (IMAGE_EXTENSIONS,
-any case), and the files operating systems leave beside images (hidden
-dot-files such as .DS_Store and macOS's ._name AppleDouble files, Windows'
-Thumbs.db and desktop.ini) are not images: `is_os_file` names them, the
-executor leaves them out and records which (they are never skipped
-silently). Any other file that is not an image stops the run.
+the same labels in every split and run. Every format Pillow reads is an image,
+in any case. Hidden files and the files operating systems leave beside images
+(.DS_Store, ._name, Thumbs.db, desktop.ini) are not: `is_os_file` names them,
+and the executor leaves them out and lists them. Any other file that is not an
+image stops the run.
 """
 
 import io
