@@ -6,7 +6,7 @@ are the differences that matter to this pipeline:
 
   * no lifecycle hooks: KFP never runs `lifecycle.pre_cache_check`, so
     ImageExampleGen's executor does its driver's work itself
-    (components/image_example_gen/driver_work.py) and the hook goes;
+    (components/image_example_gen/driver.py) and the hook goes;
   * every task runs kubeflow/container_entrypoint.py, which restores the
     input artifact types KFP's driver leaves out;
   * no resolver executors (KFP's compiler implements container and importer

@@ -4,7 +4,7 @@ version and input fingerprint on the Examples, as the driver would."""
 
 from tfx.components.example_gen import utils
 
-from components.image_example_gen import driver_work
+from components.image_example_gen import driver
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.options import ImageExampleGenOptions
 from tests import artifacts
@@ -31,6 +31,6 @@ def test_the_newest_span_is_read_and_recorded(tmp_path):
 
 
 def test_what_a_driver_resolved_is_left_alone(tmp_path):
-  assert driver_work.driver_ran({utils.SPAN_PROPERTY_NAME: 0})
-  assert not driver_work.driver_ran({})
-  assert not driver_work.driver_ran({utils.SPAN_PROPERTY_NAME: None})
+  assert driver.driver_ran({utils.SPAN_PROPERTY_NAME: 0})
+  assert not driver.driver_ran({})
+  assert not driver.driver_ran({utils.SPAN_PROPERTY_NAME: None})

@@ -393,9 +393,8 @@ def test_auto_encoding_needs_its_threshold():
 def test_num_shards_is_required():
   with pytest.raises(TypeError, match='num_shards'):
     ImageExampleGenOptions()  # pylint: disable=no-value-for-parameter
-  with pytest.raises(TypeError, match='num_shards'):
-    ImageExampleGen(input_base='data')  # pylint: disable=missing-kwoa
-  assert ImageExampleGen(input_base='data', num_shards=3).exec_properties[
+  assert ImageExampleGen('data', ImageExampleGenOptions(
+      num_shards=3)).exec_properties[
       standard_component_specs.CUSTOM_CONFIG_KEY]
   with pytest.raises(ValueError, match='needs its custom_config'):
     ImageExampleGenOptions.from_exec_properties({})

@@ -100,15 +100,15 @@ def test_the_path_hash_keeps_every_image_in_its_split_as_images_are_added():
 
 def test_the_component_configures_the_layout_it_finds(tmp_path):
   _write_classes(str(tmp_path / 'flat'), per_class=1)
-  flat = ImageExampleGen(str(tmp_path / 'flat'), 'images', num_shards=1,
-                         eval_percent=15).exec_properties
+  flat = ImageExampleGen(str(tmp_path / 'flat'), ImageExampleGenOptions(
+      input_format='images', num_shards=1, eval_percent=15)).exec_properties
   assert [s['pattern'] for s in json.loads(flat['input_config'])['splits']
           ] == ['*/*']
   assert {s['name']: s['hash_buckets'] for s in json.loads(
       flat['output_config'])['split_config']['splits']} == {
           'train': 85, 'eval': 15}
-  split = ImageExampleGen(str(tmp_path / 'none'), 'images', num_shards=1,
-                          eval_percent=15).exec_properties
+  split = ImageExampleGen(str(tmp_path / 'none'), ImageExampleGenOptions(
+      input_format='images', num_shards=1, eval_percent=15)).exec_properties
   assert [s['pattern'] for s in json.loads(split['input_config'])['splits']
           ] == ['train/*/*', 'eval/*/*']
 
@@ -122,8 +122,9 @@ def test_spans_of_class_folders(tmp_path):
   assert examples.get_int_custom_property('span') == 2
   assert len(_labels(examples, 'train')) + len(_labels(examples, 'eval')) == 30
   # The component sees the same layout through the span folders.
-  config = ImageExampleGen(str(data), 'images', num_shards=1, eval_percent=20,
-                           span_dir_pattern='span-{SPAN}').exec_properties
+  config = ImageExampleGen(str(data), ImageExampleGenOptions(
+      input_format='images', num_shards=1, eval_percent=20),
+                           'span-{SPAN}').exec_properties
   assert [s['pattern'] for s in json.loads(config['input_config'])['splits']
           ] == ['span-{SPAN}/*/*']
 

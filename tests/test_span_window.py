@@ -18,7 +18,7 @@ from components import baseline_evaluator
 from components.image_example_gen import folder_layout
 from components.image_example_gen import progress as example_gen_progress
 from components.image_example_gen import span_window
-from components.image_example_gen import window_driver
+from components.image_example_gen import driver
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
@@ -188,7 +188,7 @@ def test_the_fingerprint_covers_the_window(tmp_path):
         standard_component_specs.CUSTOM_CONFIG_KEY: proto_utils.proto_to_json(
             ImageExampleGenOptions(num_shards=2, span_window=window)
             .to_custom_config())}
-    return window_driver.Driver(None).resolve_exec_properties(
+    return driver.Driver(None).resolve_exec_properties(
         properties, None, None)['input_fingerprint']
 
   newest_only, window = fingerprint(1), fingerprint(2)
@@ -203,7 +203,8 @@ def test_the_cache_answers_until_a_new_span_lands(tmp_path):
   data, root = tmp_path / 'data', tmp_path / 'root'
   _idx_spans(data, {1: (10, 5), 2: (10, 5)})
   example_gen = ImageExampleGen(
-      str(data), num_shards=2, span_dir_pattern=PATTERN, span_window=3)
+      str(data), ImageExampleGenOptions(num_shards=2, span_window=3),
+      span_dir_pattern=PATTERN)
   example_gen.with_beam_pipeline_args(
       [*artifacts.IN_MEMORY, *configs.LOCAL_BEAM_PIPELINE_ARGS])
   pipeline = tfx.dsl.Pipeline(

@@ -145,8 +145,9 @@ def test_a_validation_folder_is_taken_as_given(tmp_path):
   for split, per_class in (('train', 4), ('validation', 3), ('eval', 2)):
     assert _labels(examples, split) == sorted([0, 1, 2] * per_class)
   # The component configures the three folders it finds.
-  config = ImageExampleGen(str(data), 'images', num_shards=1, eval_percent=20,
-                           validation_percent=10).exec_properties
+  config = ImageExampleGen(str(data), ImageExampleGenOptions(
+      input_format='images', num_shards=1, eval_percent=20,
+      validation_percent=10)).exec_properties
   assert [s['pattern'] for s in json.loads(config['input_config'])['splits']
           ] == ['train/*/*', 'validation/*/*', 'eval/*/*']
 

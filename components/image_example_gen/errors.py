@@ -17,10 +17,12 @@ class InputDataError(ValueError):
 
 
 def find_input_data_error(error: BaseException) -> Optional[InputDataError]:
-  """The InputDataError behind `error`, if any: in its chain of causes, or
-  in its text (Beam's workers send their errors back as text:
-  '... InputDataError: PATH: PROBLEM'; PATH is taken up to the first ': ',
-  so a path with ': ' in it is split wrongly)."""
+  """The InputDataError behind `error`, if any.
+
+  It is looked for in the chain of causes, then in the text: Beam's workers send
+  errors back as text, '... InputDataError: PATH: PROBLEM'. PATH is taken up to
+  the first ': ', so a path with ': ' in it is split wrongly.
+  """
   seen = error
   while seen is not None:
     if isinstance(seen, InputDataError):

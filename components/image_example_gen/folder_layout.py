@@ -1,26 +1,17 @@
 """The layouts of image folders, and the split of the one without splits.
 
   splits:  DATA/train/<class>/<image> and DATA/eval/<class>/<image>
-  splits_with_validation: the same and DATA/validation/<class>/<image>,
-           the validation split as given (validation_split.py carves one
-           from train otherwise)
-  classes: DATA/<class>/<image> (Keras' image_dataset_from_directory's):
-           one input split, ALL_SPLIT, cut into train and eval by TFX's
-           `output_config` hash buckets (`output_config`)
+  splits_with_validation: the same and DATA/validation/<class>/<image>
+  classes: DATA/<class>/<image>, one input split (ALL_SPLIT) cut into train
+           and eval by `output_config`'s hash buckets
 
-With a span pattern, DATA is each span's folder. `detect` tells the layouts
-apart; the component asks it when it is built (so that TFX's driver resolves
-spans and fingerprints the files the run reads), and the executor asks it
-again (`resolve`) for pipelines built where the data could not be read
-(Kubeflow: only the executor sees the data).
+With spans, DATA is each span's folder. The component calls `detect` when it
+is built, so that TFX's driver fingerprints the right files; the executor
+calls `resolve` where the pipeline was built without the data (Kubeflow).
 
-TFX's own hash split (base_example_gen_executor's partition) hashes each
-serialized record: the split would change with --image-size, and the
-record-by-record partition would bypass the per-worker shard writing
-(image_folder_source.py). `partition` applies TFX's hash function and
-buckets (sha256 modulo the total, then the cumulative buckets in order) to
-each image's path relative to DATA instead: the same image lands in the same
-split on every machine, with any geometry, and whatever images are added.
+`partition` uses TFX's hash buckets on each image's path relative to DATA,
+not on the serialized record as TFX does: the split then stays the same with
+any geometry, and the per-worker shard writing still applies.
 """
 
 import bisect
@@ -89,9 +80,12 @@ def _has_images(folder: str) -> bool:
 
 
 def layout_of(data_dir: str) -> Optional[str]:
-  """SPLITS if `data_dir` holds a train or eval folder (SPLITS_WITH_VALIDATION
-  if a validation folder too), CLASSES if it holds class folders of images,
-  None if neither."""
+  """The layout `data_dir` holds, or None if neither.
+
+  Returns:
+    SPLITS for a train or eval folder (SPLITS_WITH_VALIDATION with a validation
+    folder too), CLASSES for class folders of images, else None.
+  """
   if not tf.io.gfile.isdir(data_dir):
     return None
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
@@ -115,9 +109,12 @@ def layouts_expected(data_dir: str) -> str:
 
 def detect(input_base: str, span_dir_pattern: Optional[str] = None
            ) -> Optional[str]:
-  """The layout of `input_base` (of its newest-looking span folder, with a
-  span pattern), or None if there is none to read there (not readable from
-  here, or neither layout: the executor says which)."""
+  """The layout of `input_base`, or of its newest-looking span folder.
+
+  Returns:
+    The layout, or None if there is none to read from here (the executor then
+    says why).
+  """
   try:
     if span_dir_pattern is None:
       return layout_of(input_base)
@@ -156,9 +153,12 @@ def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
 
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The classes layout's (or the splits with validation layout's) input
-  config if `input_base` holds that layout where the splits layout's was
-  configured; else `configured`."""
+  """The input config of the layout `input_base` holds, for a splits one.
+
+  Returns:
+    The classes or splits-with-validation layout's config where the data has
+    that layout and the splits layout's was configured; else `configured`.
+  """
   prefix = _split_layout_prefix(configured)
   if prefix is None:
     return configured
@@ -171,10 +171,11 @@ def fit(input_base: str, configured: example_gen_pb2.Input
 
 def resolve(exec_properties: Dict[str, Any],
             eval_percent: int) -> Dict[str, Any]:
-  """Execution properties whose input and output configs fit the data:
-  the classes layout's (or the splits with validation layout's), if that is
-  what `input_base` holds and the splits layout's was configured (with no
-  output splits of its own)."""
+  """Execution properties whose input and output configs fit the data on disk.
+
+  Only a configured splits layout without output splits of its own is changed,
+  to the classes or splits-with-validation layout `input_base` holds.
+  """
   configured = proto_utils.json_to_proto(
       exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
       example_gen_pb2.Input())
@@ -197,45 +198,13 @@ def resolve(exec_properties: Dict[str, Any],
   return fitted_properties
 
 
-def split_patterns(data_dir: str) -> List[str]:
-  """The input split patterns of the layout `data_dir` holds (none if
-  neither), as absolute paths."""
-  layout = layout_of(data_dir)
-  if layout is None:
-    return []
-  return [os.path.join(data_dir, split.pattern)
-          for split in input_config(layout).splits]
-
-
-def span_folders(input_base: str, input_config_resolved: example_gen_pb2.Input,
-                 span: int) -> Tuple[Optional[str], Optional[str]]:
-  """(the folder of span `span`, the newest earlier span folder still on disk
-  with either layout in it), None for each that is not there.
-
-  TFX's driver hands the executor the input config with the span number
-  written into the pattern (span-{SPAN} made span-2), not the pattern itself:
-  the span folder is what precedes the layout's own patterns, and earlier
-  spans are its siblings named alike with another number.
-  """
-  pattern = input_config_resolved.splits[0].pattern
-  suffix = next((s for s in ('train/*/*', 'eval/*/*', 'validation/*/*',
-                              '*/*')
-                 if pattern.endswith('/' + s)), None)
-  if span <= 0 or suffix is None:
-    return None, None
-  folder = pattern[:-len(suffix)].strip('/')
-  siblings = span_siblings(input_base, folder, span)
-  if not siblings:
-    return None, None
-  newest = next((siblings[n] for n in sorted(siblings, reverse=True)
-                 if n < span and layout_of(siblings[n])), None)
-  return os.path.join(input_base, folder), newest
-
-
 def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
-  """{span: its folder under input_base} of the folders named like `folder`
-  (span `span`'s, e.g. span-7) with another number (span-6, span-12...);
-  empty if `folder` is not one folder name holding the number `span`."""
+  """The span folders named like `folder` (span `span`'s) with another number.
+
+  Returns:
+    {span: its folder under input_base}, e.g. span-6 and span-12 beside span-7;
+    empty if `folder` is not one folder name holding the number `span`.
+  """
   runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
   if not folder or '/' in folder or not runs:
     return {}
@@ -262,8 +231,14 @@ def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
 def partition(files: Sequence[str], data_dir: str,
               split_config: example_gen_pb2.SplitConfig
               ) -> Dict[str, List[str]]:
-  """{output split: its files}, by TFX's hash buckets of each file's path
-  relative to `data_dir` (see the module docstring)."""
+  """Splits `files` by TFX's hash buckets of each path relative to `data_dir`.
+
+  Returns:
+    {output split: its files}.
+
+  Raises:
+    ValueError: a split_config without hash buckets, or a partition feature.
+  """
   if split_config.HasField('partition_feature_name'):
     raise ValueError('image folders are split by path; '
                      'partition_feature_name is not supported')

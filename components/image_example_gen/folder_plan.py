@@ -1,12 +1,9 @@
-"""What the executor converts from image folders: each output split's image
-files, listed once and checked before any worker starts.
+"""Each output split's image files, listed once and checked before Beam starts.
 
-The checks a user needs before anything trains, each one line naming the
-folder: neither layout found (folder_layout.py), fewer than two classes, a
-class with images in eval (or any other split) and none in train, a span
-whose class folders differ from the earlier span's (labels are indices in the
-sorted class names: a class added or dropped shifts every label after it, and
-the new model's labels would no longer mean the served model's), a
+Each check stops the run with one line naming the folder: neither layout, fewer
+than two classes, a class with images in eval and none in train, a span whose
+class folders differ from the earlier span's (labels are indices in the sorted
+class names, so a class added or dropped shifts the labels after it), a
 validation split asked for and empty, or given and not asked for.
 """
 
@@ -19,6 +16,7 @@ from tfx.proto import example_gen_pb2
 
 from components.image_example_gen import folder_layout
 from components.image_example_gen import image_folder
+from components.image_example_gen import span_window
 from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
 
@@ -27,6 +25,7 @@ _NAMES_SHOWN = 10
 
 @dataclasses.dataclass(frozen=True)
 class FolderPlan:
+  """The image files of each output split, and how they were found."""
   files: Dict[str, List[str]]  # {output split: its image files, sorted}
   class_names: List[str]
   hash_split: bool  # Split by folder_layout.partition, not by folders.
@@ -96,20 +95,25 @@ def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
 
 def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
                        span: int, class_names: Sequence[str]) -> None:
-  """Span `span`'s class names (found in its folders) against the newest
-  earlier span's still on disk, by folder names only.
+  """Checks span `span`'s class folders against the newest earlier span's.
 
   Raises:
-    InputDataError: they differ, naming the span folder, the classes added
-      and missing, and the --class-names that keeps every earlier label (the
-      earlier classes, then the added ones).
+    InputDataError: they differ, naming the span folder, the classes added and
+      missing, and the --class-names that keeps every earlier label.
   """
-  span_dir, earlier_dir = folder_layout.span_folders(input_base, input_config,
-                                                     span)
-  if earlier_dir is None:
+  folder = span_window.span_folder(input_config)
+  if span <= 0 or folder is None:
+    return
+  try:
+    window = span_window.resolve(input_base, input_config, span, 2,
+                                 span_window.fit_images)
+  except ValueError:  # Not one span folder with the span's number.
+    return
+  if len(window) < 2:
     return
   earlier = image_folder.discover_class_names(
-      folder_layout.split_patterns(earlier_dir))
+      os.path.join(input_base, split.pattern)
+      for split in window[0].input_config.splits)
   added = sorted(set(class_names) - set(earlier))
   missing = sorted(set(earlier) - set(class_names))
   if not added and not missing:
@@ -118,8 +122,8 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
       f'{what} {", ".join(repr(n) for n in names)}'
       for what, names in (('added', added), ('missing', missing)) if names)
   raise InputDataError(
-      span_dir,
-      f'class folders differ from {os.path.basename(earlier_dir)}\'s: '
+      os.path.join(input_base, folder),
+      f'class folders differ from {window[0].folder}\'s: '
       f'{changes}; labels are indices in the sorted class names, so they '
       'would no longer mean what they meant to earlier models; to change the '
       'classes on purpose, fix every label with --class-names '
@@ -196,3 +200,63 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   _check_classes(files, patterns, hash_split)
   return FolderPlan(files=files, class_names=names, hash_split=hash_split,
                     validation_carved=carved)
+
+
+def plan_window(input_base: str, window: List[span_window.Span],
+                output_config: example_gen_pb2.Output,
+                class_names: Optional[Sequence[str]],
+                eval_percent: Optional[int],
+                validation_percent: Optional[int]) -> FolderPlan:
+  """Plans each span of `window` as if it were read alone, and joins them.
+
+  Returns:
+    The plan of every span's files joined split by split, the earlier spans'
+    eval apart (span_window.EARLIER_EVAL_SPLIT).
+  """
+  newest = window[-1]
+  files: Dict[str, List[str]] = {}
+  plans = []
+  for span in window:
+    span_output = output_config
+    if span is not newest:
+      span_output = _span_output_config(input_base, span, output_config,
+                                        eval_percent)
+    span_plan = plan(input_base, span.input_config, span_output, class_names,
+                     span.number, validation_percent)
+    plans.append(span_plan)
+    for split, split_files in span_plan.files.items():
+      files.setdefault(span.output_split(split, span is newest),
+                       []).extend(split_files)
+  last = plans[-1]
+  for span, span_plan in zip(window, plans):
+    # Each span's classes were checked against the span before it; this
+    # catches a pair that check could not tell apart as spans.
+    if span_plan.class_names != last.class_names:
+      raise InputDataError(
+          os.path.join(input_base, span.folder),
+          f'classes {span_plan.class_names} differ from {newest.folder}\'s '
+          f'{last.class_names}; give them all with --class-names')
+  # The newest span's splits in their order, then any other.
+  order = [*last.files, *(split for split in files if split not in last.files
+                          and split != span_window.EARLIER_EVAL_SPLIT),
+           span_window.EARLIER_EVAL_SPLIT]
+  return FolderPlan(
+      files={split: files[split] for split in order if split in files},
+      class_names=last.class_names, hash_split=last.hash_split,
+      validation_carved=any(p.validation_carved for p in plans))
+
+
+def _span_output_config(input_base: str, span: span_window.Span,
+                        output_config: example_gen_pb2.Output,
+                        eval_percent) -> example_gen_pb2.Output:
+  """An earlier span's output config: its own layout's."""
+  if len(span.input_config.splits) != 1:  # Train and eval folders.
+    return example_gen_pb2.Output()
+  if output_config.split_config.splits:  # The newest's is the same layout.
+    return output_config
+  if eval_percent is None:
+    raise InputDataError(
+        os.path.join(input_base, span.folder),
+        'holds class folders without train/eval folders: splitting them '
+        'needs eval_percent')
+  return folder_layout.output_config(folder_layout.CLASSES, eval_percent)

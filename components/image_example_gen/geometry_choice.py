@@ -1,19 +1,16 @@
 """The geometry image folders are converted to when no flag sets it.
 
-The executor looks at the headers of a sample of the images (Pillow's
-Image.open parses the header only, decoding no pixel; SAMPLE_SIZE images
-at most, spread over the classes of every split) and chooses:
+The executor reads the headers of a sample of the images (SAMPLE_SIZE at most,
+spread over every class of every split) and chooses:
 
-  channels  3 if any sampled image is in colour (colour stays colour), else 1
-  size      the images' own if they all share one of at most MAX_SIDE x
-            MAX_SIDE pixels; if they share a bigger one, scaled down to fit
-            within MAX_SIDE x MAX_SIDE, keeping its aspect ratio; if their
-            sizes differ, a square of MAX_SIDE, or of the median shorter
-            side if the images are smaller than that
+  channels  3 if any sampled image is in colour, else 1
+  size      the images' own if they share one within MAX_SIDE x MAX_SIDE;
+            scaled down to fit it, keeping the aspect ratio, if they share a
+            bigger one; else a square of MAX_SIDE or of the median shorter
+            side, whichever is smaller
 
-A size or a channel count given as an option is kept as it is. The choice
-goes on the Examples artifact with the geometry (CHOICE_PROPERTY says how
-it was made), where Transform, the Trainer and serving read it.
+A size or channel count given as an option is kept. CHOICE_PROPERTY on the
+Examples artifact says how the geometry was chosen.
 """
 
 import collections
@@ -38,8 +35,7 @@ _TRANSPOSED = (5, 6, 7, 8)
 
 
 def sample(files: Dict[str, List[str]], size: int = SAMPLE_SIZE) -> List[str]:
-  """At most `size` of the files, spread evenly over every class of every
-  split: the same files for the same listing."""
+  """At most `size` of the files, spread evenly over every class and split."""
   by_class = collections.defaultdict(list)
   for split_files in files.values():
     for path in split_files:
@@ -100,11 +96,17 @@ def choose(files: Dict[str, List[str]], given: features.ImageGeometry,
            infer_size: bool, infer_channels: bool,
            max_pixels: Optional[int], skip_bad: bool
            ) -> Tuple[features.ImageGeometry, str]:
-  """(the geometry, how it was chosen) for image folders of `files`
-  ({split: files}); `given`'s size and channels where not inferred.
+  """Chooses the geometry of image folders from a sample of their headers.
 
-  A sampled image whose header cannot be read stops the run (naming it),
-  or with `skip_bad` is left out of the sample (the conversion skips it).
+  A sampled image whose header cannot be read stops the run, or with
+  `skip_bad` is left out of the sample (the conversion skips it).
+
+  Args:
+    files: {split: its image files}.
+    given: the size and channels kept where not inferred.
+
+  Returns:
+    (the geometry, how it was chosen: GIVEN or a sentence).
   """
   if not (infer_size or infer_channels):
     return given, GIVEN

@@ -1,10 +1,8 @@
 """Reading IDX files, the format of MNIST, Fashion-MNIST and their kin.
 
 An IDX file is a 4-byte magic number (two zero bytes, a type code, the number
-of dimensions), one big-endian uint32 per dimension, then the values in
-row-major order. Files may be gzipped; we look at the bytes, not the name.
-
-Everything here works on any filesystem TensorFlow knows (local, gs://, s3://)
+of dimensions), a big-endian uint32 per dimension, then the values in
+row-major order, maybe gzipped. It works on any filesystem TensorFlow knows
 and raises `InputDataError` naming the file and the problem.
 """
 
@@ -39,6 +37,7 @@ _READ_BLOCK = 1 << 20
 
 @dataclasses.dataclass(frozen=True)
 class IdxHeader:
+  """What an IDX file's header declares, and the sizes that follow from it."""
   path: str
   dtype: np.dtype
   shape: Tuple[int, ...]  # (count, *item_shape)
@@ -46,22 +45,27 @@ class IdxHeader:
 
   @property
   def header_size(self) -> int:
+    """The bytes before the data."""
     return 4 + 4 * len(self.shape)
 
   @property
   def count(self) -> int:
+    """The number of items."""
     return self.shape[0]
 
   @property
   def item_shape(self) -> Tuple[int, ...]:
+    """The shape of one item."""
     return self.shape[1:]
 
   @property
   def item_size(self) -> int:
+    """The bytes of one item."""
     return int(np.prod(self.item_shape, dtype=np.int64)) * self.dtype.itemsize
 
   @property
   def data_size(self) -> int:
+    """The bytes of all items."""
     return self.count * self.item_size
 
 
@@ -114,6 +118,7 @@ def _parse_header(stream: BinaryIO, path: str, gzipped: bool) -> IdxHeader:
 
 
 def read_header(path: str) -> IdxHeader:
+  """Reads the header of the IDX file at `path`."""
   stream, gzipped = _open(path)
   with stream:
     return _parse_header(stream, path, gzipped)
@@ -199,6 +204,7 @@ class ItemReader:
           f'its header declares for shape {header.shape}')
 
   def close(self) -> None:
+    """Closes the open stream, if any."""
     if self._stream is not None:
       self._stream.close()
       self._stream = None
@@ -206,8 +212,10 @@ class ItemReader:
 
 def iter_items(header: IdxHeader,
                max_bytes: int = _READ_BLOCK) -> Iterator[Tuple[int, np.ndarray]]:
-  """(start, items) of the whole file, front to back, at most `max_bytes`
-  of items at a time; the file's end is checked too."""
+  """Yields (start, items) of the whole file, `max_bytes` of items at a time.
+
+  The file's end is checked too.
+  """
   step = max(1, max_bytes // max(header.item_size, 1))
   reader = ItemReader(header)
   try:
@@ -229,6 +237,7 @@ def read_items(header: IdxHeader, start: int, stop: int) -> np.ndarray:
 
 
 def read_all(header: IdxHeader) -> np.ndarray:
+  """Returns every item of a validated file as an array."""
   return read_items(header, 0, header.count)
 
 
@@ -245,7 +254,3 @@ def write(path: str, array: np.ndarray, compress: bool = True) -> None:
   with tf.io.gfile.GFile(path, 'wb') as f:
     f.write(payload)
 
-
-__all__ = ['IdxHeader', 'ItemReader', 'read_header', 'validate', 'iter_items',
-           'read_items',
-           'read_all', 'write', 'InputDataError']

@@ -1,38 +1,21 @@
 """IDX splits into Beam: the files of a split, its class names, its records.
 
-idx.py reads IDX files; this module plans and runs the reading of a whole
-split through Beam. Before any worker starts it pairs the images and
-labels files by their headers and reads the labels (small: a byte per
-image) against the class names; the images are read once, by the workers,
-which find a truncated or damaged file as they reach it.
+Before any worker starts, the images and labels files of a split are paired by
+their headers and the labels (a byte per image) are checked. The workers read
+the images and find a damaged file as they reach it.
 
-`WriteIdxSplit` is how a split is converted: one element per output shard,
-(shard, first record, end), and each worker reads its shards' records
-from the files, turns them into Examples and writes the shard itself, a
-chunk of at most CHUNK_BYTES of pixels at a time: nothing but those small
-elements passes between workers (no shuffle of the records, which Beam's
-DirectRunner would hold in memory whole), so memory per worker is bounded
-by CHUNK_BYTES, whatever the split's size, and the workers convert in
-parallel. Shard s holds records [s * count / num_shards, (s + 1) * count
-/ num_shards) in file order: the same input gives the same files.
+`WriteIdxSplit` converts a split with one element per output shard: each
+worker reads its shard's records, turns them into Examples and writes the
+shard itself, CHUNK_BYTES of pixels at a time. Only those small elements pass
+between workers, so no shuffle holds the split in memory. Shard s holds an
+even, contiguous share of the records in file order: the same input gives the
+same files. The shards go to the workers in turns, and each reads its shards
+front to back on one open stream, so a gzipped file is decompressed once per
+worker. With a validation percentage, the train split's workers write each
+shard twice over: the records validation_split.py hashes into validation, and
+the rest.
 
-A gzipped file has no random access: a worker reaches its first record by
-decompressing the file up to it. The shards go to the workers in turns
-(the DirectRunner deals the grouped elements out round-robin, in key
-order: with 2 workers one converts shards 0, 2, 4..., the other 1, 3,
-5...), each worker reads its shards front to back on one open stream
-(idx.ItemReader), so each decompresses the file once, beside the other,
-and they share the conversion evenly. Giving each worker one contiguous
-half instead would halve the first worker's decompression but leave the
-second with the whole file plus half the conversion.
-
-With a validation percentage, the workers converting the train split
-write each shard twice over: the records validation_split.py hashes into
-the validation split to shard s of that split, the others to shard s of
-train, in the same pass.
-
-`IdxToExampleBatches` (lists of Examples, for the hash-split output
-configs that TFX's own code partitions) reads chunks the same way.
+`IdxToExample` reads a split one Example per element, for TFX's hash split.
 """
 
 import os
@@ -150,6 +133,7 @@ def _check_labels(labels: idx.IdxHeader, class_names: Sequence[str]) -> None:
 
 
 def records_per_chunk(images: idx.IdxHeader) -> int:
+  """The records of at most CHUNK_BYTES of pixels (at least one)."""
   return max(1, CHUNK_BYTES // images.item_size)
 
 
@@ -157,15 +141,6 @@ def shard_ranges(count: int, num_shards: int) -> List[Tuple[int, int]]:
   """[start, stop) of each shard, in file order, as even as can be."""
   bounds = np.linspace(0, count, num_shards + 1).astype(int)
   return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _chunks(count: int, num_shards: int,
-            per_chunk: int) -> List[Tuple[int, int]]:
-  """[start, stop) ranges of at most `per_chunk` records, a whole number of
-  them per shard (so that the shards come out even)."""
-  return [(a + i, min(b, a + i + per_chunk))
-          for a, b in shard_ranges(count, num_shards)
-          for i in range(0, b - a, per_chunk)]
 
 
 class _Reader:
@@ -219,15 +194,16 @@ class _Reader:
         source_prefix=self._source_prefix)
 
   def examples(self, start: int, stop: int) -> Iterator[List[bytes]]:
-    """Lists of serialized Examples of records [start, stop), a chunk at
-    a time."""
+    """Yields lists of serialized Examples of records [start, stop)."""
     for chunk in self._chunks(start, stop):
       yield self._examples(*chunk)
 
   def split_examples(self, start: int, stop: int, validation_percent: int
                      ) -> Iterator[Tuple[List[bytes], List[bytes]]]:
-    """(train, validation) lists of serialized Examples of records [start,
-    stop), a chunk at a time, split by a hash of each image's pixels."""
+    """Yields (train, validation) lists of Examples of records [start, stop).
+
+    The records are split by a hash of each image's pixels.
+    """
     for images, labels, indices in self._chunks(start, stop):
       chosen = validation_split.mask(
           [image.tobytes() for image in images], validation_percent)
@@ -241,15 +217,16 @@ class _Reader:
     self._readers = None
 
 
-class _ChunkToExamples(beam.DoFn):
-  """(start, stop) -> the list of serialized Examples of those records."""
+class _ShardToExamples(beam.DoFn):
+  """(start, stop) -> the serialized Examples of those records, one by one."""
 
   def __init__(self, files: SplitFiles, encoding: str,
                input_base: Optional[str] = None):
     self._reader = _Reader(files, encoding, input_base)
 
-  def process(self, chunk: Tuple[int, int]):
-    yield from self._reader.examples(*chunk)
+  def process(self, shard: Tuple[int, int]):
+    for examples in self._reader.examples(*shard):
+      yield from examples
 
   def teardown(self):
     self._reader.close()
@@ -301,22 +278,23 @@ def _log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(List[bytes])
-def IdxToExampleBatches(  # pylint: disable=invalid-name
+@beam.typehints.with_output_types(bytes)
+def IdxToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, files: SplitFiles, class_names: Sequence[str],
     num_shards: int, encoding: str = 'raw',
     input_base: Optional[str] = None) -> beam.pvalue.PCollection:
-  """Reads one split's files (from `split_files`) into lists of serialized
-  Examples, chunks of at most CHUNK_BYTES of pixels; records' sources are
-  relative to `input_base` if given."""
+  """Reads one split's files (from `split_files`) into serialized Examples.
+
+  One Example per element, as TFX's GenerateExamplesByBeam reads a split;
+  records' sources are relative to `input_base` if given.
+  """
   _log_split(files, class_names)
   images, _ = files
   return (pipeline
-          | 'Chunks' >> beam.Create(
-              _chunks(images.count, num_shards, records_per_chunk(images)),
-              reshuffle=False)
+          | 'Shards' >> beam.Create(shard_ranges(images.count, num_shards),
+                                    reshuffle=False)
           | 'Distribute' >> beam.Reshuffle()
-          | 'ToExamples' >> beam.ParDo(_ChunkToExamples(files, encoding,
+          | 'ToExamples' >> beam.ParDo(_ShardToExamples(files, encoding,
                                                         input_base)))
 
 
@@ -330,13 +308,21 @@ def WriteIdxSplit(  # pylint: disable=invalid-name
     validation_percent: int = 0, first_shard: int = 0,
     total_shards: Optional[int] = None,
     input_base: Optional[str] = None) -> beam.pvalue.PCollection:
-  """Converts one split's files (from `split_files`) into num_shards
-  gzipped TFRecord files in `split_uri` (see the module docstring); with
-  `validation_uri`, the records hashed into the validation split
-  (validation_percent of them) go to num_shards files there instead.
-  With a window of spans several inputs share an output split: these are
-  its shards first_shard... of total_shards. Records' sources are relative
-  to `input_base` if given. Returns the paths written."""
+  """Converts one split's files into num_shards gzipped TFRecord files.
+
+  Args:
+    files: the split's files, from `split_files`.
+    split_uri: the folder of the files.
+    validation_uri: if given, the records validation_split.py hashes into the
+      validation split (validation_percent of them) go to num_shards files
+      there instead.
+    first_shard, total_shards: with a window of spans several inputs share an
+      output split; these are its shards first_shard... of total_shards.
+    input_base: records' sources are relative to it, if given.
+
+  Returns:
+    The paths written.
+  """
   _log_split(files, class_names)
   images, _ = files
   return (pipeline

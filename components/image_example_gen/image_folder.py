@@ -1,14 +1,11 @@
 """Reading folders of labelled images: <split>/<class_name>/<image>.
 
 Labels are indices into the sorted class names, so the same folder names give
-the same labels in every split and every run.
-
-Folders as people have them: every format Pillow reads (IMAGE_EXTENSIONS,
-any case), and the files operating systems leave beside images (hidden
-dot-files such as .DS_Store and macOS's ._name AppleDouble files, Windows'
-Thumbs.db and desktop.ini) are not images: `is_os_file` names them, the
-executor leaves them out and records which (they are never skipped
-silently). Any other file that is not an image stops the run.
+the same labels in every split and run. Every format Pillow reads is an image,
+in any case. Hidden files and the files operating systems leave beside images
+(.DS_Store, ._name, Thumbs.db, desktop.ini) are not: `is_os_file` names them,
+and the executor leaves them out and lists them. Any other file that is not an
+image stops the run.
 """
 
 import io
@@ -48,8 +45,7 @@ def _is_os_name(path: str) -> bool:
 
 
 def is_os_file(path: str) -> bool:
-  """Whether `path` (<split>/<class>/<name>) is a hidden file, one of the
-  OS's metadata files, or a file in a hidden folder."""
+  """Whether `path` is a hidden or OS metadata file, or in a hidden folder."""
   return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
@@ -64,8 +60,11 @@ def class_dirs(split_pattern: str) -> List[str]:
 
 
 def list_split(split_pattern: str) -> Tuple[List[str], List[str]]:
-  """(image candidates, OS files) of a split: the files `split_pattern`
-  matches in its class folders, sorted, OS files apart."""
+  """Lists the files `split_pattern` matches in a split's class folders.
+
+  Returns:
+    (image candidates, OS files), each sorted.
+  """
   files, os_files = [], []
   for path in sorted(tf.io.gfile.glob(split_pattern)):
     (os_files if is_os_file(path) else files).append(path)
@@ -117,12 +116,12 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
 
 
 def label_of(path: str, class_names: Sequence[str]) -> int:
+  """The label of an image: the index of its class folder's name."""
   return class_names.index(os.path.basename(os.path.dirname(path)))
 
 
 def check_file(path: str, size: int) -> None:
-  """Refuses a file of `size` bytes that cannot be an image by its name or
-  its size."""
+  """Refuses a file of `size` bytes that cannot be an image by name or size."""
   if not path.lower().endswith(IMAGE_EXTENSIONS):
     raise InputDataError(
         path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)}, '
@@ -147,9 +146,12 @@ def _too_many_pixels(pixels: str, max_pixels: Optional[int]) -> str:
 
 
 def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
-  """Pillow's Image.open of `data` (bytes or a file object), which reads the
-  header only, refused if it claims more than `max_pixels` pixels (None:
-  Pillow's default limit)."""
+  """Opens `data` (bytes or a file object) with Pillow, reading the header only.
+
+  Raises:
+    InputDataError: the header claims more than `max_pixels` pixels (None:
+      Pillow's limit), or Pillow cannot read it.
+  """
   # Process-wide, but one run sets one value in all its workers.
   Image.MAX_IMAGE_PIXELS = max_pixels or PILLOW_MAX_PIXELS
   stream = io.BytesIO(data) if isinstance(data, bytes) else data

@@ -1,33 +1,16 @@
 """Image-folder splits into Beam: <split>/<class_name>/<image> to Examples.
 
-image_folder.py lists a split and decodes one image; this module plans and
-runs the conversion of a whole split through Beam, strictly (an unreadable
-image fails the run, naming the file) or, with a skipped-images file,
-writing what it could not read there (skipped_images.py gathers those
-files onto the Examples artifact).
+The executor lists and checks the files before any worker starts
+(folder_plan.py). `WriteFolderSplit` converts a split as
+idx_source.WriteIdxSplit does: one element per output shard, its image
+paths, and each worker decodes its shard's images and writes the shard
+itself. Memory per worker stays bounded whatever the split's size. An
+unreadable image fails the run, naming the file, or with `skip_bad_images`
+is listed in a file that left_out.py gathers.
 
-The split is listed and checked once, before any worker starts, by the
-executor (folder_plan.py; OS files are left out there, and os_files.py
-records them).
-
-`WriteFolderSplit` is how a split is converted, as idx_source.WriteIdxSplit
-converts IDX files: one element per output shard, (shard, its image
-paths), and each worker decodes its shards' images and writes each shard
-itself (tfrecord_sink.write_shard), a list of at most `records_per_write`
-records at a time: nothing but the paths passes between workers (no
-shuffle of the records, which Beam's DirectRunner would hold in memory
-whole), so memory per worker is bounded by idx_source.CHUNK_BYTES of pixels
-(and tfrecord_sink.RECORDS_PER_WRITE records), whatever the split's size,
-and the workers convert in parallel.
-
-The shards mix the classes: the sorted paths are put in a fixed-seed
-random order before they are cut into shards (in sorted order each shard
-would hold one or two class folders, and the Trainer's streaming reader,
-which interleaves a few shards at a time, would see a few classes at a
-time). The same files give the same shards, byte for byte.
-
-`ImageFolderToExample` (one Example per element, for the hash-split output
-configs that TFX's own code partitions) decodes the same listing.
+The shards mix the classes: the sorted paths are dealt in a fixed-seed random
+order, so the Trainer's interleaved reads see every class. The same files give
+the same shards, byte for byte.
 """
 
 import json
@@ -52,9 +35,11 @@ _ORDER_SEED = 0
 
 
 def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
-  """`files` in a fixed-seed random order (of their sorted paths), cut into
-  `num_shards` groups as even as can be: each group is a shard's images,
-  in the order they are written."""
+  """Deals `files` into `num_shards` even groups, in a fixed-seed random order.
+
+  Returns:
+    Each shard's images, in the order they are written.
+  """
   paths = sorted(files)
   order = np.random.default_rng(_ORDER_SEED).permutation(len(paths))
   return [[paths[i] for i in group]
@@ -62,32 +47,22 @@ def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
 
 
 def records_per_write(geometry: features.ImageGeometry) -> int:
-  """The most records a worker decodes and writes at once: at most
-  idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE."""
+  """The most records a worker decodes and writes at once.
+
+  Returns:
+    At most idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE.
+  """
   return max(1, min(tfrecord_sink.RECORDS_PER_WRITE,
                     idx_source.CHUNK_BYTES // geometry.num_bytes))
 
 
 def source_of(path: str, input_base: str) -> str:
-  """An image's `source` feature: its path relative to the input base, as
-  the user laid it out (<split>/<class>/<image>, <class>/<image>, the span
-  folder in front with spans), '/'-separated."""
+  """An image's `source` feature: its path relative to the input base.
+
+  It is the path as the user laid it out, '/'-separated, e.g.
+  <split>/<class>/<image>, with the span folder in front with spans.
+  """
   return os.path.relpath(path, input_base).replace(os.sep, '/')
-
-
-def _image_file_to_example(path: str, class_names: Sequence[str],
-                           geometry: features.ImageGeometry,
-                           encoding: str, max_pixels: Optional[int],
-                           input_base: str) -> bytes:
-  label = image_folder.label_of(path, class_names)
-  try:
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      data = f.read()
-  except (IOError, tf.errors.OpError) as e:
-    raise InputDataError(path, f'cannot read file: {e}') from e
-  return features.make_example(
-      image_folder.decode_image(path, data, geometry, max_pixels), geometry,
-      label, encoding, source=source_of(path, input_base))
 
 
 class _Decoder:
@@ -98,45 +73,39 @@ class _Decoder:
   only: Beam pickles it with its DoFn.
   """
 
-  def __init__(self, class_names: Sequence[str],
+  def __init__(self, label: str, count: int, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
-               encoding: str, split_progress: progress.SplitProgress,
-               input_base: str, max_pixels: Optional[int] = None):
+               encoding: str, input_base: str, max_pixels: Optional[int]):
     self._class_names = list(class_names)
-    self._input_base = input_base
-    self._max_pixels = max_pixels
     self._geometry = geometry
     self._skip_bad = skip_bad
     self._encoding = encoding
-    self._progress = split_progress
+    self._input_base = input_base
+    self._max_pixels = max_pixels
+    self._progress = progress.SplitProgress(label, count)
+
+  def _example(self, path: str) -> bytes:
+    try:
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        data = f.read()
+    except (IOError, tf.errors.OpError) as e:
+      raise InputDataError(path, f'cannot read file: {e}') from e
+    return features.make_example(
+        image_folder.decode_image(path, data, self._geometry,
+                                  self._max_pixels),
+        self._geometry, image_folder.label_of(path, self._class_names),
+        self._encoding, source=source_of(path, self._input_base))
 
   def decode(self, path: str) -> Tuple[Optional[bytes], Optional[dict]]:
     """(the Example, None), or (None, what was skipped)."""
     try:
-      example = _image_file_to_example(path, self._class_names,
-                                       self._geometry, self._encoding,
-                                       self._max_pixels, self._input_base)
+      return self._example(path), None
     except InputDataError as e:
       if not self._skip_bad:
         raise
       return None, {'path': e.path, 'reason': e.problem}
     finally:
       self._progress.add(1)
-    return example, None
-
-
-class _DecodeImages(beam.DoFn):
-  """Image path -> its serialized Example (or, skipped, to 'skipped')."""
-
-  def __init__(self, decoder: _Decoder):
-    self._decoder = decoder
-
-  def process(self, path: str):
-    example, skipped = self._decoder.decode(path)
-    if skipped is None:
-      yield example
-    else:
-      yield beam.pvalue.TaggedOutput(_SKIPPED, skipped)
 
 
 class _WriteShard(beam.DoFn):
@@ -176,26 +145,6 @@ class _WriteShard(beam.DoFn):
       yield beam.pvalue.TaggedOutput(_SKIPPED, bad)
 
 
-def _decoder(label: str, files: Sequence[str], class_names: Sequence[str],
-             geometry: features.ImageGeometry, skipped_file: Optional[str],
-             encoding: str, input_base: str,
-             max_pixels: Optional[int]) -> _Decoder:
-  """The decoder of a split's `files`, its progress named `label`."""
-  return _Decoder(class_names, geometry, bool(skipped_file), encoding,
-                  progress.SplitProgress(label, len(files)), input_base,
-                  max_pixels)
-
-
-def _write_skipped(skipped: beam.pvalue.PCollection,
-                   skipped_file: Optional[str]) -> None:
-  """What was skipped, one JSON object per line, to `skipped_file`."""
-  if skipped_file:
-    _ = (skipped
-         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
-         | 'WriteSkipped' >> beam.io.WriteToText(
-             skipped_file, num_shards=1, shard_name_template=''))
-
-
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(str)
@@ -205,13 +154,21 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
     num_shards: int, encoding: str, split_uri: str, input_base: str,
     skipped_file: Optional[str] = None,
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
-  """Converts the image `files` of a split (listed and checked by
-  folder_plan.py) into num_shards gzipped TFRecord files in `split_uri`
-  (see the module docstring), each record's source relative to
-  `input_base`; with `skipped_file`, skips unreadable images and writes
-  them there, one JSON object per line. Returns the paths written."""
-  decoder = _decoder(split_name, files, class_names, geometry, skipped_file,
-                     encoding, input_base, max_pixels)
+  """Converts the image `files` of a split into num_shards shards.
+
+  Args:
+    split_name: names the split's progress lines.
+    files: the split's images, listed and checked by folder_plan.py.
+    split_uri: the folder of the gzipped TFRecord files.
+    input_base: each record's source is relative to it.
+    skipped_file: skip unreadable images and list them there, one JSON
+      object per line; None: an unreadable image fails the run.
+
+  Returns:
+    The paths written.
+  """
+  decoder = _Decoder(split_name, len(files), class_names, geometry,
+                     bool(skipped_file), encoding, input_base, max_pixels)
   written = (pipeline
              | 'Shards' >> beam.Create(
                  list(enumerate(shard_paths(files, num_shards))),
@@ -221,7 +178,11 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
              | 'Write' >> beam.ParDo(_WriteShard(
                  decoder, records_per_write(geometry), split_uri,
                  num_shards)).with_outputs(_SKIPPED, main='paths'))
-  _write_skipped(written[_SKIPPED], skipped_file)
+  if skipped_file:
+    _ = (written[_SKIPPED]
+         | 'SkippedToJson' >> beam.Map(json.dumps, sort_keys=True)
+         | 'WriteSkipped' >> beam.io.WriteToText(
+             skipped_file, num_shards=1, shard_name_template=''))
   return written.paths
 
 
@@ -230,22 +191,20 @@ def WriteFolderSplit(  # pylint: disable=invalid-name
 @beam.typehints.with_output_types(bytes)
 def ImageFolderToExample(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, split_pattern: str, class_names: Sequence[str],
-    geometry: features.ImageGeometry, input_base: str,
-    skipped_file: Optional[str] = None, encoding: str = 'raw',
+    geometry: features.ImageGeometry, input_base: str, encoding: str = 'raw',
     max_pixels: Optional[int] = None) -> beam.pvalue.PCollection:
-  """Reads a split of class folders into serialized Examples, one per
-  element, each record's source relative to `input_base`; with
-  `skipped_file`, skips unreadable images and writes them there, one JSON
-  object per line."""
+  """Reads a split of class folders into serialized Examples.
+
+  One Example per element, as TFX's GenerateExamplesByBeam reads a split;
+  each record's source is relative to `input_base`. An unreadable image
+  fails the run.
+  """
   files = image_folder.check_split(split_pattern, class_names)
   # Progress is named by the split's folder/*/*, short of the input base.
   label = '/'.join(split_pattern.rstrip('/').split('/')[-3:])
-  decoder = _decoder(label, files, class_names, geometry, skipped_file,
+  decoder = _Decoder(label, len(files), class_names, geometry, False,
                      encoding, input_base, max_pixels)
-  decoded = (pipeline
-             | 'Files' >> beam.Create(files, reshuffle=False)
-             | 'Distribute' >> beam.Reshuffle()
-             | 'Decode' >> beam.ParDo(_DecodeImages(decoder)).with_outputs(
-                 _SKIPPED, main='examples'))
-  _write_skipped(decoded[_SKIPPED], skipped_file)
-  return decoded.examples
+  return (pipeline
+          | 'Files' >> beam.Create(files, reshuffle=False)
+          | 'Distribute' >> beam.Reshuffle()
+          | 'Decode' >> beam.Map(lambda path: decoder.decode(path)[0]))

@@ -1,11 +1,8 @@
-"""How big an ImageExampleGen input is, before anything reads it: what
-the runner sizes ExampleGen's Beam execution and StatisticsGen's sampling
-by (pipeline/scale.py).
+"""How big an ImageExampleGen input is, before anything reads it.
 
-IDX: the images files' headers (records, and bytes of pixels: what the
-conversion handles, whatever the gzip ratio). Image folders: the image
-files and their bytes on disk. Local paths only; with a span pattern, every
-span counts (the newest span is TFX's driver's to find, at run time).
+pipeline/scale.py sizes ExampleGen's Beam run and StatisticsGen's sampling by
+it. IDX: records and pixel bytes from the headers. Image folders: the files
+and their bytes. Local paths only; with spans, every span counts.
 """
 
 import dataclasses
@@ -22,6 +19,7 @@ from components.image_example_gen import image_folder
 
 @dataclasses.dataclass(frozen=True)
 class InputSize:
+  """The records and bytes of an input."""
   records: int  # Over all splits.
   bytes: int
   train_records: int  # In the splits named 'train'.
@@ -35,6 +33,7 @@ def _glob_pattern(input_base: str, split_pattern: str) -> str:
 
 def measure(input_base: str, input_config: example_gen_pb2.Input,
             input_format: str) -> InputSize:
+  """Measures the input of `input_config` under `input_base`, unread."""
   records = size = train = 0
   if input_format == 'images':
     input_config = folder_layout.fit(input_base, input_config)

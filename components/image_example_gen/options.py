@@ -17,6 +17,13 @@ from tfx.types import standard_component_specs
 from records import features
 
 INPUT_FORMATS = ('idx', 'images')
+# The keys of to_dict: the fields, the geometry as its three properties.
+_KEYS = ('input_format', 'class_names', 'image_height', 'image_width',
+         'image_channels', 'num_shards', 'skip_bad_images', 'image_encoding',
+         'png_min_pixels', 'infer_size', 'infer_channels', 'eval_percent',
+         'max_image_pixels', 'validation_percent', 'span_window')
+_INT_KEYS = ('num_shards', 'png_min_pixels', 'eval_percent', 'max_image_pixels',
+             'validation_percent', 'span_window')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,49 +114,29 @@ class ImageExampleGenOptions:
         raise ValueError(f'class_names must be unique and non-empty: {names}')
 
   def to_dict(self) -> Dict[str, Any]:
-    return {
-        'input_format': self.input_format,
-        'class_names': list(self.class_names) if self.class_names else None,
-        'image_height': self.geometry.height,
-        'image_width': self.geometry.width,
-        'image_channels': self.geometry.channels,
-        'num_shards': self.num_shards,
-        'skip_bad_images': self.skip_bad_images,
-        'image_encoding': self.image_encoding,
-        'png_min_pixels': self.png_min_pixels,
-        'infer_size': self.infer_size,
-        'infer_channels': self.infer_channels,
-        'eval_percent': self.eval_percent,
-        'max_image_pixels': self.max_image_pixels,
-        'validation_percent': self.validation_percent,
-        'span_window': self.span_window,
-    }
+    """The options as JSON values, the geometry as three numbers."""
+    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    values['class_names'] = (list(self.class_names) if self.class_names
+                             else None)
+    values.update(self.geometry.to_dict())
+    return {key: values[key] for key in _KEYS}
 
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ImageExampleGenOptions':
-    return cls(
-        input_format=d['input_format'],
-        class_names=d.get('class_names') or None,
-        geometry=features.ImageGeometry(
-            int(d['image_height']), int(d['image_width']),
-            int(d['image_channels'])),
-        num_shards=int(d['num_shards']),
-        skip_bad_images=bool(d.get('skip_bad_images', False)),
-        image_encoding=d.get('image_encoding', 'raw'),
-        png_min_pixels=(int(d['png_min_pixels'])
-                        if d.get('png_min_pixels') is not None else None),
-        infer_size=bool(d.get('infer_size', False)),
-        infer_channels=bool(d.get('infer_channels', False)),
-        eval_percent=(int(d['eval_percent'])
-                      if d.get('eval_percent') is not None else None),
-        max_image_pixels=(int(d['max_image_pixels'])
-                          if d.get('max_image_pixels') is not None else None),
-        validation_percent=(int(d['validation_percent'])
-                            if d.get('validation_percent') is not None
-                            else None),
-        span_window=int(d.get('span_window', 1)))
+    """The options of `to_dict`'s values (numbers may come back as floats)."""
+    values = {key: d.get(key) for key in _KEYS}
+    geometry = features.ImageGeometry.from_dict(values)
+    for key in features.GEOMETRY_PROPERTIES:
+      del values[key]
+    for key in _INT_KEYS:
+      if values[key] is not None:
+        values[key] = int(values[key])
+    values['class_names'] = values['class_names'] or None
+    return cls(geometry=geometry, **{key: value for key, value in
+                                     values.items() if value is not None})
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
+    """The options as ExampleGen's custom_config: a Struct, packed."""
     struct = struct_pb2.Struct()
     struct.update(self.to_dict())
     config = example_gen_pb2.CustomConfig()
@@ -159,6 +146,11 @@ class ImageExampleGenOptions:
   @classmethod
   def from_exec_properties(
       cls, exec_properties: Dict[str, Any]) -> 'ImageExampleGenOptions':
+    """The options of an execution's custom_config.
+
+    Raises:
+      ValueError: the execution has no custom_config.
+    """
     raw = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
     if not raw:
       # Not everything has a default (num_shards): no guessing.

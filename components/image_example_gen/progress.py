@@ -1,14 +1,7 @@
-"""ImageExampleGen's progress on inputs that take a while: a log line every
-few seconds per split, 'train-*: 30,000 of 60,000 images read (50%)'.
+"""ImageExampleGen's console lines: progress every few seconds per split
+('train-*: 30,000 of 60,000 images read (50%)'), and notices of what it found.
 
-The executor knows each split's size before Beam starts (the IDX headers,
-or the files in the class folders); the DoFns that turn records into
-Examples count what they made. The count is per process: a local run reads
-ExampleGen's input in one process (pipeline/scale.py), where the lines
-reach local_runner.py's console (runners/run_summary.py prints records of
-PROGRESS_LINE) as well as the log; with several Beam workers each counts
-its own share, and the lines go to the log only. Inputs read in under
-INTERVAL_SECONDS print none.
+Counts are per process; runners/run_summary.py shows PROGRESS_LINE's lines.
 """
 
 import threading
@@ -32,6 +25,7 @@ _state: Dict[str, Tuple[int, float]] = {}
 
 
 def notice(text: str) -> None:
+  """Shows `text` on the console, as NOTICE_LINE."""
   logging.info(NOTICE_LINE, text)
 
 
@@ -52,6 +46,7 @@ class SplitProgress:
     self._total = total
 
   def add(self, count: int) -> None:
+    """Counts `count` more images; logs a line if one is due."""
     now = time.monotonic()
     with _lock:
       done, last = _state.get(self._split_pattern, (0, now))

@@ -1,19 +1,10 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
-TFX's FileBasedExampleGen reads one span, the newest (or range_config's).
-With a span window of N, ImageExampleGen reads the newest span as TFX's
-driver resolved it and the N-1 newest earlier spans still on disk beside it
-(span-7/ and its siblings span-6/, span-5/...; a folder without data is
-passed over), each split taken from each span as that span's folder gives
-it. The records of every span go into the same splits, with one exception:
-the eval split holds the newest span's eval only, and the earlier spans'
-eval goes to EARLIER_EVAL_SPLIT. The Evaluator, the TensorFlow Lite check
-and LabelCheck read `eval`, so a model is judged on today's data, not on a
-mix in which last month's dominates; nothing trains on EARLIER_EVAL_SPLIT
-(DataChecks and LabelCheck check it like any held-out split).
-
-The Examples artifact records the spans read as SPANS_PROPERTY, a JSON list
-of ints, oldest first; `span` stays the newest, as TFX's driver sets it.
+TFX's driver resolves the newest span; the window adds the N-1 newest earlier
+span folders beside it that hold data. Every span's records go into the same
+splits, except eval: the earlier spans' eval goes to EARLIER_EVAL_SPLIT, so a
+model is judged on today's data. The Examples artifact records the spans read
+as SPANS_PROPERTY, a JSON list, oldest first.
 """
 
 import dataclasses
@@ -37,6 +28,7 @@ SPANS_PROPERTY = 'spans'
 
 @dataclasses.dataclass(frozen=True)
 class Span:
+  """One span of the window: its number, folder and input splits."""
   number: int
   folder: str  # Its folder's name under the input base, e.g. 'span-7'.
   input_config: example_gen_pb2.Input  # Patterns under the input base.
@@ -70,16 +62,20 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
             newest: int, size: int,
             fit: Callable[[str, example_gen_pb2.Input],
                           Optional[example_gen_pb2.Input]]) -> List[Span]:
-  """The window's spans, oldest first: span `newest`, as TFX's driver
-  resolved `input_config`, and up to size - 1 earlier spans on disk.
+  """The window's spans, oldest first: span `newest` and earlier spans on disk.
 
-  fit: (an earlier span's folder path, the newest span's input config moved
-    to that folder) -> the input config to read it with, or None if the
-    folder holds no data (the span is passed over).
+  Args:
+    input_base: the folder of the span folders.
+    input_config: the newest span's, as TFX's driver resolved it.
+    newest: its span number.
+    size: the most spans in the window.
+    fit: (an earlier span's folder path, the newest span's input config moved
+      to that folder) -> the input config to read it with, or None if the
+      folder holds no data (the span is passed over).
 
   Raises:
-    ValueError: a window of more than one span, and the split patterns do
-      not all start with one span folder holding the span number.
+    ValueError: a window of more than one span, and the split patterns do not
+      all start with one span folder holding the span number.
   """
   if size < 1:
     raise ValueError(f'span window must be at least 1, got {size}')
@@ -106,9 +102,11 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
 
 def fit_images(folder: str, config: example_gen_pb2.Input
                ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for image folders: the input config of the layout
-  the span's folder holds (a span may give a validation/ folder or not, or
-  no train/eval folders), None if it holds neither layout."""
+  """resolve's `fit` for image folders: the input config of the folder's layout.
+
+  Returns:
+    None if the folder holds neither layout.
+  """
   del config  # The folder's own layout instead.
   layout = folder_layout.layout_of(folder)
   if layout is None:
@@ -118,9 +116,12 @@ def fit_images(folder: str, config: example_gen_pb2.Input
 
 def fit_idx(folder: str, config: example_gen_pb2.Input
             ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for IDX files: the newest span's patterns, None if
-  none of them matches a file in the span's folder (a split missing is
-  the executor's to name)."""
+  """resolve's `fit` for IDX files: the newest span's patterns.
+
+  Returns:
+    None if no pattern matches a file in the folder (a missing split is the
+    executor's to name).
+  """
   input_base = os.path.dirname(folder)
   if any(tf.io.gfile.glob(os.path.join(input_base, split.pattern))
          for split in config.splits):
@@ -129,8 +130,7 @@ def fit_idx(folder: str, config: example_gen_pb2.Input
 
 
 def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
-  """The window of an execution whose span TFX's driver (or driver_work.py)
-  resolved: its options' span_window, read with resolve.
+  """The span window of an execution whose span the driver resolved.
 
   Raises:
     ValueError: a window of more than one span and a {VERSION} in the
@@ -157,6 +157,7 @@ def encode_spans(window: List[Span]) -> str:
 
 
 def decode_spans(value: str) -> List[int]:
+  """The span numbers of SPANS_PROPERTY's value."""
   return [int(span) for span in json.loads(value)] if value else []
 
 

@@ -1,26 +1,12 @@
 """Writing a split: gzipped TFRecord shards, a batch of records at a time.
 
-`WriteSplit` is TFX's write_split.WriteSplit with two differences: a fixed
-number of shards (TFX lets Beam choose, and the DirectRunner writes one file
-per worker, too few for the Trainer's parallel interleaved reads), and
-elements that are *lists* of serialized records. The sink is Beam's own
-`FileBasedSink` (temporary files, `num_shards`, renamed into place only
-when every shard is written); each list is framed in one go and compressed
-in one call. The files are ordinary gzipped TFRecord files. It writes the
-hash split of an output_config; the splits the input gives are written
-shard by shard by the workers that convert them (`write_shard`, from
-idx_source.py and image_folder_source.py), the same format.
-
-Why not `beam.io.WriteToTFRecord` (as TFX's ExampleGen writes): it takes
-one record per element (per record a Beam element, a framing call and a
-gzip call, zlib at its default level, not settable), and with a fixed
-shard count it groups the records by shard, which Beam's DirectRunner holds
-in memory whole. BENCHMARKS.md ("TFRecord sinks",
-benchmarks/tfrecord_sinks.py) compares the two on the whole ExampleGen.
-
-The gzip is ISA-L's (`isal`, Intel's optimised deflate; standard gzip
-files, read by TensorFlow's own reader) at level 1: much faster than zlib
-at any level, for files no larger than zlib's level 1.
+TFX's ExampleGen writes with `beam.io.WriteToTFRecord`: a record per element,
+zlib at its default level, and with a fixed shard count a grouping by shard
+that Beam's DirectRunner holds in memory whole. BENCHMARKS.md ("TFRecord
+sinks") compares the two. Here a worker writes whole shards (`write_shard`),
+or Beam's FileBasedSink writes lists of records (`WriteSplit`, for TFX's hash
+split). Both frame a list of records in one go and gzip it with ISA-L at
+level 1; the files are ordinary gzipped TFRecord files.
 """
 
 import itertools
@@ -55,8 +41,7 @@ def _masked_crc(data: bytes) -> int:
 
 
 def frame(records: Sequence[bytes]) -> bytes:
-  """Records in the TFRecord container format: per record its length, the
-  length's CRC, the data and the data's CRC.
+  """Frames records in the TFRecord format: length, its CRC, data, its CRC.
 
   The per-record work runs in C (map, zip, numpy on the CRCs), not in a
   Python loop.
@@ -107,25 +92,20 @@ class _TFRecordBatchSink(filebasedsink.FileBasedSink):
     file_handle.write(frame(value))
 
 
-def WriteBatchesToTFRecord(file_path_prefix: str,  # pylint: disable=invalid-name
-                           num_shards: int) -> beam.PTransform:
-  """PCollection of lists of serialized records -> gzipped TFRecord shards."""
-  return beam.io.Write(_TFRecordBatchSink(file_path_prefix, num_shards))
-
-
 @beam.ptransform_fn
-@beam.typehints.with_input_types(List[bytes])
-def WriteSplit(batches: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
+@beam.typehints.with_input_types(bytes)
+def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
                num_shards: int) -> beam.pvalue.PDone:
-  """Lists of serialized records -> num_shards gzipped TFRecord files in
-  `split_uri`, named as TFX's WriteSplit names them.
+  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`.
 
-  No Reshuffle as in TFX's: the write groups its input by shard, which
-  shuffles already.
+  The files are named as TFX's WriteSplit names them. No Reshuffle as in
+  TFX's: the write groups its input by shard, which shuffles already.
   """
-  return batches | 'Write' >> WriteBatchesToTFRecord(
-      os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
-      num_shards)
+  return (records
+          | 'Batch' >> beam.BatchElements(max_batch_size=RECORDS_PER_WRITE)
+          | 'Write' >> beam.io.Write(_TFRecordBatchSink(
+              os.path.join(split_uri, write_split.DEFAULT_TF_RECORD_FILE_NAME),
+              num_shards)))
 
 
 def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
@@ -136,12 +116,14 @@ def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
 
 
 def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
-  """Writes lists of serialized records as one gzipped TFRecord file, a list
-  at a time (memory holds one list); returns the number of records.
+  """Writes lists of serialized records as one gzipped TFRecord file.
 
-  Written under a temporary name and renamed into place when complete, so
-  a shard's file is whole or absent, and a retried worker (Beam retries
-  failed bundles) replaces it with the same bytes.
+  Memory holds one list at a time. The file is written under a temporary name
+  and renamed when complete, so it is whole or absent, and a retried worker
+  replaces it with the same bytes.
+
+  Returns:
+    The number of records.
   """
   [count] = write_shards([path], ([records] for records in batches))
   return count
@@ -149,10 +131,16 @@ def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
 
 def write_shards(paths: Sequence[str],
                  batches: Iterable[Sequence[List[bytes]]]) -> List[int]:
-  """`write_shard` of several files at once: each element of `batches`
-  holds one list of records per path (a shard of train and the same
-  shard of validation, cut from the same input). Returns the number of
-  records of each file."""
+  """Writes several shard files at once, as `write_shard` writes one.
+
+  Args:
+    paths: the files.
+    batches: each element holds one list of records per path (a shard of train
+      and the same shard of validation, cut from the same input).
+
+  Returns:
+    The number of records of each file.
+  """
   temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
   writers = []
   counts = [0] * len(paths)

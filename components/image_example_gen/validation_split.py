@@ -1,18 +1,10 @@
 """The validation split, carved from the training data by a stable hash.
 
 Early stopping, the epoch kept and the Tuner's scores are choices made on
-data: made on the eval split, the Evaluator's accuracy there would be
-optimistic. ImageExampleGen therefore writes a third split, VALIDATION,
-which makes them, and the eval split makes none.
-
-Unless the data gives one (a validation/ folder beside train/ and eval/),
-VALIDATION takes `percent` of the training records, chosen by a hash of
-each record's key: the image's path relative to its split's folder
-(<class>/<image>) for image folders, the image's pixels for IDX files (so
-that exact copies of an image land in the same split). The hash is
-sha256 of the key after a fixed prefix (independent of the eval split's
-hash of the same path, folder_layout.partition), modulo 100: the same
-record lands in the same split on every run, runner and machine.
+data, so they use a VALIDATION split, not eval. Unless a validation/ folder
+gives it, VALIDATION takes `percent` of the training records by sha256 of a
+salted key, modulo 100: the image's path under its split's folder for image
+folders, its pixels for IDX files (copies land in the same split).
 """
 
 import hashlib
@@ -38,8 +30,11 @@ def mask(keys: Sequence[bytes], percent: int) -> np.ndarray:
 
 def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
           percent: int) -> Dict[str, List[str]]:
-  """{split: files} with VALIDATION taken out of TRAIN's files by their
-  `keys`, the splits in order train, validation, then the others."""
+  """Takes VALIDATION out of TRAIN's files by a hash of their `keys`.
+
+  Returns:
+    {split: files}, in order train, validation, then the others.
+  """
   train, validation = [], []
   for path in files[TRAIN]:
     (validation if chosen(keys[path], percent) else train).append(path)
