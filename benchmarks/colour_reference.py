@@ -34,6 +34,7 @@ def arrays(pattern: str, transform_output):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Trains to --target; writes the result as JSON."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--examples', required=True,

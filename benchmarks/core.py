@@ -181,9 +181,9 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
           warmup_steps: int, repetitions: int) -> Training:
   """Section 3: the Trainer's model and train step, fed by ours or by the
   train split already decoded and normalised by our input_fn, in memory."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  from benchmarks import colour_reference  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules import model as model_lib  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
@@ -191,10 +191,8 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
   batch_size = training.batch_size
   geometry = features.ImageGeometry(*transform_output.transformed_feature_spec()[
       features.IMAGE_KEY].shape)
-  batches = list(input_pipeline.make_dataset(
-      pattern, transform_output, 1024, training=False, cache=False))
   in_memory = tf.data.Dataset.from_tensor_slices(
-      tuple(np.concatenate([b[i].numpy() for b in batches]) for i in (0, 1)))
+      colour_reference.arrays(pattern, transform_output))
   datasets = {
       'ours': input_pipeline.make_planned_dataset(
           pattern, transform_output, batch_size,

@@ -45,6 +45,7 @@ SECTION = 'predict-speed'
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """The command line's flags."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--model', required=True,
                       help='a pushed model version or a pipeline output '
@@ -133,6 +134,7 @@ def _tflite_lines(model_path: str):
 
 
 def main(argv=None) -> int:
+  """Times the three paths; writes the section's block."""
   args = make_parser().parse_args(argv)
   model_path = served_model.locate(args.model)
   images, _ = harness.load_split(args.data_dir, harness.SPLIT_PREFIXES['eval'])

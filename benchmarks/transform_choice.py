@@ -69,6 +69,7 @@ def materialised_dataset(pattern: str, output: tft.TFTransformOutput,
 
 
 def main() -> None:
+  """Times both inputs on a finished run; prints the table."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--run-dir', required=True,
