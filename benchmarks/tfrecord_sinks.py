@@ -138,8 +138,8 @@ def run_once(sink: str, data_dir: str, out_dir: str, result: Run,
   shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def measure(data_dir: str, work_dir: str, repetitions: int,
-            cap_bytes: int) -> Dict[str, Run]:
+def measure_input(data_dir: str, work_dir: str, repetitions: int,
+                  cap_bytes: int) -> Dict[str, Run]:
   """Both sinks on one input, in turn."""
   sinks = {BEAM: 'beam', OURS: 'ours'}
   runs = {name: Run() for name in sinks}
@@ -212,34 +212,40 @@ def main(argv=None) -> None:
   parser.add_argument('--output',
                       default=os.path.join(harness.PROJECT_DIR, 'BENCHMARKS.md'))
   args = parser.parse_args(argv)
-  cap_bytes = int(args.memory_cap_gb * 1e9)
-  probe, _ = harness.make_cgroup(f'tfrecord-sinks-probe-{os.getpid()}',
-                                 cap_bytes)
-  if probe:
-    probe.remove()
-  work_dir = args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-')
-  os.makedirs(work_dir, exist_ok=True)
-  try:
-    results = {os.path.basename(os.path.normpath(d)): measure(
-        os.path.abspath(d), work_dir, args.repetitions, cap_bytes)
-               for d in args.data_dirs}
-  finally:
-    if args.work_dir is None:
-      shutil.rmtree(work_dir, ignore_errors=True)
   flags = [f'--data-dir {os.path.basename(os.path.normpath(d))}'
            for d in args.data_dirs]
-  command = ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
-                      f'--repetitions {args.repetitions}',
-                      f'--memory-cap-gb {args.memory_cap_gb:g}'])
-  text = SECTION.text((results, cap_bytes, probe is not None),
-                      harness.Context(command, repetitions=args.repetitions))
+  ctx = harness.Context(
+      ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
+                f'--repetitions {args.repetitions}',
+                f'--memory-cap-gb {args.memory_cap_gb:g}']),
+      repetitions=args.repetitions,
+      work_dir=args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-'),
+      args=args)
+  os.makedirs(ctx.work_dir, exist_ok=True)
+  try:
+    text = SECTION.run(ctx)
+  finally:
+    if args.work_dir is None:
+      shutil.rmtree(ctx.work_dir, ignore_errors=True)
   harness.write_section(args.output, NAME, text)
   print(text)
 
 
+def measure(ctx: harness.Context):
+  """(per input, each sink's runs; the cap; whether a cgroup held it)."""
+  cap_bytes = int(ctx.args.memory_cap_gb * 1e9)
+  probe, _ = harness.make_cgroup(f'tfrecord-sinks-probe-{os.getpid()}',
+                                 cap_bytes)
+  if probe:
+    probe.remove()
+  return ({os.path.basename(os.path.normpath(d)): measure_input(
+      os.path.abspath(d), ctx.work_dir, ctx.repetitions, cap_bytes)
+           for d in ctx.args.data_dirs}, cap_bytes, probe is not None)
+
+
 SECTION = harness.Section(
     heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
-    'or a home-made sink', measure=None, render=render)
+    'or a home-made sink', measure=measure, render=render)
 
 if __name__ == '__main__':
   main()
