@@ -1,2 +1,1 @@
-"""Benchmarks: `python -m benchmarks` (BENCHMARKS.md), and older
-single-purpose scripts (full_run.py, transform_choice.py)."""
+"""Benchmarks: `python -m benchmarks` writes BENCHMARKS.md (harness.py)."""

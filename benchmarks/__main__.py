@@ -11,7 +11,7 @@
 
 Prints a Markdown report and writes it to BENCHMARKS.md (--output): the
 core sections (core.py) are its head, each other section a block of its
-own that a later run of that section replaces (results_file.py).
+own that a later run of that section replaces (harness.py).
 """
 
 import argparse
@@ -25,21 +25,22 @@ import tempfile
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Each section's module, which has `section(args, data_dir, work_dir,
-# command) -> Markdown`; imported when run: --help should not wait for
-# TensorFlow.
-SECTIONS = {'core': 'core', 'time-to-accuracy': 'time_to_accuracy',
-            'shapes': 'shapes_run',
-            'colour-time-to-accuracy': 'colour_time_to_accuracy',
-            'backbones': 'backbones', 'encodings': 'encodings',
-            'scale': 'scale_report', 'tuning': 'tuning', 'trust': 'trust',
-            'schedule': 'schedule'}
+# Each section's `module:attribute`, a harness.Section; imported when run:
+# --help should not wait for TensorFlow.
+SECTIONS = {'core': 'core:SECTION',
+            'time-to-accuracy': 'time_to_accuracy:SECTION',
+            'shapes': 'shapes:SHAPES',
+            'colour-time-to-accuracy': 'shapes:COLOUR_TIME_TO_ACCURACY',
+            'backbones': 'shapes:BACKBONES', 'encodings': 'encodings:SECTION',
+            'scale': 'scale:SECTION', 'tuning': 'tuning:SECTION',
+            'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """The command line's flags."""
   parser = argparse.ArgumentParser(
       prog='python -m benchmarks', description=__doc__,
       formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,49 +97,52 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+  """Runs the sections asked for, writing each block as it is measured."""
   args = make_parser().parse_args(argv)
-  from benchmarks import data  # pylint: disable=g-import-not-at-top
-  from benchmarks import results_file  # pylint: disable=g-import-not-at-top
-  command = ' '.join(['python -m benchmarks', *(
-      shlex.quote(a) for a in (argv or sys.argv[1:]))])
+  from benchmarks import harness  # pylint: disable=g-import-not-at-top
   data_dir = args.data_dir
   if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):
     data_dir = os.path.join(PROJECT_DIR, data_dir)  # Relative to the project.
   if not os.path.isdir(data_dir):
     raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
-  data_dir = os.path.abspath(data_dir)
-  # --data-dir as the reports show it (not the scratch space's subset).
-  args.data_dir_shown = (f'<{QUICK_FRACTION:.0%} of {args.data_dir}>'
-                         if args.quick else args.data_dir)
-  work_dir = args.work_dir or tempfile.mkdtemp(prefix='benchmarks-')
-  os.makedirs(work_dir, exist_ok=True)
+  ctx = harness.Context(
+      command=' '.join(['python -m benchmarks', *(
+          shlex.quote(a) for a in (argv or sys.argv[1:]))]),
+      quick=args.quick, repetitions=1 if args.quick else args.repetitions,
+      data_dir=os.path.abspath(data_dir),
+      # --data-dir as the reports show it (not the scratch space's subset).
+      data_dir_shown=(f'<{QUICK_FRACTION:.0%} of {args.data_dir}>'
+                      if args.quick else args.data_dir),
+      work_dir=args.work_dir or tempfile.mkdtemp(prefix='benchmarks-'),
+      args=args)
+  os.makedirs(ctx.work_dir, exist_ok=True)
   try:
     if args.quick:
-      subset_dir = os.path.join(work_dir, 'subset')
-      data.write_subset(data_dir, subset_dir, QUICK_FRACTION)
-      data_dir = subset_dir
-    for name, module in SECTIONS.items():
+      harness.write_subset(ctx.data_dir, ctx.path('subset'), QUICK_FRACTION)
+      ctx.data_dir = ctx.path('subset')
+    for name, where in SECTIONS.items():
       if name not in (args.sections or ['core']):
         continue
       print(f'section {name} ...', flush=True)
-      text = importlib.import_module(f'benchmarks.{module}').section(
-          args, data_dir, work_dir, command)
+      module, attribute = where.split(':')
+      text = getattr(importlib.import_module(f'benchmarks.{module}'),
+                     attribute).run(ctx)
       print(text)
       # Each section as soon as it is measured: a later one may fail. Under
       # a oneDNN ISA cap (an older CPU's instruction set, emulated) a
       # section keeps a block of its own beside the uncapped one.
       isa_cap = os.environ.get('ONEDNN_MAX_CPU_ISA')
       if isa_cap:
-        results_file.write_section(args.output,
-                                   f'{name}-onednn-{isa_cap.lower()}', text)
+        harness.write_section(args.output, f'{name}-onednn-{isa_cap.lower()}',
+                              text)
       elif name == 'core':
-        results_file.write_head(args.output, text)
+        harness.write_head(args.output, text)
       else:
-        results_file.write_section(args.output, name, text)
+        harness.write_section(args.output, name, text)
       print(f'Written to {args.output}', flush=True)
   finally:
     if not args.work_dir:
-      shutil.rmtree(work_dir, ignore_errors=True)
+      shutil.rmtree(ctx.work_dir, ignore_errors=True)
   return 0
 
 

@@ -25,6 +25,7 @@ import tf_keras as keras  # pylint: disable=g-import-not-at-top,wrong-import-pos
 
 
 def read_idx(path: str) -> np.ndarray:
+  """One IDX file as an array."""
   with gzip.open(path) as f:
     data = f.read()
   dims = data[3]
@@ -34,12 +35,14 @@ def read_idx(path: str) -> np.ndarray:
 
 
 def load(data_dir: str, prefix: str):
+  """(float32 images [N, 28, 28, 1], labels) of a split."""
   images = read_idx(os.path.join(data_dir, f'{prefix}-images-idx3-ubyte.gz'))
   labels = read_idx(os.path.join(data_dir, f'{prefix}-labels-idx1-ubyte.gz'))
   return images[..., None].astype('float32'), labels
 
 
 def seeds_cnn() -> keras.Model:
+  """The seeds' CNN."""
   layers = keras.layers
   return keras.Sequential([
       keras.Input((28, 28, 1)),
@@ -55,6 +58,7 @@ def seeds_cnn() -> keras.Model:
 
 
 def main() -> None:
+  """Trains to --target; prints the result as JSON."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--seed', type=int, default=0)

@@ -1,62 +1,286 @@
-"""The core sections, BENCHMARKS.md's head: conversion, input pipeline,
-training, whole DAG (each module says what it compares), goals first."""
+"""The core sections, BENCHMARKS.md's head, goals first.
 
+1. Conversion: the tutorial loop (reference_tutorial.py) against our
+   ImageExampleGen, from the same IDX files to TFRecords; also from a tenth
+   of the data, for the steady-state rate without the fixed costs.
+2. Input pipeline: examples/s and CPU time over one epoch of the train
+   split, fed by the tutorial input_fn, the Trainer's, and a bare read of
+   the same shards; and the CPU of ours' stages alone.
+3. Training: how input-bound is the CNN? The Trainer's model, fed by its
+   input_fn or by the same images in memory, runs the train step
+   `model.fit` runs, for a fixed number of steps after warm-up.
+4. Whole DAG: local_runner.py from a fresh output directory, then re-runs
+   with nothing changed (each component should come from the cache).
+"""
+
+import dataclasses
 import os
-from typing import List, Optional
+import shutil
+from typing import Dict, List, Optional
 
-from benchmarks import conversion
-from benchmarks import input_speed
-from benchmarks import runs
-from benchmarks import training_speed
-from benchmarks import whole_dag
-from benchmarks.figures import machine_line, row, table
+from benchmarks import harness
+from benchmarks import reference_tutorial
+from benchmarks.harness import Figure, figures, goal, row, table, timed
 
 RERUN_GOAL_S = 30.0
 INPUT_BATCH_SIZE = 256
+SKIPPED = 'left out (--skip-dag)'
 
 
-def section(args, data_dir: str, work_dir: str, command: str) -> str:
+@dataclasses.dataclass
+class Conversion:
+  """Section 1's measurements."""
+  examples: int
+  seconds: Dict[str, Figure]  # 'reference', 'ours'
+  rate: Dict[str, Figure]  # examples/s
+  # examples/s beyond the fixed costs, of the median times: per repetition
+  # the two times differ by less than their noise once conversion takes
+  # under a second. None where the tenth's median is not below the whole's.
+  marginal_rate: Dict[str, Optional[float]]
+  bytes: Dict[str, int]
+  reference_files: Dict[str, List[str]]  # split -> files
+  our_examples_uri: str
+
+
+@dataclasses.dataclass
+class Input:
+  """Section 2's measurements."""
+  batch_size: int
+  examples: int
+  rate: Dict[str, Figure]  # examples/s per variant
+  cpu_seconds: Dict[str, Figure]  # process CPU seconds per epoch
+  stage_cpu_seconds: Dict[str, Figure]  # 'parse', 'transform': per epoch
+
+
+@dataclasses.dataclass
+class Training:
+  """Section 3's measurements."""
+  batch_size: int
+  steps: int
+  rate: Dict[str, Figure]  # examples/s per feed
+
+
+@dataclasses.dataclass
+class Dag:
+  """Section 4's measurements."""
+  command: List[str]
+  components: List[str]
+  first: Dict[str, Figure]  # component (and WHOLE_RUN) -> seconds
+  rerun: Dict[str, Figure]
+  rerun_cached: Dict[str, bool]  # component -> reused from the cache
+  resolvers: List[str]  # Nodes with no execution to cache.
+
+
+@dataclasses.dataclass
+class Core:
+  """The four sections' measurements (`dag`: None when skipped)."""
+  conversion: Conversion
+  input: Input
+  training: Training
+  dag: Optional[Dag]
+
+
+def convert(data_dir: str, work_dir: str, repetitions: int) -> Conversion:
+  """Section 1: both converters, interleaved, on the data and a tenth."""
+
+  def reference(data: str, out_dir: str):
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return {split: reference_tutorial.write_split(images, labels, out_dir,
+                                                  split)
+            for split, (images, labels) in harness.load(data).items()}
+
+  def ours(data: str, out_dir: str):
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return harness.example_gen(data, out_dir,
+                               harness.example_gen_beam_args(data))
+
+  examples = sum(len(labels) for _, labels in harness.load(data_dir).values())
+  small_dir = os.path.join(work_dir, 'tenth')
+  small_examples = harness.write_subset(data_dir, small_dir, 0.1)
+  converters = {'reference': reference, 'ours': ours}
+  seconds, small_seconds, rate = (figures(converters) for _ in range(3))
+  outputs = {}
+  for _ in range(repetitions):  # Interleaved, so noise hits both alike.
+    for name, run in converters.items():
+      out_dir = os.path.join(work_dir, f'conversion-{name}')
+      small_s, _ = timed(lambda: run(small_dir, out_dir + '-tenth'))  # pylint: disable=cell-var-from-loop
+      full_s, outputs[name] = timed(lambda: run(data_dir, out_dir))  # pylint: disable=cell-var-from-loop
+      seconds[name].add(full_s)
+      small_seconds[name].add(small_s)
+      rate[name].add(examples / full_s)
+  marginal = {}
+  for name in converters:
+    extra_s = seconds[name].median - small_seconds[name].median
+    marginal[name] = ((examples - small_examples) / extra_s if extra_s > 0
+                      else None)
+  uri = outputs['ours'].uri
+  return Conversion(
+      examples=examples, seconds=seconds, rate=rate, marginal_rate=marginal,
+      bytes={'reference': harness.bytes_on_disk(
+          os.path.join(work_dir, 'conversion-reference')),
+             'ours': harness.bytes_on_disk(os.path.join(uri, 'Split-*'))},
+      reference_files=outputs['reference'], our_examples_uri=uri)
+
+
+def stage_datasets(file_pattern: str, transform_output, batch_size: int):
+  """Datasets that run one stage of ours over full batches in memory."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
+  read = list(harness.bare_read(file_pattern, batch_size))
+  # Full batches only (they stack), or the one partial batch of a subset
+  # smaller than a batch.
+  batches = [b for b in read if b.shape[0] == batch_size] or read[:1]
+  spec = transform_output.raw_feature_spec()
+  parsed = [tf.io.parse_example(b, spec) for b in batches]
+  parsed = {key: tf.stack([p[key] for p in parsed]) for key in spec}
+  layer = transform_output.transform_features_layer()
+  stages = {
+      'parse': lambda: tf.data.Dataset.from_tensor_slices(
+          tf.stack(batches)).map(
+              lambda b: tf.io.parse_example(b, spec)[features.LABEL_KEY]),
+      'transform': lambda: tf.data.Dataset.from_tensor_slices(parsed).map(
+          lambda b: layer(b)[features.LABEL_KEY]),
+  }
+  for make in stages.values():  # Warm-up: the per-batch cost is wanted.
+    harness.epoch(make())
+  return stages
+
+
+def read_inputs(reference_files: List[str], pattern: str, transform_output,
+                batch_size: int, repetitions: int) -> Input:
+  """Section 2: one epoch of each input, interleaved."""
+  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  plan = input_pipeline.plan_training(pattern, harness.TRAINING.input)
+  makers = {
+      'reference': lambda: reference_tutorial.input_fn(
+          reference_files, batch_size, repeat=False),
+      'ours, cold': lambda: input_pipeline.make_planned_dataset(
+          pattern, transform_output, batch_size, plan),
+      'bare read': lambda: harness.bare_read(pattern, batch_size),
+  }
+  names = [*makers, 'ours, cached']
+  rate, cpu = figures(names), figures(names)
+  stages = stage_datasets(pattern, transform_output, batch_size)
+  stage_cpu = figures(stages)
+  for _ in range(repetitions):  # Interleaved, so noise hits all alike.
+    for name, make in makers.items():
+      dataset = make()
+      # Ours a second time: the same dataset, from its cache.
+      for shown in [name] + (['ours, cached'] if name == 'ours, cold' else []):
+        seconds, cpu_seconds, examples = harness.timed_epoch(dataset)
+        cpu[shown].add(cpu_seconds)
+        rate[shown].add(examples / seconds)
+    for name, make in stages.items():
+      _, cpu_seconds, staged = harness.timed_epoch(make())
+      stage_cpu[name].add(cpu_seconds * examples / staged)  # Per epoch.
+  return Input(batch_size=batch_size, examples=examples, rate=rate,
+               cpu_seconds=cpu, stage_cpu_seconds=stage_cpu)
+
+
+def train(pattern: str, transform_output, num_classes: int, steps: int,
+          warmup_steps: int, repetitions: int) -> Training:
+  """Section 3: the Trainer's model and train step, fed by ours or by the
+  train split already decoded and normalised by our input_fn, in memory."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  from benchmarks import colour_reference  # pylint: disable=g-import-not-at-top
+  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules import model as model_lib  # pylint: disable=g-import-not-at-top
+  from records import features  # pylint: disable=g-import-not-at-top
+  training = harness.TRAINING
+  batch_size = training.batch_size
+  geometry = features.ImageGeometry(*transform_output.transformed_feature_spec()[
+      features.IMAGE_KEY].shape)
+  in_memory = tf.data.Dataset.from_tensor_slices(
+      colour_reference.arrays(pattern, transform_output))
+  datasets = {
+      'ours': input_pipeline.make_planned_dataset(
+          pattern, transform_output, batch_size,
+          input_pipeline.plan_training(pattern, training.input), repeat=True),
+      'in memory': in_memory.batch(batch_size).cache().repeat().prefetch(
+          tf.data.AUTOTUNE),
+  }
+  feeds = {}
+  for name, dataset in datasets.items():
+    # As modules/trainer.run_fn builds and compiles it (on CPU).
+    model = model_lib.build_cnn(geometry, num_classes, training.model)
+    model.compile(
+        optimizer=keras.optimizers.Adam(training.learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+    feeds[name] = (model.make_train_function(), iter(dataset))
+
+  def steps_of(name: str, n: int) -> None:
+    step, iterator = feeds[name]
+    for _ in range(n):
+      logs = step(iterator)
+    float(logs['loss'])  # Waits for the last step.
+
+  for name in feeds:
+    steps_of(name, warmup_steps)
+  rate = figures(feeds)
+  for _ in range(repetitions):  # Interleaved, so noise hits both alike.
+    for name in feeds:
+      seconds, _ = timed(lambda: steps_of(name, steps))  # pylint: disable=cell-var-from-loop
+      rate[name].add(steps * batch_size / seconds)
+  return Training(batch_size=batch_size, steps=steps, rate=rate)
+
+
+def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int) -> Dag:
+  """Section 4: `fresh_runs` fresh runs, each followed by re-runs."""
+  first: Dict[str, Figure] = {}
+  rerun: Dict[str, Figure] = {}
+  cached: Dict[str, bool] = {}
+  for i in range(fresh_runs):
+    for n in range(1 + ctx.repetitions):
+      local_run = harness.run_local_runner(
+          ctx.data_dir, ctx.path(f'dag-{i}'), *runner_args)
+      measured = rerun if n else first
+      for name, (seconds, was_cached) in local_run.nodes.items():
+        measured.setdefault(name, Figure()).add(seconds)
+        if n:
+          cached[name] = cached.get(name, True) and was_cached
+      measured.setdefault(harness.WHOLE_RUN, Figure()).add(local_run.seconds)
+  components = [name for name in first if name != harness.WHOLE_RUN]
+  return Dag(command=['local_runner.py', '--data-dir', ctx.data_dir_shown,
+                      '--output-dir', 'FRESH_DIR', *runner_args],
+             components=components, first=first, rerun=rerun,
+             rerun_cached=cached,
+             resolvers=[n for n in components if n.endswith('resolver')])
+
+
+def measure(ctx: harness.Context) -> Core:
+  """The four sections, one after the other."""
   from records import features  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
-  repetitions, train_steps, warmup = (
-      (1, 5, 2) if args.quick else
-      (args.repetitions, args.train_steps, args.warmup_steps))
+  args = ctx.args
+  train_steps, warmup = ctx.pick((args.train_steps, args.warmup_steps), (5, 2))
   print('1/4 conversion ...', flush=True)
-  conv = conversion.run(data_dir, work_dir, repetitions)
+  conv = convert(ctx.data_dir, ctx.work_dir, ctx.repetitions)
   train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
   transform_output = transform_analysis.analyze(
-      train_pattern, features.MNIST_GEOMETRY,
-      os.path.join(work_dir, 'transform'), runs.BEAM_ARGS)
+      train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
+      harness.BEAM_ARGS)
   num_classes = len(features.read_class_names(
       os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
   print('2/4 input pipeline ...', flush=True)
-  inputs = input_speed.run(conv.reference_files['train'], train_pattern,
-                           transform_output, INPUT_BATCH_SIZE, repetitions)
+  inputs = read_inputs(conv.reference_files['train'], train_pattern,
+                       transform_output, INPUT_BATCH_SIZE, ctx.repetitions)
   print('3/4 training ...', flush=True)
-  training = training_speed.run(train_pattern, transform_output,
-                                num_classes, train_steps, warmup,
-                                repetitions)
-  dag, skipped = None, 'left out (--skip-dag)'
+  training = train(train_pattern, transform_output, num_classes, train_steps,
+                   warmup, ctx.repetitions)
   print(f'4/4 whole DAG{": skipped" if args.skip_dag else " ..."}',
         flush=True)
-  if not args.skip_dag:
-    dag = whole_dag.run(
-        data_dir, work_dir, runs.QUICK_ARGS if args.quick else (),
-        fresh_runs=1 if args.quick else args.dag_runs, reruns=repetitions,
-        data_dir_shown=args.data_dir_shown)
-  return render(command, args.quick, repetitions, conv, inputs, training,
-                dag, skipped)
-
-
-def _goal(name: str, measured: str, met: bool) -> str:
-  return row(name, measured, 'met' if met else '**not met**')
+  dag = None if args.skip_dag else whole_dag(
+      ctx, ctx.pick((), harness.QUICK_ARGS), ctx.pick(args.dag_runs, 1))
+  return Core(conv, inputs, training, dag)
 
 
 def _or_na(value: Optional[float], template: str) -> str:
   return 'n/a' if value is None else template.format(value)
 
 
-def _input_cpu_budget(i: input_speed.Result) -> List[str]:
+def _input_cpu_budget(i: Input) -> List[str]:
   """Why ours' cold epoch is where it is: its CPU per epoch, by stage."""
   read = i.cpu_seconds['bare read'].median
   ours = i.cpu_seconds['ours, cold'].median
@@ -85,10 +309,9 @@ def _input_cpu_budget(i: input_speed.Result) -> List[str]:
   ]
 
 
-def render(command: str, quick: bool, repetitions: int,
-           c: conversion.Result, i: input_speed.Result,
-           t: training_speed.Result, d: Optional[whole_dag.Result],
-           dag_skipped: str) -> str:
+def render(core: Core, ctx: harness.Context) -> List[str]:
+  """Goals, then the four sections' tables."""
+  c, i, t, d = core.conversion, core.input, core.training, core.dag
   ratio = lambda a, b: a.median / b.median  # pylint: disable=unnecessary-lambda-assignment
   conv_x = ratio(c.rate['ours'], c.rate['reference'])
   marginal = c.marginal_rate
@@ -99,35 +322,28 @@ def render(command: str, quick: bool, repetitions: int,
   input_bare = ratio(i.rate['ours, cold'], i.rate['bare read'])
   train_mem = ratio(t.rate['ours'], t.rate['in memory'])
   rerun_goal = f're-run with nothing changed <= {RERUN_GOAL_S:.0f} s'
-  rerun_s = d and d.rerun[runs.WHOLE_RUN].median
+  rerun_s = d and d.rerun[harness.WHOLE_RUN].median
   lines: List[str] = [
-      '# Benchmarks' + (' (quick mode: a small subset, not the real figures)'
-                        if quick else ''),
-      '',
-      machine_line(),
-      '',
-      f'    {command}',
-      '',
-      f'Each figure: median (min-max) of {repetitions} repetitions, '
+      f'Each figure: median (min-max) of {ctx.repetitions} repetitions, '
       'interleaved; ratios are of medians from this one run. Sections and '
       'method: `benchmarks/`.',
       '',
       '## Goals',
       '',
       *table('goal', 'measured', ''),
-      _goal('conversion: ours >= 10x the reference\'s examples/s',
-            f'{conv_x:.1f}x (steady state, without fixed costs: '
-            f'{_or_na(conv_marginal_x, "{:.1f}x")})', conv_x >= 10),
-      _goal('conversion: ours <= 0.3x the reference\'s bytes',
-            f'{bytes_x:.3f}x', bytes_x <= 0.3),
-      _goal('input: ours >= 5x the reference (cold epoch)',
-            f'{input_x:.1f}x', input_x >= 5),
-      _goal('input: ours >= 80% of the bare read (cold epoch)',
-            f'{input_bare:.0%}', input_bare >= 0.8),
-      _goal('training: fed by ours >= 95% of fed from memory',
-            f'{train_mem:.0%}', train_mem >= 0.95),
-      _goal(rerun_goal, f'{rerun_s:.1f} s', rerun_s <= RERUN_GOAL_S) if d
-      else row(rerun_goal, f'not measured: {dag_skipped}', ''),
+      goal('conversion: ours >= 10x the reference\'s examples/s',
+           f'{conv_x:.1f}x (steady state, without fixed costs: '
+           f'{_or_na(conv_marginal_x, "{:.1f}x")})', conv_x >= 10),
+      goal('conversion: ours <= 0.3x the reference\'s bytes',
+           f'{bytes_x:.3f}x', bytes_x <= 0.3),
+      goal('input: ours >= 5x the reference (cold epoch)',
+           f'{input_x:.1f}x', input_x >= 5),
+      goal('input: ours >= 80% of the bare read (cold epoch)',
+           f'{input_bare:.0%}', input_bare >= 0.8),
+      goal('training: fed by ours >= 95% of fed from memory',
+           f'{train_mem:.0%}', train_mem >= 0.95),
+      goal(rerun_goal, f'{rerun_s:.1f} s', rerun_s <= RERUN_GOAL_S) if d
+      else row(rerun_goal, f'not measured: {SKIPPED}', ''),
       '',
       f'## 1. Conversion: {c.examples:,} images, IDX files to TFRecords',
       '',
@@ -177,22 +393,29 @@ def render(command: str, quick: bool, repetitions: int,
       '',
   ]
   if not d:
-    return '\n'.join(lines + [f'Not measured: {dag_skipped}.']) + '\n'
+    return lines + [f'Not measured: {SKIPPED}.']
   lines += [
       f'    {" ".join(d.command)}',
       '',
       f'A run from a fresh output directory '
-      f'({len(d.first[runs.WHOLE_RUN].samples)} run(s)), then '
-      f'{len(d.rerun[runs.WHOLE_RUN].samples)} immediate re-run(s) with '
+      f'({len(d.first[harness.WHOLE_RUN].samples)} run(s)), then '
+      f'{len(d.rerun[harness.WHOLE_RUN].samples)} immediate re-run(s) with '
       'nothing changed. Whole run: the process, start-up and summary included.',
       '',
       *table('component', 'fresh run (s)', 're-run (s)', 're-run from cache'),
   ]
-  for name in [*d.components, runs.WHOLE_RUN]:
+  for name in [*d.components, harness.WHOLE_RUN]:
     rerun = d.rerun.get(name)
-    cached = ('' if name == runs.WHOLE_RUN else
+    cached = ('' if name == harness.WHOLE_RUN else
               'n/a (a resolver)' if name in d.resolvers else
               'yes' if d.rerun_cached.get(name) else '**no**')
     lines.append(row(name, d.first[name].format('.1f'),
                      rerun.format('.1f') if rerun else '-', cached))
-  return '\n'.join(lines) + '\n'
+  return lines
+
+
+SECTION = harness.Section(
+    heading=lambda ctx: '# Benchmarks' + (
+        ' (quick mode: a small subset, not the real figures)'
+        if ctx.quick else ''),
+    measure=measure, render=render)

@@ -90,6 +90,7 @@ def draw_pairs(examples_uri: str, rows, path: str) -> None:
 
 
 def main(argv=None) -> int:
+  """Converts, times DataChecks, prints what it found."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', default=None)

@@ -7,22 +7,22 @@ import dataclasses
 import os
 from typing import Dict, List
 
-from benchmarks import data
-from benchmarks import runs
-from benchmarks.figures import Figure, header, rate_rows, row, table, timed
+from benchmarks import harness
+from benchmarks.harness import Figure, rate_rows, row, table, timed
 from records import features
 
 SIZES = (96, 224)
 KERAS_SIZE = 96
 PER_CLASS = 300
 QUICK_PER_CLASS = 3
-IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 
 
 @dataclasses.dataclass
 class Result:
+  """One size's measurements."""
   geometry: features.ImageGeometry
   images: int  # Training images, read once per epoch.
+  per_class: int
   conversion_s: Dict[str, float]  # Encoding -> ExampleGen's seconds.
   rates: Dict[str, Figure]  # Variant -> examples/s.
   bytes_read: Dict[str, int]  # Variant -> bytes of the files it reads.
@@ -30,6 +30,7 @@ class Result:
 
 def keras_dataset(train_dir: str, size: int, batch_size: int, mean, variance,
                   cache: bool):
+  """image_dataset_from_directory on the folder, normalised as ours."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from modules import transform  # pylint: disable=g-import-not-at-top
@@ -47,7 +48,6 @@ def keras_dataset(train_dir: str, size: int, batch_size: int, mean, variance,
 def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
             size: int, with_keras: bool) -> Result:
   """Builds the data, measures every variant."""
-  from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
   from data import shapes  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules import transform  # pylint: disable=g-import-not-at-top
@@ -58,13 +58,13 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
   patterns, outputs, conversion = {}, {}, {}
   for encoding in features.IMAGE_ENCODINGS:
     out = os.path.join(work_dir, f'examples-{size}-{encoding}')
-    conversion[encoding], examples = timed(lambda: runs.example_gen(  # pylint: disable=cell-var-from-loop
-        data_dir, out, IN_MEMORY, input_format='images', geometry=geometry,
+    conversion[encoding], examples = timed(lambda: harness.example_gen(  # pylint: disable=cell-var-from-loop
+        data_dir, out, harness.IN_MEMORY, input_format='images', geometry=geometry,
         image_encoding=encoding))
     patterns[encoding] = os.path.join(examples.uri, 'Split-train', '*')
     outputs[encoding] = transform_analysis.analyze(
         patterns[encoding], geometry,
-        os.path.join(work_dir, f'tft-{size}-{encoding}'), IN_MEMORY, encoding)
+        os.path.join(work_dir, f'tft-{size}-{encoding}'), harness.IN_MEMORY, encoding)
   first = features.IMAGE_ENCODINGS[0]
   mean, variance = transform.normalisation_constants(
       outputs[first], input_pipeline.first_record(patterns[first]))
@@ -74,17 +74,17 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
 
   def run_epoch(name: str, dataset) -> None:
     nonlocal examples
-    seconds, _, examples = input_speed.timed_epoch(dataset)
+    seconds, _, examples = harness.timed_epoch(dataset)
     rates.setdefault(name, Figure()).add(examples / seconds)
 
-  input_config = runs.TRAINING.input
+  input_config = harness.TRAINING.input
   for _ in range(repetitions):  # Interleaved, so noise hits all alike.
     if with_keras:
       run_epoch('keras', keras_dataset(train_dir, size, batch_size, mean,
                                        variance, cache=False))
       cached = keras_dataset(train_dir, size, batch_size, mean, variance,
                              cache=True)
-      input_speed.epoch(cached)
+      harness.epoch(cached)
       run_epoch('keras, cached', cached)
     for encoding, pattern in patterns.items():
       dataset = input_pipeline.make_planned_dataset(
@@ -92,40 +92,34 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
           input_pipeline.plan_training(pattern, input_config))
       run_epoch(f'ours {encoding}, cold', dataset)
       run_epoch(f'ours {encoding}, cached', dataset)
-  read = {f'ours {e}, {s}': data.bytes_on_disk(p)
+  read = {f'ours {e}, {s}': harness.bytes_on_disk(p)
           for e, p in patterns.items() for s in ('cold', 'cached')}
   if with_keras:
-    read['keras'] = read['keras, cached'] = data.bytes_on_disk(train_dir)
-  return Result(geometry=geometry, images=examples, conversion_s=conversion,
+    read['keras'] = read['keras, cached'] = harness.bytes_on_disk(train_dir)
+  return Result(geometry=geometry, images=examples, per_class=per_class,
+                conversion_s=conversion,
                 rates=rates, bytes_read=read)
 
 
-def section(args, data_dir: str, work_dir: str, command: str) -> str:
-  del data_dir  # The section writes its own data.
-  per_class = QUICK_PER_CLASS if args.quick else PER_CLASS
-  repetitions = 1 if args.quick else args.repetitions
+def measure_sizes(ctx: harness.Context) -> Dict[int, Result]:
+  """Every size; Keras's reader at KERAS_SIZE."""
   results = {}
   for size in SIZES:
     print(f'  encodings: {size}x{size}x3', flush=True)
-    results[size] = measure(work_dir, per_class, repetitions,
-                            runs.TRAINING.batch_size, size,
+    results[size] = measure(ctx.work_dir, ctx.pick(PER_CLASS, QUICK_PER_CLASS),
+                            ctx.repetitions, harness.TRAINING.batch_size, size,
                             with_keras=size == KERAS_SIZE)
-  return render(results, header(command), per_class, repetitions)
+  return results
 
 
-def render(results: Dict[int, Result], head: str, per_class: int,
-           repetitions: int) -> str:
+def render(results: Dict[int, Result], ctx: harness.Context) -> List[str]:
+  """Each encoding's bytes and speed, and Keras's reader against ours."""
   some = next(iter(results.values()))
   lines: List[str] = [
-      '## Encodings: raw, PNG or JPEG records, and '
-      'image_dataset_from_directory',
-      '',
-      head,
-      '',
       f'The shapes dataset, {some.images:,} training images '
-      f'({per_class} per class) per size; one epoch of the train '
-      f'split, batch {runs.TRAINING.batch_size}; median (min-max) of '
-      f'{repetitions} interleaved repetitions. Cold: a fresh dataset\'s '
+      f'({some.per_class} per class) per size; one '
+      f'epoch of the train split, batch {harness.TRAINING.batch_size}; median '
+      f'(min-max) of {ctx.repetitions} interleaved repetitions. Cold: a fresh dataset\'s '
       'first epoch (the files are in the OS page cache after the first '
       'repetition: this is decoding, not the disk); cached: its next epoch '
       '(ours caches the records, so PNG and JPEG are decoded again).',
@@ -153,8 +147,13 @@ def render(results: Dict[int, Result], head: str, per_class: int,
         *rate_rows(keras.rates, 'keras', '{:.1f}x', {
             name: f'{read:,}' for name, read in keras.bytes_read.items()}),
     ]
-  defaults = '; '.join(f'{r.geometry} {runs.default_encoding(r.geometry)}'
+  defaults = '; '.join(f'{r.geometry} {harness.default_encoding(r.geometry)}'
                        for r in results.values())
-  return '\n'.join(lines + [
-      '', f'The default, `--image-encoding {runs.DATA.image_encoding}`, '
-      f'gives: {defaults}.']) + '\n'
+  return lines + [
+      '', f'The default, `--image-encoding {harness.DATA.image_encoding}`, '
+      f'gives: {defaults}.']
+
+
+SECTION = harness.Section(
+    heading='## Encodings: raw, PNG or JPEG records, and '
+    'image_dataset_from_directory', measure=measure_sizes, render=render)

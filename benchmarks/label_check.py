@@ -73,6 +73,7 @@ def checked_sources(out: str, train_records: int):
 
 
 def main() -> int:
+  """Plants, runs the pipeline, prints the scores as JSON."""
   parser = argparse.ArgumentParser(description=__doc__)
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', required=True)

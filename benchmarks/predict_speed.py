@@ -35,19 +35,17 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import numpy as np
 from PIL import Image
 
-from benchmarks import data
-from benchmarks import figures
-from benchmarks import results_file
+from benchmarks import harness
 from modules import tflite_export
 from predict import cli
 from predict import served_model
 # pylint: enable=g-import-not-at-top
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = 'predict-speed'
 
 
 def make_parser() -> argparse.ArgumentParser:
+  """The command line's flags."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--model', required=True,
                       help='a pushed model version or a pipeline output '
@@ -60,7 +58,7 @@ def make_parser() -> argparse.ArgumentParser:
   parser.add_argument('--batch-size', type=int, default=cli.BATCH_SIZE)
   parser.add_argument('--repeats', type=int, default=5,
                       help='timed runs of each; the median is reported')
-  parser.add_argument('--output', default=os.path.join(PROJECT_DIR,
+  parser.add_argument('--output', default=os.path.join(harness.PROJECT_DIR,
                                                        'BENCHMARKS.md'))
   return parser
 
@@ -136,9 +134,10 @@ def _tflite_lines(model_path: str):
 
 
 def main(argv=None) -> int:
+  """Times the three paths; writes the section's block."""
   args = make_parser().parse_args(argv)
   model_path = served_model.locate(args.model)
-  images, _ = data.load_split(args.data_dir, data.SPLIT_PREFIXES['eval'])
+  images, _ = harness.load_split(args.data_dir, harness.SPLIT_PREFIXES['eval'])
   images = images[:args.images]
   n = len(images)
   load_before = os.getloadavg()
@@ -168,7 +167,7 @@ def main(argv=None) -> int:
 
     def command():
       subprocess.run([sys.executable, '-m', 'predict', *flags], check=True,
-                     cwd=PROJECT_DIR, capture_output=True)
+                     cwd=harness.PROJECT_DIR, capture_output=True)
       return _classes(rows)
 
     command_s, by_command = _timed(command, args.repeats)
@@ -179,7 +178,7 @@ def main(argv=None) -> int:
   lines = [
       f'## Predict speed: image files vs arrays in memory',
       '',
-      figures.machine_line(),
+      harness.machine_line(),
       '',
       f'Load average (1, 5, 15 min) before: '
       f'{", ".join(f"{x:.2f}" for x in load_before)}; after: '
@@ -205,7 +204,7 @@ def main(argv=None) -> int:
   lines += _tflite_lines(model_path)
   text = '\n'.join(lines)
   print(text)
-  results_file.write_section(args.output, SECTION, text)
+  harness.write_section(args.output, SECTION, text)
   return 0
 
 

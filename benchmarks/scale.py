@@ -1,8 +1,10 @@
-"""The scale section's runs: for each size (`--scale-copies`) the data of
-`python -m data.scaled_mnist`, then the whole DAG from a fresh output
+"""The scale section (`--scale`): for each size (`--scale-copies`) the data
+of `python -m data.scaled_mnist`, then the whole DAG from a fresh output
 directory with a fixed Trainer step budget (so CPU training does not hide
-the input), its peak memory sampled; one size again under a memory cap
-(cgroup.py); and the streaming input_fn against the bare read at one size.
+the input), its peak memory sampled; one size again under a memory cap (a
+cgroup); and the streaming input_fn against the bare read at one size.
+Goals, then per component and size the wall time, examples/s, peak memory
+and bytes on disk.
 
 Each row is saved in WORK_DIR/rows/ as it is measured, so that a run given
 the same --work-dir resumes where it stopped; each row's output, and the
@@ -19,12 +21,10 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from benchmarks import cgroup
-from benchmarks import data
-from benchmarks import runs
-from benchmarks.figures import Figure
+from benchmarks import harness
+from benchmarks.harness import Figure, goal, rate_rows, row, table
 
-WHOLE_RUN = runs.WHOLE_RUN
+WHOLE_RUN = harness.WHOLE_RUN
 # The Trainer's fixed budget: steps of its default batch, one epoch.
 TRAIN_STEPS = 300
 SAMPLE_S = 0.5
@@ -65,6 +65,7 @@ class Row:
 
   @property
   def raw_pixel_bytes(self) -> int:
+    """The size's images, one byte per pixel."""
     return (self.train + self.eval) * PIXELS
 
   def rate(self, component: str) -> Optional[float]:
@@ -80,15 +81,18 @@ class Row:
     return examples / seconds if examples and seconds else None
 
   def to_json(self) -> str:
+    """The row as saved."""
     return json.dumps(dataclasses.asdict(self), indent=1)
 
   @classmethod
   def from_json(cls, text: str) -> 'Row':
+    """A row as saved."""
     return cls(**json.loads(text))
 
 
 @dataclasses.dataclass
 class StreamResult:
+  """The streaming input_fn against the bare read."""
   copies: int
   examples: int
   rate: Dict[str, Figure]  # 'streaming input_fn', 'bare read': examples/s
@@ -97,6 +101,7 @@ class StreamResult:
 
 @dataclasses.dataclass
 class Goal:
+  """A goal of the issue, and what was measured of it."""
   name: str
   measured: str
   met: Optional[bool]  # None: not measured.
@@ -104,11 +109,13 @@ class Goal:
 
 def find(rows: Sequence[Row], copies: int, capped: bool = False
          ) -> Optional[Row]:
+  """The measured row of a size, capped or not."""
   return next((r for r in rows if r.copies == copies and not r.skipped and
                (r.cap_bytes is not None) == capped), None)
 
 
 def gb(n: Optional[float]) -> str:
+  """Bytes in GB, '-' for none."""
   return '-' if n is None else f'{n / 1e9:.2f} GB'
 
 
@@ -148,19 +155,18 @@ def goals(rows: Sequence[Row], stream: Optional[StreamResult]) -> List[Goal]:
   out.append(Goal(f'streaming input_fn >= {STREAM_GOAL:.0%} of the bare read',
                   f'{share:.0%} (at {stream.copies}x)' if stream else
                   'not measured', stream and share >= STREAM_GOAL))
-  for goal in out:
-    goal.met = None if goal.measured.startswith('not measured') else bool(
-        goal.met)
+  for g in out:
+    g.met = None if g.measured.startswith('not measured') else bool(g.met)
   return out
 
 
 def run_dag(row: Row, data_dir: str, out_dir: str,
-            group: Optional[cgroup.Group]) -> Row:
+            group: Optional[harness.Cgroup]) -> Row:
   """Runs local_runner.py for `row`, filling in its measurements."""
-  local_run = runs.run_local_runner(
-      ['--data-dir', data_dir, '--output-dir', out_dir, '--epochs', '1',
-       '--train-steps', str(row.train_steps), '--batch-size',
-       str(row.batch_size), '--accuracy-threshold', '0'],
+  local_run = harness.run_local_runner(
+      data_dir, out_dir, '--epochs', '1', '--train-steps',
+      str(row.train_steps), '--batch-size', str(row.batch_size),
+      '--accuracy-threshold', '0',
       check=row.cap_bytes is None,  # Only the capped run may fail.
       wrap=group and group.wrap, sample_memory_s=SAMPLE_S)
   row.seconds = {name: s for name, (s, _) in local_run.nodes.items()}
@@ -175,7 +181,7 @@ def run_dag(row: Row, data_dir: str, out_dir: str,
     print(f'    {row.failed}; last output:\n'
           f'{(local_run.stdout + local_run.stderr)[-2000:]}', flush=True)
   root = os.path.join(out_dir, 'pipeline')
-  row.disk_bytes = {name: data.bytes_on_disk(os.path.join(root, name))
+  row.disk_bytes = {name: harness.bytes_on_disk(os.path.join(root, name))
                     for name in (sorted(os.listdir(root))
                                  if os.path.isdir(root) else [])}
   # The Trainer's 'Trainer input:' lines, from the run's full log.
@@ -198,14 +204,15 @@ def make_data(copies: int, source: str, work_dir: str) -> str:
   started = time.perf_counter()
   subprocess.run([sys.executable, '-m', 'data.scaled_mnist', '--copies',
                   str(copies), '--out', out, '--source', source],
-                 cwd=runs.PROJECT_DIR, check=True)
-  print(f'  data: {data.bytes_on_disk(out) / 1e6:,.0f} MB in '
+                 cwd=harness.PROJECT_DIR, check=True)
+  print(f'  data: {harness.bytes_on_disk(out) / 1e6:,.0f} MB in '
         f'{time.perf_counter() - started:.0f} s', flush=True)
   open(done, 'w').close()
   return out
 
 
 def check_disk(path: str, copies: int) -> None:
+  """Stops the benchmark when the disk has too little room for a size."""
   free = shutil.disk_usage(path).free
   need = copies * DISK_PER_COPY + DISK_FIXED
   if free < need:
@@ -218,28 +225,27 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
   """One epoch of the training split each, from the run's Examples and
   transform graph: the Trainer's streaming plan, and the bare read."""
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  from benchmarks import input_speed  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
-  pattern = os.path.join(runs.newest_artifact(
+  pattern = os.path.join(harness.newest_artifact(
       out_dir, 'ImageExampleGen', 'examples'), 'Split-train', '*')
-  output = tft.TFTransformOutput(runs.newest_artifact(
+  output = tft.TFTransformOutput(harness.newest_artifact(
       out_dir, 'Transform', 'transform_graph'))
   size = input_pipeline.measure(pattern)
   # As the Trainer reads a split one byte too large for its budget.
   plan = input_pipeline.plan_split(
-      'train', size, runs.TRAINING.input, training=True,
+      'train', size, harness.TRAINING.input, training=True,
       budget=size.memory_bytes - 1)
   makers = {
       'streaming input_fn': lambda: input_pipeline.make_planned_dataset(
           pattern, output, batch_size, plan),
-      'bare read': lambda: input_speed.bare_read(pattern, batch_size),
+      'bare read': lambda: harness.bare_read(pattern, batch_size),
   }
   rate = {name: Figure() for name in makers}
   for make in makers.values():  # Warm-up: TensorFlow's one-off costs.
-    input_speed.epoch(make().take(50))
+    harness.epoch(make().take(50))
   for _ in range(repetitions):
     for name, make in makers.items():
-      seconds, _, examples = input_speed.timed_epoch(make(), size.records)
+      seconds, _, examples = harness.timed_epoch(make(), size.records)
       rate[name].add(examples / seconds)
       print(f'    {name}: {examples / seconds:,.0f} examples/s', flush=True)
   return StreamResult(copies=copies, examples=size.records, rate=rate,
@@ -249,6 +255,7 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
 def plan_rows(copies: Sequence[int], cap_copies: Optional[int],
               cap_bytes: Optional[int], train_steps: int, batch_size: int
               ) -> List[Row]:
+  """The rows to measure: each size, then the capped one."""
   rows = [Row(name=f'{n}x', copies=n, train=n * MNIST_TRAIN, eval=MNIST_EVAL,
               train_steps=train_steps, batch_size=batch_size)
           for n in [*copies, *([cap_copies] if cap_copies else [])]]
@@ -280,8 +287,8 @@ def run(source: str, work_dir: str, rows: List[Row],
       continue
     group = None
     if row.cap_bytes is not None:
-      group, row.skipped = cgroup.make(f'image-pipeline-scale-{os.getpid()}',
-                                       row.cap_bytes)
+      group, row.skipped = harness.make_cgroup(
+          f'image-pipeline-scale-{os.getpid()}', row.cap_bytes)
       if row.skipped:
         print(f'  skipped: {row.skipped}', flush=True)
     if not row.skipped:
@@ -311,9 +318,110 @@ def run(source: str, work_dir: str, rows: List[Row],
 
 
 def load_stream(path: str) -> Optional[StreamResult]:
+  """The streaming comparison as saved, or None."""
   if not os.path.exists(path):
     return None
   with open(path) as f:
     saved = json.load(f)
   return StreamResult(**{**saved, 'rate': {
       k: Figure(v) for k, v in saved['rate'].items()}})
+
+
+def measure(ctx: harness.Context
+            ) -> Tuple[List[Row], Optional[StreamResult]]:
+  """Every size the flags ask for, resuming in --work-dir."""
+  args = ctx.args
+  rows = plan_rows(
+      [int(n) for n in args.scale_copies.split(',') if n.strip()],
+      args.scale_cap_copies or None,
+      args.scale_cap_mb and args.scale_cap_mb * 10**6,
+      args.scale_train_steps or TRAIN_STEPS, harness.TRAINING.batch_size)
+  return run(ctx.data_dir, ctx.work_dir, rows, args.scale_stream_copies or None,
+             repetitions=args.repetitions, keep_data=args.keep_data)
+
+
+def _gb(n: Optional[int]) -> str:
+  return '-' if n is None else f'{n / 1e9:.2f}'
+
+
+def _mb(n: Optional[int]) -> str:
+  return '-' if n is None else f'{n / 1e6:,.0f}'
+
+
+def render(measured_rows: Tuple[Sequence[Row], Optional[StreamResult]],
+           ctx: harness.Context) -> List[str]:
+  """Goals, each size, and each component at each size."""
+  del ctx  # The measurements say it all.
+  rows, stream = measured_rows
+  measured = [r for r in rows if not r.skipped]
+  components = list(dict.fromkeys(
+      c for r in measured for c in r.seconds if c != WHOLE_RUN))
+  steps, batch = (rows[0].train_steps, rows[0].batch_size) if rows else (0, 0)
+  lines: List[str] = [
+      'Each size: N deformed copies of MNIST\'s training set and its test '
+      'set (`python -m data.scaled_mnist`), one run of `local_runner.py` from '
+      f'a fresh output directory, the Trainer at a fixed {steps} steps of '
+      f'{batch} (`--epochs 1 --train-steps {steps}`). Peak memory: the '
+      'resident memory of the whole process tree (the runner and every Beam '
+      'worker, their proportional set sizes summed: shared pages count '
+      f'once), sampled every {SAMPLE_S} s. Method: '
+      '`benchmarks/scale.py`.',
+      '',
+      *table('goal', 'measured', ''),
+      *(goal(g.name, g.measured, g.met) for g in goals(rows, stream)),
+      '',
+      *table('size', 'examples (train + eval)', 'raw pixels (GB)',
+             'whole run (s)', 'peak memory (GB)', 'on disk (MB)',
+             'Trainer input'),
+  ]
+  for r in rows:
+    size = (r.name, f'{r.train:,} + {r.eval:,}', _gb(r.raw_pixel_bytes))
+    if r.skipped:
+      lines.append(row(*size, f'skipped: {r.skipped}', '', '', ''))
+      continue
+    peak = _gb(r.peak_memory.get(WHOLE_RUN))
+    if r.cgroup_max_usage is not None:
+      peak += (f' (the cgroup\'s peak, page cache included: '
+               f'{_gb(r.cgroup_max_usage)})')
+    whole = f'{r.seconds[WHOLE_RUN]:,.0f}' + (
+        f', **failed: {r.failed}**' if r.failed else '')
+    lines.append(row(*size, whole, peak, _mb(sum(r.disk_bytes.values())),
+                     '; '.join(r.trainer_input) or '-'))
+
+  def per_component(title: str, cell) -> None:
+    lines.extend(['', title, '',
+                  *table('component', *(r.name for r in measured))])
+    for c in [*components, WHOLE_RUN]:
+      lines.append(row(c, *(cell(r, c) for r in measured)))
+
+  def time_cell(r: Row, c: str) -> str:
+    if c not in r.seconds:
+      return '-'
+    rate = r.rate(c)
+    return f'{r.seconds[c]:,.1f}' + (f' ({rate:,.0f}/s)' if rate else '')
+
+  per_component('Wall time per component, s (examples/s):', time_cell)
+  per_component('Peak memory (PSS) of the process tree while the component '
+                'ran, GB:', lambda r, c: _gb(r.peak_memory.get(c)))
+  per_component('Bytes on disk, MB (the component\'s artifacts):',
+                lambda r, c: _mb(sum(r.disk_bytes.values())
+                                 if c == WHOLE_RUN
+                                 else r.disk_bytes.get(c)))
+  if stream:
+    lines += [
+        '',
+        f'Streaming input_fn vs the bare read, one epoch of the '
+        f'{stream.copies}x training split ({stream.examples:,} examples), '
+        f'median (min-max) of {len(stream.rate["bare read"].samples)}: the '
+        'Trainer\'s streaming path as it reads a split too large for its '
+        f'budget ({stream.plan}).',
+        '',
+        *table('input', 'examples/s', 'vs bare read'),
+        *rate_rows(stream.rate, 'bare read', '{:.0%}'),
+    ]
+  return lines
+
+
+SECTION = harness.Section(
+    heading='## Scale: 1x, 10x and 100x MNIST through the whole DAG',
+    measure=measure, render=render)

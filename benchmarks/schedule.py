@@ -11,17 +11,13 @@ disk (ML Metadata), and the served model's answers on the newest span's eval
 images through the predict command.
 """
 
-import csv
 import os
 import shlex
 import shutil
-import subprocess
-import sys
-from typing import Dict, List
+from typing import Any, Dict, List
 
-from benchmarks import runs
-from benchmarks.figures import cpu_model, header, row, table
-from benchmarks.time_to_accuracy import CPU_FLAGS_SHOWN
+from benchmarks import harness
+from benchmarks.harness import row, table
 from data import drifting_spans
 from data import shapes
 
@@ -46,12 +42,10 @@ GOAL_POINTS, GOAL_TIME = 0.5, 1 / 3
 
 def _history(output_dir: str, path: str) -> Dict[int, Dict[str, str]]:
   """The runs of `inspector history --csv`, by their newest span."""
-  subprocess.run([sys.executable, '-m', 'inspector', '--output-dir',
-                  output_dir, 'history', '--csv', path], check=True,
-                 cwd=runs.PROJECT_DIR, capture_output=True, text=True)
-  with open(path, newline='', encoding='utf-8') as f:
-    return {max(int(s) for s in r['spans'].split()): r
-            for r in csv.DictReader(f)}
+  harness.tool('inspector', '--output-dir', output_dir, 'history', '--csv',
+               path)
+  return {max(int(s) for s in r['spans'].split()): r
+          for r in harness.read_csv(path)}
 
 
 def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
@@ -78,38 +72,25 @@ def _served_answers(output_dir: str, eval_dir: str, work_dir: str) -> str:
   """The served model's accuracy on the images of `eval_dir` (class
   folders) through the predict command."""
   predictions = os.path.join(work_dir, 'schedule-served.csv')
-  subprocess.run([sys.executable, '-m', 'predict', output_dir, eval_dir, '-o',
-                  predictions], check=True, cwd=runs.PROJECT_DIR,
-                 capture_output=True, text=True)
-  with open(predictions, newline='', encoding='utf-8') as f:
-    rows = list(csv.DictReader(f))
+  harness.tool('predict', output_dir, eval_dir, '-o', predictions)
+  rows = harness.read_csv(predictions)
   right = sum(os.path.basename(os.path.dirname(r['path'])) == r['class']
               for r in rows)
   return f'{right} of {len(rows)} right ({right / max(len(rows), 1):.1%})'
 
 
-def _cpu_line() -> str:
-  from modules import devices  # pylint: disable=g-import-not-at-top
-  flags = devices.cpu_flags()
-  precision, why = devices.cpu_precision(flags)
-  shown = ', '.join(f for f in CPU_FLAGS_SHOWN if f in flags) or 'none'
-  return (f'CPU: {cpu_model()}; flags: {shown}. The Trainer trains in '
-          f'{precision} here ({why}).')
-
-
-def section(args, data_dir: str, work_dir: str, command: str) -> str:
-  del data_dir  # The section writes its own data.
-  spans, per_span, eval_per_span, size, classes = (
-      QUICK if args.quick else (SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES))
-  written = os.path.join(work_dir, 'schedule-spans')
-  arriving = os.path.join(work_dir, 'schedule-data')
+def measure(ctx: harness.Context) -> Dict[str, Any]:
+  """Each span arriving, both pipelines run on it; then their history, what
+  is left on disk and the served model's answers."""
+  spans, per_span, eval_per_span, size, classes = ctx.pick(
+      (SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES), QUICK)
+  written, arriving = ctx.path('schedule-spans'), ctx.path('schedule-data')
   for folder in (written, arriving):
     shutil.rmtree(folder, ignore_errors=True)
   drifting_spans.write(written, spans, per_span, eval_per_span, size,
                        sorted(shapes.SHAPES)[:classes])
-  flags = (*FLAGS, *(QUICK_FLAGS if args.quick else ()))
-  outputs = {name: os.path.join(work_dir, f'schedule-{name}')
-             for name in PIPELINES}
+  flags = (*FLAGS, *ctx.pick((), QUICK_FLAGS))
+  outputs = {name: ctx.path(f'schedule-{name}') for name in PIPELINES}
   training_s: Dict[str, Dict[int, float]] = {name: {} for name in PIPELINES}
   for span in range(1, spans + 1):
     folder = drifting_spans.SPAN_DIR.format(SPAN=span)
@@ -119,11 +100,26 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       if span == 1:
         shutil.rmtree(outputs[name], ignore_errors=True)
       print(f'  schedule: span {span}, {name}', flush=True)
-      run = runs.run_local_runner(['--data-dir', arriving, '--output-dir',
-                                   outputs[name], *flags, *extra])
+      run = harness.run_local_runner(arriving, outputs[name], *flags, *extra)
       training_s[name][span] = sum(run.epochs()[0])
-  rows = {name: _history(output, os.path.join(work_dir, f'{name}.csv'))
+  rows = {name: _history(output, ctx.path(f'{name}.csv'))
           for name, output in outputs.items()}
+  newest = os.path.join(written, drifting_spans.SPAN_DIR.format(SPAN=spans),
+                        'eval')
+  after = {name: (_on_disk(output, {r['run']: span
+                                    for span, r in rows[name].items()}),
+                  _served_answers(output, newest, ctx.work_dir))
+           for name, output in outputs.items()}
+  return dict(data=(spans, per_span, eval_per_span, size, classes),
+              flags=flags, training_s=training_s, rows=rows, after=after)
+
+
+def render(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
+  """Per span both pipelines and the goal's verdict; then the disk and the
+  served model."""
+  del ctx  # The measurements say it all.
+  spans, per_span, eval_per_span, size, classes = r['data']
+  rows, training_s = r['rows'], r['training_s']
 
   def verdict(span: int) -> str:
     cold, warm = rows['scratch'][span], rows['warm'][span]
@@ -144,13 +140,9 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
   shown = ('Trainer s (in epochs)', 'eval accuracy', 'blessed/pushed',
            'start')
   lines = [
-      '## A schedule: spans arriving, from scratch vs --warm-start',
+      harness.cpu_line('none'),
       '',
-      header(command),
-      '',
-      _cpu_line(),
-      '',
-      f'    local_runner.py --data-dir ARRIVING {shlex.join(flags)} '
+      f'    local_runner.py --data-dir ARRIVING {shlex.join(r["flags"])} '
       '[--warm-start]',
       '',
       f'SPANS: `python -m data.drifting_spans SPANS --spans {spans} '
@@ -177,20 +169,22 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
                      verdict(span) if span > 1 else '-'))
   met = sum('not met' not in verdict(s) for s in range(2, spans + 1))
   lines += ['', f'Goal met in {met} of {spans - 1} spans.', '']
-  newest = os.path.join(written, drifting_spans.SPAN_DIR.format(SPAN=spans),
-                        'eval')
-  for name, output in outputs.items():
-    spans_of = {r['run']: span for span, r in rows[name].items()}
+  for name, (on_disk, served_answers) in r['after'].items():
     served = next((s for s in sorted(rows[name], reverse=True)
                    if rows[name][s]['pushed'] == 'True'), None)
     lines.append(
         f'- {name}: after {spans} runs, ML Metadata lists {len(rows[name])} '
         f'runs; large artifacts on disk of the runs of spans '
-        f'{_on_disk(output, spans_of)} (--keep-runs {KEEP_RUNS}: the newest '
+        f'{on_disk} (--keep-runs {KEEP_RUNS}: the newest '
         f'{KEEP_RUNS}, and one older run: the served model\'s when it is '
         'older, else the one whose model the oldest kept run was compared '
         f'with; served: the run of span {served}); the served model on span '
         f'{spans}\'s eval '
         f'images (`image-pipeline-predict`): '
-        f'{_served_answers(output, newest, work_dir)}.')
-  return '\n'.join(lines) + '\n'
+        f'{served_answers}.')
+  return lines
+
+
+SECTION = harness.Section(
+    heading='## A schedule: spans arriving, from scratch vs --warm-start',
+    measure=measure, render=render)

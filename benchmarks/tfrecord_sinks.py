@@ -18,11 +18,11 @@ run in turn, A B A B ..., so a change in the machine's load hits both
 alike. Wall time, CPU time (user + system of the process and its Beam
 workers) and the peak resident memory of the largest process come from
 the operating system (os.wait4). Each run is held under a memory limit (a
-cgroup, benchmarks/cgroup.py; root only, else uncapped and the section
+cgroup, benchmarks/harness.py; root only, else uncapped and the section
 says so), so that a writer holding a split in memory ends in the OOM
 killer, as it would in a container, not in the machine's swap; such a run
 is reported as killed, not timed. The figures go to their own section of
-BENCHMARKS.md (benchmarks/results_file.py).
+BENCHMARKS.md.
 """
 
 import argparse
@@ -40,15 +40,13 @@ from tfx.components.example_gen import write_split
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
-from benchmarks import cgroup
-from benchmarks import results_file
-from benchmarks.figures import Figure, machine_line
+from benchmarks import harness
+from benchmarks.harness import Figure
 from components.image_example_gen import executor
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 
-SECTION = 'tfrecord-sinks'
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NAME = 'tfrecord-sinks'
 OURS = 'ours (batched, per worker)'
 BEAM = "Beam's WriteToTFRecord"
 
@@ -56,14 +54,14 @@ BEAM = "Beam's WriteToTFRecord"
 # output directory.
 _RUN = '''
 import sys
-from benchmarks import runs
+from benchmarks import harness
 from benchmarks import tfrecord_sinks
 from components.image_example_gen.options import ImageExampleGenOptions
 from tests import example_gen_standalone
 sink, data_dir, out_dir = sys.argv[1:]
-beam_args = runs.example_gen_beam_args(data_dir)
+beam_args = harness.example_gen_beam_args(data_dir)
 example_gen_standalone.run_example_gen(
-    data_dir, out_dir, ImageExampleGenOptions(num_shards=runs.DATA.num_shards),
+    data_dir, out_dir, ImageExampleGenOptions(num_shards=harness.DATA.num_shards),
     beam_args, example_gen=(tfrecord_sinks.beam_sink_executor(beam_args)
                             if sink == 'beam' else None))
 '''
@@ -95,6 +93,7 @@ def beam_sink_executor(beam_pipeline_args: List[str]) -> BeamSinkExecutor:
 
 @dataclasses.dataclass
 class Run:
+  """A sink's runs on one input."""
   wall: Figure = dataclasses.field(default_factory=Figure)
   cpu: Figure = dataclasses.field(default_factory=Figure)
   peak_gib: Figure = dataclasses.field(default_factory=Figure)
@@ -103,25 +102,21 @@ class Run:
   killed: List[str] = dataclasses.field(default_factory=list)
 
 
-def _bytes_under(path: str) -> int:
-  return sum(os.path.getsize(os.path.join(d, f))
-             for d, _, files in os.walk(path) for f in files)
-
-
 def run_once(sink: str, data_dir: str, out_dir: str, result: Run,
              cap_bytes: int) -> None:
   """One ExampleGen in a fresh process under `cap_bytes` (when a cgroup
   can be made); adds its figures to `result`."""
   shutil.rmtree(out_dir, ignore_errors=True)
   result.load.append(open('/proc/loadavg').read().split()[0])
-  env = {**os.environ, 'PYTHONPATH': PROJECT_DIR}
-  group, _ = cgroup.make(f'tfrecord-sinks-{os.getpid()}', cap_bytes)
+  env = {**os.environ, 'PYTHONPATH': harness.PROJECT_DIR}
+  group, _ = harness.make_cgroup(f'tfrecord-sinks-{os.getpid()}', cap_bytes)
   command = [sys.executable, '-c', _RUN, sink, data_dir, out_dir]
   start = time.perf_counter()
   try:
     with open(out_dir + '.log', 'w') as log:
       process = subprocess.Popen(  # pylint: disable=consider-using-with
-          group.wrap(command) if group else command, cwd=PROJECT_DIR, env=env,
+          group.wrap(command) if group else command,
+          cwd=harness.PROJECT_DIR, env=env,
           stdout=log, stderr=subprocess.STDOUT)
       _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
@@ -139,12 +134,13 @@ def run_once(sink: str, data_dir: str, out_dir: str, result: Run,
   result.wall.add(wall)
   result.cpu.add(usage.ru_utime + usage.ru_stime)
   result.peak_gib.add(usage.ru_maxrss * 1024 / 2**30)
-  result.output_bytes = _bytes_under(out_dir)
+  result.output_bytes = harness.bytes_on_disk(out_dir)
   shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def measure(data_dir: str, work_dir: str, repetitions: int,
-            cap_bytes: int) -> Dict[str, Run]:
+def measure_input(data_dir: str, work_dir: str, repetitions: int,
+                  cap_bytes: int) -> Dict[str, Run]:
+  """Both sinks on one input, in turn."""
   sinks = {BEAM: 'beam', OURS: 'ours'}
   runs = {name: Run() for name in sinks}
   for _ in range(repetitions):
@@ -173,19 +169,15 @@ def _ratio(runs: Dict[str, Run], what: str) -> str:
   return f'{a.median / b.median:.2f}x' if a.samples and b.samples else '-'
 
 
-def section(results: Dict[str, Dict[str, Run]], repetitions: int,
-            cap_bytes: int, capped: bool,
-            command: str) -> str:
+def render(measured, ctx: harness.Context) -> List[str]:
+  """Per input and sink its runs' figures; then Beam's over ours."""
+  results, cap_bytes, capped = measured
   cap = (f'a {cap_bytes / 1e9:.2f} GB memory limit per run (a cgroup)'
          if capped else 'no memory limit (no cgroup could be made)')
   lines = [
-      '## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord or a '
-      'home-made sink', '',
-      machine_line(), '',
-      f'    {command}', '',
       'The whole ImageExampleGen executor (tests/example_gen_standalone.py, '
       'the Beam args a local run gives it for that input), a fresh process '
-      f'per run, {repetitions} runs of each sink in turn, under {cap}. '
+      f'per run, {ctx.repetitions} runs of each sink in turn, under {cap}. '
       'Wall and CPU seconds (user + '
       'system, Beam workers included) and the peak resident memory of the '
       'largest process come from the operating system; load: the 1-minute '
@@ -197,12 +189,13 @@ def section(results: Dict[str, Dict[str, Run]], repetitions: int,
   for dataset, runs in results.items():
     lines += [_row(dataset, name, run) for name, run in runs.items()]
   lines += ['', f"{BEAM} / ours, medians:", '']
-  lines += [f'- {dataset}: wall {_ratio(runs, "wall")}, CPU '
-            f'{_ratio(runs, "cpu")}' for dataset, runs in results.items()]
-  return '\n'.join(lines) + '\n'
+  return lines + [f'- {dataset}: wall {_ratio(runs, "wall")}, CPU '
+                  f'{_ratio(runs, "cpu")}'
+                  for dataset, runs in results.items()]
 
 
 def main(argv=None) -> None:
+  """Measures both sinks on each --data-dir; writes the section's block."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--data-dir', required=True, action='append',
                       dest='data_dirs',
@@ -217,31 +210,42 @@ def main(argv=None) -> None:
                       help='Where the runs write (default: a temporary '
                       'directory, removed afterwards).')
   parser.add_argument('--output',
-                      default=os.path.join(PROJECT_DIR, 'BENCHMARKS.md'))
+                      default=os.path.join(harness.PROJECT_DIR, 'BENCHMARKS.md'))
   args = parser.parse_args(argv)
-  cap_bytes = int(args.memory_cap_gb * 1e9)
-  probe, _ = cgroup.make(f'tfrecord-sinks-probe-{os.getpid()}', cap_bytes)
-  if probe:
-    probe.remove()
-  work_dir = args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-')
-  os.makedirs(work_dir, exist_ok=True)
-  try:
-    results = {os.path.basename(os.path.normpath(d)): measure(
-        os.path.abspath(d), work_dir, args.repetitions, cap_bytes)
-               for d in args.data_dirs}
-  finally:
-    if args.work_dir is None:
-      shutil.rmtree(work_dir, ignore_errors=True)
   flags = [f'--data-dir {os.path.basename(os.path.normpath(d))}'
            for d in args.data_dirs]
-  command = ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
-                      f'--repetitions {args.repetitions}',
-                      f'--memory-cap-gb {args.memory_cap_gb:g}'])
-  text = section(results, args.repetitions, cap_bytes,
-                 probe is not None, command)
-  results_file.write_section(args.output, SECTION, text)
+  ctx = harness.Context(
+      ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
+                f'--repetitions {args.repetitions}',
+                f'--memory-cap-gb {args.memory_cap_gb:g}']),
+      repetitions=args.repetitions,
+      work_dir=args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-'),
+      args=args)
+  os.makedirs(ctx.work_dir, exist_ok=True)
+  try:
+    text = SECTION.run(ctx)
+  finally:
+    if args.work_dir is None:
+      shutil.rmtree(ctx.work_dir, ignore_errors=True)
+  harness.write_section(args.output, NAME, text)
   print(text)
 
+
+def measure(ctx: harness.Context):
+  """(per input, each sink's runs; the cap; whether a cgroup held it)."""
+  cap_bytes = int(ctx.args.memory_cap_gb * 1e9)
+  probe, _ = harness.make_cgroup(f'tfrecord-sinks-probe-{os.getpid()}',
+                                 cap_bytes)
+  if probe:
+    probe.remove()
+  return ({os.path.basename(os.path.normpath(d)): measure_input(
+      os.path.abspath(d), ctx.work_dir, ctx.repetitions, cap_bytes)
+           for d in ctx.args.data_dirs}, cap_bytes, probe is not None)
+
+
+SECTION = harness.Section(
+    heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
+    'or a home-made sink', measure=measure, render=render)
 
 if __name__ == '__main__':
   main()

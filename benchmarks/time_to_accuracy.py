@@ -14,19 +14,19 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from benchmarks import runs
-from benchmarks.figures import cpu_model, header, row, table
+from benchmarks import harness
+from benchmarks.harness import goal, row, table
 
 ACCURACY_GOAL = 0.993
 RATIO_GOAL = 0.4  # The pipeline's wall time over the bare script's.
 FIXED_COST_GOAL_S = 25.0  # Everything but the Trainer's epochs.
 SEEDS = (1, 2, 3)
 DEFAULTS = 'defaults'
-CPU_FLAGS_SHOWN = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 
 
 @dataclasses.dataclass
 class PipelineRun:
+  """A pipeline variant's run, from the command to the pushed model."""
   variant: str
   seed: int
   wall_s: float
@@ -43,6 +43,7 @@ class PipelineRun:
 
 @dataclasses.dataclass
 class ScriptRun:
+  """A run of the bare Keras script."""
   seed: int
   wall_s: float
   epoch_s: List[float]
@@ -58,13 +59,14 @@ def parse_candidate(text: str) -> Tuple[str, Tuple[str, ...]]:
 
 
 def run_script(data_dir: str, seed: int, quick: bool) -> ScriptRun:
+  """bare_keras_mnist.py to the goal, in a process of its own."""
   command = [sys.executable, '-m', 'benchmarks.bare_keras_mnist',
              '--data-dir', data_dir, '--seed', str(seed),
              '--target', str(ACCURACY_GOAL)]
   if quick:
     command += ['--max-epochs', '1', '--steps-per-epoch', '5']
   start = time.perf_counter()
-  done = subprocess.run(command, cwd=runs.PROJECT_DIR, capture_output=True,
+  done = subprocess.run(command, cwd=harness.PROJECT_DIR, capture_output=True,
                         text=True, check=False)
   wall = time.perf_counter() - start
   if done.returncode:
@@ -75,32 +77,34 @@ def run_script(data_dir: str, seed: int, quick: bool) -> ScriptRun:
 
 
 def run_pipeline(variant: str, flags: Tuple[str, ...], seed: int,
-                 data_dir: str, work_dir: str, quick: bool) -> PipelineRun:
-  output_dir = os.path.join(work_dir, f'tta-{variant}-{seed}')
-  local_run = runs.run_local_runner(
-      ['--data-dir', data_dir, '--output-dir', output_dir, '--seed', str(seed),
-       *(runs.QUICK_ARGS if quick else ()), *flags])
+                 ctx: harness.Context) -> PipelineRun:
+  """local_runner.py with a variant's flags, and its pushed model's test
+  accuracy."""
+  output_dir = ctx.path(f'tta-{variant}-{seed}')
+  local_run = harness.run_local_runner(
+      ctx.data_dir, output_dir, '--seed', str(seed),
+      *ctx.pick((), harness.QUICK_ARGS), *flags)
   epoch_s, val_accuracy = local_run.epochs()
-  accuracy, _ = runs.pushed_accuracy(output_dir, data_dir)
   return PipelineRun(
       variant=variant, seed=seed, wall_s=local_run.seconds,
       components={name: seconds
                   for name, (seconds, _) in local_run.nodes.items()},
-      epoch_s=epoch_s, val_accuracy=val_accuracy, test_accuracy=accuracy)
+      epoch_s=epoch_s, val_accuracy=val_accuracy,
+      test_accuracy=harness.pushed_accuracy(output_dir, ctx.data_dir))
 
 
-def section(args, data_dir: str, work_dir: str, command: str) -> str:
-  seeds = SEEDS[:1] if args.quick else SEEDS
-  variants = [(DEFAULTS, ()), *map(parse_candidate, args.candidate)]
+def measure(ctx: harness.Context) -> Tuple[List[ScriptRun], List[PipelineRun]]:
+  """Per seed, the bare script and every variant, interleaved: both see the
+  same machine."""
+  variants = [(DEFAULTS, ()), *map(parse_candidate, ctx.args.candidate)]
   scripts, pipelines = [], []
-  for seed in seeds:  # Interleaved: both see the same machine.
+  for seed in ctx.pick(SEEDS, SEEDS[:1]):
     print(f'  time to accuracy: bare Keras script, seed {seed}', flush=True)
-    scripts.append(run_script(data_dir, seed, args.quick))
+    scripts.append(run_script(ctx.data_dir, seed, ctx.quick))
     for name, flags in variants:
       print(f'  time to accuracy: pipeline {name}, seed {seed}', flush=True)
-      pipelines.append(run_pipeline(name, flags, seed, data_dir, work_dir,
-                                    args.quick))
-  return render(scripts, pipelines, header(command), args.data_dir_shown)
+      pipelines.append(run_pipeline(name, flags, seed, ctx))
+  return scripts, pipelines
 
 
 def heading(isa_cap: Optional[str]) -> str:
@@ -112,18 +116,10 @@ def heading(isa_cap: Optional[str]) -> str:
   return '## MNIST time to accuracy: the whole DAG against a bare Keras script'
 
 
-def _cpu_line() -> str:
-  from modules import devices  # pylint: disable=g-import-not-at-top
-  flags = devices.cpu_flags()
-  shown = ', '.join(f for f in CPU_FLAGS_SHOWN if f in flags) or 'none of ' + (
-      ', '.join(CPU_FLAGS_SHOWN))
-  precision, why = devices.cpu_precision(flags)
-  return (f'CPU: {cpu_model()}; flags: {shown}. The Trainer trains in '
-          f'{precision} here ({why}); the bare script in float32.')
-
-
-def render(scripts: List[ScriptRun], pipelines: List[PipelineRun],
-           head: str, data_dir_shown: str) -> str:
+def render(runs: Tuple[List[ScriptRun], List[PipelineRun]],
+           ctx: harness.Context) -> List[str]:
+  """Goals, each run, and each component's seconds."""
+  scripts, pipelines = runs
   ours = [p for p in pipelines if p.variant == DEFAULTS]
   ratio = (statistics.median(p.wall_s for p in ours) /
            statistics.median(s.wall_s for s in scripts))
@@ -139,15 +135,13 @@ def render(scripts: List[ScriptRun], pipelines: List[PipelineRun],
        fixed <= FIXED_COST_GOAL_S),
   ]
   lines = [
-      heading(os.environ.get('ONEDNN_MAX_CPU_ISA')),
+      harness.cpu_line('none of ' + ', '.join(harness.CPU_FLAGS),
+                       '; the bare script in float32'),
       '',
-      head,
-      '',
-      _cpu_line(),
-      '',
-      f'    local_runner.py --data-dir {data_dir_shown} --seed SEED '
+      f'    local_runner.py --data-dir {ctx.data_dir_shown} --seed SEED '
       '[variant flags]',
-      f'    python -m benchmarks.bare_keras_mnist --data-dir {data_dir_shown} '
+      f'    python -m benchmarks.bare_keras_mnist --data-dir '
+      f'{ctx.data_dir_shown} '
       f'--seed SEED --target {ACCURACY_GOAL}',
       '',
       'Per seed, the bare script, then each pipeline variant, each from a '
@@ -161,8 +155,7 @@ def render(scripts: List[ScriptRun], pipelines: List[PipelineRun],
       'goal; wall time of its whole process.',
       '',
       *table('goal', 'measured', ''),
-      *[row(goal, measured, 'met' if met else '**not met**')
-        for goal, measured, met in goals],
+      *[goal(*g) for g in goals],
       '',
       *table('seed', 'run', 'wall', 'epochs', 's in epochs', 'fixed',
              'test accuracy', 'vs bare script', 'accuracy per epoch'),
@@ -193,4 +186,9 @@ def render(scripts: List[ScriptRun], pipelines: List[PipelineRun],
     lines.append(row(name, *[f'{p.components.get(name, 0.0):.1f}'
                              for p in pipelines]))
   lines.append(row('whole run', *[f'{p.wall_s:.1f}' for p in pipelines]))
-  return '\n'.join(lines) + '\n'
+  return lines
+
+
+SECTION = harness.Section(
+    heading=lambda ctx: heading(os.environ.get('ONEDNN_MAX_CPU_ISA')),
+    measure=measure, render=render)

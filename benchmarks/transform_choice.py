@@ -22,11 +22,8 @@ import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tfx_bsl.public import tfxio
 
-from benchmarks import data
-from benchmarks import input_speed
-from benchmarks import results_file
-from benchmarks import runs
-from benchmarks.figures import figures, rate_rows, table, timed
+from benchmarks import harness
+from benchmarks.harness import figures, rate_rows, table, timed
 from modules import input_pipeline
 from records import features
 
@@ -72,16 +69,17 @@ def materialised_dataset(pattern: str, output: tft.TFTransformOutput,
 
 
 def main() -> None:
+  """Times both inputs on a finished run; prints the table."""
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--run-dir', required=True,
                       help='--output-dir of a finished local_runner.py run.')
-  parser.add_argument('--batch-size', type=int, default=runs.TRAINING.batch_size)
+  parser.add_argument('--batch-size', type=int, default=harness.TRAINING.batch_size)
   parser.add_argument('--repetitions', type=int, default=3)
   parser.add_argument('--report', default=None)
   args = parser.parse_args()
-  examples = runs.newest_artifact(args.run_dir, 'ImageExampleGen', 'examples')
-  transform_dir = runs.newest_artifact(args.run_dir, 'Transform',
+  examples = harness.newest_artifact(args.run_dir, 'ImageExampleGen', 'examples')
+  transform_dir = harness.newest_artifact(args.run_dir, 'Transform',
                                        'transform_graph')
   output = tft.TFTransformOutput(transform_dir)
   raw_pattern = os.path.join(examples, 'Split-train', '*')
@@ -102,14 +100,14 @@ def main() -> None:
   cached = {name.replace('cold', 'cached'): make(True)
             for name, make in makers.items()}
   for dataset in cached.values():
-    input_speed.epoch(dataset)  # Fills the cache.
+    harness.epoch(dataset)  # Fills the cache.
   rates = figures([*makers, *cached])
   for _ in range(args.repetitions):  # Interleaved, so noise hits all alike.
     datasets = {**{n: make(False) for n, make in makers.items()}, **cached}
     for name, dataset in datasets.items():
-      seconds, _, count = input_speed.timed_epoch(dataset)
+      seconds, _, count = harness.timed_epoch(dataset)
       rates[name].add(count / seconds)
-  results_file.publish('\n'.join([
+  harness.publish('\n'.join([
       '### Transform: materialise or apply per batch',
       '',
       f'{datetime.date.today()}, {os.cpu_count()} CPU cores; train split of '
@@ -117,8 +115,8 @@ def main() -> None:
       f'{args.repetitions} epochs each.',
       '',
       f'- raw train records on disk: '
-      f'{data.bytes_on_disk(raw_pattern) / 1e6:.1f} MB; materialised float '
-      f'records: {data.bytes_on_disk(floats_pattern) / 1e6:.1f} MB',
+      f'{harness.bytes_on_disk(raw_pattern) / 1e6:.1f} MB; materialised float '
+      f'records: {harness.bytes_on_disk(floats_pattern) / 1e6:.1f} MB',
       f'- extra Transform time to materialise the train split: '
       f'{materialise_s:.1f} s',
       '',

@@ -7,14 +7,11 @@ keep`, so that it goes on past the copies), and what DataChecks, LabelCheck
 and the predict command say is scored against the planted list.
 """
 
-import csv
 import os
-import subprocess
-import sys
-from typing import Dict, List, Set, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
-from benchmarks import runs
-from benchmarks.figures import header, row, table
+from benchmarks import harness
+from benchmarks.harness import row, table
 from data import planted
 from data import shapes
 
@@ -22,19 +19,7 @@ SIZE = 64
 # Per class: train, eval; then copies, wrong labels, sideways photos.
 FULL = (300, 60, 30, 60, 100)
 QUICK = (20, 6, 6, 6, 6)
-QUICK_FLAGS = ('--epochs', '2', '--train-steps', '10',
-               '--beam-args=--direct_running_mode=in_memory '
-               '--direct_num_workers=1')
-
-
-def _csv(path: str) -> List[Dict[str, str]]:
-  with open(path, newline='', encoding='utf-8') as f:
-    return list(csv.DictReader(f))
-
-
-def _tool(module: str, *args: str) -> None:
-  subprocess.run([sys.executable, '-m', module, *args], check=True,
-                 cwd=runs.PROJECT_DIR, capture_output=True, text=True)
+QUICK_FLAGS = ('--epochs', '2', '--train-steps', '10', harness.ONE_PROCESS)
 
 
 def score_copies(manifest, pairs: List[Dict[str, str]]
@@ -71,52 +56,54 @@ def score_sideways(manifest, root: str, output_dir: str, work_dir: str
   """(sideways photos, those given their upright twin's class) by the
   predict command."""
   predictions = os.path.join(work_dir, 'sideways.csv')
-  _tool('predict', output_dir, os.path.join(root, planted.SIDEWAYS_DIR),
+  harness.tool('predict', output_dir, os.path.join(root, planted.SIDEWAYS_DIR),
         '-o', predictions)
   classes = {os.path.relpath(r['path'], root): r['class']
-             for r in _csv(predictions)}
+             for r in harness.read_csv(predictions)}
   agree = sum(classes[p['sideways']] == classes[p['upright']]
               for p in manifest['sideways'])
   return len(manifest['sideways']), agree
 
 
-def section(args, data_dir: str, work_dir: str, command: str) -> str:
-  del data_dir  # The section writes its own data.
-  per_class, eval_per_class, copies, wrong, sideways = (
-      QUICK if args.quick else FULL)
-  source = os.path.join(work_dir, 'trust-shapes')
-  root = os.path.join(work_dir, 'trust-planted')
-  output_dir = os.path.join(work_dir, 'trust-run')
+def measure(ctx: harness.Context) -> Dict[str, Any]:
+  """Plants the faults, runs the DAG, scores the lists."""
+  per_class, eval_per_class, copies, wrong, sideways = ctx.pick(FULL, QUICK)
+  source, root = ctx.path('trust-shapes'), ctx.path('trust-planted')
+  output_dir = ctx.path('trust-run')
   shapes.write(source, per_class, SIZE, eval_per_class)
   manifest = planted.plant(source, root, copies, wrong, sideways)
   flags = ('--input-format', 'images', '--eval-copies', 'keep',
-           *(QUICK_FLAGS if args.quick else ()))
+           *ctx.pick((), QUICK_FLAGS))
   print('  trust: whole run on the planted folder', flush=True)
-  local_run = runs.run_local_runner(
-      ['--data-dir', os.path.join(root, planted.DATA_DIR), '--output-dir',
-       output_dir, *flags])
-  pairs_csv = os.path.join(work_dir, 'trust-copies.csv')
-  labels_csv = os.path.join(work_dir, 'trust-labels.csv')
-  _tool('inspector', '--output-dir', output_dir, 'duplicates', '--csv',
-        pairs_csv)
-  _tool('inspector', '--output-dir', output_dir, 'labels', '--csv',
-        labels_csv)
-  copies_planted, copies_found, exact, exact_found, extra = score_copies(
-      manifest, _csv(pairs_csv))
-  labels = score_labels(manifest, _csv(labels_csv))
-  turned, agree = score_sideways(manifest, root, output_dir, work_dir)
-  seconds = {node: local_run.nodes[node][0]
-             for node in ('DataChecks', 'Trainer', 'LabelCheck')
-             if node in local_run.nodes}
+  local_run = harness.run_local_runner(
+      os.path.join(root, planted.DATA_DIR), output_dir, *flags)
+  pairs_csv, labels_csv = ctx.path('trust-copies.csv'), ctx.path(
+      'trust-labels.csv')
+  harness.tool('inspector', '--output-dir', output_dir, 'duplicates', '--csv',
+               pairs_csv)
+  harness.tool('inspector', '--output-dir', output_dir, 'labels', '--csv',
+               labels_csv)
+  return dict(
+      planted=(per_class, eval_per_class, copies, wrong, sideways),
+      flags=flags, copies=score_copies(manifest, harness.read_csv(pairs_csv)),
+      labels=score_labels(manifest, harness.read_csv(labels_csv)),
+      sideways=score_sideways(manifest, root, output_dir, ctx.work_dir),
+      seconds={node: local_run.nodes[node][0]
+               for node in ('DataChecks', 'Trainer', 'LabelCheck')
+               if node in local_run.nodes}, whole_run_s=local_run.seconds)
+
+
+def render(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
+  """What the checks found of what was planted."""
+  del ctx  # The measurements say it all.
+  per_class, eval_per_class, copies, wrong, sideways = r['planted']
+  copies_planted, copies_found, exact, exact_found, extra = r['copies']
+  turned, agree = r['sideways']
 
   def share(part: int, whole: int) -> str:
     return f'{part} of {whole} ({part / max(whole, 1):.0%})'
 
-  return '\n'.join([
-      '## Trust: the checks on a folder with planted faults',
-      '',
-      header(command),
-      '',
+  return [
       f'SHAPES: `python -m data.shapes --per-class {per_class} '
       f'--eval-per-class {eval_per_class} --size {SIZE}`, then `python -m '
       f'data.planted --copies {copies} --wrong-labels {wrong} --sideways '
@@ -124,7 +111,7 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       'brightened, a third each), labels moved to a wrong class (half in '
       'train, half in eval), eval photos stored sideways with their EXIF '
       'orientation. One run, `local_runner.py --data-dir PLANTED/data '
-      f'{" ".join(flags)}`; the lists from `inspector duplicates --csv`, '
+      f'{" ".join(r["flags"])}`; the lists from `inspector duplicates --csv`, '
       '`inspector labels --csv` and `image-pipeline-predict` scored against '
       'the planted list (goals: copies >= 80% and every exact one, at most '
       '10% of reported pairs not planted; wrong labels >= 70% in train, '
@@ -139,11 +126,16 @@ def section(args, data_dir: str, work_dir: str, command: str) -> str:
       row(share(copies_found, copies_planted), share(exact_found, exact),
           extra,
           *(f'{share(found, wanted)} ({listed} listed)'
-            for wanted, found, listed in (labels['train'], labels['eval'])),
+            for wanted, found, listed in (r['labels']['train'],
+                                          r['labels']['eval'])),
           share(agree, turned)),
       '',
       'Seconds of the run: ' + ', '.join(
-          f'{node} {s:.1f}' for node, s in seconds.items()) +
-      f', whole run {local_run.seconds:.1f}.',
-  ]) + '\n'
+          f'{node} {s:.1f}' for node, s in r['seconds'].items()) +
+      f', whole run {r["whole_run_s"]:.1f}.',
+  ]
 
+
+SECTION = harness.Section(
+    heading='## Trust: the checks on a folder with planted faults',
+    measure=measure, render=render)

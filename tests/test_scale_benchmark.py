@@ -4,10 +4,9 @@ in `python -m benchmarks --scale`, not in CI."""
 
 import numpy as np
 
-from benchmarks import input_speed
+from benchmarks import harness
 from benchmarks import scale
-from benchmarks import scale_report
-from benchmarks.figures import Figure
+from benchmarks.harness import Figure
 
 GB = 10**9
 
@@ -85,7 +84,8 @@ def test_what_was_not_measured_is_neither_met_nor_not_met():
 
 def test_the_section_shows_each_component_and_the_streaming_read():
   rows = [_row(10, TEN, 3 * GB), _row(100, HUNDRED, 4 * GB)]
-  section = scale_report.render(rows, _stream(80, 100), 'python -m x')
+  section = scale.SECTION.text((rows, _stream(80, 100)),
+                               harness.Context('python -m x'))
   assert section.startswith('## Scale: 1x, 10x and 100x MNIST')
   assert '    python -m x' in section
   assert '| ImageExampleGen | 4.0 (152,500/s) | 35.0 (171,714/s) |' in section
@@ -104,7 +104,7 @@ def test_an_epoch_is_timed_to_its_last_record_not_the_end_of_the_sequence():
       yield np.zeros((4, 2))
     raise AssertionError('read past the last record')
 
-  assert input_speed.epoch(batches(), 12) == 12
+  assert harness.epoch(batches(), 12) == 12
   # Tuples (images, labels), as the input_fn yields them.
-  assert input_speed.epoch(
+  assert harness.epoch(
       iter([(np.zeros((5, 2)), np.zeros(5))] * 2), 10) == 10

@@ -10,7 +10,7 @@ import sys
 
 import tensorflow as tf
 
-from benchmarks import runs
+from benchmarks import harness
 from benchmarks import tfrecord_sinks
 from components.image_example_gen.options import ImageExampleGenOptions
 from tests import datasets
@@ -30,7 +30,7 @@ def _split_records(examples_uri, split):
 def test_beam_sink_writes_the_same_records_in_as_many_shards(tmp_path):
   data = str(tmp_path / 'mnist')
   datasets.write_idx_dataset(data, {'train': 120, 't10k': 30})
-  args = runs.example_gen_beam_args(data)
+  args = harness.example_gen_beam_args(data)
   options = ImageExampleGenOptions(num_shards=NUM_SHARDS)
   ours = example_gen_standalone.run_example_gen(
       data, str(tmp_path / 'ours'), options, args)

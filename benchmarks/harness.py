@@ -1,0 +1,630 @@
+"""The benchmarks' one harness: what every section of BENCHMARKS.md shares.
+
+A section is a `Section`: its heading, what it measures and how it renders
+the measurements. `python -m benchmarks` (__main__.py) runs the sections
+asked for, each in a `Context`; this module also holds how they measure
+(figures, timing, the pipeline's runs, the MNIST files) and how they write
+(Markdown tables, goal rows, the machine line, the file's blocks).
+"""
+
+import csv
+import dataclasses
+import datetime
+import glob
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
+                    Tuple, Union)
+
+import numpy as np
+
+from components.image_example_gen import idx
+from modules.training_config import TrainingConfig
+from pipeline import configs
+from pipeline.knobs import DataConfig
+from records import features
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The knobs of a run without flags: ExampleGen's and the Trainer's.
+DATA = DataConfig()
+TRAINING = TrainingConfig()
+# Beam args of every Beam component in a local run (local_runner.py).
+BEAM_ARGS = [*configs.BEAM_PIPELINE_ARGS, *configs.LOCAL_BEAM_PIPELINE_ARGS]
+# Beam in one process: for the runs that measure something else.
+IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
+ONE_PROCESS = '--beam-args=' + ' '.join(IN_MEMORY)
+# --quick: a DAG run of a few training steps in one process.
+QUICK_ARGS = ('--epochs', '1', '--train-steps', '5', '--accuracy-threshold',
+              '0', ONE_PROCESS)
+WHOLE_RUN = 'whole run'
+# The CPU flags that decide the Trainer's precision (modules/devices.py).
+CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
+# IDX file prefix of each split (ExampleGen's default input config).
+SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
+# runners/run_summary.py's progress lines, and the Trainer's epoch lines.
+_STARTED = re.compile(r'^▶ (\S+) \.\.\.$')
+_FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$')
+_EPOCH = re.compile(r'Epoch \d+/\d+: .* in ([\d.]+)s .*val_accuracy ([\d.]+)')
+_BLOCK = re.compile(r'<!-- section (\S+) -->\n(.*?)<!-- end \1 -->\n',
+                    re.DOTALL)
+
+
+@dataclasses.dataclass
+class Context:
+  """What a section runs with: the command line, and where it works."""
+  command: str  # As the report shows it.
+  quick: bool = False
+  repetitions: int = 1  # Per figure (1 in quick mode).
+  data_dir: str = ''  # MNIST's IDX files (in quick mode, a subset).
+  data_dir_shown: str = ''  # --data-dir as the report shows it.
+  work_dir: str = ''
+  args: Any = None  # The parsed command line, for a section's own flags.
+
+  def pick(self, full, quick):
+    """`quick` in quick mode, else `full`."""
+    return quick if self.quick else full
+
+  def path(self, *names: str) -> str:
+    """A path in the scratch space."""
+    return os.path.join(self.work_dir, *names)
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+  """A block of BENCHMARKS.md: its heading, what it measures, how it reads.
+
+  Attributes:
+    heading: The block's first line, or a function of the Context giving
+      it.
+    measure: Context -> the section's measurements.
+    render: (measurements, Context) -> the lines after the heading, the
+      machine line and the command.
+  """
+  heading: Union[str, Callable[[Context], str]]
+  measure: Callable[[Context], Any]
+  render: Callable[[Any, Context], List[str]]
+
+  def text(self, results, ctx: Context) -> str:
+    """The block's Markdown, from the measurements."""
+    heading = self.heading(ctx) if callable(self.heading) else self.heading
+    return '\n'.join([heading, '', header(ctx.command), '',
+                      *self.render(results, ctx)]) + '\n'
+
+  def run(self, ctx: Context) -> str:
+    """Measures, then renders."""
+    return self.text(self.measure(ctx), ctx)
+
+
+# Figures and tables.
+
+
+@dataclasses.dataclass
+class Figure:
+  """Samples of one quantity (seconds, examples/s, ...), one per repetition."""
+  samples: List[float] = dataclasses.field(default_factory=list)
+
+  def add(self, value: float) -> None:
+    """Adds one repetition's value."""
+    self.samples.append(value)
+
+  @property
+  def median(self) -> float:
+    """The median of the samples."""
+    return statistics.median(self.samples)
+
+  def format(self, fmt: str = ',.0f') -> str:
+    """'median (min-max)', or just the value when there is one sample."""
+    if len(self.samples) == 1:
+      return format(self.median, fmt)
+    return (f'{self.median:{fmt}} ({min(self.samples):{fmt}}-'
+            f'{max(self.samples):{fmt}})')
+
+
+def figures(names: Iterable[str]) -> Dict[str, Figure]:
+  """An empty Figure per name."""
+  return {name: Figure() for name in names}
+
+
+def timed(fn: Callable[[], object]) -> Tuple[float, object]:
+  """(seconds, result) of one call."""
+  start = time.perf_counter()
+  result = fn()
+  return time.perf_counter() - start, result
+
+
+def median(values: Sequence[float]) -> float:
+  """The upper median: a value of the list."""
+  return sorted(values)[len(values) // 2]
+
+
+def row(*cells) -> str:
+  """A Markdown table row."""
+  return '| ' + ' | '.join(str(c) for c in cells) + ' |'
+
+
+def table(*header_cells: str) -> List[str]:
+  """A Markdown table's header and rule; rows follow (`row`)."""
+  return [row(*header_cells), '|' + '---|' * len(header_cells)]
+
+
+def goal(name: str, measured: str, met: Optional[bool]) -> str:
+  """A goal's row: met, **not met**, or nothing (not measured: None)."""
+  return row(name, measured,
+             '' if met is None else 'met' if met else '**not met**')
+
+
+def rate_rows(rates: Dict[str, Figure], base: str, ratio_format: str,
+              extra: Optional[Dict[str, str]] = None) -> List[str]:
+  """`| name | median (min-max) | its ratio to rates[base] |` per rate (the
+  ratio as `ratio_format` formats it, e.g. '{:.1f}x' or '{:.0%}'), each
+  with `extra[name]` as a last cell when given."""
+  return [row(name, figure.format(),
+              ratio_format.format(figure.median / rates[base].median),
+              *([extra[name]] if extra else []))
+          for name, figure in rates.items()]
+
+
+def cpu_model() -> str:
+  """The CPU's model name."""
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          return line.split(':', 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or platform.machine()
+
+
+def cpu_flags(none: str) -> str:
+  """Which of CPU_FLAGS this CPU has, or `none`."""
+  from modules import devices  # pylint: disable=g-import-not-at-top
+  flags = devices.cpu_flags()
+  return ', '.join(f for f in CPU_FLAGS if f in flags) or none
+
+
+def cpu_line(none: str, rest: str = '') -> str:
+  """'CPU: model; flags: ...; the Trainer trains in ...', then `rest`.
+
+  Args:
+    none: What the flags read when the CPU has none of CPU_FLAGS.
+    rest: The sentence's end.
+  """
+  from modules import devices  # pylint: disable=g-import-not-at-top
+  precision, why = devices.cpu_precision(devices.cpu_flags())
+  return (f'CPU: {cpu_model()}; flags: {cpu_flags(none)}. The Trainer trains '
+          f'in {precision} here ({why}){rest}.')
+
+
+def machine_line() -> str:
+  """Date, CPU, GPUs and versions: the first line of every section."""
+  import apache_beam  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform  # pylint: disable=g-import-not-at-top
+  import tfx  # pylint: disable=g-import-not-at-top
+  gpus = len(tf.config.list_physical_devices('GPU'))
+  isa_cap = os.environ.get('ONEDNN_MAX_CPU_ISA')
+  cap = f', oneDNN capped at {isa_cap} (ONEDNN_MAX_CPU_ISA)' if isa_cap else ''
+  return (f'{datetime.date.today()}, {os.cpu_count()} CPU cores '
+          f'({cpu_model()}{cap}), {f"{gpus} GPU(s)" if gpus else "no GPU"}; '
+          f'Python {platform.python_version()}, TensorFlow {tf.__version__}, '
+          f'TFX {tfx.__version__}, Beam {apache_beam.__version__}, TFT '
+          f'{tensorflow_transform.__version__}.')
+
+
+def header(command: str) -> str:
+  """A section's opening: the machine, then the command that measured it."""
+  return f'{machine_line()}\n\n    {command}'
+
+
+def loads() -> str:
+  """The load averages over 1, 5 and 15 minutes: '1.2, 0.9, 0.8'."""
+  return ', '.join(f'{x:.1f}' for x in os.getloadavg())
+
+
+def bare_read(file_pattern: str, batch_size: int):
+  """A gzipped TFRecordDataset per shard, batched inside a parallel
+  interleave (whole batches move through it, not single records), with no
+  parsing, shuffle or transform: the ceiling of reading."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  files = input_pipeline.list_files(file_pattern)
+  return tf.data.Dataset.from_tensor_slices(files).interleave(
+      lambda path: tf.data.TFRecordDataset(
+          path, compression_type='GZIP').batch(batch_size),
+      cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=False).prefetch(tf.data.AUTOTUNE)
+
+
+def epoch(dataset, records: Optional[int] = None) -> int:
+  """Iterates one epoch; returns the number of examples seen.
+
+  With `records`, stops at the epoch's last record instead of waiting for
+  the end of the sequence, which tf.data's parallel interleave can signal
+  long after the last batch, more so on a busy machine: that wait is not
+  reading.
+  """
+  count = 0
+  for batch in dataset:
+    count += int((batch[0] if isinstance(batch, tuple) else batch).shape[0])
+    if records is not None and count >= records:
+      break
+  return count
+
+
+def timed_epoch(dataset, records: Optional[int] = None
+                ) -> Tuple[float, float, int]:
+  """(wall s, process CPU s, examples) of one epoch of a dataset built
+  beforehand (traced outside the timer)."""
+  cpu_start = time.process_time()
+  seconds, examples = timed(lambda: epoch(dataset, records))
+  return seconds, time.process_time() - cpu_start, examples
+
+
+# A memory cap.
+
+
+CGROUP_MOUNT = '/sys/fs/cgroup/memory'
+
+
+class Cgroup:
+  """A cgroup v1 memory limit around one process tree: the kernel enforces
+  it (the OOM killer ends a process of the tree past it), and the group
+  reports its peak."""
+
+  def __init__(self, path: str):
+    self.path = path
+
+  def wrap(self, command: List[str]) -> List[str]:
+    """`command`, run inside the group (a shell moves itself in, then
+    execs it: every process it starts is in the group too)."""
+    return ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"',
+            os.path.join(self.path, 'cgroup.procs'), *command]
+
+  def _read(self, name: str) -> str:
+    with open(os.path.join(self.path, name)) as f:
+      return f.read()
+
+  def max_usage(self) -> int:
+    """Peak bytes charged to the group: resident memory and page cache."""
+    return int(self._read('memory.max_usage_in_bytes'))
+
+  def oom_kills(self) -> int:
+    """How many processes of the group the OOM killer ended."""
+    fields = dict(line.split(' ', 1) for line in
+                  self._read('memory.oom_control').splitlines())
+    return int(fields.get('oom_kill', 0))
+
+  def remove(self, timeout_s: float = 60) -> None:
+    """Removes the group once its processes are gone."""
+    deadline = time.monotonic() + timeout_s
+    while self._read('cgroup.procs').strip():
+      if time.monotonic() > deadline:
+        raise RuntimeError(f'{self.path}: processes still in the group after '
+                           f'{timeout_s:.0f} s: {self._read("cgroup.procs")}')
+      time.sleep(0.5)
+    os.rmdir(self.path)
+
+
+def make_cgroup(name: str, limit_bytes: int) -> Tuple[Optional[Cgroup], str]:
+  """(the group, '') or (None, why it cannot be made).
+
+  The group is made inside this process's own memory cgroup, so the run
+  stays accounted wherever the caller's is; it needs root and a cgroup v1
+  hierarchy.
+  """
+  with open('/proc/self/cgroup') as f:  # This process's memory cgroup.
+    own = next((path for _, controllers, path in
+                (line.rstrip('\n').split(':', 2) for line in f)
+                if 'memory' in controllers.split(',')), None)
+  if own is None or not os.path.isdir(CGROUP_MOUNT):
+    return None, f'no cgroup v1 memory hierarchy ({CGROUP_MOUNT})'
+  if os.geteuid() != 0:
+    return None, 'a memory cgroup needs root'
+  path = os.path.join(CGROUP_MOUNT + own, name)
+  try:
+    os.mkdir(path)
+  except OSError as e:
+    return None, f'cannot make a memory cgroup in {os.path.dirname(path)}: {e}'
+  # Where swap is accounted, the limit covers it too (no swapping instead
+  # of the cap).
+  for limit in ('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes'):
+    if os.path.exists(os.path.join(path, limit)):
+      with open(os.path.join(path, limit), 'w') as f:
+        f.write(str(limit_bytes))
+  return Cgroup(path), ''
+
+
+# BENCHMARKS.md: the core sections are its head; every other section is a
+# block of its own after them, between `<!-- section NAME -->` and `<!-- end
+# NAME -->`, so that a run of one section replaces its block and leaves the
+# others' figures, and any text outside the blocks, as they were.
+
+
+def _read(path: str) -> str:
+  return open(path).read() if os.path.exists(path) else ''
+
+
+def _save(path: str, text: str) -> None:
+  with open(path, 'w') as f:
+    f.write(text)
+
+
+def publish(text: str, path: Optional[str]) -> None:
+  """Prints a report, and writes it to `path` when given."""
+  print(text)
+  if path:
+    _save(path, text)
+
+
+def write_head(path: str, text: str) -> None:
+  """The core sections' report, keeping everything from the first block
+  on (the blocks, and notes written between or after them)."""
+  old = _read(path)
+  first = _BLOCK.search(old)
+  rest = old[first.start():] if first else ''
+  _save(path, text.rstrip('\n') + '\n' + ('\n' + rest if rest else ''))
+
+
+def write_section(path: str, name: str, text: str) -> None:
+  """Replaces section `name`'s block in place (or appends it), keeping
+  every other line of the file as it is."""
+  old = _read(path)
+  block = f'<!-- section {name} -->\n{text.rstrip()}\n<!-- end {name} -->\n'
+  for match in _BLOCK.finditer(old):
+    if match[1] == name:
+      return _save(path, old[:match.start()] + block + old[match.end():])
+  _save(path, (old.rstrip('\n') + '\n\n' if old.strip() else '') + block)
+
+
+# The data: MNIST's IDX files, whole or a subset, and bytes on disk.
+
+
+def load_split(data_dir: str, prefix: str) -> Tuple[np.ndarray, np.ndarray]:
+  """(images, labels) of the `prefix`-* IDX files in `data_dir`."""
+  images = labels = None
+  for path in sorted(glob.glob(os.path.join(data_dir, f'{prefix}-*'))):
+    idx_header = idx.validate(path)
+    if len(idx_header.shape) == 1:
+      labels = idx.read_all(idx_header)
+    else:
+      images = idx.read_all(idx_header)
+  if images is None or labels is None:
+    raise SystemExit(f'error: {data_dir}: no {prefix}-* IDX images and '
+                     'labels files (MNIST layout expected)')
+  return images, labels
+
+
+def load(data_dir: str) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
+  """(images, labels) per split."""
+  return {split: load_split(data_dir, prefix)
+          for split, prefix in SPLIT_PREFIXES.items()}
+
+
+def write_subset(data_dir: str, out_dir: str, fraction: float) -> int:
+  """The first `fraction` of each split as gzipped IDX files in `out_dir`;
+  returns the number of examples written."""
+  os.makedirs(out_dir, exist_ok=True)
+  total = 0
+  for split, (images, labels) in load(data_dir).items():
+    n = max(1, int(len(labels) * fraction))
+    for kind, array in (('images-idx3', images), ('labels-idx1', labels)):
+      idx.write(os.path.join(out_dir,
+                             f'{SPLIT_PREFIXES[split]}-{kind}-ubyte.gz'),
+                array[:n])
+    total += n
+  return total
+
+
+def bytes_on_disk(pattern: str) -> int:
+  """Bytes of the files `pattern` matches, and of those under the
+  directories it matches."""
+  paths = glob.glob(pattern)
+  paths += [os.path.join(folder, name) for top in paths
+            for folder, _, names in os.walk(top) for name in names]
+  return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+
+
+# The pipeline, run as a user runs it.
+
+
+def default_encoding(geometry: features.ImageGeometry) -> str:
+  """The image encoding a run without flags gives this geometry."""
+  return features.resolve_encoding(DATA.image_encoding, geometry,
+                                   DATA.png_min_pixels)
+
+
+def example_gen_beam_args(data_dir: str) -> List[str]:
+  """ExampleGen's Beam args in a local run on IDX files in `data_dir`: its
+  execution follows the input's size (pipeline/scale.py)."""
+  from pipeline import scale  # pylint: disable=g-import-not-at-top
+  return BEAM_ARGS + scale.example_gen_beam_args(scale.measure(data_dir,
+                                                               'idx'))
+
+
+def example_gen(data_dir: str, out_dir: str, beam_args: Sequence[str],
+                **options):
+  """Our ImageExampleGen's executor, as TFX's Beam executor operator runs it
+  (no orchestrator), with the pipeline's shards; its Examples artifact."""
+  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
+  from tests import example_gen_standalone  # pylint: disable=g-import-not-at-top
+  return example_gen_standalone.run_example_gen(
+      data_dir, out_dir,
+      ImageExampleGenOptions(num_shards=DATA.num_shards, **options),
+      list(beam_args))
+
+
+def newest_artifact(output_dir: str, component: str, output: str) -> str:
+  """The URI of a local run's newest artifact of a component's output."""
+  parent = os.path.join(output_dir, 'pipeline', component, output)
+  return os.path.join(parent, max(os.listdir(parent), key=int))
+
+
+def trainer_model(output_dir: str) -> Tuple[str, Dict]:
+  """(The serving model's directory, its training_plan.json) of a local
+  run's Trainer (one run in `output_dir`), pushed or not."""
+  import json  # pylint: disable=g-import-not-at-top
+  [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
+                                       'model', '*', 'Format-Serving'))
+  with open(os.path.join(model_dir, 'assets.extra',
+                         'training_plan.json')) as f:
+    return model_dir, json.load(f)
+
+
+def tool(module: str, *args: str) -> None:
+  """`python -m module args` in the project, as a user runs it."""
+  subprocess.run([sys.executable, '-m', module, *args], check=True,
+                 cwd=PROJECT_DIR, capture_output=True, text=True)
+
+
+def read_csv(path: str) -> List[Dict[str, str]]:
+  """The rows of a CSV file with a header."""
+  with open(path, newline='', encoding='utf-8') as f:
+    return list(csv.DictReader(f))
+
+
+@dataclasses.dataclass
+class LocalRun:
+  """One local_runner.py process, as `run_local_runner` saw it."""
+  command: List[str]
+  returncode: int
+  seconds: float  # Wall time of the process.
+  nodes: Dict[str, Tuple[float, bool]]  # component -> (seconds, cached)
+  stdout: str
+  stderr: str
+  # component -> CPU seconds of the runner's own process while it ran (the
+  # components that run in it, as the Trainer does; not Beam's workers):
+  # unlike wall time, hardly changed by other work on the machine.
+  cpu_seconds: Dict[str, float]
+  # component and WHOLE_RUN -> peak memory of the process tree (when asked).
+  peak_memory: Dict[str, int]
+
+  def epochs(self) -> Tuple[List[float], List[float]]:
+    """(seconds, validation accuracy) of each epoch the Trainer logged."""
+    found = _EPOCH.findall(self.stdout)
+    if not found:
+      raise SystemExit(f'error: no epoch lines in the output of '
+                       f'{" ".join(self.command)}:\n{self.stdout}')
+    return [float(s) for s, _ in found], [float(a) for _, a in found]
+
+
+def _tree_memory(process) -> int:
+  """PSS of a process and its descendants: shared pages (TensorFlow's
+  libraries, mapped by every process) count once, not once per process as
+  in RSS. Processes that exit meanwhile are skipped."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  total = 0
+  for p in [process, *process.children(recursive=True)]:
+    try:
+      total += p.memory_full_info().pss
+    except psutil.NoSuchProcess:
+      pass
+  return total
+
+
+def run_local_runner(data_dir: str, output_dir: str, *flags: str,
+                     check: bool = True,
+                     wrap: Optional[Callable[[List[str]], List[str]]] = None,
+                     sample_memory_s: Optional[float] = None) -> LocalRun:
+  """One local_runner.py process, its progress lines echoed as they come.
+
+  Args:
+    data_dir: Its --data-dir.
+    output_dir: Its --output-dir.
+    *flags: Its other flags.
+    check: A failed run stops the benchmark.
+    wrap: The command as it is started (e.g. inside a cgroup).
+    sample_memory_s: Sample the process tree's memory this often, for its
+      peak while each component ran.
+
+  Returns:
+    What the run printed, and its times.
+  """
+  import psutil  # pylint: disable=g-import-not-at-top
+  command = [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
+             '--data-dir', data_dir, '--output-dir', output_dir, *flags]
+  lines, errors, nodes, cpu, peaks = [], [], {}, {}, {}
+  component, cpu_start, done = None, None, threading.Event()
+
+  def cpu_now(process) -> Optional[float]:
+    try:
+      times = process.cpu_times()
+    except psutil.NoSuchProcess:
+      return None
+    return times.user + times.system
+
+  def sample(process) -> None:
+    while not done.wait(sample_memory_s):
+      try:
+        used = _tree_memory(process)
+      except psutil.NoSuchProcess:
+        return
+      for key in (WHOLE_RUN, component):
+        if key:
+          peaks[key] = max(peaks.get(key, 0), used)
+
+  start = time.perf_counter()
+  with subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_DIR,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True) as process:
+    runner = psutil.Process(process.pid)
+    # stderr in a thread, so neither pipe fills while the other is read.
+    threads = [threading.Thread(
+        target=lambda: errors.append(process.stderr.read()))]
+    if sample_memory_s:
+      threads.append(threading.Thread(target=sample, args=(runner,)))
+    for thread in threads:
+      thread.start()
+    for line in process.stdout:
+      lines.append(line)
+      started = _STARTED.match(line.rstrip())
+      finished = _FINISHED.match(line.rstrip())
+      if started or finished:
+        print(f'    {line.rstrip()}', flush=True)
+      if started:
+        component, cpu_start = started[1], cpu_now(runner)
+      elif finished:
+        nodes[finished[1]] = (float(finished[2]), bool(finished[3]))
+        end = cpu_now(runner)
+        if component == finished[1] and None not in (cpu_start, end):
+          cpu[component] = end - cpu_start
+        component = None
+    returncode = process.wait()
+    done.set()
+    for thread in threads:
+      thread.join()
+  run = LocalRun(command=command, returncode=returncode,
+                 seconds=time.perf_counter() - start, nodes=nodes,
+                 stdout=''.join(lines), stderr=''.join(errors),
+                 cpu_seconds=cpu, peak_memory=peaks)
+  if check and (returncode or not nodes):
+    raise SystemExit(f'error: {" ".join(command)} failed (exit status '
+                     f'{returncode}, {len(nodes)} components finished):\n'
+                     f'{run.stdout}\n{run.stderr}')
+  return run
+
+
+def accuracy(model_dir: str, images, labels) -> float:
+  """The SavedModel's accuracy on uint8 `images` through `serve_images`, as
+  a client calls it: no TFX, no Examples."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tests import serving  # pylint: disable=g-import-not-at-top
+  _, classes = serving.classify_images(tf.saved_model.load(model_dir), images,
+                                       batch_size=200)
+  return float((classes == labels).mean())
+
+
+def pushed_accuracy(output_dir: str, data_dir: str) -> float:
+  """The accuracy of a run's newest pushed model on the raw t10k IDX files
+  of `data_dir`."""
+  from tests import serving  # pylint: disable=g-import-not-at-top
+  images, labels = load_split(data_dir, 't10k')
+  model_dir = serving.latest_pushed_model(os.path.join(output_dir,
+                                                       'serving_model'))
+  return accuracy(model_dir, images, labels)

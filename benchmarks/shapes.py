@@ -1,0 +1,400 @@
+"""The sections on colour images, the shapes of data/shapes.py.
+
+shapes: the whole DAG at 96x96x3 with default training settings, and the
+trained model's accuracy through `serve_images` on images of another seed.
+
+colour-time-to-accuracy: the same images through the whole DAG with the
+training defaults of before (every planned epoch, no early stopping) and
+now, and a bare Keras loop (colour_reference.py) on the same images as
+arrays in memory, trained to the accuracy the pipeline reaches. Two goals:
+the pipeline trains at least as fast per image as the bare loop, and
+today's defaults reach before's test accuracy in a fraction of before's
+Trainer time.
+
+backbones: each --backbone from scratch (--weights none) against the
+scratch small-gap-cnn at 64x64x3, through the DAG up to the Trainer, in one
+output directory, so the data half runs once and each network re-runs only
+the Trainer. The machine that measures has no network: ImageNet weights,
+the reason to use a backbone, are not measured here.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.harness import goal, median, row, table
+from data import shapes
+
+SIZE = 96
+PER_CLASS, EVAL_PER_CLASS, TEST_PER_CLASS = 300, 60, 100
+QUICK = (20, 4, 4)  # Per class: train, eval, test.
+TEST_SEED = 1  # Training and eval images come from seed 0.
+RUNNER_FLAGS = ('--input-format', 'images', '--image-size', f'{SIZE}x{SIZE}',
+                '--channels', '3', '--accuracy-threshold', '0.8')
+QUICK_FLAGS = ('--epochs', '2', '--train-steps', '4', harness.ONE_PROCESS)
+
+# colour-time-to-accuracy: the variants, and in quick mode two epochs each.
+VARIANTS = (('before', ('--epochs', '60', '--early-stopping-patience', '0')),
+            ('now', ()))
+QUICK_VARIANTS = (('before', ('--epochs', '2', '--early-stopping-patience',
+                              '0')), ('now', ('--epochs', '2')))
+# Goals: now's Trainer time at most this fraction of before's, its test
+# accuracy at most this far below before's; the pipeline's images/s at
+# least this fraction of the bare loop's.
+TIME_GOAL = 0.5
+ACCURACY_SLACK = 0.005
+SPEED_GOAL = 1.0
+
+BACKBONE_SIZE = 64
+BACKBONE_DATA = (50, 10, 3)  # Per class: train, eval; epochs.
+BACKBONE_QUICK = (10, 2, 2)
+# Up to the Trainer: its epoch lines are the figures.
+BACKBONE_FLAGS = ('--input-format', 'images', '--image-size',
+                  f'{BACKBONE_SIZE}x{BACKBONE_SIZE}', '--channels', '3',
+                  '--to-node', 'Trainer')
+BACKBONE_QUICK_FLAGS = ('--train-steps', '4', harness.ONE_PROCESS)
+
+
+def shapes_command(per_class: int, eval_per_class: int, size: int) -> str:
+  """The data.shapes command that writes a section's images."""
+  return (f'`python -m data.shapes --per-class {per_class} --eval-per-class '
+          f'{eval_per_class} --size {size}`')
+
+
+def held_out_images(out: str, per_class: int):
+  """uint8 images [N, H, W, 3] and labels of a fresh seed."""
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  shapes.write(out, per_class, SIZE, eval_per_class=0, seed=TEST_SEED)
+  images, labels = [], []
+  for label, name in enumerate(sorted(shapes.SHAPES)):
+    for path in sorted(glob.glob(os.path.join(out, 'train', name, '*.png'))):
+      images.append(np.asarray(Image.open(path).convert('RGB')))
+      labels.append(label)
+  return np.stack(images), np.array(labels)
+
+
+def _write_data(ctx: harness.Context, name: str):
+  """(per_class, eval_per_class, shapes folder, test images, test labels)."""
+  per_class, eval_per_class, test_per_class = ctx.pick(
+      (PER_CLASS, EVAL_PER_CLASS, TEST_PER_CLASS), QUICK)
+  shapes.write(ctx.path(name), per_class, SIZE, eval_per_class)
+  return (per_class, eval_per_class, ctx.path(name),
+          *held_out_images(ctx.path(f'{name}-test'), test_per_class))
+
+
+def measure_shapes(ctx: harness.Context) -> Dict[str, Any]:
+  """One whole run, and its model on the held-out images."""
+  per_class, eval_per_class, data_dir, images, labels = _write_data(
+      ctx, 'shapes')
+  output_dir = ctx.path('shapes-run')
+  print('  shapes: whole run', flush=True)
+  local_run = harness.run_local_runner(
+      data_dir, output_dir, *RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS))
+  epoch_s, val_accuracy = local_run.epochs()
+  model_dir, plan = harness.trainer_model(output_dir)
+  return dict(
+      per_class=per_class, eval_per_class=eval_per_class,
+      seconds=local_run.seconds, trainer_s=local_run.nodes['Trainer'][0],
+      plan=plan, epoch_s=epoch_s, val_accuracy=val_accuracy,
+      tests=len(labels), test_accuracy=harness.accuracy(model_dir, images,
+                                                        labels),
+      pushed=bool(glob.glob(os.path.join(output_dir, 'serving_model', '*'))))
+
+
+def render_shapes(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
+  """The run's one row, and its validation accuracy by epoch."""
+  flags = (*RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS))
+  train, evaluation = (n * len(shapes.SHAPES)
+                       for n in (r['per_class'], r['eval_per_class']))
+  val_accuracy, plan = r['val_accuracy'], r['plan']
+  every = max(1, len(val_accuracy) // 10)
+  curve = ', '.join(f'{i + 1}: {a:.1%}' for i, a in enumerate(val_accuracy)
+                    if (i + 1) % every == 0 or i == 0)
+  return [
+      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *flags])}',
+      '',
+      f'SHAPES: {shapes_command(r["per_class"], r["eval_per_class"], SIZE)} '
+      f'(seed 0), {train:,} training and {evaluation:,} eval images in ten '
+      'classes. Test accuracy: the trained model through `serve_images` on '
+      f'{r["tests"]:,} images of another seed, never seen in training or '
+      'evaluation. One run.',
+      '',
+      *table('whole run', 'Trainer', 'model (auto)', 'parameters', 'epochs',
+             's per epoch (median)', 'final validation accuracy',
+             'test accuracy', 'pushed (threshold 0.8)'),
+      row(f'{r["seconds"] / 60:.1f} min', f'{r["trainer_s"] / 60:.1f} min',
+          plan['architecture'], f'{plan["parameters"]:,}', plan['epochs'],
+          f'{median(r["epoch_s"]):.1f}', f'{val_accuracy[-1]:.1%}',
+          f'{r["test_accuracy"]:.1%}', 'yes' if r['pushed'] else 'no'),
+      '',
+      f'Validation accuracy by epoch: {curve}.',
+  ]
+
+
+SHAPES = harness.Section(
+    heading=f'## Colour images at {SIZE}x{SIZE}x3: the shapes, whole DAG, '
+    'default settings', measure=measure_shapes, render=render_shapes)
+
+
+@dataclasses.dataclass
+class Variant:
+  """A colour-time-to-accuracy variant's whole run."""
+  name: str
+  flags: Tuple[str, ...]
+  whole_run_s: float
+  trainer_s: float
+  trainer_cpu_s: float
+  load: Tuple[float, float]  # 1-minute load average at the start and end.
+  epoch_s: List[float]
+  val_accuracy: List[float]
+  test_accuracy: float
+  plan: Dict[str, Any]  # The serving model's training_plan.json.
+  precision: str
+  output_dir: str
+
+  @property
+  def images_trained(self) -> int:
+    """Training records times epochs run."""
+    return self.plan['train_records'] * len(self.epoch_s)
+
+  @property
+  def images_per_s(self) -> float:
+    """Training records over an epoch's median wall time (training and
+    validation)."""
+    return self.plan['train_records'] / median(self.epoch_s)
+
+
+def run_variant(name: str, flags: Tuple[str, ...], shapes_dir: str,
+                ctx: harness.Context, images, labels) -> Variant:
+  """One whole run of a variant, and its model on the held-out images."""
+  print(f'  colour time to accuracy: {name} {" ".join(flags)}', flush=True)
+  output_dir = ctx.path(f'colour-{name}')
+  load_start = os.getloadavg()[0]
+  local_run = harness.run_local_runner(
+      shapes_dir, output_dir, *RUNNER_FLAGS,
+      *ctx.pick((), (harness.ONE_PROCESS,)), *flags)
+  load = (load_start, os.getloadavg()[0])
+  epoch_s, val_accuracy = local_run.epochs()
+  model_dir, plan = harness.trainer_model(output_dir)
+  with open(os.path.join(harness.newest_artifact(output_dir, 'Trainer',
+                                                 'model_run'),
+                         'device_plan.json')) as f:
+    precision = json.load(f)['precision']
+  return Variant(
+      name=name, flags=tuple(flags), whole_run_s=local_run.seconds,
+      trainer_s=local_run.nodes['Trainer'][0],
+      trainer_cpu_s=local_run.cpu_seconds.get('Trainer', float('nan')),
+      load=load, epoch_s=epoch_s, val_accuracy=val_accuracy,
+      test_accuracy=harness.accuracy(model_dir, images, labels), plan=plan,
+      precision=precision, output_dir=output_dir)
+
+
+def run_reference(variant: Variant, work_dir: str) -> Dict[str, Any]:
+  """The bare loop on `variant`'s Examples and transform graph, to the
+  validation accuracy of the weights it kept, within its planned epochs."""
+  out = os.path.join(work_dir, 'colour-reference.json')
+  stopping = variant.plan['early_stopping']
+  target = stopping.get('kept_value') or max(variant.val_accuracy)
+  artifact = lambda *a: harness.newest_artifact(variant.output_dir, *a)  # pylint: disable=unnecessary-lambda-assignment
+  command = [
+      sys.executable, '-m', 'benchmarks.colour_reference',
+      '--examples', artifact('ImageExampleGen', 'examples'),
+      '--transform', artifact('Transform', 'transform_graph'),
+      '--epochs', str(stopping['epochs_planned']), '--target', str(target),
+      '--out', out,
+      *(() if variant.precision != 'float32' else ('--no-mixed-precision',))]
+  print('  colour time to accuracy: the bare Keras loop', flush=True)
+  load_start = os.getloadavg()[0]
+  subprocess.run(command, cwd=harness.PROJECT_DIR, check=True)
+  with open(out) as f:
+    result = json.load(f)
+  result['load'] = (load_start, os.getloadavg()[0])
+  result['target'] = target
+  return result
+
+
+def measure_colour(ctx: harness.Context) -> Dict[str, Any]:
+  """Both variants, then the bare loop to now's accuracy."""
+  per_class, eval_per_class, shapes_dir, images, labels = _write_data(
+      ctx, 'colour-shapes')
+  variants = [run_variant(name, flags, shapes_dir, ctx, images, labels)
+              for name, flags in ctx.pick(VARIANTS, QUICK_VARIANTS)]
+  return dict(variants=variants,
+              reference=run_reference(variants[-1], ctx.work_dir),
+              counts=(per_class, eval_per_class, len(labels)))
+
+
+def render_colour(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
+  """Goals, the variants and the bare loop."""
+  from modules import early_stopping  # pylint: disable=g-import-not-at-top
+  variants, reference = r['variants'], r['reference']
+  before, now = variants
+  per_class, eval_per_class, tests = r['counts']
+  wall = now.trainer_s / before.trainer_s
+  cpu = now.trainer_cpu_s / before.trainer_cpu_s
+  accuracy_met = now.test_accuracy >= before.test_accuracy - ACCURACY_SLACK
+  time_met = accuracy_met and wall <= TIME_GOAL and cpu <= TIME_GOAL
+  reference_rate = reference['train_records'] / median(reference['epoch_s'])
+  reference_cpu_ms = 1000 * reference['cpu_s'] / (
+      reference['train_records'] * len(reference['epoch_s']))
+  speed = now.images_per_s / reference_rate
+  flags = (*RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,)))
+  lines = [
+      f'CPU flags: {harness.cpu_flags("none of them")}; the Trainer computed '
+      f'in {now.precision}.',
+      '',
+      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *flags])} '
+      '[variant flags]',
+      '',
+      f'SHAPES: {shapes_command(per_class, eval_per_class, SIZE)} (seed '
+      f'0). Each variant is one whole run from a fresh output directory, one '
+      'after the other. Test accuracy: the trained model through '
+      f'`serve_images` on {tests:,} images of seed {TEST_SEED}. '
+      'Images/s: training records over the median epoch\'s wall time '
+      '(training and validation). CPU ms per image: the CPU time of the '
+      'runner\'s process while the Trainer ran (reading, training, '
+      'validating, exporting the model and its TensorFlow Lite files), over '
+      'the images trained. Bare Keras loop (`benchmarks/colour_reference.py`): '
+      'the same network, batch, precision, optimizer and augmentation in a '
+      'plain `model.fit` on the same images, transformed, as numpy arrays, '
+      'validating each epoch on the eval arrays, trained until it reaches '
+      'the validation accuracy of the weights `now` kept, in a process of '
+      'its own (CPU: its `fit` alone). Load: the 1-minute load average at '
+      'the start and end (the machine\'s other work stretches wall time, '
+      'much less CPU time).',
+      '',
+      *table('goal', 'measured', ''),
+      goal(f'speed: the pipeline trains >= {SPEED_GOAL:.0%} of the bare '
+           'loop\'s images/s',
+           f'{speed:.0%} ({now.images_per_s:.1f} against '
+           f'{reference_rate:.1f} images/s; CPU ms per image '
+           f'{1000 * now.trainer_cpu_s / now.images_trained:.1f} against '
+           f'{reference_cpu_ms:.1f})', speed >= SPEED_GOAL),
+      goal(f'time to accuracy: now\'s test accuracy >= before\'s - '
+           f'{ACCURACY_SLACK:.1%} with <= {TIME_GOAL:.0%} of before\'s '
+           'Trainer time',
+           f'{now.test_accuracy:.1%} against {before.test_accuracy:.1%}; '
+           f'Trainer {wall:.0%} of before\'s wall time, {cpu:.0%} of its CPU '
+           'time', time_met),
+      '',
+      *table('variant', 'flags', 'epochs run (planned)', 'weights kept',
+             'whole run', 'Trainer', 'Trainer CPU', 'images/s',
+             'CPU ms per image', 'load (start, end)',
+             'validation accuracy (weights kept)', 'test accuracy'),
+  ]
+  for v in variants:
+    kept = v.plan['early_stopping']
+    lines.append(row(
+        v.name, ' '.join(v.flags) or '(defaults)',
+        f'{len(v.epoch_s)} ({kept["epochs_planned"]})',
+        f'epoch {kept["kept_epoch"]}', f'{v.whole_run_s / 60:.1f} min',
+        f'{v.trainer_s / 60:.1f} min', f'{v.trainer_cpu_s / 60:.1f} min',
+        f'{v.images_per_s:.1f}',
+        f'{1000 * v.trainer_cpu_s / v.images_trained:.1f}',
+        f'{v.load[0]:.1f}, {v.load[1]:.1f}',
+        f'{v.val_accuracy[kept["kept_epoch"] - 1]:.1%}',
+        f'{v.test_accuracy:.1%}'))
+  lines += [
+      '',
+      *table('bare Keras loop', 'epochs to reach', 'target', 'reached',
+             'wall', 'CPU', 'images/s', 'CPU ms per image',
+             'load (start, end)'),
+      row(reference['precision'], len(reference['epoch_s']),
+          f'{reference["target"]:.1%}',
+          'yes' if reference['reached'] else 'no',
+          f'{reference["wall_s"] / 60:.1f} min',
+          f'{reference["cpu_s"] / 60:.1f} min', f'{reference_rate:.1f}',
+          f'{reference_cpu_ms:.1f}',
+          f'{reference["load"][0]:.1f}, {reference["load"][1]:.1f}'),
+      '',
+      f'Now: {early_stopping.describe(now.plan["early_stopping"])}.',
+  ]
+  for v in variants:
+    lines.append('')
+    lines.append(f'Validation accuracy by epoch, {v.name}: ' + ', '.join(
+        f'{a:.1%}' for a in v.val_accuracy) + '.')
+  return lines
+
+
+COLOUR_TIME_TO_ACCURACY = harness.Section(
+    heading=f'## Colour time to accuracy at {SIZE}x{SIZE}x3: the pipeline '
+    'against a bare Keras loop, defaults of before and now',
+    measure=measure_colour, render=render_colour)
+
+
+def measure_backbones(ctx: harness.Context) -> Dict[str, Any]:
+  """Each network up to the Trainer, with the load before and after."""
+  from modules.architectures import BACKBONES, SMALL_GAP_CNN  # pylint: disable=g-import-not-at-top
+  per_class, eval_per_class, epochs = ctx.pick(BACKBONE_DATA, BACKBONE_QUICK)
+  shapes_dir = ctx.path('backbone-shapes')
+  shapes.write(shapes_dir, per_class, BACKBONE_SIZE, eval_per_class)
+  flags = (*BACKBONE_FLAGS, '--epochs', str(epochs),
+           *ctx.pick((), BACKBONE_QUICK_FLAGS))
+  candidates = ((SMALL_GAP_CNN, ('--model', SMALL_GAP_CNN)),
+                # From scratch: one epoch of the head, then the whole
+                # network at the same learning rate.
+                *((name, ('--backbone', name, '--weights', 'none',
+                          '--head-epochs-fraction', '0',
+                          '--fine-tune-layers-fraction', '1',
+                          '--fine-tune-learning-rate-factor', '1'))
+                  for name in BACKBONES))
+  rows, loads = [], [harness.loads()]
+  for name, candidate in candidates:
+    print(f'  backbones: {name}', flush=True)
+    run = harness.run_local_runner(shapes_dir, ctx.path('backbones-run'),
+                                   *flags, *candidate)
+    loads.append(harness.loads())
+    epoch_s, val_accuracy = run.epochs()
+    # The first epoch of each fit (a backbone's two phases are two) also
+    # traces the model: the last epoch is the steady one.
+    rows.append(row(name, ' '.join(candidate), f'{epoch_s[-1]:.1f}',
+                    f'{epoch_s[0]:.1f}',
+                    ', '.join(f'{a:.1%}' for a in val_accuracy)))
+  return dict(per_class=per_class, eval_per_class=eval_per_class,
+              flags=flags, rows=rows, loads=loads)
+
+
+def render_backbones(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
+  """What each network's epochs cost, and how far they got."""
+  del ctx  # The measurements say it all.
+  train, evaluation = (n * len(shapes.SHAPES)
+                       for n in (r['per_class'], r['eval_per_class']))
+  return [
+      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *r["flags"]])} '
+      'NETWORK',
+      '',
+      f'SHAPES: '
+      f'{shapes_command(r["per_class"], r["eval_per_class"], BACKBONE_SIZE)} '
+      f'(seed 0), {train:,} training and {evaluation:,} eval images in ten '
+      'classes; one run per network up to the Trainer, in one output '
+      'directory (the data half runs once). Each backbone from `--weights '
+      'none`: one epoch of the head alone (the first phase, never shorter), '
+      'then the whole network at the same learning rate (no pretrained '
+      'layers to protect).',
+      '',
+      '**Not measured: the gain from ImageNet weights.** This machine has '
+      'no network, so no backbone starts from its ImageNet weights here; '
+      'from scratch, on this little data and so few epochs, the backbones '
+      'say what an epoch costs, not how well transfer learning does.',
+      '',
+      f'Load average (1, 5, 15 min) before and after each run: '
+      f'{"; ".join(r["loads"])} (above the cores\' count, something else '
+      'shared them: times are then upper bounds).',
+      '',
+      *table('network', 'flags', 'last epoch s', 'first epoch s (with '
+             'tracing)', 'validation accuracy by epoch'),
+      *r['rows'],
+  ]
+
+
+BACKBONES = harness.Section(
+    heading=f'## Backbones from scratch on the shapes at '
+    f'{BACKBONE_SIZE}x{BACKBONE_SIZE}x3', measure=measure_backbones,
+    render=render_backbones)
