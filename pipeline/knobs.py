@@ -221,7 +221,7 @@ class EvaluationConfig:
       'last_blessed', 'What a new model must be no worse than: '
       '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
       'Vertex AI) or \'served\' (the newest version in the serving '
-      'directory). See pipeline.py\'s _baseline.')
+      'directory). See pipeline/stages.py\'s baseline.')
   # With --span-window: the earlier spans' eval too (docs/input-data.md).
   judge_window: bool = knob(
       False, 'With --span-window: the Evaluator judges on the eval splits '
