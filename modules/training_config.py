@@ -74,11 +74,14 @@ class Budget:
   # model learnt needs a fraction of the steps, and smaller ones.
   warm_start_epochs_fraction: float = knob(
       0.25, '--warm-start: the epochs are this share of the from-scratch '
-      'budget\'s (at least one) unless --epochs says how many.')
+      'budget\'s (at least one) unless --epochs says how many (default: '
+      '%(default)s).', flag='--warm-start-epochs-fraction',
+      parse=parse_fraction, metavar='FRACTION')
   warm_start_learning_rate_factor: float = knob(
       0.1, '--warm-start: the peak learning rate is this share of '
       '--learning-rate, on the same one-cycle schedule: small steps keep '
-      'what the served model learnt.')
+      'what the served model learnt (default: %(default)s).',
+      flag='--warm-start-learning-rate-factor', type=float, metavar='FACTOR')
 
 
 @dataclasses.dataclass(frozen=True)
