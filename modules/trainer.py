@@ -354,7 +354,7 @@ def _train(fn_args: FnArgs, config: TrainingConfig,
   with strategy.scope():
     model, backbone = build()
     if start.warm:
-      model.set_weights(start.weights)
+      start.apply(model)
 
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.

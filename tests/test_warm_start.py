@@ -62,7 +62,7 @@ def _model_with(start, class_names, tmp_path):
   same object paths as the served SavedModel's variables)."""
   model = model_lib.build(ARCHITECTURE, MNIST_GEOMETRY, len(class_names),
                           ModelConfig())
-  model.set_weights(start.weights)
+  start.apply(model)
   model.save_weights(str(tmp_path / 'start'))
   return model, _tensors(str(tmp_path / 'start'))
 
