@@ -71,16 +71,17 @@ class Budget:
       'val_accuracy', 'What early stopping watches, and which epoch\'s '
       'weights it keeps: the Evaluator\'s own measure, on the eval split.')
   # --warm-start (modules/warm_start.py): fine-tuning what the served
-  # model learnt needs a fraction of the steps, and smaller ones.
+  # model learnt needs a fraction of the steps; steps as large as from
+  # scratch let it follow the data's drift (BENCHMARKS.md, "A schedule").
   warm_start_epochs_fraction: float = knob(
-      0.25, '--warm-start: the epochs are this share of the from-scratch '
+      0.2, '--warm-start: the epochs are this share of the from-scratch '
       'budget\'s (at least one) unless --epochs says how many (default: '
       '%(default)s).', flag='--warm-start-epochs-fraction',
       parse=parse_fraction, metavar='FRACTION')
   warm_start_learning_rate_factor: float = knob(
-      0.1, '--warm-start: the peak learning rate is this share of '
-      '--learning-rate, on the same one-cycle schedule: small steps keep '
-      'what the served model learnt (default: %(default)s).',
+      1.0, '--warm-start: the peak learning rate is this share of '
+      '--learning-rate, on the same one-cycle schedule over the fewer '
+      'epochs (default: %(default)s).',
       flag='--warm-start-learning-rate-factor', type=float, metavar='FACTOR')
 
 
