@@ -18,6 +18,7 @@ spread over it. Memory: the sample's serialized records (cached after the
 first pass, a few KB a record) and one row of probabilities each.
 """
 
+import math
 import time
 from typing import List, Optional
 
@@ -48,9 +49,11 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
 
 
 def stride(planned_epochs: int) -> int:
-  """Epochs between two predictions: at most about MAX_SCORED_EPOCHS of a
-  planned run are scored, spread over it."""
-  return max(1, round(planned_epochs / MAX_SCORED_EPOCHS))
+  """Epochs between two predictions: at most MAX_SCORED_EPOCHS of a planned
+  run are scored, spread over it (and its last). Rounded up: a run of a few
+  more epochs than that, a warm start's, would otherwise be scored at every
+  one."""
+  return max(1, math.ceil(planned_epochs / MAX_SCORED_EPOCHS))
 
 
 class EpochProbabilities(keras.callbacks.Callback):
