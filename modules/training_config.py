@@ -266,8 +266,9 @@ class TrainingConfig:
       flag='--no-mixed-precision', action='store_false')
   warm_start: bool = knob(
       False, 'Start from the model in service (the newest version under the '
-      'serving directory) and fine-tune it on a smaller budget at a lower '
-      'learning rate (docs/training.md). A served model of another network, '
+      'serving directory) and fine-tune it on a smaller budget '
+      '(--warm-start-epochs-fraction, --warm-start-learning-rate-factor; '
+      'docs/training.md). A served model of another network, '
       'image size or class list it cannot be grown into: the run says why '
       'and trains from scratch (default: from scratch).',
       flag='--warm-start', action='store_true')
