@@ -19,6 +19,7 @@ serialized records (cached after the first pass) and one row of
 probabilities each.
 """
 
+import math
 import time
 from typing import List, Optional
 
@@ -54,9 +55,10 @@ def stride(planned_epochs: int) -> int:
   """Returns the epochs between two predictions of the sample.
 
   At most about MAX_SCORED_EPOCHS of a planned run are scored, spread over
-  it.
+  it, and its last. Rounded up: a run of a few more epochs than that (a
+  warm start's) would otherwise be scored at every one.
   """
-  return max(1, round(planned_epochs / MAX_SCORED_EPOCHS))
+  return max(1, math.ceil(planned_epochs / MAX_SCORED_EPOCHS))
 
 
 class EpochProbabilities(keras.callbacks.Callback):

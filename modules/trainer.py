@@ -95,7 +95,7 @@ def run_fn(fn_args: FnArgs) -> None:
   with strategy.scope():
     model, backbone = build_model(config, plan, data)
     if start.warm:
-      model.set_weights(start.weights)
+      start.apply(model)
   datasets = make_datasets(fn_args, data, device_plan.global_batch_size,
                            plan.epochs, task)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,

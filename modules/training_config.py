@@ -60,14 +60,18 @@ class Budget:
       'val_accuracy', 'What early stopping watches, and which epoch\'s '
       'weights it keeps: the Evaluator\'s own measure, on the eval split.')
   # --warm-start (modules/warm_start.py): fine-tuning what the served
-  # model learnt needs a fraction of the steps, and smaller ones.
+  # model learnt needs a fraction of the steps; steps as large as from
+  # scratch let it follow the data's drift (BENCHMARKS.md, "A schedule").
   warm_start_epochs_fraction: float = knob(
-      0.25, '--warm-start: the epochs are this share of the from-scratch '
-      'budget\'s (at least one) unless --epochs says how many.')
+      0.2, '--warm-start: the epochs are this share of the from-scratch '
+      'budget\'s (at least one) unless --epochs says how many (default: '
+      '%(default)s).', flag='--warm-start-epochs-fraction',
+      parse=parse_fraction, metavar='FRACTION')
   warm_start_learning_rate_factor: float = knob(
-      0.1, '--warm-start: the peak learning rate is this share of '
-      '--learning-rate, on the same one-cycle schedule: small steps keep '
-      'what the served model learnt.')
+      1.0, '--warm-start: the peak learning rate is this share of '
+      '--learning-rate, on the same one-cycle schedule over the fewer '
+      'epochs (default: %(default)s).',
+      flag='--warm-start-learning-rate-factor', type=float, metavar='FACTOR')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,8 +257,9 @@ class TrainingConfig:
       flag='--no-mixed-precision', action='store_false')
   warm_start: bool = knob(
       False, 'Start from the model in service (the newest version under the '
-      'serving directory) and fine-tune it on a smaller budget at a lower '
-      'learning rate (docs/training.md). A served model of another network, '
+      'serving directory) and fine-tune it on a smaller budget '
+      '(--warm-start-epochs-fraction, --warm-start-learning-rate-factor; '
+      'docs/training.md). A served model of another network, '
       'image size or class list it cannot be grown into: the run says why '
       'and trains from scratch (default: from scratch).',
       flag='--warm-start', action='store_true')

@@ -10,8 +10,8 @@ zero at the last planned step, whatever the number of epochs (Budget's
 fields, modules/training_config.py).
 
 A warm start (modules/warm_start.py) fine-tunes the served model: a share
-of those epochs (at least one) and a lower peak learning rate, on the same
-schedule.
+of those epochs (at least one), one cycle of the same schedule over them at
+its own peak learning rate (Budget's warm_start_* fields).
 """
 
 import dataclasses

@@ -21,6 +21,7 @@ from typing import List, Optional
 
 import numpy as np
 import tensorflow as tf
+import tf_keras as keras
 
 from modules import model as model_lib
 from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
@@ -40,22 +41,37 @@ WARM_START_FROM = 'warm_start_from'
 class Start:
   """Where training starts, and why.
 
-  `weights` are those to start from, None from scratch. `served_from` is
-  the served model they are from.
+  `layer_weights` are the served model's weights layer by layer, None from
+  scratch. `served_from` is the served model they are from.
   """
-  weights: Optional[List[np.ndarray]]
+  layer_weights: Optional[List[List[np.ndarray]]]
   served_from: str
   why: str
+  # The served model's classes and this run's, to grow the classifier.
+  served_names: List[str] = dataclasses.field(default_factory=list)
+  class_names: List[str] = dataclasses.field(default_factory=list)
 
   @property
   def warm(self) -> bool:
     """Whether training starts from the served model's weights."""
-    return self.weights is not None
+    return self.layer_weights is not None
+
+  def apply(self, model: keras.Model) -> None:
+    """Puts the served weights in `model`, built for `class_names`.
+
+    Layers are matched in order, as some names are Keras's numbered ones. A
+    class added keeps `model`'s own newly initialised column.
+    """
+    for weights, layer in zip(self.layer_weights, model.layers, strict=True):
+      if layer.name == model_lib.LOGITS_LAYER:
+        weights = grown_classifier(weights, layer.get_weights(),
+                                   self.served_names, self.class_names)
+      layer.set_weights(weights)
 
 
 def cold(why: str) -> Start:
   """Returns a start from scratch, for the reason `why`."""
-  return Start(weights=None, served_from='', why=why)
+  return Start(layer_weights=None, served_from='', why=why)
 
 
 def start(base_model: Optional[str], served_from: str, architecture: str,
@@ -109,20 +125,12 @@ def start(base_model: Optional[str], served_from: str, architecture: str,
   except (ValueError, AssertionError) as e:
     return cold('the served model\'s weights do not fit this network: ' +
                 str(e).splitlines()[0])
-  new = model_lib.build(architecture, geometry, len(class_names), config)
-  # Layer by layer in order (some layers' names are Keras's, numbered).
-  for old_layer, layer in zip(old.layers, new.layers):
-    if layer.name == model_lib.LOGITS_LAYER:
-      layer.set_weights(grown_classifier(
-          old_layer.get_weights(), layer.get_weights(), served_names,
-          class_names))
-    else:
-      layer.set_weights(old_layer.get_weights())
   added = [name for name in class_names if name not in served_names]
   why = (f'classes added: {", ".join(added)}' if added
          else 'the same network, geometry and classes')
-  return Start(weights=new.get_weights(),
-               served_from=served_from or base_model, why=why)
+  return Start(layer_weights=[layer.get_weights() for layer in old.layers],
+               served_from=served_from or base_model, why=why,
+               served_names=served_names, class_names=list(class_names))
 
 
 def grown_classifier(served: List[np.ndarray], fresh: List[np.ndarray],

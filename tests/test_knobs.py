@@ -188,6 +188,13 @@ CASES = {
         'base_model' in next(c for c in dag.components
                              if c.id == 'Trainer').inputs), (
             True, True)),
+    '--warm-start-epochs-fraction': (
+        ['--warm-start-epochs-fraction', '0.5'],
+        lambda dag: _training(dag).budget.warm_start_epochs_fraction, 0.5),
+    '--warm-start-learning-rate-factor': (
+        ['--warm-start-learning-rate-factor', '0.7'],
+        lambda dag: _training(dag).budget.warm_start_learning_rate_factor,
+        0.7),
     '--trainer-workers': (['--trainer-workers', '2'],
                           lambda dag: _training(dag).workers, 2),
     '--accuracy-threshold': (['--accuracy-threshold', '0.5'],

@@ -16,6 +16,7 @@ from tfx.types import standard_artifacts
 from components import label_check
 from components.image_example_gen import idx
 from modules import cross_fit
+from modules import epoch_probabilities
 from modules import training_config
 from pipeline import knobs
 from pipeline import pipeline
@@ -90,6 +91,16 @@ def test_a_sample_within_one_fold_takes_one_model():
   everything = cross_fit.plan(300, 2, 10_000)
   assert everything.models == 2
   assert everything.checked_buckets == cross_fit.BUCKETS
+
+
+def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
+  for planned in range(1, 61):
+    step = epoch_probabilities.stride(planned)
+    scored = {e for e in range(1, planned + 1) if e % step == 0} | {planned}
+    assert len(scored) <= epoch_probabilities.MAX_SCORED_EPOCHS + 1, planned
+  # A warm start's few epochs: not every one.
+  assert epoch_probabilities.stride(6) == 2
+  assert epoch_probabilities.stride(3) == 1
 
 
 def test_the_check_is_on_by_default_and_a_flag_turns_it_off():

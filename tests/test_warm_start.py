@@ -62,7 +62,7 @@ def _model_with(start, class_names, tmp_path):
   same object paths as the served SavedModel's variables)."""
   model = model_lib.build(ARCHITECTURE, MNIST_GEOMETRY, len(class_names),
                           ModelConfig())
-  model.set_weights(start.weights)
+  start.apply(model)
   model.save_weights(str(tmp_path / 'start'))
   return model, _tensors(str(tmp_path / 'start'))
 
@@ -130,11 +130,13 @@ def test_a_warm_start_gets_a_fine_tuning_budget():
   budget = Budget()
   # MNIST's 3 epochs from scratch, a few thousand images' 30.
   assert training_plan.epochs_for(budget, 60_000, warm=True) == 1
-  assert training_plan.epochs_for(budget, 3_000, warm=True) == 8
+  assert training_plan.epochs_for(budget, 3_000, warm=True) == 6
   assert training_plan.epochs_for(Budget(epochs=4), 3_000, warm=True) == 4
-  plan = training_plan.plan(budget, ModelConfig(), MNIST_GEOMETRY, 60_000,
-                            warm_start_from='serving/1', start_why='why')
-  assert plan.learning_rate_factor == budget.warm_start_learning_rate_factor
+  smaller_steps = Budget(warm_start_learning_rate_factor=0.3)
+  plan = training_plan.plan(smaller_steps, ModelConfig(), MNIST_GEOMETRY,
+                            60_000, warm_start_from='serving/1',
+                            start_why='why')
+  assert plan.learning_rate_factor == 0.3
   assert plan.describe_start() == 'warm start from serving/1 (why)'
   cold = training_plan.plan(budget, ModelConfig(), MNIST_GEOMETRY, 60_000)
   assert (cold.epochs, cold.learning_rate_factor) == (3, 1.0)
@@ -147,7 +149,8 @@ def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
   result = local_run.run(
       '--data-dir', str(two_runs / 'data'), '--output-dir', str(out),
       '--accuracy-threshold', tiny_runs.ACCURACY_THRESHOLD,
-      *tiny_runs.TINY_TRAINING, '--warm-start')
+      *tiny_runs.TINY_TRAINING, '--warm-start',
+      '--warm-start-learning-rate-factor', '0.5')
   assert result.returncode == 0, result.stderr[-3000:]
   assert (f'warm start from {served} (the same network, geometry and '
           'classes)') in result.stdout
@@ -162,8 +165,7 @@ def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
     plan = json.load(f)
   assert (plan['start'], plan['warm_start_from']) == ('warm', served)
   assert plan['learning_rate'] == pytest.approx(
-      TrainingConfig().learning_rate *
-      Budget().warm_start_learning_rate_factor)
+      TrainingConfig().learning_rate * 0.5)
 
 
 def test_on_kubeflow_the_trainer_gets_the_served_model(tmp_path):
