@@ -14,6 +14,7 @@ Beam it puts what it found on the Examples artifact.
 
 import dataclasses
 import functools
+import json
 import os
 from typing import Any, Callable, Dict, List, Optional
 
@@ -35,6 +36,7 @@ from components.image_example_gen import folder_layout
 from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import idx_source
+from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
 from components.image_example_gen import left_out
 from components.image_example_gen import progress
@@ -81,14 +83,21 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   """Reads one split into serialized Examples, one per element."""
   del exec_properties  # The plan holds what Do resolved from them.
   pattern = os.path.join(plan.input_base, split_pattern)
+  num_shards = plan.options.num_shards
   if plan.options.input_format == 'idx':
-    return (pipeline
-            | 'Idx' >> idx_source.IdxToExample(  # pylint: disable=no-value-for-parameter
-                plan.idx_files[pattern], plan.class_names,
-                plan.options.num_shards, plan.encoding, plan.input_base))
-  return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      pattern, plan.class_names, plan.geometry, plan.input_base,
-      plan.encoding, plan.options.max_image_pixels)
+    files = plan.idx_files[pattern]
+    idx_source.log_split(files, plan.class_names)
+    source = idx_source.Reader(files, plan.encoding, plan.input_base)
+    work = idx_source.shard_ranges(files[0].count, num_shards)
+  else:
+    paths = image_folder.check_split(pattern, plan.class_names)
+    # Progress is named by the split's folder/*/*, short of the input base.
+    source = image_folder_source.Decoder(
+        '/'.join(pattern.rstrip('/').split('/')[-3:]), len(paths),
+        plan.class_names, plan.geometry, False, plan.encoding,
+        plan.input_base, plan.options.max_image_pixels)
+    work = image_folder_source.shard_paths(paths, num_shards)
+  return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
 
 
 def _resolve(exec_properties: Dict[str, Any], examples,
@@ -199,12 +208,18 @@ def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
                    split_uri: Callable[[str], str]) -> None:
   """Writes each output split of image folders, as folder_plan.py listed it."""
   for split, files in plan.folder_files.items():
-    _ = (pipeline
-         | f'FolderToShards[{split}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
-             split, files, plan.class_names, plan.geometry,
-             plan.options.num_shards, plan.encoding, split_uri(split),
-             plan.input_base, plan.skipped_files.get(split),
-             plan.options.max_image_pixels))
+    skipped_file = plan.skipped_files.get(split)
+    decoder = image_folder_source.Decoder(
+        split, len(files), plan.class_names, plan.geometry, bool(skipped_file),
+        plan.encoding, plan.input_base, plan.options.max_image_pixels)
+    skipped = pipeline | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+        decoder, image_folder_source.shard_paths(files, plan.options.num_shards),
+        [split_uri(split)])
+    if skipped_file:
+      _ = (skipped
+           | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
+           | f'WriteSkipped[{split}]' >> beam.io.WriteToText(
+               skipped_file, num_shards=1, shard_name_template=''))
 
 
 def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
@@ -221,15 +236,17 @@ def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
   outputs = [output for _, _, output in inputs]
   for i, (span, split, output) in enumerate(inputs):
     carve = plan.carve_idx and split.name == validation_split.TRAIN
+    files = plan.idx_files[os.path.join(plan.input_base, split.pattern)]
+    idx_source.log_split(files, plan.class_names)
     label = f'{span.folder}/{split.name}' if span.folder else split.name
-    _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
-        plan.idx_files[os.path.join(plan.input_base, split.pattern)],
-        plan.class_names, num_shards, plan.encoding, split_uri(output),
-        split_uri(validation_split.SPLIT) if carve else None,
-        plan.options.validation_percent if carve else 0,
+    _ = pipeline | f'IdxToShards[{label}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+        idx_source.Reader(files, plan.encoding, plan.input_base,
+                          plan.options.validation_percent if carve else 0),
+        idx_source.shard_ranges(files[0].count, num_shards),
+        [split_uri(output)] + ([split_uri(validation_split.SPLIT)] if carve
+                               else []),
         first_shard=outputs[:i].count(output) * num_shards,
-        total_shards=outputs.count(output) * num_shards,
-        input_base=plan.input_base)
+        total_shards=outputs.count(output) * num_shards)
 
 
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
