@@ -1,15 +1,8 @@
 """ImageExampleGen's executor: IDX files or image folders to tf.train.Examples.
 
-It is built like TFX's file-based ExampleGens. Each input format has a Beam
-transform that reads a split (idx_source.py, image_folder_source.py). TFX's
-driver resolves spans and versions (driver.py), and TFX's own code hashes a
-single IDX input split into output splits.
-
-`Do` is ours, not TFX's. It adds splits the configs do not name (validation,
-earlier_eval), and it writes a fixed number of shards with the project's
-sink (tfrecord_sink.py says why). Before Beam starts it checks the input,
-finds the class names and geometry, and plans each split (`_Plan`). After
-Beam it puts what it found on the Examples artifact.
+Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
+configs do not name (validation, earlier_eval) and writes a fixed number of
+shards per split with tfrecord_sink.py.
 """
 
 import dataclasses
@@ -207,13 +200,14 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
 def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
                    split_uri: Callable[[str], str]) -> None:
   """Writes each output split of image folders, as folder_plan.py listed it."""
+  num_shards = plan.options.num_shards
   for split, files in plan.folder_files.items():
     skipped_file = plan.skipped_files.get(split)
     decoder = image_folder_source.Decoder(
         split, len(files), plan.class_names, plan.geometry, bool(skipped_file),
         plan.encoding, plan.input_base, plan.options.max_image_pixels)
     skipped = pipeline | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-        decoder, image_folder_source.shard_paths(files, plan.options.num_shards),
+        decoder, image_folder_source.shard_paths(files, num_shards),
         [split_uri(split)])
     if skipped_file:
       _ = (skipped
@@ -224,11 +218,7 @@ def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
 
 def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
                split_uri: Callable[[str], str]) -> None:
-  """Writes each input split of IDX files to its output split.
-
-  The train split's workers write validation's shards too, where carved.
-  With a span window each input writes num_shards of its output's shards.
-  """
+  """Writes each input split of IDX files (and validation, where carved)."""
   num_shards = plan.options.num_shards
   newest = plan.window[-1]
   inputs = [(span, split, span.output_split(split.name, span is newest))
@@ -319,11 +309,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    """Checks and plans the input, writes every split, records what it found.
-
-    TFX's own Do cannot serve: it names only the splits of the configs, and
-    writes with Beam's sink, a record per element, in shards Beam chooses.
-    """
+    """Checks and plans the input, writes every split, records what it found."""
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)

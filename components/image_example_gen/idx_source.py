@@ -35,8 +35,7 @@ def split_files(split_pattern: str) -> SplitFiles:
     raise InputDataError(split_pattern, 'no files match this split pattern')
   images, labels = [], []
   for path in paths:
-    # The header only: the data of an images file is checked as the workers
-    # read it (a labels file, a byte per image, is read whole below).
+    # Images are checked as the workers read them; labels here, whole.
     header = idx.read_header(path)
     if len(header.shape) == 1:
       labels.append(idx.validate(path))
@@ -78,11 +77,7 @@ def geometry(header: idx.IdxHeader) -> features.ImageGeometry:
 
 
 def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
-  """The one geometry of every split's images.
-
-  Raises:
-    InputDataError: splits of different geometries (a model takes one).
-  """
+  """The one geometry of every split's images."""
   found = {}
   for images, _ in splits:
     found.setdefault(geometry(images), images.path)
@@ -102,7 +97,6 @@ def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
 
 
 def _check_labels(labels: idx.IdxHeader, class_names: Sequence[str]) -> None:
-  """Every label in 0..len(class_names)-1; read a block at a time."""
   bad_count, first = 0, None
   for start, values in idx.iter_items(labels):
     bad = (values < 0) | (values >= len(class_names))
@@ -130,12 +124,9 @@ def shard_ranges(count: int, num_shards: int) -> List[Tuple[int, int]]:
 
 
 class Reader:
-  """Reads record ranges of one split's files into serialized Examples.
-
-  A source for tfrecord_sink.WriteShards: a shard's work is (start, stop).
-  With a validation percentage it yields two lists, the records not hashed
-  into validation (validation_split.py) and those that are.
-  """
+  """Reads record ranges of a split into Examples: tfrecord_sink.WriteShards'
+  source, a shard's work (start, stop); with validation_percent, it yields
+  (train, validation) lists."""
 
   def __init__(self, files: SplitFiles, encoding: str,
                input_base: Optional[str] = None,
@@ -165,11 +156,7 @@ class Reader:
 
   def batches(self, work: Tuple[int, int], skipped: List[dict]
               ) -> Iterator[Tuple[List[bytes], ...]]:
-    """Yields the Examples of records [start, stop), a chunk at a time.
-
-    The streams stay open from one range to the next (reading forward
-    continues them); the images file's end is checked after its last record.
-    """
+    """Yields the Examples of records [start, stop), a chunk at a time."""
     del skipped  # A damaged IDX file fails the run.
     start, stop = work
     if self._readers is None:

@@ -25,11 +25,7 @@ _ORDER_SEED = 0
 
 
 def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
-  """Deals `files` into `num_shards` even groups, in a fixed-seed random order.
-
-  Returns:
-    Each shard's images, in the order they are written.
-  """
+  """Deals `files` into `num_shards` even groups in a fixed-seed order."""
   paths = sorted(files)
   order = np.random.default_rng(_ORDER_SEED).permutation(len(paths))
   return [[paths[i] for i in group]
@@ -37,31 +33,19 @@ def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
 
 
 def records_per_write(geometry: features.ImageGeometry) -> int:
-  """The most records a worker decodes and writes at once.
-
-  Returns:
-    At most idx_source.CHUNK_BYTES of pixels, and RECORDS_PER_WRITE.
-  """
+  """The most records a worker decodes and writes at once."""
   return max(1, min(tfrecord_sink.RECORDS_PER_WRITE,
                     idx_source.CHUNK_BYTES // geometry.num_bytes))
 
 
 def source_of(path: str, input_base: str) -> str:
-  """An image's `source` feature: its path relative to the input base.
-
-  It is the path as the user laid it out, '/'-separated, e.g.
-  <split>/<class>/<image>, with the span folder in front with spans.
-  """
+  """An image's `source` feature: its path under the input base."""
   return os.path.relpath(path, input_base).replace(os.sep, '/')
 
 
 class Decoder:
-  """Image files to serialized Examples, counted for progress.
-
-  A source for tfrecord_sink.WriteShards: a shard's work is its image paths.
-  An unreadable image raises its InputDataError or, with `skip_bad`, is
-  listed as {'path', 'reason'} instead.
-  """
+  """Image files to Examples: tfrecord_sink.WriteShards' source, a shard's work
+  its paths; with `skip_bad`, an unreadable image is listed, not raised."""
 
   def __init__(self, label: str, count: int, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,

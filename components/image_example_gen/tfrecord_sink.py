@@ -155,7 +155,7 @@ def write_shards(paths: Sequence[str],
 
 
 class _WriteShard(beam.DoFn):
-  """(shard, [its work]) -> that shard of each split; yields what was skipped."""
+  """(shard, [its work]) -> that shard of each split; yields the skipped."""
 
   def __init__(self, source, split_uris: Sequence[str], first_shard: int,
                num_shards: int):
