@@ -68,6 +68,24 @@ class _Plan:
   carve_idx: bool = False  # The IDX workers carve validation out of train.
 
 
+def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
+  """(tfrecord_sink's source, each shard's work) of an IDX input split."""
+  files = plan.idx_files[pattern]
+  idx_source.log_split(files, plan.class_names)
+  return (idx_source.Reader(files, plan.encoding, plan.input_base,
+                            validation_percent),
+          idx_source.shard_ranges(files[0].count, plan.options.num_shards))
+
+
+def _folder_source(plan: _Plan, label: str, files: List[str],
+                   skip_bad: bool = False):
+  """(tfrecord_sink's source, each shard's work) of a split's image files."""
+  return (image_folder_source.Decoder(
+      label, len(files), plan.class_names, plan.geometry, skip_bad,
+      plan.encoding, plan.input_base, plan.options.max_image_pixels),
+          image_folder_source.shard_paths(files, plan.options.num_shards))
+
+
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
@@ -76,20 +94,13 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   """Reads one split into serialized Examples, one per element."""
   del exec_properties  # The plan holds what Do resolved from them.
   pattern = os.path.join(plan.input_base, split_pattern)
-  num_shards = plan.options.num_shards
   if plan.options.input_format == 'idx':
-    files = plan.idx_files[pattern]
-    idx_source.log_split(files, plan.class_names)
-    source = idx_source.Reader(files, plan.encoding, plan.input_base)
-    work = idx_source.shard_ranges(files[0].count, num_shards)
+    source, work = _idx_source(plan, pattern)
   else:
-    paths = image_folder.check_split(pattern, plan.class_names)
     # Progress is named by the split's folder/*/*, short of the input base.
-    source = image_folder_source.Decoder(
-        '/'.join(pattern.rstrip('/').split('/')[-3:]), len(paths),
-        plan.class_names, plan.geometry, False, plan.encoding,
-        plan.input_base, plan.options.max_image_pixels)
-    work = image_folder_source.shard_paths(paths, num_shards)
+    source, work = _folder_source(
+        plan, '/'.join(pattern.rstrip('/').split('/')[-3:]),
+        image_folder.check_split(pattern, plan.class_names))
   return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
 
 
@@ -200,15 +211,12 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
 def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
                    split_uri: Callable[[str], str]) -> None:
   """Writes each output split of image folders, as folder_plan.py listed it."""
-  num_shards = plan.options.num_shards
   for split, files in plan.folder_files.items():
     skipped_file = plan.skipped_files.get(split)
-    decoder = image_folder_source.Decoder(
-        split, len(files), plan.class_names, plan.geometry, bool(skipped_file),
-        plan.encoding, plan.input_base, plan.options.max_image_pixels)
-    skipped = pipeline | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-        decoder, image_folder_source.shard_paths(files, num_shards),
-        [split_uri(split)])
+    skipped = (pipeline
+               | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+                   *_folder_source(plan, split, files, bool(skipped_file)),
+                   [split_uri(split)]))
     if skipped_file:
       _ = (skipped
            | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
@@ -226,13 +234,10 @@ def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
   outputs = [output for _, _, output in inputs]
   for i, (span, split, output) in enumerate(inputs):
     carve = plan.carve_idx and split.name == validation_split.TRAIN
-    files = plan.idx_files[os.path.join(plan.input_base, split.pattern)]
-    idx_source.log_split(files, plan.class_names)
     label = f'{span.folder}/{split.name}' if span.folder else split.name
     _ = pipeline | f'IdxToShards[{label}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-        idx_source.Reader(files, plan.encoding, plan.input_base,
-                          plan.options.validation_percent if carve else 0),
-        idx_source.shard_ranges(files[0].count, num_shards),
+        *_idx_source(plan, os.path.join(plan.input_base, split.pattern),
+                     plan.options.validation_percent if carve else 0),
         [split_uri(output)] + ([split_uri(validation_split.SPLIT)] if carve
                                else []),
         first_shard=outputs[:i].count(output) * num_shards,

@@ -112,11 +112,6 @@ def _check_labels(labels: idx.IdxHeader, class_names: Sequence[str]) -> None:
         f'record {first[1]})')
 
 
-def records_per_chunk(images: idx.IdxHeader) -> int:
-  """The records of at most CHUNK_BYTES of pixels (at least one)."""
-  return max(1, CHUNK_BYTES // images.item_size)
-
-
 def shard_ranges(count: int, num_shards: int) -> List[Tuple[int, int]]:
   """[start, stop) of each shard, in file order, as even as can be."""
   bounds = np.linspace(0, count, num_shards + 1).astype(int)
@@ -139,7 +134,7 @@ class Reader:
         os.sep, '/') if input_base else os.path.basename(self._images.path))
     self._source_prefix = (name + ':').encode()
     self._geometry = geometry(self._images)
-    self._per_chunk = records_per_chunk(self._images)
+    self._per_chunk = max(1, CHUNK_BYTES // self._images.item_size)
     self._validation_percent = validation_percent
     self._readers = None  # Opened when first used: Beam pickles the Reader.
     self._progress = progress.SplitProgress(

@@ -115,15 +115,6 @@ def check_file(path: str, size: int) -> None:
     raise InputDataError(path, 'empty file (0 bytes)')
 
 
-def check_pixels(path: str, size: Tuple[int, int],
-                 max_pixels: Optional[int]) -> None:
-  """Refuses an image whose header claims more than `max_pixels` pixels."""
-  width, height = size
-  if max_pixels is not None and width * height > max_pixels:
-    raise InputDataError(path, _too_many_pixels(
-        f'{width}x{height} = {width * height:,}', max_pixels))
-
-
 def _too_many_pixels(pixels: str, max_pixels: Optional[int]) -> str:
   return (f'the image claims {pixels} pixels, more than the limit of '
           f'{max_pixels:,}: refused before decoding (a decompression bomb, '
@@ -153,11 +144,11 @@ def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
                          'Pillow reads, or damaged beyond recognition') from e
   except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
-  try:
-    check_pixels(path, image.size, Image.MAX_IMAGE_PIXELS)
-  except InputDataError:
+  width, height = image.size
+  if width * height > Image.MAX_IMAGE_PIXELS:
     image.close()
-    raise
+    raise InputDataError(path, _too_many_pixels(
+        f'{width}x{height} = {width * height:,}', Image.MAX_IMAGE_PIXELS))
   return image
 
 
@@ -177,10 +168,8 @@ def decode_image(path: str, data: bytes,
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
       pixels = np.asarray(image, dtype=np.uint8)
-    except (Image.DecompressionBombError,
-            Image.DecompressionBombWarning) as e:  # A later frame's size.
-      raise InputDataError(path, f'cannot decode image: {e}') from e
-    except (OSError, SyntaxError, ValueError, struct.error) as e:
-      # struct.error: EXIF data shorter than its header (Pillow's getexif).
+    except (Image.DecompressionBombError,  # A later frame's size.
+            Image.DecompressionBombWarning, OSError, SyntaxError, ValueError,
+            struct.error) as e:  # struct.error: EXIF shorter than its header.
       raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()

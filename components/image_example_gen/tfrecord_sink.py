@@ -23,9 +23,7 @@ import numpy as np
 import tensorflow as tf
 from tfx.components.example_gen import write_split
 
-# The most records in one list for the writer: records that come one per
-# element (hash-split outputs) are batched into lists of up to this many,
-# and image-folder workers write at most this many at a time.
+# The most records framed and gzipped at once.
 RECORDS_PER_WRITE = 1000
 GZIP_LEVEL = 1
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
@@ -39,11 +37,8 @@ def _masked_crc(data: bytes) -> int:
 
 
 def frame(records: Sequence[bytes]) -> bytes:
-  """Frames records in the TFRecord format: length, its CRC, data, its CRC.
-
-  The per-record work runs in C (map, zip, numpy on the CRCs), not in a
-  Python loop.
-  """
+  """Frames records in the TFRecord format: length, its CRC, data, its CRC."""
+  # The per-record work runs in C (map, zip, numpy), not in a Python loop.
   count = len(records)
   crcs = np.fromiter(map(google_crc32c.value, records), np.uint64, count)
   masked = ((((crcs >> 15) | (crcs << 17)) + _MASK_DELTA) &
@@ -94,11 +89,7 @@ class _TFRecordBatchSink(filebasedsink.FileBasedSink):
 @beam.typehints.with_input_types(bytes)
 def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
                num_shards: int) -> beam.pvalue.PDone:
-  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`.
-
-  The files are named as TFX's WriteSplit names them. No Reshuffle as in
-  TFX's: the write groups its input by shard, which shuffles already.
-  """
+  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`."""
   return (records
           | 'Batch' >> beam.BatchElements(max_batch_size=RECORDS_PER_WRITE)
           | 'Write' >> beam.io.Write(_TFRecordBatchSink(
@@ -114,32 +105,22 @@ def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
 
 
 def write_shards(paths: Sequence[str],
-                 batches: Iterable[Sequence[List[bytes]]]) -> List[int]:
-  """Writes lists of serialized records as gzipped TFRecord files.
+                 batches: Iterable[Sequence[List[bytes]]]) -> None:
+  """Writes each batch's lists of records to `paths`, one list per file.
 
   Each file is written under a temporary name and renamed when complete, so
-  it is whole or absent, and a retried worker writes the same bytes.
-
-  Args:
-    paths: the files.
-    batches: each element holds one list of records per path (e.g. a shard
-      of train and the same shard of validation, cut from the same input).
-
-  Returns:
-    The number of records of each file.
+  it is whole or absent.
   """
   temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
   writers = []
-  counts = [0] * len(paths)
   try:
     for path, temp in zip(paths, temps):
       tf.io.gfile.makedirs(os.path.dirname(path))
       writers.append(_GzipWriter(tf.io.gfile.GFile(temp, 'wb')))
     for lists in batches:
-      for i, (writer, records) in enumerate(zip(writers, lists)):
+      for writer, records in zip(writers, lists):
         if records:
           writer.write(frame(records))
-          counts[i] += len(records)
     while writers:
       writers.pop(0).close()
   except BaseException:
@@ -151,7 +132,6 @@ def write_shards(paths: Sequence[str],
     raise
   for temp, path in zip(temps, paths):
     tf.io.gfile.rename(temp, path, overwrite=True)
-  return counts
 
 
 class _WriteShard(beam.DoFn):
@@ -182,16 +162,13 @@ def WriteShards(  # pylint: disable=invalid-name
     pipeline: beam.Pipeline, source, work: Sequence[Any],
     split_uris: Sequence[str], first_shard: int = 0,
     total_shards: Optional[int] = None) -> beam.pvalue.PCollection:
-  """Writes shard i of each split in `split_uris` from `work[i]`.
-
-  Each worker reads and writes whole shards, so memory holds only the
-  batches in flight.
+  """Writes shard i of each split in `split_uris` from `work[i]`, per worker.
 
   Args:
-    source: its `batches(work, skipped)` yields one list of serialized
-      records per split, appending what it skips to `skipped`; `close()`.
-    first_shard, total_shards: where several inputs share an output split,
-      these are its shards first_shard... of total_shards.
+    source: its `batches(work, skipped)` yields one list of records per split
+      and lists what it skips in `skipped`.
+    first_shard, total_shards: the shards of an output split that several
+      inputs share.
 
   Returns:
     What the source skipped.
