@@ -20,15 +20,9 @@ def default_input_config(input_format: str,
                          ) -> example_gen_pb2.Input:
   """The input splits of a dataset laid out the usual way.
 
-  IDX: train from train-* files, eval from t10k-* (MNIST's test set, so the
-  Evaluator reports the number papers quote). Image folders: the splits of
-  `layout` (folder_layout.py).
-
-  Args:
-    input_format: 'idx' or 'images'.
-    span_dir_pattern: the folder of each span, e.g. 'span-{SPAN}'; TFX's
-      driver picks the newest span.
-    layout: the layout of image folders.
+  IDX: train from train-* files, eval from t10k-* (MNIST's test set). Image
+  folders: the splits of `layout` (folder_layout.py), in each span's folder
+  `span_dir_pattern` (e.g. 'span-{SPAN}') if given.
   """
   if input_format != 'idx':
     return folder_layout.input_config(layout, span_dir_pattern)
@@ -47,11 +41,7 @@ class ImageExampleGen(FileBasedExampleGen):
   """Turns IDX files or labelled image folders into sharded, gzipped Examples.
 
   Spans, versions, splits and `range_config` work as for any
-  FileBasedExampleGen; records/features.py has the record format. The
-  options travel in `custom_config`. With no `input_config`, the layout of
-  image folders is looked at here, so that TFX's driver fingerprints the
-  right files; the executor looks again where the pipeline was built without
-  the data (folder_layout.resolve).
+  FileBasedExampleGen; records/features.py has the record format.
   """
 
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -65,15 +55,10 @@ class ImageExampleGen(FileBasedExampleGen):
       input_config: Optional[example_gen_pb2.Input] = None,
       output_config: Optional[example_gen_pb2.Output] = None,
       range_config: Optional[range_config_pb2.RangeConfig] = None):
-    """Builds the component.
+    """Builds the component; input_config is default_input_config's by default.
 
-    Args:
-      input_base: the folder of the data (of its span folders, with spans).
-      options: what to read and how to write it.
-      span_dir_pattern: one folder per span, e.g. 'span-{SPAN}'.
-      input_config: the input splits; default_input_config's by default.
-      output_config: hash splits of one input split.
-      range_config: the spans to read, as for any FileBasedExampleGen.
+    The layout of image folders is looked at here, so that TFX's driver
+    fingerprints the right files.
 
     Raises:
       ValueError: a span window without span folders, or class folders

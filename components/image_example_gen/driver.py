@@ -1,11 +1,5 @@
 """ImageExampleGen's driver: TFX's FileBasedDriver, fingerprinting every span
-of the window.
-
-With a span window the run also reads earlier spans, so their files join the
-fingerprint: a change to any span of the window means a new execution.
-Open-source Kubeflow Pipelines runs no driver; the executor then calls
-`resolve`, which does the driver's work with the driver's own code.
-"""
+of the window, so that a change to any of them means a new execution."""
 
 import os
 from typing import Any, Dict
@@ -45,11 +39,10 @@ def driver_ran(exec_properties: Dict[str, Any]) -> bool:
 
 def resolve(exec_properties: Dict[str, Any],
             examples: types.Artifact) -> Dict[str, Any]:
-  """Does the driver's work where none ran.
+  """Does the driver's work where none ran (Kubeflow Pipelines), on `examples`.
 
   Returns:
-    The execution properties the driver would have passed; the driver's span,
-    version and fingerprint are recorded on `examples`.
+    The execution properties the driver would have passed.
   """
   resolved = Driver(None).resolve_exec_properties(  # Needs no ML Metadata.
       dict(exec_properties), None, None)

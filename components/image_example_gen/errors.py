@@ -17,11 +17,9 @@ class InputDataError(ValueError):
 
 
 def find_input_data_error(error: BaseException) -> Optional[InputDataError]:
-  """The InputDataError behind `error`, if any.
+  """The InputDataError behind `error`, in its causes or its text, if any.
 
-  It is looked for in the chain of causes, then in the text: Beam's workers send
-  errors back as text, '... InputDataError: PATH: PROBLEM'. PATH is taken up to
-  the first ': ', so a path with ': ' in it is split wrongly.
+  Beam's workers send errors back as text, '... InputDataError: PATH: PROBLEM'.
   """
   seen = error
   while seen is not None:

@@ -1,19 +1,13 @@
 """ImageExampleGen's executor: IDX files or image folders to tf.train.Examples.
 
-It is built like TFX's file-based ExampleGens. Each input format has a Beam
-transform that reads a split (idx_source.py, image_folder_source.py). TFX's
-driver resolves spans and versions (driver.py), and TFX's own code hashes a
-single IDX input split into output splits.
-
-`Do` is ours, not TFX's. It adds splits the configs do not name (validation,
-earlier_eval), and it writes a fixed number of shards with the project's
-sink (tfrecord_sink.py says why). Before Beam starts it checks the input,
-finds the class names and geometry, and plans each split (`_Plan`). After
-Beam it puts what it found on the Examples artifact.
+Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
+configs do not name (validation, earlier_eval) and writes a fixed number of
+shards per split with tfrecord_sink.py.
 """
 
 import dataclasses
 import functools
+import json
 import os
 from typing import Any, Callable, Dict, List, Optional
 
@@ -35,6 +29,7 @@ from components.image_example_gen import folder_layout
 from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import idx_source
+from components.image_example_gen import image_folder
 from components.image_example_gen import image_folder_source
 from components.image_example_gen import left_out
 from components.image_example_gen import progress
@@ -73,6 +68,24 @@ class _Plan:
   carve_idx: bool = False  # The IDX workers carve validation out of train.
 
 
+def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
+  """(tfrecord_sink's source, each shard's work) of an IDX input split."""
+  files = plan.idx_files[pattern]
+  idx_source.log_split(files, plan.class_names)
+  return (idx_source.Reader(files, plan.encoding, plan.input_base,
+                            validation_percent),
+          idx_source.shard_ranges(files[0].count, plan.options.num_shards))
+
+
+def _folder_source(plan: _Plan, label: str, files: List[str],
+                   skip_bad: bool = False):
+  """(tfrecord_sink's source, each shard's work) of a split's image files."""
+  return (image_folder_source.Decoder(
+      label, len(files), plan.class_names, plan.geometry, skip_bad,
+      plan.encoding, plan.input_base, plan.options.max_image_pixels),
+          image_folder_source.shard_paths(files, plan.options.num_shards))
+
+
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
@@ -82,13 +95,13 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   del exec_properties  # The plan holds what Do resolved from them.
   pattern = os.path.join(plan.input_base, split_pattern)
   if plan.options.input_format == 'idx':
-    return (pipeline
-            | 'Idx' >> idx_source.IdxToExample(  # pylint: disable=no-value-for-parameter
-                plan.idx_files[pattern], plan.class_names,
-                plan.options.num_shards, plan.encoding, plan.input_base))
-  return pipeline | 'ImageFolder' >> image_folder_source.ImageFolderToExample(  # pylint: disable=no-value-for-parameter
-      pattern, plan.class_names, plan.geometry, plan.input_base,
-      plan.encoding, plan.options.max_image_pixels)
+    source, work = _idx_source(plan, pattern)
+  else:
+    # Progress is named by the split's folder/*/*, short of the input base.
+    source, work = _folder_source(
+        plan, '/'.join(pattern.rstrip('/').split('/')[-3:]),
+        image_folder.check_split(pattern, plan.class_names))
+  return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
 
 
 def _resolve(exec_properties: Dict[str, Any], examples,
@@ -199,21 +212,21 @@ def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
                    split_uri: Callable[[str], str]) -> None:
   """Writes each output split of image folders, as folder_plan.py listed it."""
   for split, files in plan.folder_files.items():
-    _ = (pipeline
-         | f'FolderToShards[{split}]' >> image_folder_source.WriteFolderSplit(  # pylint: disable=no-value-for-parameter
-             split, files, plan.class_names, plan.geometry,
-             plan.options.num_shards, plan.encoding, split_uri(split),
-             plan.input_base, plan.skipped_files.get(split),
-             plan.options.max_image_pixels))
+    skipped_file = plan.skipped_files.get(split)
+    skipped = (pipeline
+               | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+                   *_folder_source(plan, split, files, bool(skipped_file)),
+                   [split_uri(split)]))
+    if skipped_file:
+      _ = (skipped
+           | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
+           | f'WriteSkipped[{split}]' >> beam.io.WriteToText(
+               skipped_file, num_shards=1, shard_name_template=''))
 
 
 def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
                split_uri: Callable[[str], str]) -> None:
-  """Writes each input split of IDX files to its output split.
-
-  The train split's workers write validation's shards too, where carved.
-  With a span window each input writes num_shards of its output's shards.
-  """
+  """Writes each input split of IDX files (and validation, where carved)."""
   num_shards = plan.options.num_shards
   newest = plan.window[-1]
   inputs = [(span, split, span.output_split(split.name, span is newest))
@@ -222,14 +235,13 @@ def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
   for i, (span, split, output) in enumerate(inputs):
     carve = plan.carve_idx and split.name == validation_split.TRAIN
     label = f'{span.folder}/{split.name}' if span.folder else split.name
-    _ = pipeline | f'IdxToShards[{label}]' >> idx_source.WriteIdxSplit(  # pylint: disable=no-value-for-parameter
-        plan.idx_files[os.path.join(plan.input_base, split.pattern)],
-        plan.class_names, num_shards, plan.encoding, split_uri(output),
-        split_uri(validation_split.SPLIT) if carve else None,
-        plan.options.validation_percent if carve else 0,
+    _ = pipeline | f'IdxToShards[{label}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+        *_idx_source(plan, os.path.join(plan.input_base, split.pattern),
+                     plan.options.validation_percent if carve else 0),
+        [split_uri(output)] + ([split_uri(validation_split.SPLIT)] if carve
+                               else []),
         first_shard=outputs[:i].count(output) * num_shards,
-        total_shards=outputs.count(output) * num_shards,
-        input_base=plan.input_base)
+        total_shards=outputs.count(output) * num_shards)
 
 
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
@@ -302,11 +314,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    """Checks and plans the input, writes every split, records what it found.
-
-    TFX's own Do cannot serve: it names only the splits of the configs, and
-    writes with Beam's sink, a record per element, in shards Beam chooses.
-    """
+    """Checks and plans the input, writes every split, records what it found."""
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)

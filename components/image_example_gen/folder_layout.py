@@ -5,13 +5,8 @@
   classes: DATA/<class>/<image>, one input split (ALL_SPLIT) cut into train
            and eval by `output_config`'s hash buckets
 
-With spans, DATA is each span's folder. The component calls `detect` when it
-is built, so that TFX's driver fingerprints the right files; the executor
-calls `resolve` where the pipeline was built without the data (Kubeflow).
-
-`partition` uses TFX's hash buckets on each image's path relative to DATA,
-not on the serialized record as TFX does: the split then stays the same with
-any geometry, and the per-worker shard writing still applies.
+With spans, DATA is each span's folder. `partition` hashes each image's path,
+not its record as TFX does, so the split is the same with any geometry.
 """
 
 import bisect
@@ -80,12 +75,7 @@ def _has_images(folder: str) -> bool:
 
 
 def layout_of(data_dir: str) -> Optional[str]:
-  """The layout `data_dir` holds, or None if neither.
-
-  Returns:
-    SPLITS for a train or eval folder (SPLITS_WITH_VALIDATION with a validation
-    folder too), CLASSES for class folders of images, else None.
-  """
+  """The layout `data_dir` holds, or None if neither."""
   if not tf.io.gfile.isdir(data_dir):
     return None
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
@@ -109,12 +99,7 @@ def layouts_expected(data_dir: str) -> str:
 
 def detect(input_base: str, span_dir_pattern: Optional[str] = None
            ) -> Optional[str]:
-  """The layout of `input_base`, or of its newest-looking span folder.
-
-  Returns:
-    The layout, or None if there is none to read from here (the executor then
-    says why).
-  """
+  """The layout of `input_base` or its span folders; None if none is clear."""
   try:
     if span_dir_pattern is None:
       return layout_of(input_base)
@@ -136,33 +121,19 @@ def _span_order(folder: str) -> Tuple[int, ...]:
   return tuple(int(n) for n in re.findall(r'\d+', os.path.basename(folder)))
 
 
-def _split_layout_prefix(config: example_gen_pb2.Input) -> Optional[str]:
-  """The span folder pattern ('' for none) of a splits-layout input config,
-  None for any other config."""
-  patterns = {split.name: split.pattern for split in config.splits}
-  if sorted(patterns) != sorted(SPLIT_NAMES):
-    return None
-  prefix = patterns['train'][:-len('train/*/*')]
-  try:
-    if input_config(SPLITS, prefix.strip('/') or None) != config:
-      return None
-  except ValueError:  # A span folder TFX's driver has already resolved.
-    return None
-  return prefix
-
-
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The input config of the layout `input_base` holds, for a splits one.
-
-  Returns:
-    The classes or splits-with-validation layout's config where the data has
-    that layout and the splits layout's was configured; else `configured`.
-  """
-  prefix = _split_layout_prefix(configured)
-  if prefix is None:
+  """The input config of the layout on disk, where the splits layout's was
+  configured; else `configured`."""
+  patterns = {split.name: split.pattern for split in configured.splits}
+  if sorted(patterns) != sorted(SPLIT_NAMES):
     return configured
-  span_dir_pattern = prefix.strip('/') or None
+  span_dir_pattern = patterns['train'][:-len('train/*/*')].strip('/') or None
+  try:
+    if input_config(SPLITS, span_dir_pattern) != configured:
+      return configured
+  except ValueError:  # A span folder TFX's driver has already resolved.
+    return configured
   layout = detect(input_base, span_dir_pattern)
   if layout not in (CLASSES, SPLITS_WITH_VALIDATION):
     return configured
@@ -171,11 +142,7 @@ def fit(input_base: str, configured: example_gen_pb2.Input
 
 def resolve(exec_properties: Dict[str, Any],
             eval_percent: int) -> Dict[str, Any]:
-  """Execution properties whose input and output configs fit the data on disk.
-
-  Only a configured splits layout without output splits of its own is changed,
-  to the classes or splits-with-validation layout `input_base` holds.
-  """
+  """Execution properties whose input and output configs fit the data."""
   configured = proto_utils.json_to_proto(
       exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
       example_gen_pb2.Input())
@@ -199,11 +166,10 @@ def resolve(exec_properties: Dict[str, Any],
 
 
 def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
-  """The span folders named like `folder` (span `span`'s) with another number.
+  """{span: folder} of the folders named like span `span`'s `folder`.
 
-  Returns:
-    {span: its folder under input_base}, e.g. span-6 and span-12 beside span-7;
-    empty if `folder` is not one folder name holding the number `span`.
+  E.g. span-6 and span-12 beside span-7; empty if `folder` is not one folder
+  name holding the number `span`.
   """
   runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
   if not folder or '/' in folder or not runs:
@@ -231,10 +197,7 @@ def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
 def partition(files: Sequence[str], data_dir: str,
               split_config: example_gen_pb2.SplitConfig
               ) -> Dict[str, List[str]]:
-  """Splits `files` by TFX's hash buckets of each path relative to `data_dir`.
-
-  Returns:
-    {output split: its files}.
+  """{output split: its files} by TFX's hash buckets of paths under `data_dir`.
 
   Raises:
     ValueError: a split_config without hash buckets, or a partition feature.

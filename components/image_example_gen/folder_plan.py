@@ -1,10 +1,6 @@
 """Each output split's image files, listed once and checked before Beam starts.
 
-Each check stops the run with one line naming the folder: neither layout, fewer
-than two classes, a class with images in eval and none in train, a span whose
-class folders differ from the earlier span's (labels are indices in the sorted
-class names, so a class added or dropped shifts the labels after it), a
-validation split asked for and empty, or given and not asked for.
+Each check stops the run with one line naming the folder.
 """
 
 import collections
@@ -45,12 +41,10 @@ class FolderPlan:
 
 
 def _data_dir(pattern: str) -> str:
-  """The folder holding a split's class folders, from <dir>/*/*."""
   return os.path.dirname(os.path.dirname(pattern))
 
 
 def _check_layout(patterns: Dict[str, str]) -> None:
-  """Neither layout where the input splits point: the two it accepts."""
   if any(image_folder.class_dirs(p) for p in patterns.values()):
     return
   split_dirs = {_data_dir(p) for p in patterns.values()}
@@ -97,9 +91,8 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
                        span: int, class_names: Sequence[str]) -> None:
   """Checks span `span`'s class folders against the newest earlier span's.
 
-  Raises:
-    InputDataError: they differ, naming the span folder, the classes added and
-      missing, and the --class-names that keeps every earlier label.
+  Labels are indices in the sorted class names, so a class added or dropped
+  shifts the labels after it.
   """
   folder = span_window.span_folder(input_config)
   if span <= 0 or folder is None:
@@ -132,8 +125,6 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
 
 def _carve_validation(files: Dict[str, List[str]], train_dir: str,
                       percent: int) -> Dict[str, List[str]]:
-  """Takes the validation split out of train, by each path relative to
-  `train_dir` (<class>/<image>); refuses an empty one."""
   keys = {path: os.path.relpath(path, train_dir).replace(os.sep, '/').encode()
           for path in files['train']}
   carved = validation_split.carve(files, keys, percent)
@@ -149,17 +140,11 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
          output_config: example_gen_pb2.Output,
          class_names: Optional[Sequence[str]], span: int,
          validation_percent: Optional[int] = None) -> FolderPlan:
-  """Lists and checks the input splits and cuts them into output splits.
-
-  span: the span TFX's driver resolved (0 without a span pattern).
-  validation_percent: as ImageExampleGenOptions' (validation_split.py).
+  """Lists and checks the input splits of span `span` and cuts them into
+  output splits.
 
   Raises:
-    InputDataError: neither layout, a missing split, an empty or unknown
-      class folder, fewer than two classes in train, a class in another
-      split and not in train, a span's classes unlike the earlier span's
-      (without explicit class names), a validation/ folder with
-      validation_percent 0, an empty carved validation split.
+    InputDataError: bad or missing folders, classes or splits.
   """
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
@@ -207,12 +192,7 @@ def plan_window(input_base: str, window: List[span_window.Span],
                 class_names: Optional[Sequence[str]],
                 eval_percent: Optional[int],
                 validation_percent: Optional[int]) -> FolderPlan:
-  """Plans each span of `window` as if it were read alone, and joins them.
-
-  Returns:
-    The plan of every span's files joined split by split, the earlier spans'
-    eval apart (span_window.EARLIER_EVAL_SPLIT).
-  """
+  """Plans each span of `window` as if read alone, and joins them by split."""
   newest = window[-1]
   files: Dict[str, List[str]] = {}
   plans = []
@@ -229,8 +209,7 @@ def plan_window(input_base: str, window: List[span_window.Span],
                        []).extend(split_files)
   last = plans[-1]
   for span, span_plan in zip(window, plans):
-    # Each span's classes were checked against the span before it; this
-    # catches a pair that check could not tell apart as spans.
+    # Catches a pair check_span_classes could not tell apart as spans.
     if span_plan.class_names != last.class_names:
       raise InputDataError(
           os.path.join(input_base, span.folder),
@@ -249,7 +228,6 @@ def plan_window(input_base: str, window: List[span_window.Span],
 def _span_output_config(input_base: str, span: span_window.Span,
                         output_config: example_gen_pb2.Output,
                         eval_percent) -> example_gen_pb2.Output:
-  """An earlier span's output config: its own layout's."""
   if len(span.input_config.splits) != 1:  # Train and eval folders.
     return example_gen_pb2.Output()
   if output_config.split_config.splits:  # The newest's is the same layout.

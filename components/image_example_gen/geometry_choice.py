@@ -1,16 +1,8 @@
-"""The geometry image folders are converted to when no flag sets it.
+"""The geometry image folders are converted to, chosen from a sample of headers.
 
-The executor reads the headers of a sample of the images (SAMPLE_SIZE at most,
-spread over every class of every split) and chooses:
-
-  channels  3 if any sampled image is in colour, else 1
-  size      the images' own if they share one within MAX_SIDE x MAX_SIDE;
-            scaled down to fit it, keeping the aspect ratio, if they share a
-            bigger one; else a square of MAX_SIDE or of the median shorter
-            side, whichever is smaller
-
-A size or channel count given as an option is kept. CHOICE_PROPERTY on the
-Examples artifact says how the geometry was chosen.
+Channels: 3 if any sampled image is in colour, else 1. Size: the images' own
+if they share one, scaled down to fit MAX_SIDE; else a square of MAX_SIDE or
+of the median shorter side, whichever is smaller.
 """
 
 import collections
@@ -53,9 +45,7 @@ def _header(path: str, max_pixels: Optional[int]) -> Tuple[Tuple[int, int],
                                                           bool]:
   """((width, height) upright, in colour?) from the file's header."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  # Read whole, as the conversion reads it (a file object from GFile would
-  # answer Pillow's reads past the end with TensorFlow's errors); only the
-  # header is parsed.
+  # Read whole: GFile answers Pillow's reads past the end with TF's errors.
   try:
     image_folder.check_file(path, tf.io.gfile.stat(path).length)
     with tf.io.gfile.GFile(path, 'rb') as f:
@@ -82,7 +72,6 @@ def _grey_palette(image) -> bool:
 
 
 def _size(sizes: Sequence[Tuple[int, int]]) -> Tuple[int, int]:
-  """(height, width) for images of `sizes` ((width, height) each)."""
   if len(set(sizes)) == 1:
     width, height = sizes[0]
     scale = min(1.0, MAX_SIDE / max(width, height))
@@ -98,12 +87,10 @@ def choose(files: Dict[str, List[str]], given: features.ImageGeometry,
            ) -> Tuple[features.ImageGeometry, str]:
   """Chooses the geometry of image folders from a sample of their headers.
 
-  A sampled image whose header cannot be read stops the run, or with
-  `skip_bad` is left out of the sample (the conversion skips it).
-
   Args:
     files: {split: its image files}.
     given: the size and channels kept where not inferred.
+    skip_bad: leave unreadable images out of the sample instead of failing.
 
   Returns:
     (the geometry, how it was chosen: GIVEN or a sentence).

@@ -2,8 +2,7 @@
 
 An IDX file is a 4-byte magic number (two zero bytes, a type code, the number
 of dimensions), a big-endian uint32 per dimension, then the values in
-row-major order, maybe gzipped. It works on any filesystem TensorFlow knows
-and raises `InputDataError` naming the file and the problem.
+row-major order, maybe gzipped.
 """
 
 import dataclasses
@@ -125,11 +124,7 @@ def read_header(path: str) -> IdxHeader:
 
 
 def validate(path: str) -> IdxHeader:
-  """Reads the whole file once: the header, then that the data is all there.
-
-  A truncated download, a damaged gzip stream or trailing garbage are found
-  here, before any worker starts, so the error is about one file and clear.
-  """
+  """Reads the whole file once: the header, then that the data is all there."""
   stream, gzipped = _open(path)
   with stream:
     header = _parse_header(stream, path, gzipped)
@@ -155,10 +150,8 @@ def validate(path: str) -> IdxHeader:
 class ItemReader:
   """Reads ranges of items of one validated file, front to back.
 
-  A read that starts where the previous one stopped (or later) continues
-  the open stream, so reading a gzipped file in consecutive chunks
-  decompresses it once, not once per chunk up to that chunk; a read that
-  goes backwards reopens the file.
+  A read forward continues the open stream, so a gzipped file read in
+  consecutive chunks is decompressed once; a read backwards reopens it.
   """
 
   def __init__(self, header: IdxHeader):
@@ -174,8 +167,6 @@ class ItemReader:
       self._stream, _ = _open(header.path)
       self._stream.seek(header.header_size)
       self._next = 0
-    # On a gzipped file a seek decompresses up to the offset, which keeps
-    # workers independent of each other (each opens the files it reads).
     try:
       self._stream.seek((start - self._next) * header.item_size, 1)
     except _GZIP_ERRORS as e:
@@ -212,10 +203,7 @@ class ItemReader:
 
 def iter_items(header: IdxHeader,
                max_bytes: int = _READ_BLOCK) -> Iterator[Tuple[int, np.ndarray]]:
-  """Yields (start, items) of the whole file, `max_bytes` of items at a time.
-
-  The file's end is checked too.
-  """
+  """Yields (start, items) of the whole file, `max_bytes` of items at a time."""
   step = max(1, max_bytes // max(header.item_size, 1))
   reader = ItemReader(header)
   try:

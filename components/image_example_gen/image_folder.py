@@ -1,11 +1,8 @@
 """Reading folders of labelled images: <split>/<class_name>/<image>.
 
-Labels are indices into the sorted class names, so the same folder names give
-the same labels in every split and run. Every format Pillow reads is an image,
-in any case. Hidden files and the files operating systems leave beside images
-(.DS_Store, ._name, Thumbs.db, desktop.ini) are not: `is_os_file` names them,
-and the executor leaves them out and lists them. Any other file that is not an
-image stops the run.
+Labels are indices into the sorted class names. Hidden files and the files
+operating systems leave beside images (`is_os_file`) are left out and listed;
+any other file that is not an image stops the run.
 """
 
 import io
@@ -30,10 +27,8 @@ OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
 TRANSPARENT_BACKGROUND = image_conversion.TRANSPARENT_BACKGROUND
 
-# Pillow warns of an image over Image.MAX_IMAGE_PIXELS as it opens it, and
-# raises DecompressionBombError over twice that: decode_image sets that
-# limit to its own and refuses, naming the file, whatever is over it; as an
-# error, the warning is one more way of that refusal, never an unnamed line.
+# Pillow warns of an image over Image.MAX_IMAGE_PIXELS: as an error, open_image
+# refuses it naming the file, never an unnamed warning line.
 warnings.filterwarnings('error', category=Image.DecompressionBombWarning)
 # The limit of `max_pixels` None: Pillow's own default.
 PILLOW_MAX_PIXELS = Image.MAX_IMAGE_PIXELS
@@ -50,21 +45,14 @@ def is_os_file(path: str) -> bool:
 
 
 def class_dirs(split_pattern: str) -> List[str]:
-  """The class folders of one split, where `split_pattern` is <split>/*/*.
-
-  Hidden folders (.ipynb_checkpoints, .git...) are not classes.
-  """
+  """The class folders of one split (<split>/*/*), hidden folders apart."""
   parent_pattern = os.path.dirname(split_pattern)
   return sorted(d for d in tf.io.gfile.glob(parent_pattern)
                 if tf.io.gfile.isdir(d) and not _is_os_name(d))
 
 
 def list_split(split_pattern: str) -> Tuple[List[str], List[str]]:
-  """Lists the files `split_pattern` matches in a split's class folders.
-
-  Returns:
-    (image candidates, OS files), each sorted.
-  """
+  """(image candidates, OS files) of a split's class folders, each sorted."""
   files, os_files = [], []
   for path in sorted(tf.io.gfile.glob(split_pattern)):
     (os_files if is_os_file(path) else files).append(path)
@@ -80,11 +68,8 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
 
 
 def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
-  """Fails early on a missing split, an empty or unknown class folder.
-
-  Returns:
-    The split's image candidates, sorted (`list_split`, OS files apart).
-  """
+  """A split's sorted image candidates; fails on a missing split, an empty or
+  unknown class folder."""
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
   if not dirs and tf.io.gfile.isdir(split_dir):
@@ -130,15 +115,6 @@ def check_file(path: str, size: int) -> None:
     raise InputDataError(path, 'empty file (0 bytes)')
 
 
-def check_pixels(path: str, size: Tuple[int, int],
-                 max_pixels: Optional[int]) -> None:
-  """Refuses an image whose header claims more than `max_pixels` pixels."""
-  width, height = size
-  if max_pixels is not None and width * height > max_pixels:
-    raise InputDataError(path, _too_many_pixels(
-        f'{width}x{height} = {width * height:,}', max_pixels))
-
-
 def _too_many_pixels(pixels: str, max_pixels: Optional[int]) -> str:
   return (f'the image claims {pixels} pixels, more than the limit of '
           f'{max_pixels:,}: refused before decoding (a decompression bomb, '
@@ -149,8 +125,8 @@ def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
   """Opens `data` (bytes or a file object) with Pillow, reading the header only.
 
   Raises:
-    InputDataError: the header claims more than `max_pixels` pixels (None:
-      Pillow's limit), or Pillow cannot read it.
+    InputDataError: over `max_pixels` pixels (None: Pillow's limit), or not an
+      image Pillow reads.
   """
   # Process-wide, but one run sets one value in all its workers.
   Image.MAX_IMAGE_PIXELS = max_pixels or PILLOW_MAX_PIXELS
@@ -168,11 +144,11 @@ def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
                          'Pillow reads, or damaged beyond recognition') from e
   except (OSError, SyntaxError, ValueError) as e:
     raise InputDataError(path, f'cannot decode image: {e}') from e
-  try:
-    check_pixels(path, image.size, Image.MAX_IMAGE_PIXELS)
-  except InputDataError:
+  width, height = image.size
+  if width * height > Image.MAX_IMAGE_PIXELS:
     image.close()
-    raise
+    raise InputDataError(path, _too_many_pixels(
+        f'{width}x{height} = {width * height:,}', Image.MAX_IMAGE_PIXELS))
   return image
 
 
@@ -181,13 +157,8 @@ def decode_image(path: str, data: bytes,
                  max_pixels: Optional[int] = None) -> bytes:
   """Decodes an image file to raw uint8 pixels in `geometry`.
 
-  An image whose header claims more than `max_pixels` pixels (None:
-  Pillow's limit) is refused before anything is decoded, so memory is
-  bounded whatever a header claims. The camera's EXIF orientation is
-  applied (phones store portraits as landscape pixels plus a rotation
-  tag); 16-bit images keep their 8 high bits; transparency is composited
-  on TRANSPARENT_BACKGROUND; then the image is converted to the channels
-  and resized to the size of `geometry`.
+  An image claiming more than `max_pixels` pixels is refused before it is
+  decoded; records/image_conversion.py converts the rest.
   """
   check_file(path, len(data))
   with open_image(path, data, max_pixels) as image:
@@ -197,10 +168,8 @@ def decode_image(path: str, data: bytes,
         image = image.resize((geometry.width, geometry.height),
                              Image.Resampling.BILINEAR, reducing_gap=3.0)
       pixels = np.asarray(image, dtype=np.uint8)
-    except (Image.DecompressionBombError,
-            Image.DecompressionBombWarning) as e:  # A later frame's size.
-      raise InputDataError(path, f'cannot decode image: {e}') from e
-    except (OSError, SyntaxError, ValueError, struct.error) as e:
-      # struct.error: EXIF data shorter than its header (Pillow's getexif).
+    except (Image.DecompressionBombError,  # A later frame's size.
+            Image.DecompressionBombWarning, OSError, SyntaxError, ValueError,
+            struct.error) as e:  # struct.error: EXIF shorter than its header.
       raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()

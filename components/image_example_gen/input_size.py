@@ -1,9 +1,5 @@
-"""How big an ImageExampleGen input is, before anything reads it.
-
-pipeline/scale.py sizes ExampleGen's Beam run and StatisticsGen's sampling by
-it. IDX: records and pixel bytes from the headers. Image folders: the files
-and their bytes. Local paths only; with spans, every span counts.
-"""
+"""How big an ImageExampleGen input is, before anything reads it (local paths
+only; with spans, every span counts)."""
 
 import dataclasses
 import glob

@@ -1,10 +1,5 @@
-"""Image files left out of the Examples, listed on the Examples artifact.
-
-Unreadable images a `skip_bad_images` run skipped (each Beam worker writes a
-split's to its own file, gathered here once the pipeline has run), and the
-hidden and OS metadata files of image folders (image_folder.is_os_file).
-Neither is left out silently: the run summary shows both.
-"""
+"""Image files left out of the Examples, listed on the Examples artifact:
+images a `skip_bad_images` run skipped, and hidden and OS metadata files."""
 
 import json
 import os
@@ -33,12 +28,7 @@ def skipped_files(examples_uri: str, split_names) -> Dict[str, str]:
 def record_skipped(examples: standard_artifacts.Examples,
                    split_files: Dict[str, List[str]],
                    skipped: Dict[str, str]) -> None:
-  """Gathers what the workers skipped onto the Examples artifact.
-
-  Args:
-    examples: the artifact; its folder holds the workers' files.
-    split_files: {split name: the image files it was made of}.
-    skipped: what `skipped_files` returned for them.
+  """Gathers what the workers skipped (`skipped_files`) onto `examples`.
 
   Raises:
     InputDataError: every image of a split was skipped.
@@ -72,13 +62,7 @@ def record_skipped(examples: standard_artifacts.Examples,
 
 def record_os_files(examples: standard_artifacts.Examples,
                     split_patterns: Iterable[Tuple[str, str]]) -> None:
-  """Lists the OS files of each split on `examples`.
-
-  Args:
-    examples: the Examples artifact.
-    split_patterns: (split name, pattern) pairs, several for a split read from
-      a window of spans.
-  """
+  """Lists the OS files of each (split name, pattern) on `examples`."""
   left_out = [{'split': name, 'path': path}
               for name, pattern in sorted(split_patterns)
               for path in image_folder.list_split(pattern)[1]]

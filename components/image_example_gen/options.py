@@ -1,9 +1,4 @@
-"""The ImageExampleGen's own settings, carried in ExampleGen's `custom_config`.
-
-They travel as a `google.protobuf.Struct` packed into TFX's `CustomConfig`, so
-they show up as readable JSON in the execution's properties in ML Metadata and
-in a compiled Kubeflow spec.
-"""
+"""ImageExampleGen's settings, as a Struct in ExampleGen's `custom_config`."""
 
 import dataclasses
 import json
@@ -17,51 +12,29 @@ from tfx.types import standard_component_specs
 from records import features
 
 INPUT_FORMATS = ('idx', 'images')
-# The keys of to_dict: the fields, the geometry as its three properties.
-_KEYS = ('input_format', 'class_names', 'image_height', 'image_width',
-         'image_channels', 'num_shards', 'skip_bad_images', 'image_encoding',
-         'png_min_pixels', 'infer_size', 'infer_channels', 'eval_percent',
-         'max_image_pixels', 'validation_percent', 'span_window')
-_INT_KEYS = ('num_shards', 'png_min_pixels', 'eval_percent', 'max_image_pixels',
-             'validation_percent', 'span_window')
 
 
 @dataclasses.dataclass(frozen=True)
 class ImageExampleGenOptions:
-  """What to read and how to write it.
+  """What to read and how to write it (pipeline/knobs.py has the defaults).
 
-  num_shards: output files per split, required (pipeline/knobs.py has the
-    pipeline's). Beam's DirectRunner writes one file per worker (two on a
-    laptop), too few for the Trainer to interleave reads.
-  input_format: 'idx' (MNIST-style files) or 'images' (class folders).
-  class_names: names of the labels 0..n-1. Default: 'idx' uses the label
-    values ('0'..'9' for MNIST), 'images' the sorted class folder names.
-  geometry: size and channels images are converted to ('images' only: IDX
-    files carry their own geometry).
-  skip_bad_images: 'images' only: skip files that cannot be read as images
-    (corrupt, empty, not an image) instead of failing, and record which on
-    the Examples artifact. Off by default: bad data stops the run.
-  image_encoding: how records hold the pixels: 'raw', or a 'png' or 'jpeg'
-    file (features.IMAGE_ENCODINGS); the Transform decodes them. Or 'auto'
-    (features.AUTO_ENCODING): png for images of at least `png_min_pixels`
-    pixels (height x width), raw below, decided once the geometry is known
-    (an IDX file's is in its header).
-  png_min_pixels: 'auto' only (pipeline/knobs.py has the pipeline's).
-  infer_size, infer_channels: 'images' only: choose the size, the channels
-    of `geometry` from a sample of the images' headers instead
-    (geometry_choice.py); `geometry` holds the rest.
-  eval_percent: 'images' without train/eval folders: the share of images
-    hashed into eval (folder_layout.py; pipeline/knobs.py has the
-    pipeline's); needed only there.
-  max_image_pixels: 'images' only: an image whose header claims more pixels
-    is refused before it is decoded; None: Pillow's own limit.
-  validation_percent: the share of the training records hashed into the
-    validation split (validation_split.py; pipeline/knobs.py has the
-    pipeline's), unless the data gives one (a validation/ folder). 0: no
-    validation split, and a validation/ folder is an error. None: none
-    carved, a validation/ folder taken.
-  span_window: with a span pattern, the newest this many spans are read
-    into one Examples (span_window.py); 1: the newest span alone.
+  Attributes:
+    num_shards: output files per split.
+    input_format: 'idx' (MNIST-style files) or 'images' (class folders).
+    class_names: the names of labels 0..n-1; by default the IDX label values
+      or the sorted class folder names.
+    geometry: what images are converted to ('images' only).
+    skip_bad_images: list unreadable images instead of failing ('images').
+    image_encoding: 'raw', 'png', 'jpeg' or 'auto' (png from png_min_pixels
+      pixels up, raw below).
+    infer_size, infer_channels: choose them from the images' headers.
+    eval_percent: the share of images hashed into eval, for class folders
+      without train/eval folders.
+    max_image_pixels: images claiming more are refused before decoding;
+      None: Pillow's limit.
+    validation_percent: the share of train hashed into validation, unless a
+      validation/ folder gives it; 0: none; None: the folder's, if any.
+    span_window: the newest this many spans are read into one Examples.
   """
   num_shards: int  # First: the one field without a default.
   input_format: str = 'idx'
@@ -115,25 +88,21 @@ class ImageExampleGenOptions:
 
   def to_dict(self) -> Dict[str, Any]:
     """The options as JSON values, the geometry as three numbers."""
-    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+              if f.name != 'geometry'}
     values['class_names'] = (list(self.class_names) if self.class_names
                              else None)
-    values.update(self.geometry.to_dict())
-    return {key: values[key] for key in _KEYS}
+    return {**values, **self.geometry.to_dict()}
 
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'ImageExampleGenOptions':
     """The options of `to_dict`'s values (numbers may come back as floats)."""
-    values = {key: d.get(key) for key in _KEYS}
+    values = {key: int(value) if isinstance(value, float) else value
+              for key, value in d.items() if value not in (None, [])}
     geometry = features.ImageGeometry.from_dict(values)
     for key in features.GEOMETRY_PROPERTIES:
       del values[key]
-    for key in _INT_KEYS:
-      if values[key] is not None:
-        values[key] = int(values[key])
-    values['class_names'] = values['class_names'] or None
-    return cls(geometry=geometry, **{key: value for key, value in
-                                     values.items() if value is not None})
+    return cls(geometry=geometry, **values)
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     """The options as ExampleGen's custom_config: a Struct, packed."""
@@ -153,7 +122,6 @@ class ImageExampleGenOptions:
     """
     raw = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
     if not raw:
-      # Not everything has a default (num_shards): no guessing.
       raise ValueError('ImageExampleGen needs its custom_config '
                        '(ImageExampleGenOptions.to_custom_config()), '
                        'which carries num_shards; the execution has none')

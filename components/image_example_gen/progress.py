@@ -1,8 +1,5 @@
-"""ImageExampleGen's console lines: progress every few seconds per split
-('train-*: 30,000 of 60,000 images read (50%)'), and notices of what it found.
-
-Counts are per process; runners/run_summary.py shows PROGRESS_LINE's lines.
-"""
+"""ImageExampleGen's console lines: progress per split every few seconds, and
+notices of what it found; runners/run_summary.py shows both."""
 
 import threading
 import time
@@ -10,11 +7,7 @@ from typing import Dict, Tuple
 
 from absl import logging
 
-# The absl message of a progress line; runners/run_summary.py looks for it.
 PROGRESS_LINE = 'ImageExampleGen: %s: %s of %s images read (%d%%)'
-# What ImageExampleGen found or chose that its user should read: the
-# classes and splits of image folders, the geometry it chose for them.
-# Shown on the console like progress lines.
 NOTICE_LINE = 'ImageExampleGen: %s'
 INTERVAL_SECONDS = 5.0
 
@@ -36,10 +29,7 @@ def reset() -> None:
 
 
 class SplitProgress:
-  """Counts the images of one split made in this process; logs now and then.
-
-  Holds plain values only: Beam pickles it with the DoFn that uses it.
-  """
+  """Counts the images of one split made in this process; logs now and then."""
 
   def __init__(self, split_pattern: str, total: int):
     self._split_pattern = split_pattern

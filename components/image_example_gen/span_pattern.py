@@ -1,12 +1,6 @@
-"""The one check of a span folder pattern, e.g. 'span-{SPAN}'.
+"""The check of a span folder pattern, free of TensorFlow for `--help`."""
 
-Its own module, free of TFX and TensorFlow: runners/flags.py checks the
---span-dir-pattern flag with it, and importing TensorFlow there would cost
-every `--help` seconds.
-"""
-
-# TFX's span placeholder (tfx.components.example_gen.utils.SPAN_SPEC), whose
-# module imports TensorFlow.
+# tfx.components.example_gen.utils.SPAN_SPEC, whose module imports TF.
 SPAN_SPEC = '{SPAN}'
 
 

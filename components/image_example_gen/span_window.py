@@ -1,10 +1,8 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
 TFX's driver resolves the newest span; the window adds the N-1 newest earlier
-span folders beside it that hold data. Every span's records go into the same
-splits, except eval: the earlier spans' eval goes to EARLIER_EVAL_SPLIT, so a
-model is judged on today's data. The Examples artifact records the spans read
-as SPANS_PROPERTY, a JSON list, oldest first.
+span folders that hold data. The earlier spans' eval goes to
+EARLIER_EVAL_SPLIT, so a model is judged on today's data.
 """
 
 import dataclasses
@@ -65,13 +63,10 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
   """The window's spans, oldest first: span `newest` and earlier spans on disk.
 
   Args:
-    input_base: the folder of the span folders.
-    input_config: the newest span's, as TFX's driver resolved it.
-    newest: its span number.
+    input_config: span `newest`'s, as TFX's driver resolved it.
     size: the most spans in the window.
-    fit: (an earlier span's folder path, the newest span's input config moved
-      to that folder) -> the input config to read it with, or None if the
-      folder holds no data (the span is passed over).
+    fit: (an earlier span's folder, `input_config` moved there) -> the input
+      config to read it with, or None to pass the span over.
 
   Raises:
     ValueError: a window of more than one span, and the split patterns do not
@@ -102,11 +97,7 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
 
 def fit_images(folder: str, config: example_gen_pb2.Input
                ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for image folders: the input config of the folder's layout.
-
-  Returns:
-    None if the folder holds neither layout.
-  """
+  """resolve's `fit` for image folders: the input config of its layout."""
   del config  # The folder's own layout instead.
   layout = folder_layout.layout_of(folder)
   if layout is None:
@@ -116,12 +107,7 @@ def fit_images(folder: str, config: example_gen_pb2.Input
 
 def fit_idx(folder: str, config: example_gen_pb2.Input
             ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for IDX files: the newest span's patterns.
-
-  Returns:
-    None if no pattern matches a file in the folder (a missing split is the
-    executor's to name).
-  """
+  """resolve's `fit` for IDX files: the newest span's patterns, if any match."""
   input_base = os.path.dirname(folder)
   if any(tf.io.gfile.glob(os.path.join(input_base, split.pattern))
          for split in config.splits):
@@ -134,7 +120,7 @@ def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
 
   Raises:
     ValueError: a window of more than one span and a {VERSION} in the
-      patterns (each span's newest version is not looked for).
+      patterns.
   """
   options = ImageExampleGenOptions.from_exec_properties(exec_properties)
   if (options.span_window > 1 and exec_properties.get(

@@ -1,12 +1,10 @@
 """Writing a split: gzipped TFRecord shards, a batch of records at a time.
 
-TFX's ExampleGen writes with `beam.io.WriteToTFRecord`: a record per element,
-zlib at its default level, and with a fixed shard count a grouping by shard
-that Beam's DirectRunner holds in memory whole. BENCHMARKS.md ("TFRecord
-sinks") compares the two. Here a worker writes whole shards (`write_shard`),
-or Beam's FileBasedSink writes lists of records (`WriteSplit`, for TFX's hash
-split). Both frame a list of records in one go and gzip it with ISA-L at
-level 1; the files are ordinary gzipped TFRecord files.
+TFX writes with `beam.io.WriteToTFRecord`, which with a fixed shard count
+groups the split by shard in memory on the DirectRunner (BENCHMARKS.md,
+"TFRecord sinks"). Here each worker reads and writes whole shards
+(`WriteShards`), or Beam's FileBasedSink writes lists of records
+(`WriteSplit`, for TFX's hash split); both gzip with ISA-L at level 1.
 """
 
 import itertools
@@ -14,7 +12,7 @@ import os
 import struct
 import uuid
 import zlib
-from typing import Iterable, List, Sequence
+from typing import Any, Iterable, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io import filebasedsink
@@ -25,9 +23,7 @@ import numpy as np
 import tensorflow as tf
 from tfx.components.example_gen import write_split
 
-# The most records in one list for the writer: records that come one per
-# element (hash-split outputs) are batched into lists of up to this many,
-# and image-folder workers write at most this many at a time.
+# The most records framed and gzipped at once.
 RECORDS_PER_WRITE = 1000
 GZIP_LEVEL = 1
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # A gzip header and trailer, not raw zlib.
@@ -41,11 +37,8 @@ def _masked_crc(data: bytes) -> int:
 
 
 def frame(records: Sequence[bytes]) -> bytes:
-  """Frames records in the TFRecord format: length, its CRC, data, its CRC.
-
-  The per-record work runs in C (map, zip, numpy on the CRCs), not in a
-  Python loop.
-  """
+  """Frames records in the TFRecord format: length, its CRC, data, its CRC."""
+  # The per-record work runs in C (map, zip, numpy), not in a Python loop.
   count = len(records)
   crcs = np.fromiter(map(google_crc32c.value, records), np.uint64, count)
   masked = ((((crcs >> 15) | (crcs << 17)) + _MASK_DELTA) &
@@ -96,11 +89,7 @@ class _TFRecordBatchSink(filebasedsink.FileBasedSink):
 @beam.typehints.with_input_types(bytes)
 def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
                num_shards: int) -> beam.pvalue.PDone:
-  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`.
-
-  The files are named as TFX's WriteSplit names them. No Reshuffle as in
-  TFX's: the write groups its input by shard, which shuffles already.
-  """
+  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`."""
   return (records
           | 'Batch' >> beam.BatchElements(max_batch_size=RECORDS_PER_WRITE)
           | 'Write' >> beam.io.Write(_TFRecordBatchSink(
@@ -115,44 +104,23 @@ def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
       f'{shard:05d}-of-{num_shards:05d}.gz')
 
 
-def write_shard(path: str, batches: Iterable[List[bytes]]) -> int:
-  """Writes lists of serialized records as one gzipped TFRecord file.
-
-  Memory holds one list at a time. The file is written under a temporary name
-  and renamed when complete, so it is whole or absent, and a retried worker
-  replaces it with the same bytes.
-
-  Returns:
-    The number of records.
-  """
-  [count] = write_shards([path], ([records] for records in batches))
-  return count
-
-
 def write_shards(paths: Sequence[str],
-                 batches: Iterable[Sequence[List[bytes]]]) -> List[int]:
-  """Writes several shard files at once, as `write_shard` writes one.
+                 batches: Iterable[Sequence[List[bytes]]]) -> None:
+  """Writes each batch's lists of records to `paths`, one list per file.
 
-  Args:
-    paths: the files.
-    batches: each element holds one list of records per path (a shard of train
-      and the same shard of validation, cut from the same input).
-
-  Returns:
-    The number of records of each file.
+  Each file is written under a temporary name and renamed when complete, so
+  it is whole or absent.
   """
   temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
   writers = []
-  counts = [0] * len(paths)
   try:
     for path, temp in zip(paths, temps):
       tf.io.gfile.makedirs(os.path.dirname(path))
       writers.append(_GzipWriter(tf.io.gfile.GFile(temp, 'wb')))
     for lists in batches:
-      for i, (writer, records) in enumerate(zip(writers, lists)):
+      for writer, records in zip(writers, lists):
         if records:
           writer.write(frame(records))
-          counts[i] += len(records)
     while writers:
       writers.pop(0).close()
   except BaseException:
@@ -164,4 +132,77 @@ def write_shards(paths: Sequence[str],
     raise
   for temp, path in zip(temps, paths):
     tf.io.gfile.rename(temp, path, overwrite=True)
-  return counts
+
+
+class _WriteShard(beam.DoFn):
+  """(shard, [its work]) -> that shard of each split; yields the skipped."""
+
+  def __init__(self, source, split_uris: Sequence[str], first_shard: int,
+               num_shards: int):
+    self._source = source
+    self._split_uris = split_uris
+    self._first_shard = first_shard
+    self._num_shards = num_shards
+
+  def process(self, element):
+    shard, (work,) = element
+    paths = [shard_path(uri, shard + self._first_shard, self._num_shards)
+             for uri in self._split_uris]
+    skipped = []
+    write_shards(paths, self._source.batches(work, skipped))
+    yield from skipped
+
+  def teardown(self):
+    self._source.close()
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(beam.Pipeline)
+def WriteShards(  # pylint: disable=invalid-name
+    pipeline: beam.Pipeline, source, work: Sequence[Any],
+    split_uris: Sequence[str], first_shard: int = 0,
+    total_shards: Optional[int] = None) -> beam.pvalue.PCollection:
+  """Writes shard i of each split in `split_uris` from `work[i]`, per worker.
+
+  Args:
+    source: its `batches(work, skipped)` yields one list of records per split
+      and lists what it skips in `skipped`.
+    first_shard, total_shards: the shards of an output split that several
+      inputs share.
+
+  Returns:
+    What the source skipped.
+  """
+  return (pipeline
+          | 'Shards' >> beam.Create(list(enumerate(work)), reshuffle=False)
+          # Keyed by shard: the workers get the shards in turns, each in
+          # increasing order (a gzipped input is read once per worker).
+          | 'Deal' >> beam.GroupByKey()
+          | 'Write' >> beam.ParDo(_WriteShard(
+              source, split_uris, first_shard, total_shards or len(work))))
+
+
+class _ReadShard(beam.DoFn):
+  """A shard's work -> its serialized records, one per element."""
+
+  def __init__(self, source):
+    self._source = source
+
+  def process(self, work):
+    for records, *_ in self._source.batches(work, []):
+      yield from records
+
+  def teardown(self):
+    self._source.close()
+
+
+@beam.ptransform_fn
+@beam.typehints.with_input_types(beam.Pipeline)
+@beam.typehints.with_output_types(bytes)
+def ReadShards(pipeline: beam.Pipeline, source,  # pylint: disable=invalid-name
+               work: Sequence[Any]) -> beam.pvalue.PCollection:
+  """Reads `source`'s records (as WriteShards does), one per element."""
+  return (pipeline
+          | 'Shards' >> beam.Create(list(work), reshuffle=False)
+          | 'Distribute' >> beam.Reshuffle()
+          | 'Read' >> beam.ParDo(_ReadShard(source)))

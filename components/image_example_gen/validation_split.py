@@ -1,10 +1,7 @@
 """The validation split, carved from the training data by a stable hash.
 
-Early stopping, the epoch kept and the Tuner's scores are choices made on
-data, so they use a VALIDATION split, not eval. Unless a validation/ folder
-gives it, VALIDATION takes `percent` of the training records by sha256 of a
-salted key, modulo 100: the image's path under its split's folder for image
-folders, its pixels for IDX files (copies land in the same split).
+A record goes to VALIDATION by sha256 of a salted key, modulo 100: the image's
+path under its split's folder, or an IDX image's pixels.
 """
 
 import hashlib
@@ -30,11 +27,7 @@ def mask(keys: Sequence[bytes], percent: int) -> np.ndarray:
 
 def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
           percent: int) -> Dict[str, List[str]]:
-  """Takes VALIDATION out of TRAIN's files by a hash of their `keys`.
-
-  Returns:
-    {split: files}, in order train, validation, then the others.
-  """
+  """{split: files} with VALIDATION taken out of TRAIN by `keys`' hashes."""
   train, validation = [], []
   for path in files[TRAIN]:
     (validation if chosen(keys[path], percent) else train).append(path)
