@@ -22,6 +22,7 @@ import time
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Tuple, Union)
 
+import jinja2
 import numpy as np
 
 from components.image_example_gen import idx
@@ -51,6 +52,13 @@ SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
 _STARTED = re.compile(r'^▶ (\S+) \.\.\.$')
 _FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$')
 _EPOCH = re.compile(r'Epoch \d+/\d+: .* in ([\d.]+)s .*val_accuracy ([\d.]+)')
+# Each section's words: benchmarks/templates/NAME.md.j2, filled with what
+# its `render` computes.
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__),
+                                                'templates')),
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined)
 _BLOCK = re.compile(r'<!-- section (\S+) -->\n(.*?)<!-- end \1 -->\n',
                     re.DOTALL)
 
@@ -84,17 +92,23 @@ class Section:
       it.
     measure: Context -> the section's measurements.
     render: (measurements, Context) -> the lines after the heading, the
-      machine line and the command.
+      machine line and the command; with `template`, the names the
+      template reads instead.
+    template: The file in benchmarks/templates that holds the words.
   """
   heading: Union[str, Callable[[Context], str]]
   measure: Callable[[Context], Any]
-  render: Callable[[Any, Context], List[str]]
+  render: Callable[[Any, Context], Any]
+  template: Optional[str] = None
 
   def text(self, results, ctx: Context) -> str:
     """The block's Markdown, from the measurements."""
     heading = self.heading(ctx) if callable(self.heading) else self.heading
-    return '\n'.join([heading, '', header(ctx.command), '',
-                      *self.render(results, ctx)]) + '\n'
+    body = self.render(results, ctx)
+    if self.template:
+      body = TEMPLATES.get_template(self.template).render(
+          ctx=ctx, row=row, goal=goal, **body).rstrip('\n').split('\n')
+    return '\n'.join([heading, '', header(ctx.command), '', *body]) + '\n'
 
   def run(self, ctx: Context) -> str:
     """Measures, then renders."""
