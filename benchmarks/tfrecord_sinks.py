@@ -150,48 +150,13 @@ def measure_input(data_dir: str, work_dir: str, repetitions: int,
   return runs
 
 
-def _cell(figure: Figure, fmt: str) -> str:
-  return figure.format(fmt) if figure.samples else '-'
-
-
-def _row(dataset: str, name: str, run: Run) -> str:
-  killed = (f'; OOM-killed after {", ".join(run.killed)} s'
-            if run.killed else '')
-  output = f'{run.output_bytes / 1e9:.2f}' if run.wall.samples else '-'
-  return (f'| {dataset} | {name} | {len(run.wall.samples)}{killed} | '
-          f'{_cell(run.wall, ".1f")} | {_cell(run.cpu, ".1f")} | '
-          f'{_cell(run.peak_gib, ".2f")} | {output} | '
-          f'{", ".join(run.load)} |')
-
-
-def _ratio(runs: Dict[str, Run], what: str) -> str:
-  a, b = (getattr(runs[n], what) for n in (BEAM, OURS))
-  return f'{a.median / b.median:.2f}x' if a.samples and b.samples else '-'
-
-
-def render(measured, ctx: harness.Context) -> List[str]:
-  """Per input and sink its runs' figures; then Beam's over ours."""
+def render(measured, ctx: harness.Context) -> Dict[str, Any]:
+  """What templates/tfrecord_sinks.md.j2 reads: per input and sink its
+  runs' figures; then Beam's over ours."""
+  del ctx  # The template reads it.
   results, cap_bytes, capped = measured
-  cap = (f'a {cap_bytes / 1e9:.2f} GB memory limit per run (a cgroup)'
-         if capped else 'no memory limit (no cgroup could be made)')
-  lines = [
-      'The whole ImageExampleGen executor (tests/example_gen_standalone.py, '
-      'the Beam args a local run gives it for that input), a fresh process '
-      f'per run, {ctx.repetitions} runs of each sink in turn, under {cap}. '
-      'Wall and CPU seconds (user + '
-      'system, Beam workers included) and the peak resident memory of the '
-      'largest process come from the operating system; load: the 1-minute '
-      'load average at each run\'s start (2 cores). A run the OOM killer '
-      'ended is not timed. Method: `benchmarks/tfrecord_sinks.py`.', '',
-      '| input | sink | runs | wall s | CPU s | peak GiB | output GB | '
-      'load at start |',
-      '|---|---|---|---|---|---|---|---|']
-  for dataset, runs in results.items():
-    lines += [_row(dataset, name, run) for name, run in runs.items()]
-  lines += ['', f"{BEAM} / ours, medians:", '']
-  return lines + [f'- {dataset}: wall {_ratio(runs, "wall")}, CPU '
-                  f'{_ratio(runs, "cpu")}'
-                  for dataset, runs in results.items()]
+  return dict(results=results, cap_bytes=cap_bytes, capped=capped,
+              beam=BEAM, ours=OURS)
 
 
 def main(argv=None) -> None:
@@ -245,7 +210,8 @@ def measure(ctx: harness.Context):
 
 SECTION = harness.Section(
     heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
-    'or a home-made sink', measure=measure, render=render)
+    'or a home-made sink', measure=measure, render=render,
+    template='tfrecord_sinks.md.j2')
 
 if __name__ == '__main__':
   main()
