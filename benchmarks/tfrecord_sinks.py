@@ -1,9 +1,8 @@
 """TFRecord sinks: the whole ImageExampleGen writing its shards with the
 project's batched sink or with Beam's own `beam.io.WriteToTFRecord`.
 
-  python -m benchmarks.tfrecord_sinks --data-dir DIR [--data-dir DIR2 ...]
-      [--repetitions N] [--memory-cap-gb GB] [--work-dir DIR]
-      [--output BENCHMARKS.md]
+  python -m benchmarks --section tfrecord-sinks --data-dir DIR
+      [--data-dir DIR2 ...] [--repetitions N] [--memory-cap-gb GB]
 
 'ours' is ImageExampleGen as it is (components/image_example_gen/
 tfrecord_sink.py, each shard written by the worker that converts it).
@@ -21,17 +20,14 @@ the operating system (os.wait4). Each run is held under a memory limit (a
 cgroup, benchmarks/harness.py; root only, else uncapped and the section
 says so), so that a writer holding a split in memory ends in the OOM
 killer, as it would in a container, not in the machine's swap; such a run
-is reported as killed, not timed. The figures go to their own section of
-BENCHMARKS.md.
+is reported as killed, not timed.
 """
 
-import argparse
 import dataclasses
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List
 
@@ -46,7 +42,6 @@ from components.image_example_gen import executor
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 
-NAME = 'tfrecord-sinks'
 OURS = 'ours (batched, per worker)'
 BEAM = "Beam's WriteToTFRecord"
 
@@ -159,43 +154,6 @@ def render(measured, ctx: harness.Context) -> Dict[str, Any]:
               beam=BEAM, ours=OURS)
 
 
-def main(argv=None) -> None:
-  """Measures both sinks on each --data-dir; writes the section's block."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--data-dir', required=True, action='append',
-                      dest='data_dirs',
-                      help='IDX dataset (e.g. from data/scaled_mnist.py); '
-                      'repeatable.')
-  parser.add_argument('--repetitions', type=int, default=2)
-  parser.add_argument('--memory-cap-gb', type=float, default=4.0,
-                      help='Memory limit of each run (default: %(default)s, '
-                      'under the raw pixels of 100x MNIST, as the scale '
-                      'section caps its run).')
-  parser.add_argument('--work-dir', default=None,
-                      help='Where the runs write (default: a temporary '
-                      'directory, removed afterwards).')
-  parser.add_argument('--output',
-                      default=os.path.join(harness.PROJECT_DIR, 'BENCHMARKS.md'))
-  args = parser.parse_args(argv)
-  flags = [f'--data-dir {os.path.basename(os.path.normpath(d))}'
-           for d in args.data_dirs]
-  ctx = harness.Context(
-      ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
-                f'--repetitions {args.repetitions}',
-                f'--memory-cap-gb {args.memory_cap_gb:g}']),
-      repetitions=args.repetitions,
-      work_dir=args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-'),
-      args=args)
-  os.makedirs(ctx.work_dir, exist_ok=True)
-  try:
-    text = SECTION.run(ctx)
-  finally:
-    if args.work_dir is None:
-      shutil.rmtree(ctx.work_dir, ignore_errors=True)
-  harness.write_section(args.output, NAME, text)
-  print(text)
-
-
 def measure(ctx: harness.Context):
   """(per input, each sink's runs; the cap; whether a cgroup held it)."""
   cap_bytes = int(ctx.args.memory_cap_gb * 1e9)
@@ -212,6 +170,3 @@ SECTION = harness.Section(
     heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
     'or a home-made sink', measure=measure, render=render,
     template='tfrecord_sinks.md.j2')
-
-if __name__ == '__main__':
-  main()
