@@ -93,18 +93,18 @@ class Section:
     measure: Context -> the section's measurements.
     render: (measurements, Context) -> the lines after the heading, the
       machine line and the command; with `template`, the names the
-      template reads instead.
+      template reads instead (None: the measurements, a dict).
     template: The file in benchmarks/templates that holds the words.
   """
   heading: Union[str, Callable[[Context], str]]
   measure: Callable[[Context], Any]
-  render: Callable[[Any, Context], Any]
+  render: Optional[Callable[[Any, Context], Any]] = None
   template: Optional[str] = None
 
   def text(self, results, ctx: Context) -> str:
     """The block's Markdown, from the measurements."""
     heading = self.heading(ctx) if callable(self.heading) else self.heading
-    body = self.render(results, ctx)
+    body = self.render(results, ctx) if self.render else results
     if self.template:
       body = TEMPLATES.get_template(self.template).render(
           ctx=ctx, row=row, goal=goal, **body).rstrip('\n').split('\n')
@@ -162,26 +162,10 @@ def row(*cells) -> str:
   return '| ' + ' | '.join(str(c) for c in cells) + ' |'
 
 
-def table(*header_cells: str) -> List[str]:
-  """A Markdown table's header and rule; rows follow (`row`)."""
-  return [row(*header_cells), '|' + '---|' * len(header_cells)]
-
-
 def goal(name: str, measured: str, met: Optional[bool]) -> str:
   """A goal's row: met, **not met**, or nothing (not measured: None)."""
   return row(name, measured,
              '' if met is None else 'met' if met else '**not met**')
-
-
-def rate_rows(rates: Dict[str, Figure], base: str, ratio_format: str,
-              extra: Optional[Dict[str, str]] = None) -> List[str]:
-  """`| name | median (min-max) | its ratio to rates[base] |` per rate (the
-  ratio as `ratio_format` formats it, e.g. '{:.1f}x' or '{:.0%}'), each
-  with `extra[name]` as a last cell when given."""
-  return [row(name, figure.format(),
-              ratio_format.format(figure.median / rates[base].median),
-              *([extra[name]] if extra else []))
-          for name, figure in rates.items()]
 
 
 def cpu_model() -> str:
@@ -368,13 +352,6 @@ def _read(path: str) -> str:
 def _save(path: str, text: str) -> None:
   with open(path, 'w') as f:
     f.write(text)
-
-
-def publish(text: str, path: Optional[str]) -> None:
-  """Prints a report, and writes it to `path` when given."""
-  print(text)
-  if path:
-    _save(path, text)
 
 
 def write_head(path: str, text: str) -> None:

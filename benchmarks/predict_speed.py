@@ -127,12 +127,6 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                         tflite_export.RESULTS_FILE))
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
-  """What templates/predict_speed.md.j2 reads: the measurements."""
-  del ctx  # The measurements say it all.
-  return r
-
-
 SECTION = harness.Section(
     heading='## Predict speed: image files vs arrays in memory',
-    measure=measure, render=render, template='predict_speed.md.j2')
+    measure=measure, template='predict_speed.md.j2')
