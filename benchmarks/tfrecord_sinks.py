@@ -1,26 +1,13 @@
-"""TFRecord sinks: the whole ImageExampleGen writing its shards with the
-project's batched sink or with Beam's own `beam.io.WriteToTFRecord`.
+"""The tfrecord-sinks section: ImageExampleGen writing its shards with the
+project's batched sink (ours) or, as TFX's own ExampleGen does, with Beam's
+`WriteToTFRecord` (`BeamSinkExecutor` below), the same shard count.
 
   python -m benchmarks --section tfrecord-sinks --data-dir DIR
       [--data-dir DIR2 ...] [--repetitions N] [--memory-cap-gb GB]
 
-'ours' is ImageExampleGen as it is (components/image_example_gen/
-tfrecord_sink.py, each shard written by the worker that converts it).
-'beam' is the same executor writing every split as TFX's own ExampleGen
-does (GenerateExamplesByBeam, then WriteToTFRecord, gzipped), with the
-same fixed shard count: `BeamSinkExecutor` below.
-
-Each run is a fresh Python process running the executor's Do on DIR
-(tests/example_gen_standalone.py, with the Beam args a local run gives
-ExampleGen for that input), so start-up and Beam's set-up count; the two
-run in turn, A B A B ..., so a change in the machine's load hits both
-alike. Wall time, CPU time (user + system of the process and its Beam
-workers) and the peak resident memory of the largest process come from
-the operating system (os.wait4). Each run is held under a memory limit (a
-cgroup, benchmarks/harness.py; root only, else uncapped and the section
-says so), so that a writer holding a split in memory ends in the OOM
-killer, as it would in a container, not in the machine's swap; such a run
-is reported as killed, not timed.
+Each run is a fresh process, the two in turn (A B A B ...), its wall, CPU
+and peak memory from os.wait4, under a memory cgroup where one can be made:
+a writer holding a split in memory ends in the OOM killer, not in swap.
 """
 
 import dataclasses
