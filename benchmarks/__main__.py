@@ -6,6 +6,9 @@
   .venv/bin/python -m benchmarks --section colour-time-to-accuracy
   .venv/bin/python -m benchmarks --section trust   # the checks on planted faults
   .venv/bin/python -m benchmarks --section schedule  # spans, warm start
+  .venv/bin/python -m benchmarks --section predict-speed --model outputs/
+  .venv/bin/python -m benchmarks --section tfrecord-sinks --data-dir mnist10 \
+      --data-dir mnist100 --memory-cap-gb 4
   .venv/bin/python -m benchmarks --scale --work-dir ../scale   # 1x, 10x, 100x
   ONEDNN_MAX_CPU_ISA=AVX2 .venv/bin/python -m benchmarks --section time-to-accuracy
 
@@ -33,10 +36,13 @@ SECTIONS = {'core': 'core:SECTION',
             'colour-time-to-accuracy': 'shapes:COLOUR_TIME_TO_ACCURACY',
             'backbones': 'shapes:BACKBONES', 'encodings': 'encodings:SECTION',
             'scale': 'scale:SECTION', 'tuning': 'tuning:SECTION',
-            'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION'}
+            'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION',
+            'predict-speed': 'predict_speed:SECTION',
+            'tfrecord-sinks': 'tfrecord_sinks:SECTION'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05
+DATA_DIR = os.path.join('..', 'shared', 'data', 'mnist')
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -45,9 +51,9 @@ def make_parser() -> argparse.ArgumentParser:
       prog='python -m benchmarks', description=__doc__,
       formatter_class=argparse.RawDescriptionHelpFormatter)
   add = parser.add_argument
-  add('--data-dir', default=os.path.join('..', 'shared', 'data', 'mnist'),
-      help='MNIST IDX files, gzipped (default: %(default)s, relative to the '
-      'project).')
+  add('--data-dir', action='append', dest='data_dirs', default=None,
+      help=f'MNIST IDX files, gzipped (default: {DATA_DIR}, relative to the '
+      'project); tfrecord-sinks: repeatable, one input each.')
   add('--output', default=os.path.join(PROJECT_DIR, 'BENCHMARKS.md'),
       help='Where the report goes (default: BENCHMARKS.md in the project).')
   add('--repetitions', type=int, default=5,
@@ -74,6 +80,16 @@ def make_parser() -> argparse.ArgumentParser:
       help='Scratch space (default: a temporary directory, removed '
       'afterwards). With --scale, given again, it resumes at the first size '
       'not yet measured.')
+  predict = parser.add_argument_group('predict-speed').add_argument
+  predict('--model', default=None,
+          help='A pushed model version or a pipeline output directory, as '
+          'the predict command takes it.')
+  predict('--images', type=int, default=3000,
+          help='How many test images (default: %(default)s).')
+  parser.add_argument_group('tfrecord-sinks').add_argument(
+      '--memory-cap-gb', type=float, default=4.0,
+      help='Memory limit of each run (default: %(default)s, under the raw '
+      'pixels of 100x MNIST, as the scale section caps its run).')
   scale = parser.add_argument_group('scale (--scale)').add_argument
   scale('--scale', action='append_const', const='scale', dest='sections',
         help='The scale section (--section scale): the whole DAG at each '
@@ -100,20 +116,24 @@ def main(argv=None) -> int:
   """Runs the sections asked for, writing each block as it is measured."""
   args = make_parser().parse_args(argv)
   from benchmarks import harness  # pylint: disable=g-import-not-at-top
-  data_dir = args.data_dir
-  if not os.path.isabs(data_dir) and not os.path.isdir(data_dir):
-    data_dir = os.path.join(PROJECT_DIR, data_dir)  # Relative to the project.
-  if not os.path.isdir(data_dir):
-    raise SystemExit(f'error: --data-dir {args.data_dir}: no such directory')
+  shown = args.data_dirs or [DATA_DIR]
+  args.data_dir, args.data_dirs = shown[0], []
+  for given in shown:  # Relative to the project unless found from here.
+    path = (given if os.path.isabs(given) or os.path.isdir(given)
+            else os.path.join(PROJECT_DIR, given))
+    if not os.path.isdir(path):
+      raise SystemExit(f'error: --data-dir {given}: no such directory')
+    args.data_dirs.append(os.path.abspath(path))
   ctx = harness.Context(
       command=' '.join(['python -m benchmarks', *(
           shlex.quote(a) for a in (argv or sys.argv[1:]))]),
       quick=args.quick, repetitions=1 if args.quick else args.repetitions,
-      data_dir=os.path.abspath(data_dir),
+      data_dir=args.data_dirs[0],
       # --data-dir as the reports show it (not the scratch space's subset).
       data_dir_shown=(f'<{QUICK_FRACTION:.0%} of {args.data_dir}>'
                       if args.quick else args.data_dir),
-      work_dir=args.work_dir or tempfile.mkdtemp(prefix='benchmarks-'),
+      work_dir=(os.path.abspath(args.work_dir) if args.work_dir
+                else tempfile.mkdtemp(prefix='benchmarks-')),
       args=args)
   os.makedirs(ctx.work_dir, exist_ok=True)
   try:

@@ -5,10 +5,10 @@ folder, normalised as ours."""
 
 import dataclasses
 import os
-from typing import Dict, List
+from typing import Dict
 
 from benchmarks import harness
-from benchmarks.harness import Figure, rate_rows, row, table, timed
+from benchmarks.harness import Figure, timed
 from records import features
 
 SIZES = (96, 224)
@@ -112,48 +112,20 @@ def measure_sizes(ctx: harness.Context) -> Dict[int, Result]:
   return results
 
 
-def render(results: Dict[int, Result], ctx: harness.Context) -> List[str]:
-  """Each encoding's bytes and speed, and Keras's reader against ours."""
-  some = next(iter(results.values()))
-  lines: List[str] = [
-      f'The shapes dataset, {some.images:,} training images '
-      f'({some.per_class} per class) per size; one '
-      f'epoch of the train split, batch {harness.TRAINING.batch_size}; median '
-      f'(min-max) of {ctx.repetitions} interleaved repetitions. Cold: a fresh dataset\'s '
-      'first epoch (the files are in the OS page cache after the first '
-      'repetition: this is decoding, not the disk); cached: its next epoch '
-      '(ours caches the records, so PNG and JPEG are decoded again).',
-      '',
-      *table('image', 'encoding', 'bytes per image on disk', 'vs raw',
-             'ExampleGen (s)', 'ours, cold (examples/s)',
-             'ours, cached (examples/s)'),
-  ]
-  for r in results.values():
-    for encoding, seconds in r.conversion_s.items():
-      on_disk = r.bytes_read[f'ours {encoding}, cold']
-      lines.append(row(
-          r.geometry, encoding, f'{on_disk / r.images:,.0f}',
-          f'{on_disk / r.bytes_read["ours raw, cold"]:.2f}x', f'{seconds:.1f}',
-          r.rates[f'ours {encoding}, cold'].format(),
-          r.rates[f'ours {encoding}, cached'].format()))
-  keras = next((r for r in results.values() if 'keras' in r.rates), None)
-  if keras:
-    lines += [
-        '',
-        f'At {keras.geometry}, image_dataset_from_directory on the same '
-        'folder against ours:',
-        '',
-        *table('input', 'examples/s', 'vs Keras, cold', 'files read (bytes)'),
-        *rate_rows(keras.rates, 'keras', '{:.1f}x', {
-            name: f'{read:,}' for name, read in keras.bytes_read.items()}),
-    ]
-  defaults = '; '.join(f'{r.geometry} {harness.default_encoding(r.geometry)}'
-                       for r in results.values())
-  return lines + [
-      '', f'The default, `--image-encoding {harness.DATA.image_encoding}`, '
-      f'gives: {defaults}.']
+def render(results: Dict[int, Result], ctx: harness.Context) -> Dict:
+  """What templates/encodings.md.j2 reads: each encoding's bytes and speed,
+  and Keras's reader against ours."""
+  del ctx  # The template reads it.
+  return dict(
+      results=results, some=next(iter(results.values())),
+      batch_size=harness.TRAINING.batch_size,
+      keras=next((r for r in results.values() if 'keras' in r.rates), None),
+      default=harness.DATA.image_encoding,
+      defaults=[f'{r.geometry} {harness.default_encoding(r.geometry)}'
+                for r in results.values()])
 
 
 SECTION = harness.Section(
     heading='## Encodings: raw, PNG or JPEG records, and '
-    'image_dataset_from_directory', measure=measure_sizes, render=render)
+    'image_dataset_from_directory', measure=measure_sizes, render=render,
+    template='encodings.md.j2')

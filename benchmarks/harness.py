@@ -22,6 +22,7 @@ import time
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Tuple, Union)
 
+import jinja2
 import numpy as np
 
 from components.image_example_gen import idx
@@ -51,6 +52,13 @@ SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
 _STARTED = re.compile(r'^▶ (\S+) \.\.\.$')
 _FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$')
 _EPOCH = re.compile(r'Epoch \d+/\d+: .* in ([\d.]+)s .*val_accuracy ([\d.]+)')
+# Each section's words: benchmarks/templates/NAME.md.j2, filled with what
+# its `render` computes.
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__),
+                                                'templates')),
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined)
 _BLOCK = re.compile(r'<!-- section (\S+) -->\n(.*?)<!-- end \1 -->\n',
                     re.DOTALL)
 
@@ -84,17 +92,23 @@ class Section:
       it.
     measure: Context -> the section's measurements.
     render: (measurements, Context) -> the lines after the heading, the
-      machine line and the command.
+      machine line and the command; with `template`, the names the
+      template reads instead (None: the measurements, a dict).
+    template: The file in benchmarks/templates that holds the words.
   """
   heading: Union[str, Callable[[Context], str]]
   measure: Callable[[Context], Any]
-  render: Callable[[Any, Context], List[str]]
+  render: Optional[Callable[[Any, Context], Any]] = None
+  template: Optional[str] = None
 
   def text(self, results, ctx: Context) -> str:
     """The block's Markdown, from the measurements."""
     heading = self.heading(ctx) if callable(self.heading) else self.heading
-    return '\n'.join([heading, '', header(ctx.command), '',
-                      *self.render(results, ctx)]) + '\n'
+    body = self.render(results, ctx) if self.render else results
+    if self.template:
+      body = TEMPLATES.get_template(self.template).render(
+          ctx=ctx, row=row, goal=goal, **body).rstrip('\n').split('\n')
+    return '\n'.join([heading, '', header(ctx.command), '', *body]) + '\n'
 
   def run(self, ctx: Context) -> str:
     """Measures, then renders."""
@@ -148,26 +162,10 @@ def row(*cells) -> str:
   return '| ' + ' | '.join(str(c) for c in cells) + ' |'
 
 
-def table(*header_cells: str) -> List[str]:
-  """A Markdown table's header and rule; rows follow (`row`)."""
-  return [row(*header_cells), '|' + '---|' * len(header_cells)]
-
-
 def goal(name: str, measured: str, met: Optional[bool]) -> str:
   """A goal's row: met, **not met**, or nothing (not measured: None)."""
   return row(name, measured,
              '' if met is None else 'met' if met else '**not met**')
-
-
-def rate_rows(rates: Dict[str, Figure], base: str, ratio_format: str,
-              extra: Optional[Dict[str, str]] = None) -> List[str]:
-  """`| name | median (min-max) | its ratio to rates[base] |` per rate (the
-  ratio as `ratio_format` formats it, e.g. '{:.1f}x' or '{:.0%}'), each
-  with `extra[name]` as a last cell when given."""
-  return [row(name, figure.format(),
-              ratio_format.format(figure.median / rates[base].median),
-              *([extra[name]] if extra else []))
-          for name, figure in rates.items()]
 
 
 def cpu_model() -> str:
@@ -354,13 +352,6 @@ def _read(path: str) -> str:
 def _save(path: str, text: str) -> None:
   with open(path, 'w') as f:
     f.write(text)
-
-
-def publish(text: str, path: Optional[str]) -> None:
-  """Prints a report, and writes it to `path` when given."""
-  print(text)
-  if path:
-    _save(path, text)
 
 
 def write_head(path: str, text: str) -> None:

@@ -14,10 +14,9 @@ images through the predict command.
 import os
 import shlex
 import shutil
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from benchmarks import harness
-from benchmarks.harness import row, table
 from data import drifting_spans
 from data import shapes
 
@@ -114,77 +113,29 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
               flags=flags, training_s=training_s, rows=rows, after=after)
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """Per span both pipelines and the goal's verdict; then the disk and the
-  served model."""
+def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
+  """What templates/schedule.md.j2 reads: per span both pipelines and the
+  goal's verdict; then the disk and the served model."""
   del ctx  # The measurements say it all.
-  spans, per_span, eval_per_span, size, classes = r['data']
   rows, training_s = r['rows'], r['training_s']
-
-  def verdict(span: int) -> str:
+  verdicts = {}
+  for span in range(2, r['data'][0] + 1):
     cold, warm = rows['scratch'][span], rows['warm'][span]
     points = 100 * (float(warm['accuracy']) - float(cold['accuracy']))
     ratio = float(warm['trainer_seconds']) / float(cold['trainer_seconds'])
-    in_epochs = training_s['warm'][span] / training_s['scratch'][span]
-    met = points >= -GOAL_POINTS and ratio <= GOAL_TIME
-    return (f'{points:+.1f} pt, {ratio:.2f}x time ({in_epochs:.2f}x in '
-            f'epochs): {"met" if met else "not met"}')
-
-  def cells(r: Dict[str, str], name: str, span: int) -> List[str]:
-    yes = {'True': 'yes', 'False': 'no'}
-    return [f'{float(r["trainer_seconds"]):.0f} ({training_s[name][span]:.0f})',
-            f'{float(r["accuracy"]):.1%}',
-            f'{yes.get(r["blessed"], "-")}/{yes.get(r["pushed"], "-")}',
-            r['start']]
-
-  shown = ('Trainer s (in epochs)', 'eval accuracy', 'blessed/pushed',
-           'start')
-  lines = [
-      harness.cpu_line('none'),
-      '',
-      f'    local_runner.py --data-dir ARRIVING {shlex.join(r["flags"])} '
-      '[--warm-start]',
-      '',
-      f'SPANS: `python -m data.drifting_spans SPANS --spans {spans} '
-      f'--per-span {per_span} --eval-per-span {eval_per_span} --size {size} '
-      f'--classes {classes}` (class balance and style drifting from the '
-      'first span to the last); before each run the next span is copied into '
-      'ARRIVING, and the two pipelines, each with its own output directory, '
-      f'run on it one after the other. A window of {WINDOW} spans: the newest '
-      'and the one before (the drift is slow: the span before doubles the '
-      'training data and keeps a fine-tuned model from forgetting it); the '
-      'Evaluator judges on the newest span\'s eval split. From `inspector '
-      'history --csv`: the Trainer\'s seconds (in parentheses, the seconds '
-      'of its epochs, from its log), eval accuracy, blessed/pushed, start. '
-      f'Goal, from span 2 on: warm start within {GOAL_POINTS} point of the '
-      f'from-scratch accuracy in at most {GOAL_TIME:.2f}x its Trainer '
-      'seconds.',
-      '',
-      *table('span', *(f'scratch: {c}' for c in shown),
-             *(f'warm: {c}' for c in shown), 'warm vs scratch, goal'),
-  ]
-  for span in range(1, spans + 1):
-    lines.append(row(span, *cells(rows['scratch'][span], 'scratch', span),
-                     *cells(rows['warm'][span], 'warm', span),
-                     verdict(span) if span > 1 else '-'))
-  met = sum('not met' not in verdict(s) for s in range(2, spans + 1))
-  lines += ['', f'Goal met in {met} of {spans - 1} spans.', '']
-  for name, (on_disk, served_answers) in r['after'].items():
-    served = next((s for s in sorted(rows[name], reverse=True)
-                   if rows[name][s]['pushed'] == 'True'), None)
-    lines.append(
-        f'- {name}: after {spans} runs, ML Metadata lists {len(rows[name])} '
-        f'runs; large artifacts on disk of the runs of spans '
-        f'{on_disk} (--keep-runs {KEEP_RUNS}: the newest '
-        f'{KEEP_RUNS}, and one older run: the served model\'s when it is '
-        'older, else the one whose model the oldest kept run was compared '
-        f'with; served: the run of span {served}); the served model on span '
-        f'{spans}\'s eval '
-        f'images (`image-pipeline-predict`): '
-        f'{served_answers}.')
-  return lines
+    verdicts[span] = dict(
+        points=points, ratio=ratio,
+        in_epochs=training_s['warm'][span] / training_s['scratch'][span],
+        met=points >= -GOAL_POINTS and ratio <= GOAL_TIME)
+  return dict(
+      r, verdicts=verdicts, shell_flags=shlex.join(r['flags']),
+      cpu_line=harness.cpu_line('none'), window=WINDOW, keep_runs=KEEP_RUNS,
+      goal_points=GOAL_POINTS, goal_time=GOAL_TIME,
+      served={name: next((s for s in sorted(runs, reverse=True)
+                          if runs[s]['pushed'] == 'True'), None)
+              for name, runs in rows.items()})
 
 
 SECTION = harness.Section(
     heading='## A schedule: spans arriving, from scratch vs --warm-start',
-    measure=measure, render=render)
+    measure=measure, render=render, template='schedule.md.j2')

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.harness import goal, median, row, table
+from benchmarks.harness import median, row
 from data import shapes
 
 SIZE = 96
@@ -108,39 +108,20 @@ def measure_shapes(ctx: harness.Context) -> Dict[str, Any]:
       pushed=bool(glob.glob(os.path.join(output_dir, 'serving_model', '*'))))
 
 
-def render_shapes(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """The run's one row, and its validation accuracy by epoch."""
-  flags = (*RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS))
-  train, evaluation = (n * len(shapes.SHAPES)
-                       for n in (r['per_class'], r['eval_per_class']))
-  val_accuracy, plan = r['val_accuracy'], r['plan']
-  every = max(1, len(val_accuracy) // 10)
-  curve = ', '.join(f'{i + 1}: {a:.1%}' for i, a in enumerate(val_accuracy)
-                    if (i + 1) % every == 0 or i == 0)
-  return [
-      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *flags])}',
-      '',
-      f'SHAPES: {shapes_command(r["per_class"], r["eval_per_class"], SIZE)} '
-      f'(seed 0), {train:,} training and {evaluation:,} eval images in ten '
-      'classes. Test accuracy: the trained model through `serve_images` on '
-      f'{r["tests"]:,} images of another seed, never seen in training or '
-      'evaluation. One run.',
-      '',
-      *table('whole run', 'Trainer', 'model (auto)', 'parameters', 'epochs',
-             's per epoch (median)', 'final validation accuracy',
-             'test accuracy', 'pushed (threshold 0.8)'),
-      row(f'{r["seconds"] / 60:.1f} min', f'{r["trainer_s"] / 60:.1f} min',
-          plan['architecture'], f'{plan["parameters"]:,}', plan['epochs'],
-          f'{median(r["epoch_s"]):.1f}', f'{val_accuracy[-1]:.1%}',
-          f'{r["test_accuracy"]:.1%}', 'yes' if r['pushed'] else 'no'),
-      '',
-      f'Validation accuracy by epoch: {curve}.',
-  ]
+def render_shapes(r: Dict[str, Any], ctx: harness.Context) -> Dict:
+  """What templates/shapes.md.j2 reads: the run's row, its curve."""
+  return dict(r, flags=(*RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS)),
+              command=shapes_command(r['per_class'], r['eval_per_class'],
+                                     SIZE),
+              train=r['per_class'] * len(shapes.SHAPES),
+              evaluation=r['eval_per_class'] * len(shapes.SHAPES),
+              epoch_median=median(r['epoch_s']))
 
 
 SHAPES = harness.Section(
     heading=f'## Colour images at {SIZE}x{SIZE}x3: the shapes, whole DAG, '
-    'default settings', measure=measure_shapes, render=render_shapes)
+    'default settings', measure=measure_shapes, render=render_shapes,
+    template='shapes.md.j2')
 
 
 @dataclasses.dataclass
@@ -231,102 +212,35 @@ def measure_colour(ctx: harness.Context) -> Dict[str, Any]:
               counts=(per_class, eval_per_class, len(labels)))
 
 
-def render_colour(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """Goals, the variants and the bare loop."""
+def render_colour(r: Dict[str, Any], ctx: harness.Context) -> Dict:
+  """What templates/colour_time_to_accuracy.md.j2 reads: goals, the
+  variants and the bare loop."""
   from modules import early_stopping  # pylint: disable=g-import-not-at-top
-  variants, reference = r['variants'], r['reference']
-  before, now = variants
+  reference = r['reference']
+  before, now = r['variants']
   per_class, eval_per_class, tests = r['counts']
   wall = now.trainer_s / before.trainer_s
   cpu = now.trainer_cpu_s / before.trainer_cpu_s
-  accuracy_met = now.test_accuracy >= before.test_accuracy - ACCURACY_SLACK
-  time_met = accuracy_met and wall <= TIME_GOAL and cpu <= TIME_GOAL
   reference_rate = reference['train_records'] / median(reference['epoch_s'])
-  reference_cpu_ms = 1000 * reference['cpu_s'] / (
-      reference['train_records'] * len(reference['epoch_s']))
-  speed = now.images_per_s / reference_rate
-  flags = (*RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,)))
-  lines = [
-      f'CPU flags: {harness.cpu_flags("none of them")}; the Trainer computed '
-      f'in {now.precision}.',
-      '',
-      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *flags])} '
-      '[variant flags]',
-      '',
-      f'SHAPES: {shapes_command(per_class, eval_per_class, SIZE)} (seed '
-      f'0). Each variant is one whole run from a fresh output directory, one '
-      'after the other. Test accuracy: the trained model through '
-      f'`serve_images` on {tests:,} images of seed {TEST_SEED}. '
-      'Images/s: training records over the median epoch\'s wall time '
-      '(training and validation). CPU ms per image: the CPU time of the '
-      'runner\'s process while the Trainer ran (reading, training, '
-      'validating, exporting the model and its TensorFlow Lite files), over '
-      'the images trained. Bare Keras loop (`benchmarks/colour_reference.py`): '
-      'the same network, batch, precision, optimizer and augmentation in a '
-      'plain `model.fit` on the same images, transformed, as numpy arrays, '
-      'validating each epoch on the eval arrays, trained until it reaches '
-      'the validation accuracy of the weights `now` kept, in a process of '
-      'its own (CPU: its `fit` alone). Load: the 1-minute load average at '
-      'the start and end (the machine\'s other work stretches wall time, '
-      'much less CPU time).',
-      '',
-      *table('goal', 'measured', ''),
-      goal(f'speed: the pipeline trains >= {SPEED_GOAL:.0%} of the bare '
-           'loop\'s images/s',
-           f'{speed:.0%} ({now.images_per_s:.1f} against '
-           f'{reference_rate:.1f} images/s; CPU ms per image '
-           f'{1000 * now.trainer_cpu_s / now.images_trained:.1f} against '
-           f'{reference_cpu_ms:.1f})', speed >= SPEED_GOAL),
-      goal(f'time to accuracy: now\'s test accuracy >= before\'s - '
-           f'{ACCURACY_SLACK:.1%} with <= {TIME_GOAL:.0%} of before\'s '
-           'Trainer time',
-           f'{now.test_accuracy:.1%} against {before.test_accuracy:.1%}; '
-           f'Trainer {wall:.0%} of before\'s wall time, {cpu:.0%} of its CPU '
-           'time', time_met),
-      '',
-      *table('variant', 'flags', 'epochs run (planned)', 'weights kept',
-             'whole run', 'Trainer', 'Trainer CPU', 'images/s',
-             'CPU ms per image', 'load (start, end)',
-             'validation accuracy (weights kept)', 'test accuracy'),
-  ]
-  for v in variants:
-    kept = v.plan['early_stopping']
-    lines.append(row(
-        v.name, ' '.join(v.flags) or '(defaults)',
-        f'{len(v.epoch_s)} ({kept["epochs_planned"]})',
-        f'epoch {kept["kept_epoch"]}', f'{v.whole_run_s / 60:.1f} min',
-        f'{v.trainer_s / 60:.1f} min', f'{v.trainer_cpu_s / 60:.1f} min',
-        f'{v.images_per_s:.1f}',
-        f'{1000 * v.trainer_cpu_s / v.images_trained:.1f}',
-        f'{v.load[0]:.1f}, {v.load[1]:.1f}',
-        f'{v.val_accuracy[kept["kept_epoch"] - 1]:.1%}',
-        f'{v.test_accuracy:.1%}'))
-  lines += [
-      '',
-      *table('bare Keras loop', 'epochs to reach', 'target', 'reached',
-             'wall', 'CPU', 'images/s', 'CPU ms per image',
-             'load (start, end)'),
-      row(reference['precision'], len(reference['epoch_s']),
-          f'{reference["target"]:.1%}',
-          'yes' if reference['reached'] else 'no',
-          f'{reference["wall_s"] / 60:.1f} min',
-          f'{reference["cpu_s"] / 60:.1f} min', f'{reference_rate:.1f}',
-          f'{reference_cpu_ms:.1f}',
-          f'{reference["load"][0]:.1f}, {reference["load"][1]:.1f}'),
-      '',
-      f'Now: {early_stopping.describe(now.plan["early_stopping"])}.',
-  ]
-  for v in variants:
-    lines.append('')
-    lines.append(f'Validation accuracy by epoch, {v.name}: ' + ', '.join(
-        f'{a:.1%}' for a in v.val_accuracy) + '.')
-  return lines
+  return dict(
+      r, tests=tests, wall=wall, cpu=cpu, reference_rate=reference_rate,
+      time_met=(now.test_accuracy >= before.test_accuracy - ACCURACY_SLACK
+                and wall <= TIME_GOAL and cpu <= TIME_GOAL),
+      reference_cpu_ms=1000 * reference['cpu_s'] / (
+          reference['train_records'] * len(reference['epoch_s'])),
+      speed=now.images_per_s / reference_rate, speed_goal=SPEED_GOAL,
+      accuracy_slack=ACCURACY_SLACK, time_goal=TIME_GOAL, test_seed=TEST_SEED,
+      flags=(*RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,))),
+      command=shapes_command(per_class, eval_per_class, SIZE),
+      cpu_flags=harness.cpu_flags('none of them'),
+      now_stopping=early_stopping.describe(now.plan['early_stopping']))
 
 
 COLOUR_TIME_TO_ACCURACY = harness.Section(
     heading=f'## Colour time to accuracy at {SIZE}x{SIZE}x3: the pipeline '
     'against a bare Keras loop, defaults of before and now',
-    measure=measure_colour, render=render_colour)
+    measure=measure_colour, render=render_colour,
+    template='colour_time_to_accuracy.md.j2')
 
 
 def measure_backbones(ctx: harness.Context) -> Dict[str, Any]:
@@ -361,40 +275,16 @@ def measure_backbones(ctx: harness.Context) -> Dict[str, Any]:
               flags=flags, rows=rows, loads=loads)
 
 
-def render_backbones(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """What each network's epochs cost, and how far they got."""
+def render_backbones(r: Dict[str, Any], ctx: harness.Context) -> Dict:
+  """What templates/backbones.md.j2 reads: each network's epochs."""
   del ctx  # The measurements say it all.
-  train, evaluation = (n * len(shapes.SHAPES)
-                       for n in (r['per_class'], r['eval_per_class']))
-  return [
-      f'    {" ".join(["local_runner.py", "--data-dir", "SHAPES", *r["flags"]])} '
-      'NETWORK',
-      '',
-      f'SHAPES: '
-      f'{shapes_command(r["per_class"], r["eval_per_class"], BACKBONE_SIZE)} '
-      f'(seed 0), {train:,} training and {evaluation:,} eval images in ten '
-      'classes; one run per network up to the Trainer, in one output '
-      'directory (the data half runs once). Each backbone from `--weights '
-      'none`: one epoch of the head alone (the first phase, never shorter), '
-      'then the whole network at the same learning rate (no pretrained '
-      'layers to protect).',
-      '',
-      '**Not measured: the gain from ImageNet weights.** This machine has '
-      'no network, so no backbone starts from its ImageNet weights here; '
-      'from scratch, on this little data and so few epochs, the backbones '
-      'say what an epoch costs, not how well transfer learning does.',
-      '',
-      f'Load average (1, 5, 15 min) before and after each run: '
-      f'{"; ".join(r["loads"])} (above the cores\' count, something else '
-      'shared them: times are then upper bounds).',
-      '',
-      *table('network', 'flags', 'last epoch s', 'first epoch s (with '
-             'tracing)', 'validation accuracy by epoch'),
-      *r['rows'],
-  ]
+  return dict(r, command=shapes_command(r['per_class'], r['eval_per_class'],
+                                        BACKBONE_SIZE),
+              train=r['per_class'] * len(shapes.SHAPES),
+              evaluation=r['eval_per_class'] * len(shapes.SHAPES))
 
 
 BACKBONES = harness.Section(
     heading=f'## Backbones from scratch on the shapes at '
     f'{BACKBONE_SIZE}x{BACKBONE_SIZE}x3', measure=measure_backbones,
-    render=render_backbones)
+    render=render_backbones, template='backbones.md.j2')

@@ -1,37 +1,20 @@
-"""TFRecord sinks: the whole ImageExampleGen writing its shards with the
-project's batched sink or with Beam's own `beam.io.WriteToTFRecord`.
+"""The tfrecord-sinks section: ImageExampleGen writing its shards with the
+project's batched sink (ours) or, as TFX's own ExampleGen does, with Beam's
+`WriteToTFRecord` (`BeamSinkExecutor` below), the same shard count.
 
-  python -m benchmarks.tfrecord_sinks --data-dir DIR [--data-dir DIR2 ...]
-      [--repetitions N] [--memory-cap-gb GB] [--work-dir DIR]
-      [--output BENCHMARKS.md]
+  python -m benchmarks --section tfrecord-sinks --data-dir DIR
+      [--data-dir DIR2 ...] [--repetitions N] [--memory-cap-gb GB]
 
-'ours' is ImageExampleGen as it is (components/image_example_gen/
-tfrecord_sink.py, each shard written by the worker that converts it).
-'beam' is the same executor writing every split as TFX's own ExampleGen
-does (GenerateExamplesByBeam, then WriteToTFRecord, gzipped), with the
-same fixed shard count: `BeamSinkExecutor` below.
-
-Each run is a fresh Python process running the executor's Do on DIR
-(tests/example_gen_standalone.py, with the Beam args a local run gives
-ExampleGen for that input), so start-up and Beam's set-up count; the two
-run in turn, A B A B ..., so a change in the machine's load hits both
-alike. Wall time, CPU time (user + system of the process and its Beam
-workers) and the peak resident memory of the largest process come from
-the operating system (os.wait4). Each run is held under a memory limit (a
-cgroup, benchmarks/harness.py; root only, else uncapped and the section
-says so), so that a writer holding a split in memory ends in the OOM
-killer, as it would in a container, not in the machine's swap; such a run
-is reported as killed, not timed. The figures go to their own section of
-BENCHMARKS.md.
+Each run is a fresh process, the two in turn (A B A B ...), its wall, CPU
+and peak memory from os.wait4, under a memory cgroup where one can be made:
+a writer holding a split in memory ends in the OOM killer, not in swap.
 """
 
-import argparse
 import dataclasses
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List
 
@@ -46,7 +29,6 @@ from components.image_example_gen import executor
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import configs
 
-NAME = 'tfrecord-sinks'
 OURS = 'ours (batched, per worker)'
 BEAM = "Beam's WriteToTFRecord"
 
@@ -150,85 +132,13 @@ def measure_input(data_dir: str, work_dir: str, repetitions: int,
   return runs
 
 
-def _cell(figure: Figure, fmt: str) -> str:
-  return figure.format(fmt) if figure.samples else '-'
-
-
-def _row(dataset: str, name: str, run: Run) -> str:
-  killed = (f'; OOM-killed after {", ".join(run.killed)} s'
-            if run.killed else '')
-  output = f'{run.output_bytes / 1e9:.2f}' if run.wall.samples else '-'
-  return (f'| {dataset} | {name} | {len(run.wall.samples)}{killed} | '
-          f'{_cell(run.wall, ".1f")} | {_cell(run.cpu, ".1f")} | '
-          f'{_cell(run.peak_gib, ".2f")} | {output} | '
-          f'{", ".join(run.load)} |')
-
-
-def _ratio(runs: Dict[str, Run], what: str) -> str:
-  a, b = (getattr(runs[n], what) for n in (BEAM, OURS))
-  return f'{a.median / b.median:.2f}x' if a.samples and b.samples else '-'
-
-
-def render(measured, ctx: harness.Context) -> List[str]:
-  """Per input and sink its runs' figures; then Beam's over ours."""
+def render(measured, ctx: harness.Context) -> Dict[str, Any]:
+  """What templates/tfrecord_sinks.md.j2 reads: per input and sink its
+  runs' figures; then Beam's over ours."""
+  del ctx  # The template reads it.
   results, cap_bytes, capped = measured
-  cap = (f'a {cap_bytes / 1e9:.2f} GB memory limit per run (a cgroup)'
-         if capped else 'no memory limit (no cgroup could be made)')
-  lines = [
-      'The whole ImageExampleGen executor (tests/example_gen_standalone.py, '
-      'the Beam args a local run gives it for that input), a fresh process '
-      f'per run, {ctx.repetitions} runs of each sink in turn, under {cap}. '
-      'Wall and CPU seconds (user + '
-      'system, Beam workers included) and the peak resident memory of the '
-      'largest process come from the operating system; load: the 1-minute '
-      'load average at each run\'s start (2 cores). A run the OOM killer '
-      'ended is not timed. Method: `benchmarks/tfrecord_sinks.py`.', '',
-      '| input | sink | runs | wall s | CPU s | peak GiB | output GB | '
-      'load at start |',
-      '|---|---|---|---|---|---|---|---|']
-  for dataset, runs in results.items():
-    lines += [_row(dataset, name, run) for name, run in runs.items()]
-  lines += ['', f"{BEAM} / ours, medians:", '']
-  return lines + [f'- {dataset}: wall {_ratio(runs, "wall")}, CPU '
-                  f'{_ratio(runs, "cpu")}'
-                  for dataset, runs in results.items()]
-
-
-def main(argv=None) -> None:
-  """Measures both sinks on each --data-dir; writes the section's block."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--data-dir', required=True, action='append',
-                      dest='data_dirs',
-                      help='IDX dataset (e.g. from data/scaled_mnist.py); '
-                      'repeatable.')
-  parser.add_argument('--repetitions', type=int, default=2)
-  parser.add_argument('--memory-cap-gb', type=float, default=4.0,
-                      help='Memory limit of each run (default: %(default)s, '
-                      'under the raw pixels of 100x MNIST, as the scale '
-                      'section caps its run).')
-  parser.add_argument('--work-dir', default=None,
-                      help='Where the runs write (default: a temporary '
-                      'directory, removed afterwards).')
-  parser.add_argument('--output',
-                      default=os.path.join(harness.PROJECT_DIR, 'BENCHMARKS.md'))
-  args = parser.parse_args(argv)
-  flags = [f'--data-dir {os.path.basename(os.path.normpath(d))}'
-           for d in args.data_dirs]
-  ctx = harness.Context(
-      ' '.join(['python -m benchmarks.tfrecord_sinks', *flags,
-                f'--repetitions {args.repetitions}',
-                f'--memory-cap-gb {args.memory_cap_gb:g}']),
-      repetitions=args.repetitions,
-      work_dir=args.work_dir or tempfile.mkdtemp(prefix='tfrecord-sinks-'),
-      args=args)
-  os.makedirs(ctx.work_dir, exist_ok=True)
-  try:
-    text = SECTION.run(ctx)
-  finally:
-    if args.work_dir is None:
-      shutil.rmtree(ctx.work_dir, ignore_errors=True)
-  harness.write_section(args.output, NAME, text)
-  print(text)
+  return dict(results=results, cap_bytes=cap_bytes, capped=capped,
+              beam=BEAM, ours=OURS)
 
 
 def measure(ctx: harness.Context):
@@ -245,7 +155,5 @@ def measure(ctx: harness.Context):
 
 SECTION = harness.Section(
     heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
-    'or a home-made sink', measure=measure, render=render)
-
-if __name__ == '__main__':
-  main()
+    'or a home-made sink', measure=measure, render=render,
+    template='tfrecord_sinks.md.j2')

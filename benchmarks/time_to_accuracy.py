@@ -15,7 +15,6 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from benchmarks import harness
-from benchmarks.harness import goal, row, table
 
 ACCURACY_GOAL = 0.993
 RATIO_GOAL = 0.4  # The pipeline's wall time over the bare script's.
@@ -117,78 +116,25 @@ def heading(isa_cap: Optional[str]) -> str:
 
 
 def render(runs: Tuple[List[ScriptRun], List[PipelineRun]],
-           ctx: harness.Context) -> List[str]:
-  """Goals, each run, and each component's seconds."""
+           ctx: harness.Context) -> Dict:
+  """What templates/time_to_accuracy.md.j2 reads: goals, runs, components."""
+  del ctx  # The template reads it.
   scripts, pipelines = runs
   ours = [p for p in pipelines if p.variant == DEFAULTS]
-  ratio = (statistics.median(p.wall_s for p in ours) /
-           statistics.median(s.wall_s for s in scripts))
-  lowest = min(p.test_accuracy for p in ours)
-  fixed = statistics.median(p.fixed_s for p in ours)
-  goals = [
-      (f'lowest test accuracy of the {len(ours)} seed(s) >= '
-       f'{ACCURACY_GOAL:.1%}', f'{lowest:.2%}', lowest >= ACCURACY_GOAL),
-      (f'whole DAG <= {RATIO_GOAL}x the bare script\'s wall time (medians)',
-       f'{ratio:.2f}x', ratio <= RATIO_GOAL),
-      (f'fixed costs (all but the Trainer\'s epochs) <= '
-       f'{FIXED_COST_GOAL_S:.0f} s (median)', f'{fixed:.1f} s',
-       fixed <= FIXED_COST_GOAL_S),
-  ]
-  lines = [
-      harness.cpu_line('none of ' + ', '.join(harness.CPU_FLAGS),
-                       '; the bare script in float32'),
-      '',
-      f'    local_runner.py --data-dir {ctx.data_dir_shown} --seed SEED '
-      '[variant flags]',
-      f'    python -m benchmarks.bare_keras_mnist --data-dir '
-      f'{ctx.data_dir_shown} '
-      f'--seed SEED --target {ACCURACY_GOAL}',
-      '',
-      'Per seed, the bare script, then each pipeline variant, each from a '
-      'fresh process (and output directory), one after the other. Pipeline: '
-      'wall time from the command to the pushed model, start-up and report '
-      'included; fixed costs are that minus the Trainer\'s epochs. Test '
-      'accuracy: the pushed model through `serve_images` on the raw t10k IDX '
-      'files (10,000 images, the official test set). Bare script: the '
-      'seeds\' CNN in float32 on numpy arrays, evaluated on the same test '
-      'set after every epoch, stopping at the first epoch that reaches the '
-      'goal; wall time of its whole process.',
-      '',
-      *table('goal', 'measured', ''),
-      *[goal(*g) for g in goals],
-      '',
-      *table('seed', 'run', 'wall', 'epochs', 's in epochs', 'fixed',
-             'test accuracy', 'vs bare script', 'accuracy per epoch'),
-  ]
-  for script in scripts:
-    # Stopped at --max-epochs short of the goal: its time to the goal is
-    # longer than its wall time.
-    short = script.test_accuracy[-1] < ACCURACY_GOAL
-    lines.append(row(
-        script.seed, 'bare Keras script' + (
-            ' (goal not reached: a lower bound)' if short else ''),
-        f'{script.wall_s:.0f} s',
-        len(script.epoch_s), f'{sum(script.epoch_s):.0f}',
-        f'{script.wall_s - sum(script.epoch_s):.1f} s',
-        f'{script.test_accuracy[-1]:.2%}', '1.00x',
-        ', '.join(f'{a:.2%}' for a in script.test_accuracy) + ' (test)'))
-    for p in (p for p in pipelines if p.seed == script.seed):
-      lines.append(row(
-          p.seed, f'pipeline, {p.variant}', f'{p.wall_s:.0f} s',
-          len(p.epoch_s), f'{sum(p.epoch_s):.0f}', f'{p.fixed_s:.1f} s',
-          f'{p.test_accuracy:.2%}', f'{p.wall_s / script.wall_s:.2f}x',
-          ', '.join(f'{a:.2%}' for a in p.val_accuracy) + ' (validation)'))
-  names = list(dict.fromkeys(name for p in pipelines for name in p.components))
-  lines += ['', 'Seconds per component (pipeline runs):', '',
-            *table('component', *[f'{p.variant}, seed {p.seed}'
-                                  for p in pipelines])]
-  for name in names:
-    lines.append(row(name, *[f'{p.components.get(name, 0.0):.1f}'
-                             for p in pipelines]))
-  lines.append(row('whole run', *[f'{p.wall_s:.1f}' for p in pipelines]))
-  return lines
+  return dict(
+      scripts=scripts, pipelines=pipelines, ours=ours,
+      ratio=(statistics.median(p.wall_s for p in ours) /
+             statistics.median(s.wall_s for s in scripts)),
+      lowest=min(p.test_accuracy for p in ours),
+      fixed=statistics.median(p.fixed_s for p in ours),
+      accuracy_goal=ACCURACY_GOAL, ratio_goal=RATIO_GOAL,
+      fixed_goal_s=FIXED_COST_GOAL_S,
+      cpu_line=harness.cpu_line('none of ' + ', '.join(harness.CPU_FLAGS),
+                                '; the bare script in float32'),
+      components=list(dict.fromkeys(name for p in pipelines
+                                    for name in p.components)))
 
 
 SECTION = harness.Section(
     heading=lambda ctx: heading(os.environ.get('ONEDNN_MAX_CPU_ISA')),
-    measure=measure, render=render)
+    measure=measure, render=render, template='time_to_accuracy.md.j2')

@@ -11,7 +11,6 @@ import os
 from typing import Any, Dict, List, Set, Tuple
 
 from benchmarks import harness
-from benchmarks.harness import row, table
 from data import planted
 from data import shapes
 
@@ -93,49 +92,13 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                if node in local_run.nodes}, whole_run_s=local_run.seconds)
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """What the checks found of what was planted."""
+def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
+  """What templates/trust.md.j2 reads: what was found of what was planted."""
   del ctx  # The measurements say it all.
-  per_class, eval_per_class, copies, wrong, sideways = r['planted']
-  copies_planted, copies_found, exact, exact_found, extra = r['copies']
-  turned, agree = r['sideways']
-
-  def share(part: int, whole: int) -> str:
-    return f'{part} of {whole} ({part / max(whole, 1):.0%})'
-
-  return [
-      f'SHAPES: `python -m data.shapes --per-class {per_class} '
-      f'--eval-per-class {eval_per_class} --size {SIZE}`, then `python -m '
-      f'data.planted --copies {copies} --wrong-labels {wrong} --sideways '
-      f'{sideways}`: train images copied into eval (exact, JPEG quality 75, '
-      'brightened, a third each), labels moved to a wrong class (half in '
-      'train, half in eval), eval photos stored sideways with their EXIF '
-      'orientation. One run, `local_runner.py --data-dir PLANTED/data '
-      f'{" ".join(r["flags"])}`; the lists from `inspector duplicates --csv`, '
-      '`inspector labels --csv` and `image-pipeline-predict` scored against '
-      'the planted list (goals: copies >= 80% and every exact one, at most '
-      '10% of reported pairs not planted; wrong labels >= 70% in train, '
-      '>= 90% in eval, a list at most twice as long as planted; sideways '
-      '>= 98% the class of their upright twin).',
-      '',
-      *table('copies found', 'exact copies found',
-             'reported train/held-out pairs not planted',
-             'wrong labels found in train (listed)',
-             'wrong labels found in eval (listed)',
-             'sideways photos with their twin\'s class'),
-      row(share(copies_found, copies_planted), share(exact_found, exact),
-          extra,
-          *(f'{share(found, wanted)} ({listed} listed)'
-            for wanted, found, listed in (r['labels']['train'],
-                                          r['labels']['eval'])),
-          share(agree, turned)),
-      '',
-      'Seconds of the run: ' + ', '.join(
-          f'{node} {s:.1f}' for node, s in r['seconds'].items()) +
-      f', whole run {r["whole_run_s"]:.1f}.',
-  ]
+  return dict(r, size=SIZE, copies_found_of=r['copies'],
+              sideways_found=r['sideways'])
 
 
 SECTION = harness.Section(
     heading='## Trust: the checks on a folder with planted faults',
-    measure=measure, render=render)
+    measure=measure, render=render, template='trust.md.j2')

@@ -4,10 +4,9 @@ each trial's hyperparameters, seconds and score, and the winner."""
 import json
 import os
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from benchmarks import harness
-from benchmarks.harness import row, table
 
 TRIALS = 4
 TRIAL_STEPS = 200
@@ -43,28 +42,13 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
               seconds=local_run.seconds)
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> List[str]:
-  """The trials, the winner marked."""
-  lines = [
-      f'    local_runner.py --data-dir {ctx.data_dir_shown} '
-      f'{" ".join(r["flags"])}',
-      '',
-      f'{r["trials"]} random-search trials of {r["steps"]} training steps '
-      f'each (batch {harness.TRAINING.batch_size}), each scored by its '
-      'accuracy on the whole eval split (10,000 images) after those steps. '
-      'Trial seconds: building the model, the steps and the evaluation; the '
-      'first trial also reads the splits into the input cache. One run; '
-      f'1-minute load {r["load"][0]:.1f} at the start, {r["load"][1]:.1f} at '
-      f'the end (above {os.cpu_count()}, something else shared the cores).',
-      '',
-      *table('trial', 'hyperparameters', 'seconds', 'val_accuracy', ''),
-  ]
-  for number, values, accuracy, seconds in r['found']:
-    lines.append(row(number, values, seconds, accuracy,
-                     'winner' if int(number) == r['winner'] else ''))
-  return lines + ['', f'Tuner: {r["tuner_s"]:.0f} s; whole run up to the '
-                  f'Tuner: {r["seconds"]:.0f} s.']
+def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
+  """What templates/tuning.md.j2 reads: the trials, the winner marked."""
+  del ctx  # The template reads it.
+  return dict(r, batch_size=harness.TRAINING.batch_size,
+              cores=os.cpu_count())
 
 
 SECTION = harness.Section(heading='## Tuning: TFX\'s Tuner on MNIST',
-                          measure=measure, render=render)
+                          measure=measure, render=render,
+                          template='tuning.md.j2')

@@ -218,16 +218,6 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
   assert 'why png' in text and text.index('why png') < text.index('## Scale')
 
 
-def test_rate_rows_give_each_rate_its_ratio_to_the_base():
-  rates = {'keras': harness.Figure([4000, 3900, 4400]),
-           'ours': harness.Figure([6000])}
-  assert harness.rate_rows(rates, 'keras', '{:.1f}x',
-                           {'keras': '5', 'ours': '7'}) == [
-      '| keras | 4,000 (3,900-4,400) | 1.0x | 5 |', '| ours | 6,000 | 1.5x | 7 |']
-  assert harness.rate_rows(rates, 'keras', '{:.0%}')[1] == (
-      '| ours | 6,000 | 150% |')
-
-
 def _colour_variant(name, flags, trainer_s, epochs_run, kept_epoch, test):
   """A colour-time-to-accuracy variant as a quick run records it."""
   from benchmarks import shapes  # pylint: disable=g-import-not-at-top

@@ -1,6 +1,7 @@
 """benchmarks/tfrecord_sinks.py compares like with like and writes its
 section: Beam's sink writes the same records in as many shards as ours, and
-a run of the script leaves a complete, well-formed section."""
+`python -m benchmarks --section tfrecord-sinks` leaves a complete,
+well-formed section."""
 
 import glob
 import os
@@ -49,10 +50,10 @@ def test_a_run_writes_its_section(tmp_path):
   output = tmp_path / 'BENCHMARKS.md'
   output.write_text('# Benchmarks\n\nNotes kept as they are.\n')
   result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.tfrecord_sinks',
-       '--data-dir', str(tmp_path / 'mnist'), '--repetitions', '1',
-       '--work-dir', str(tmp_path / 'work'), '--output', str(output)],
-      cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600,
+      [sys.executable, '-m', 'benchmarks', '--section', 'tfrecord-sinks',
+       '--data-dir', 'mnist', '--repetitions', '1', '--work-dir', 'work',
+       '--output', 'BENCHMARKS.md'],
+      cwd=tmp_path, capture_output=True, text=True, timeout=600,
       env={**os.environ, 'PYTHONPATH': PROJECT_DIR})
   assert result.returncode == 0, result.stderr
   text = output.read_text()
