@@ -6,11 +6,10 @@ sent. `serve_images`, sent uint8 images, skips the bytes and runs its
 second half, `normalise`, with the values the analyzers learnt.
 
 The Transform component runs with `materialize=False`, and the Trainer
-applies this graph to each parsed batch in its input_fn. That feeds the
-Trainer faster than reading materialised float records, which would also
-cost Transform time and a second copy of the data on disk
-(benchmarks/transform_choice.py compares both). And the transform graph is
-applied the same way in training and serving.
+applies this graph to each parsed batch in its input_fn. Materialised
+float records would cost Transform time and a second copy of the data on
+disk, four bytes a pixel. And the transform graph is applied the same way
+in training and serving.
 
 The analyzers (`tft.mean`, `tft.var` per channel) let the same module
 normalise MNIST, Fashion-MNIST and RGB image folders to zero mean and unit
