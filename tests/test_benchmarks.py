@@ -247,8 +247,9 @@ def test_colour_time_to_accuracy_renders_goals_variants_and_the_bare_loop():
   assert re.search(r'CPU flags: .*; the Trainer computed in float32', report)
   _, goals = _table(report, heading)
   assert [g[0].split(':')[0] for g in goals] == ['speed', 'time to accuracy']
-  # Now: 200 images / 6 s (the upper median of 6 and 4) against the loop's
-  # 200 / 5 s; 40% of before's Trainer time, 0.2 points below its accuracy.
+  # The expected cells follow from the constructed variants above: the
+  # speed compares 'now's upper-median epoch with the loop's, the time to
+  # accuracy its Trainer seconds and test accuracy with 'before's.
   assert goals[0][1].startswith('83% (33.3 against 40.0 images/s')
   assert goals[0][2] == '**not met**'
   assert goals[1][1].startswith('39.8% against 40.0%; Trainer 40% of')
