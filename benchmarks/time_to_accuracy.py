@@ -2,7 +2,8 @@
 from the command to the pushed model) against a bare Keras script training
 the seeds' CNN to the same test accuracy (bare_keras_mnist.py), seed by
 seed, interleaved, in one benchmark run. Each `--candidate NAME=FLAGS` is
-run too, as a pipeline variant."""
+run too, as a pipeline variant, and (but in quick mode) the defaults
+without LabelCheck, which prices the checks issue 35 added."""
 
 import dataclasses
 import json
@@ -20,7 +21,13 @@ ACCURACY_GOAL = 0.993
 RATIO_GOAL = 0.4  # The pipeline's wall time over the bare script's.
 FIXED_COST_GOAL_S = 25.0  # Everything but the Trainer's epochs.
 SEEDS = (1, 2, 3)
+CHECKS_COST_GOAL = 0.10  # The checks' seconds over the run without them.
 DEFAULTS = 'defaults'
+# The checks that cannot be switched off (DataChecks) are priced by their
+# own seconds; LabelCheck, with the Trainer's scoring for it, by this
+# variant's wall time against the defaults'.
+WITHOUT_LABEL_CHECK = ('without LabelCheck', ('--no-label-check',))
+ALWAYS_ON_CHECKS = ('DataChecks',)
 
 
 @dataclasses.dataclass
@@ -95,7 +102,8 @@ def run_pipeline(variant: str, flags: Tuple[str, ...], seed: int,
 def measure(ctx: harness.Context) -> Tuple[List[ScriptRun], List[PipelineRun]]:
   """Per seed, the bare script and every variant, interleaved: both see the
   same machine."""
-  variants = [(DEFAULTS, ()), *map(parse_candidate, ctx.args.candidate)]
+  variants = [(DEFAULTS, ()), *ctx.pick([WITHOUT_LABEL_CHECK], []),
+              *map(parse_candidate, ctx.args.candidate)]
   scripts, pipelines = [], []
   for seed in ctx.pick(SEEDS, SEEDS[:1]):
     print(f'  time to accuracy: bare Keras script, seed {seed}', flush=True)
@@ -115,6 +123,23 @@ def heading(isa_cap: Optional[str]) -> str:
   return '## MNIST time to accuracy: the whole DAG against a bare Keras script'
 
 
+def checks_cost(pipelines: List[PipelineRun]) -> Optional[Tuple[float, float]]:
+  """The checks' seconds and their share of the run without them (medians
+  over seeds), or None when the run had no variant without LabelCheck."""
+  by_seed = {}
+  for p in pipelines:
+    by_seed.setdefault(p.seed, {})[p.variant] = p
+  pairs = [(v[DEFAULTS], v[WITHOUT_LABEL_CHECK[0]]) for v in by_seed.values()
+           if DEFAULTS in v and WITHOUT_LABEL_CHECK[0] in v]
+  if not pairs:
+    return None
+  always_on = [sum(d.components.get(n, 0.0) for n in ALWAYS_ON_CHECKS)
+               for d, _ in pairs]
+  cost = [d.wall_s - w.wall_s + a for (d, w), a in zip(pairs, always_on)]
+  share = [c / (d.wall_s - c) for c, (d, _) in zip(cost, pairs)]
+  return statistics.median(cost), statistics.median(share)
+
+
 def render(runs: Tuple[List[ScriptRun], List[PipelineRun]],
            ctx: harness.Context) -> Dict:
   """What templates/time_to_accuracy.md.j2 reads: goals, runs, components."""
@@ -128,7 +153,9 @@ def render(runs: Tuple[List[ScriptRun], List[PipelineRun]],
       lowest=min(p.test_accuracy for p in ours),
       fixed=statistics.median(p.fixed_s for p in ours),
       accuracy_goal=ACCURACY_GOAL, ratio_goal=RATIO_GOAL,
-      fixed_goal_s=FIXED_COST_GOAL_S,
+      fixed_goal_s=FIXED_COST_GOAL_S, checks=checks_cost(pipelines),
+      checks_goal=CHECKS_COST_GOAL, checks_variant=WITHOUT_LABEL_CHECK[0],
+      always_on=' and '.join(ALWAYS_ON_CHECKS),
       cpu_line=harness.cpu_line('none of ' + ', '.join(harness.CPU_FLAGS),
                                 '; the bare script in float32'),
       components=list(dict.fromkeys(name for p in pipelines

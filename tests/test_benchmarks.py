@@ -260,3 +260,30 @@ def test_colour_time_to_accuracy_renders_goals_variants_and_the_bare_loop():
   [keras_row] = _table(report, heading, which=2)[1]
   assert keras_row[:4] == ['float32', '2', '40.0%', 'no']
   assert 'Now: trained all 2 of 2 epochs; kept the weights of epoch 2' in report
+
+
+def test_time_to_accuracy_prices_the_checks_against_the_run_without_them():
+  from benchmarks import time_to_accuracy as tta  # pylint: disable=g-import-not-at-top
+
+  def run(variant, seed, wall, data_checks):
+    return tta.PipelineRun(
+        variant=variant, seed=seed, wall_s=wall,
+        components={'DataChecks': data_checks, 'Trainer': 30.0},
+        epoch_s=[10.0, 10.0], val_accuracy=[0.99, 0.994], test_accuracy=0.994)
+
+  without = tta.WITHOUT_LABEL_CHECK[0]
+  scripts = [tta.ScriptRun(seed=s, wall_s=200.0, epoch_s=[40.0] * 5,
+                           test_accuracy=[0.993]) for s in (1, 2)]
+  # Seed 1: LabelCheck and its scoring add 4 s, DataChecks 2 s: 6 of 60.
+  # Seed 2: 10 s (8 + 2) of 70 s. Medians: 8 s; 10% and 14.3%.
+  pipelines = [run(tta.DEFAULTS, 1, 66.0, 2.0), run(without, 1, 62.0, 2.0),
+               run(tta.DEFAULTS, 2, 80.0, 2.0), run(without, 2, 72.0, 2.0)]
+  report = tta.SECTION.text((scripts, pipelines), harness.Context('CMD'))
+  _, goals = _table(report, '## MNIST time to accuracy')
+  [checks] = [g for g in goals if g[0].startswith('the checks')]
+  assert checks[1:] == ['8.0 s, 12.1%', '**not met**']
+  # Without the variant (a quick run, or an older one) the row is left out.
+  report = tta.SECTION.text((scripts[:1], pipelines[:1]),
+                            harness.Context('CMD'))
+  _, goals = _table(report, '## MNIST time to accuracy')
+  assert not [g for g in goals if g[0].startswith('the checks')]
