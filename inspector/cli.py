@@ -203,7 +203,19 @@ def _store_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
                       help='Print JSON on stdout instead of text.')
 
 
+def _run_argument(sub, help_text='default: %(default)s') -> None:
+  """The optional RUN positional that most commands take."""
+  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
+                   help=help_text)
+
+
+def _csv_argument(sub, help_text: str) -> None:
+  """The --csv FILE option."""
+  sub.add_argument('--csv', default=None, metavar='FILE', help=help_text)
+
+
 def make_parser() -> argparse.ArgumentParser:
+  """The inspector's command line: the store's flags, then a command."""
   parser = argparse.ArgumentParser(
       prog='python -m inspector', description=__doc__,
       formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -211,10 +223,10 @@ def make_parser() -> argparse.ArgumentParser:
   commands = parser.add_subparsers(dest='command', required=True,
                                    metavar='COMMAND')
 
-  def command(name, handler, help_text):
+  def command(name, handler, help_text, text=None):
     sub = commands.add_parser(name, help=help_text, description=help_text)
     _store_flags(sub, suppress=True)
-    sub.set_defaults(handler=handler, text=getattr(render, name, None))
+    sub.set_defaults(handler=handler, text=text or getattr(render, name, None))
     return sub
 
   sub = command('runs', _runs, 'Pipeline runs, newest first, with state, '
@@ -279,53 +291,42 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--split', default=None,
                    help='default: the split the Evaluator evaluated')
 
-  sub = command('tuning', _tuning, 'The Tuner\'s trials of a run tuned with '
-                '--tune: each trial\'s hyperparameters and score, and the '
-                'winner the Trainer trained with.')
-  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
-                   help='default: %(default)s')
+  _run_argument(command(
+      'tuning', _tuning, 'The Tuner\'s trials of a run tuned with --tune: '
+      'each trial\'s hyperparameters and score, and the winner the Trainer '
+      'trained with.'))
 
   sub = command('duplicates', _duplicates, 'The copies DataChecks found '
                 'within and across a run\'s splits, and the image issues; '
-                'all pairs as CSV with --csv.')
-  sub.set_defaults(text=_duplicates_text)
-  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
-                   help='default: %(default)s')
-  sub.add_argument('--csv', default=None, metavar='FILE',
-                   help='Write every pair to FILE as CSV.')
+                'all pairs as CSV with --csv.', text=_duplicates_text)
+  _run_argument(sub)
+  _csv_argument(sub, 'Write every pair to FILE as CSV.')
 
   sub = command('report', _report, 'One self-contained HTML page of a run: '
                 'the DAG, the data, the training, the evaluation and push, '
                 'the lineage.')
-  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
-                   help='default: %(default)s')
+  _run_argument(sub)
   sub.add_argument('--html', required=True, metavar='FILE',
                    help='Write the page to FILE (replaced atomically).')
 
   sub = command('labels', _labels, 'LabelCheck\'s suspects: per split, the '
                 'records whose given class a model that never trained on '
-                'them doubts, most doubtful first.')
-  sub.set_defaults(text=_labels_text)
-  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
-                   help='default: %(default)s')
+                'them doubts, most doubtful first.', text=_labels_text)
+  _run_argument(sub)
   sub.add_argument('--split', default=None, help='Only this split.')
-  sub.add_argument('--csv', default=None, metavar='FILE',
-                   help='Write every suspect to FILE, for review: split, '
-                   'rank, source file, given and suggested class, score.')
+  _csv_argument(sub, 'Write every suspect to FILE, for review: split, '
+                'rank, source file, given and suggested class, score.')
 
   sub = command('history', _history, 'The runs of a pipeline, newest first, '
                 'one line each: spans, records per split, the chosen and the '
                 'served model\'s accuracy, blessed, pushed, warm or cold '
                 'start, the Trainer\'s time, the label drift from the run '
-                'before.')
-  sub.set_defaults(text=_history_text)
-  sub.add_argument('run', nargs='?', default='latest', metavar='RUN',
-                   help='The newest run to list, with those before it, of '
-                   'its pipeline (default: %(default)s).')
+                'before.', text=_history_text)
+  _run_argument(sub, 'The newest run to list, with those before it, of its '
+                'pipeline (default: %(default)s).')
   sub.add_argument('--limit', type=int, default=None, metavar='N',
                    help='Only the newest N runs.')
-  sub.add_argument('--csv', default=None, metavar='FILE',
-                   help='Write the runs to FILE as CSV, one row each.')
+  _csv_argument(sub, 'Write the runs to FILE as CSV, one row each.')
   return parser
 
 
