@@ -123,8 +123,11 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
         tf.size(block, out_type=tf.int64))
     return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
 
+  # A small sample keeps a few records of each block read: joined again
+  # into full blocks, they are parsed and predicted in a few calls, not in
+  # one per block read (each call has a cost of its own).
   selected = (_records(files).batch(PREDICT_BATCH).enumerate().map(select)
-              .filter(lambda positions, _: tf.size(positions) > 0))
+              .unbatch().batch(PREDICT_BATCH))
   if cache:
     selected = selected.cache()
   return (selected

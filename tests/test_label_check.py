@@ -93,6 +93,30 @@ def test_a_sample_within_one_fold_takes_one_model():
   assert everything.checked_buckets == cross_fit.BUCKETS
 
 
+def test_a_sample_comes_in_full_blocks_that_name_their_records(tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / 'records.gz')
+  total = 3 * cross_fit.PREDICT_BATCH + 17
+  with tf.io.TFRecordWriter(path, 'GZIP') as writer:
+    for i in range(total):
+      writer.write(f'record {i}'.encode())
+  the_plan = cross_fit.plan(total, 1, total // 5)
+
+  def parse(block):
+    number = tf.strings.to_number(tf.strings.split(block).values[1::2],
+                                  tf.int64)
+    return number, number
+
+  blocks = list(cross_fit.held_out([path], 0, the_plan, parse, cache=True))
+  positions = np.concatenate([p.numpy() for p, _, _ in blocks])
+  # Each position is its record's place in the file, the sample about a
+  # fifth of them, in order, and read in as few blocks as it fills.
+  assert all((p.numpy() == n.numpy()).all() for p, n, _ in blocks)
+  assert (np.diff(positions) > 0).all()
+  assert total // 10 < len(positions) < total // 2
+  assert len(blocks) == -(-len(positions) // cross_fit.PREDICT_BATCH)
+
+
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
   for planned in range(1, 61):
     step = epoch_probabilities.stride(planned)
