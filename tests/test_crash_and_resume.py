@@ -18,9 +18,11 @@ from tests import pause
 DATA_HALF = ['ImageExampleGen', 'StatisticsGen', 'SchemaGen',
              'ExampleValidator', 'DataChecks', 'ValidationGate']
 # Where the run is killed and what it resumes matter, not what it learns:
-# the fewest steps, and a threshold any model meets (so that it is pushed).
+# the fewest steps, a threshold any model meets (so that it is pushed), and
+# no LabelCheck after the Trainer.
 TRAINING = ['--epochs', '1', '--train-steps', '2', '--batch-size', '8',
-            '--accuracy-threshold', '0', local_run.ONE_PROCESS]
+            '--accuracy-threshold', '0', '--no-label-check',
+            local_run.ONE_PROCESS]
 # Trained, its TensorBoard logs written, the model not yet saved.
 TRAINER_EXPORTS = 'modules.trainer:export_serving_model'
 # Inside ExampleGen's Beam pipeline (in this process: ONE_PROCESS), the

@@ -5,6 +5,10 @@ Three tiny runs, one span each, through local_runner.py as a schedule would
 run them, all with --keep-runs 1: the first model is pushed, the next two
 are not blessed (an accuracy threshold no model reaches), so what is served
 comes from a run outside the newest one.
+
+The runs check their data against the curated MNIST schema (--schema), as a
+scheduled run would: they also show that the whole DAG reads MNIST-format
+records through it.
 """
 
 import os
@@ -16,6 +20,7 @@ from components import push_once
 import local_runner
 from pipeline import configs
 from pipeline import knobs
+from records import features
 from runners import flags
 from runners import keep_runs
 from runners import local_store
@@ -45,6 +50,7 @@ def kept(tmp_path_factory):
     threshold = '0' if span == 1 else NEVER_BLESSED
     result = local_run.run(
         '--data-dir', str(data), '--span-dir-pattern', 'span-{SPAN}',
+        '--schema', configs.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
         '--output-dir', str(out), '--accuracy-threshold', threshold,
         '--keep-runs', str(KEEP), *TINY_TRAINING)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -70,6 +76,22 @@ def _by_span(store, type_name):
     spans = {examples[i] for i in inputs if i in examples}
     found[max(spans)] = artifact
   return found
+
+
+def test_a_curated_schema_takes_mnist_format_data_through_the_whole_dag(
+    kept):
+  # Transform, Trainer and Evaluator read the records through the curated
+  # schema (every feature of the format, the source too).
+  out, printed = kept
+  assert all('no anomalies' in stdout for stdout in printed)
+  store = mlmd.open_store(str(out))
+  states = mlmd.execution_states(store)
+  assert 'ImportSchemaGen' in states and 'SchemaGen' not in states
+  assert states['Evaluator'] == states['Pusher'] == ['COMPLETE'] * RUNS
+  for examples in mlmd.live_artifacts(store, 'Examples'):
+    assert features.decode_class_names(
+        examples.custom_properties['class_names'].string_value) == (
+            knobs.DATASETS['fashion-mnist']['class_names'])
 
 
 def test_only_the_newest_runs_and_the_served_lineage_stay_on_disk(kept):

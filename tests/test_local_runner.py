@@ -10,7 +10,6 @@ from PIL import Image
 import pytest
 
 from pipeline import configs
-from pipeline import knobs
 from records import features
 from tests import datasets
 from tests import examples_io
@@ -103,25 +102,8 @@ def test_image_folder_as_people_have_them(tmp_path):
   assert 'Thumbs.db' in text
 
 
-def test_curated_schema_accepts_mnist_format_data(tmp_path):
-  # The whole DAG: Transform, Trainer and Evaluator read the records through
-  # the curated schema (every feature of the format, the source too).
-  datasets.write_idx_dataset(str(tmp_path / 'mnist'))
-  result = run('--data-dir', str(tmp_path / 'mnist'), '--schema',
-               configs.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
-               '--output-dir', str(tmp_path / 'out'), ONE_PROCESS,
-               '--epochs', '1', '--train-steps', '4', '--batch-size', '8',
-               '--accuracy-threshold', '0')
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert 'no anomalies' in result.stdout
-  store = mlmd.open_store(str(tmp_path / 'out'))
-  states = mlmd.execution_states(store)
-  assert 'ImportSchemaGen' in states and 'SchemaGen' not in states
-  assert states['Evaluator'] == states['Pusher'] == ['COMPLETE']
-  [examples] = mlmd.live_artifacts(store, 'Examples')
-  assert features.decode_class_names(
-      examples.custom_properties['class_names'].string_value) == (
-          knobs.DATASETS['fashion-mnist']['class_names'])
+# A curated schema taking MNIST-format data through the whole DAG:
+# tests/test_keep_runs.py's runs.
 
 
 def test_anomalies_stop_the_run_and_say_why(stopped_run):

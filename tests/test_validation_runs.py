@@ -1,10 +1,11 @@
 """Real runs on tiny data: the validation split decides what training
-chooses, the eval split nothing; --validation-percent 0 chooses nothing."""
+chooses, the eval split nothing; --validation-percent 0 chooses nothing.
+
+The run with a validation split is tests/tiny_runs.py's first of
+`two_runs` (the defaults, which the inspection tests share)."""
 
 import glob
 import json
-
-import pytest
 
 from tests import datasets
 from tests import examples_io
@@ -38,18 +39,15 @@ def _examples(out):
   return _only(out / 'pipeline' / 'ImageExampleGen' / 'examples' / '*')
 
 
-@pytest.fixture(scope='module')
-def validated_run(tmp_path_factory):
-  return _run(tmp_path_factory.mktemp('validated'), *TO_TRAINER)
-
-
-def test_the_trainer_validates_on_the_validation_split(validated_run):
-  out, stdout = validated_run
+def test_the_trainer_validates_on_the_validation_split(two_runs, tmp_path):
+  # The first run trained; the second, unchanged, took it from the cache.
+  out, stdout = two_runs / 'out', (two_runs / 'run-1.stdout').read_text()
   examples = _examples(out)
   counts = {split: len(examples_io.read_split(examples, split))
             for split in ('train', 'validation', 'eval')}
-  assert counts['train'] + counts['validation'] == 200
-  assert 0 < counts['validation'] < 40 and counts['eval'] == 40
+  assert counts == tiny_runs.SPLIT_RECORDS
+  assert counts['train'] + counts['validation'] == tiny_runs.TRAIN_RECORDS
+  assert 0 < counts['validation'] < tiny_runs.TRAIN_RECORDS // 5
 
   plan = _training_plan(out)
   assert plan['validation_split'] == 'validation'
@@ -63,12 +61,13 @@ def test_the_trainer_validates_on_the_validation_split(validated_run):
           f'({counts["validation"]} records)') in stdout
   # The run summary lists every split's records.
   assert (f'train: {counts["train"]} records in 16 shards; validation: '
-          f'{counts["validation"]} records in 16 shards; eval: 40 records'
-          ) in stdout
+          f'{counts["validation"]} records in 16 shards; eval: '
+          f'{counts["eval"]} records') in stdout
 
-  # TFX's own args say it, and the inspector's report shows it.
-  page = out / 'report.html'
-  training = tiny_runs.inspect_json(out, 'report', 'latest', '--html',
+  # TFX's own args say it, and the inspector's report of the run that
+  # trained shows it.
+  page = tmp_path / 'report.html'
+  training = tiny_runs.inspect_json(out, 'report', '-2', '--html',
                                     str(page))['training']
   assert training['settings']['train_splits'] == ['train']
   assert training['settings']['eval_splits'] == ['validation']
@@ -78,11 +77,10 @@ def test_the_trainer_validates_on_the_validation_split(validated_run):
           in page.read_text())
 
 
-def test_the_tflite_check_reads_the_eval_split(validated_run):
-  out, _ = validated_run
-  with open(_only(out / 'pipeline' / 'Trainer' / 'model' / '*' /
+def test_the_tflite_check_reads_the_eval_split(two_runs):
+  with open(_only(two_runs / 'out' / 'pipeline' / 'Trainer' / 'model' / '*' /
                   'Format-Serving' / 'tflite' / 'tflite.json')) as f:
-    assert json.load(f)['eval_records'] == 40
+    assert json.load(f)['eval_records'] == tiny_runs.EVAL_RECORDS
 
 
 def test_validation_percent_0_makes_no_choice(tmp_path):
