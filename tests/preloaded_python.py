@@ -28,9 +28,9 @@ from typing import Dict, List, Sequence
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What TFX's Kubeflow entrypoint imports, and the libraries of the
-# project's components (Transform, Trainer, Evaluator).
+# project's components (TFX's public API, Transform, Trainer, Evaluator).
 PRELOADED = ('tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
-             'tfx.components', 'tensorflow_transform', 'tf_keras')
+             'tfx.components', 'tfx.v1', 'tensorflow_transform', 'tf_keras')
 
 
 class Server:
