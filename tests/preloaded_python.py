@@ -3,8 +3,9 @@ and `python SCRIPT ARGS...` commands as forks of itself.
 
 Every task of a compiled spec is a `python -m` command that first imports
 TensorFlow, Beam, TFX and TFMA, seconds of CPU before the task does
-anything. tests/kfp_launcher.py starts this server once per test module and
-runs each task as a fork of it: a process of its own with the task's
+anything. The Kubeflow spec tests start this server once per test module,
+and tests/kfp_launcher.py runs each task as a fork of it (the compiler's
+command too): a process of its own with the task's
 arguments, environment, working directory and log, and its own exit
 status, whose third-party imports are already done. The project's own
 modules and tensorflow-io are imported by each task, as in a container.
