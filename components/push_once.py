@@ -86,9 +86,9 @@ def _stat(base_directory: str):
   `fileio.isdir` and `fileio.listdir` answer "no such directory" whatever
   went wrong. `stat` raises NotFoundError only when the path is missing, and
   other errors as they are. S3 is the exception. There tensorflow-io answers
-  NotFound for a path under a bucket whatever failed. So a path said missing
-  is believed only once its bucket answers, since a bucket's own stat
-  reports its errors.
+  NotFound for a path under a bucket whatever failed, a denied listing too.
+  So a path said missing is believed only once its bucket answers, since a
+  bucket's own stat reports its errors, and once `_check_missing` agrees.
   """
   try:
     return fileio.stat(base_directory)
@@ -98,8 +98,35 @@ def _stat(base_directory: str):
       try:
         fileio.stat(root)
       except fileio.NotFoundError:
-        pass  # No bucket: nothing served.
+        return None  # No bucket: nothing served.
+      _check_missing(base_directory, root)
     return None
+
+
+def _check_missing(path: str, root: str) -> None:
+  """Raises OSError unless the nearest listable folder above `path`, up to
+  the bucket `root`, shows `path` missing.
+
+  Listing a folder reports a denied listing (PermissionDeniedError), while
+  a folder that is missing or denied alike reads as NotFound: so climb
+  until a listing answers. Listed there yet said missing, `path` is there
+  but cannot be read.
+  """
+  child = path.rstrip('/')
+  while True:
+    parent, name = child.rsplit('/', 1)
+    parent += '/'
+    try:
+      names = {n.rstrip('/') for n in fileio.listdir(parent)}
+    except fileio.NotFoundError:
+      if parent == root:
+        return
+      child = parent.rstrip('/')
+      continue
+    if name in names:
+      raise OSError(f'{parent} lists {name}, yet reading {path} says it '
+                    'does not exist (its listing denied?)')
+    return
 
 
 def newest_version(base_directory: str) -> Optional[str]:

@@ -16,7 +16,9 @@ for something open-source Kubeflow Pipelines 2.x does that Vertex AI does not:
     type of every input; it replaces the types that say nothing.
   * s3:// paths. TensorFlow 2.16 reads s3:// only through tensorflow-io,
     which registers its filesystem when imported and which TFX's executors
-    never import: imported here when installed.
+    never import: imported here when installed. Beam's S3 filesystem gets
+    one boto3 client for the task, not one per file
+    (pipeline/s3_clients.py).
   * Exit status. tensorflow-io's S3 client aborts the interpreter at exit
     ("pure virtual method called", status 134) once it has been used, which
     KFP would take for a failed task: the process leaves with the executor's
@@ -34,6 +36,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from google.protobuf import json_format
 
+from pipeline import s3_clients
 from runners import startup
 
 TFX_EXECUTOR_MODULE = (
@@ -109,6 +112,7 @@ def _register_s3() -> None:
     import tensorflow_io  # pylint: disable=g-import-not-at-top,unused-import
   except ImportError:
     pass  # An image without s3:// support (built without WITH_S3=1).
+  s3_clients.share()
 
 
 def _import_executor(argv: List[str]) -> None:

@@ -1,4 +1,5 @@
-"""Lets every Beam worker process end without a traceback.
+"""Lets every Beam worker process end without a traceback, and share its
+S3 client (s3_clients.py).
 
 Each worker imports this at its start (--beam_plugins, see
 configs.BEAM_PIPELINE_ARGS).
@@ -17,6 +18,8 @@ import gc
 
 from apache_beam.utils import shared
 
+from pipeline import s3_clients
+
 
 def _release_shared_objects() -> None:
   shared.Shared().acquire(lambda: None)
@@ -24,3 +27,4 @@ def _release_shared_objects() -> None:
 
 
 atexit.register(_release_shared_objects)
+s3_clients.share()

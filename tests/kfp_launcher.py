@@ -45,6 +45,9 @@ the output artifacts, resolver tasks resolving to nothing (this launcher
 keeps no metadata store: a first run), no caching.
 
 Placeholders other than `{{$}}` are refused (TFX's executors use none).
+
+Given a preloaded_python.Server, `python -m` commands run as forks of it,
+which has TFX imported already; any other command is a new process.
 """
 
 import copy
@@ -63,6 +66,8 @@ from typing import Any, Dict, List, Optional
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 import yaml
+
+from tests import preloaded_python
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
@@ -96,6 +101,12 @@ class Backend:
     artifact_id = self.next_artifact_id
     self.next_artifact_id += 1
     return str(artifact_id)
+
+
+def task_environment() -> Dict[str, str]:
+  """The environment every task starts from: this machine's, with the
+  project importable (the image installs it)."""
+  return dict(os.environ, PYTHONPATH=PROJECT_DIR)
 
 
 def load_documents(path: str, mode: str = 'vertex'):
@@ -157,13 +168,16 @@ class LocalLauncher:
                log_dir: Optional[str] = None, timeout: int = 900,
                mode: str = 'vertex', backend: Optional[Backend] = None,
                env: Optional[Dict[str, str]] = None,
-               secrets: Optional[Dict[str, Dict[str, str]]] = None):
+               secrets: Optional[Dict[str, Dict[str, str]]] = None,
+               preloaded: Optional[preloaded_python.Server] = None):
     """Reads the spec; refuses (Refused) what the backend would refuse.
 
     Args:
       env: extra environment of every task (this machine's is inherited).
       secrets: the Kubernetes secrets of the run's namespace, name -> key ->
         value, which the PlatformSpec's secretAsEnv reads (kubeflow mode).
+      preloaded: runs the tasks' `python -m` commands (see the module
+        docstring).
     """
     if mode not in MODES:
       raise ValueError(f'mode {mode!r}: one of {MODES}')
@@ -183,6 +197,7 @@ class LocalLauncher:
     self.local_dir = log_dir or tempfile.mkdtemp(prefix='kfp-run-')
     self.timeout = timeout
     self.env = dict(env or {})
+    self.preloaded = preloaded
     if mode == 'kubeflow':
       self._check_kubeflow_tasks()
     self.parameters = self._pipeline_parameters(parameters or {})
@@ -341,7 +356,7 @@ class LocalLauncher:
       self.output_parameters[name] = {}
       self.states[name] = 'CACHED'
       return
-    env = dict(os.environ, PYTHONPATH=PROJECT_DIR)
+    env = task_environment()
     env.update(self.env)
     env.update({var.name: var.value for var in container.env})
     env.update(self._secret_env(name, component.executor_label))
@@ -409,12 +424,17 @@ class LocalLauncher:
                   env: Dict[str, str]) -> None:
     os.makedirs(self.local_dir, exist_ok=True)
     log_path = os.path.join(self.local_dir, f'{label}.log')
-    with open(log_path, 'w') as log:
-      result = subprocess.run(command, cwd=PROJECT_DIR, env=env, stdout=log,
-                              stderr=subprocess.STDOUT, timeout=self.timeout,
-                              check=False)
-    if result.returncode != 0:
+    if self.preloaded and self.preloaded.runs(command):
+      returncode = self.preloaded.run(command, env, PROJECT_DIR, log_path,
+                                      self.timeout)
+    else:
+      with open(log_path, 'w') as log:
+        returncode = subprocess.run(
+            command, cwd=PROJECT_DIR, env=env, stdout=log,
+            stderr=subprocess.STDOUT, timeout=self.timeout,
+            check=False).returncode
+    if returncode != 0:
       with open(log_path) as f:
         tail = f.read()[-6000:]
-      raise TaskFailed(f'task {label} exited with {result.returncode}; '
+      raise TaskFailed(f'task {label} exited with {returncode}; '
                        f'log {log_path}:\n{tail}')

@@ -4,6 +4,7 @@ Kubeflow cluster. Nothing is mocked in-process: TensorFlow (tensorflow-io),
 Beam (boto3) and the tests all go through its HTTP API."""
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -89,3 +90,36 @@ def list_keys(endpoint: str, bucket: str, prefix: str = '') -> list:
                                                            Prefix=prefix):
     keys.extend(item['Key'] for item in page.get('Contents', []))
   return sorted(keys)
+
+
+def enforce_policy(endpoint: str, denied_actions: list,
+                   resource: str) -> Dict[str, str]:
+  """Makes the server check every request against IAM policies from now
+  on, with a user allowed everything but `denied_actions` on `resource`.
+
+  moto checks an identity policy's actions and resources (not its
+  conditions, so no prefix of a bucket can be denied alone). The server's
+  other credentials stop working.
+
+  Returns:
+    The user's credentials, as pod_environment names them.
+  """
+  import boto3  # pylint: disable=g-import-not-at-top
+  import requests  # pylint: disable=g-import-not-at-top
+  iam = boto3.client('iam', endpoint_url=endpoint, region_name=REGION,
+                     aws_access_key_id=ACCESS_KEY,
+                     aws_secret_access_key=SECRET_KEY)
+  iam.create_user(UserName='limited')
+  iam.put_user_policy(UserName='limited', PolicyName='limited',
+                      PolicyDocument=json.dumps({
+                          'Version': '2012-10-17', 'Statement': [
+                              {'Effect': 'Allow', 'Action': 's3:*',
+                               'Resource': '*'},
+                              {'Effect': 'Deny', 'Action': denied_actions,
+                               'Resource': resource}]}))
+  key = iam.create_access_key(UserName='limited')['AccessKey']
+  # moto's switch: the number of requests still let through unchecked.
+  requests.post(f'{endpoint}/moto-api/reset-auth', data=b'0',
+                timeout=30).raise_for_status()
+  return {'AWS_ACCESS_KEY_ID': key['AccessKeyId'],
+          'AWS_SECRET_ACCESS_KEY': key['SecretAccessKey']}

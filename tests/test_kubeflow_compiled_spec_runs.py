@@ -9,7 +9,6 @@ tests/test_kubeflow_on_s3.py."""
 
 import glob
 import os
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +19,7 @@ from pipeline.knobs import DataConfig
 from records import features
 from tests import datasets
 from tests import kfp_launcher
+from tests import preloaded_python
 from tests import serving
 from tests import test_whole_pipeline
 
@@ -36,18 +36,21 @@ def run(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('kubeflow_run')
   written = datasets.write_idx_dataset(str(tmp / 'data'),
                                        {'train': 300, 't10k': 100})
-  compiled = subprocess.run(
-      [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
-                                    'kubeflow_runner.py'),
-       '--target', 'vertex',
-       '--output', str(tmp / 'pipeline.yaml'), '--image', 'unused:local',
-       '--pipeline-root', str(tmp / 'root'), '--data-dir', str(tmp / 'data'),
-       '--serving-model-dir', str(tmp / 'serving'), '--allow-local-paths',
-       *TINY_TRAINING], capture_output=True, text=True, timeout=300)
-  assert compiled.returncode == 0, compiled.stderr[-3000:]
-  launcher = kfp_launcher.LocalLauncher(str(tmp / 'pipeline.yaml'),
-                                        str(tmp / 'root'), mode='vertex')
-  outputs = launcher.run()
+  with preloaded_python.Server(kfp_launcher.task_environment()) as preloaded:
+    status = preloaded.run(
+        [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
+                                      'kubeflow_runner.py'),
+         '--target', 'vertex',
+         '--output', str(tmp / 'pipeline.yaml'), '--image', 'unused:local',
+         '--pipeline-root', str(tmp / 'root'), '--data-dir', str(tmp / 'data'),
+         '--serving-model-dir', str(tmp / 'serving'), '--allow-local-paths',
+         *TINY_TRAINING], kfp_launcher.task_environment(), str(tmp),
+        str(tmp / 'compile.log'), timeout=300)
+    assert status == 0, (tmp / 'compile.log').read_text()[-3000:]
+    launcher = kfp_launcher.LocalLauncher(
+        str(tmp / 'pipeline.yaml'), str(tmp / 'root'), mode='vertex',
+        log_dir=str(tmp / 'logs'), preloaded=preloaded)
+    outputs = launcher.run()
   return tmp, written, launcher, outputs
 
 

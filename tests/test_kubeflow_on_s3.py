@@ -17,7 +17,6 @@ server on loopback, as a cluster's MinIO:
 """
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -26,6 +25,7 @@ from kubeflow import kubeflow_runner
 from pipeline import configs
 from tests import datasets
 from tests import kfp_launcher
+from tests import preloaded_python
 from tests import s3_server
 
 BUCKET = 'pipelines'
@@ -35,6 +35,8 @@ SERVING = f'{ROOT}/serving_model'
 KUBEFLOW_PARSER = kubeflow_runner.make_parser()
 ONE_PROCESS = ('--beam-args=--direct_running_mode=in_memory '
                '--direct_num_workers=1')
+# Few files per split: every file is S3 requests in each task that reads it.
+FEW_SHARDS = ['--num-shards', '2']
 # (spec, threshold, training, records of the span) of each run. Run 1
 # trains as the local whole-pipeline test does: its model must reach 0.3.
 # No model reaches run 2's threshold, so what it learns does not matter:
@@ -50,16 +52,18 @@ RUNS = [
 ]
 
 
-def _compile(tmp, endpoint, name, threshold, training):
-  path = str(tmp / name)
-  compiled = subprocess.run(
+def _compile(preloaded, tmp, endpoint, name, threshold, training):
+  path, log = str(tmp / name), str(tmp / f'{name}.log')
+  status = preloaded.run(
       [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
                                     'kubeflow_runner.py'),
        '--output', path, '--image', 'unused:local', '--pipeline-root', ROOT,
        '--data-dir', DATA, '--span-dir-pattern', 'span-{SPAN}',
        '--s3-endpoint', endpoint, '--accuracy-threshold', str(threshold),
-       *training, ONE_PROCESS], capture_output=True, text=True, timeout=300)
-  assert compiled.returncode == 0, compiled.stderr[-3000:]
+       *training, *FEW_SHARDS, ONE_PROCESS],
+      kfp_launcher.task_environment(), str(tmp), log, timeout=300)
+  with open(log) as f:
+    assert status == 0, f.read()[-3000:]
   return path
 
 
@@ -84,16 +88,18 @@ def runs(tmp_path_factory):
   """The two runs, in order, on one S3 server and one KFP backend.
 
   Yields {'endpoint', 'launchers': [run 1, 2], 'served': the served
-  versions before run 1 and after each run}.
+  versions before run 1 and after each run, 'preloaded': the Python the
+  tasks ran in (preloaded_python.py), 'tmp': the fixture's directory}.
   """
   tmp = tmp_path_factory.mktemp('kubeflow_s3')
-  with s3_server.running(str(tmp / 's3.log')) as endpoint:
+  with s3_server.running(str(tmp / 's3.log')) as endpoint, \
+      preloaded_python.Server(kfp_launcher.task_environment()) as preloaded:
     s3_server.client(endpoint).create_bucket(Bucket=BUCKET)
     backend = kfp_launcher.Backend()
     launchers, served = [], [_served_versions(endpoint)]
     for span, (name, threshold, training, records) in enumerate(RUNS,
                                                                  start=1):
-      spec = _compile(tmp, endpoint, name, threshold, training)
+      spec = _compile(preloaded, tmp, endpoint, name, threshold, training)
       # A new span lands before each scheduled run.
       datasets.write_idx_dataset(str(tmp / f'span-{span}'), records)
       s3_server.upload_dir(endpoint, str(tmp / f'span-{span}'), BUCKET,
@@ -102,14 +108,15 @@ def runs(tmp_path_factory):
       # them: the spec's PlatformSpec maps the namespace's secret to env.
       launcher = kfp_launcher.LocalLauncher(
           spec, ROOT, mode='kubeflow', backend=backend,
-          log_dir=str(tmp / f'run-{span}'),
+          log_dir=str(tmp / f'run-{span}'), preloaded=preloaded,
           secrets={KUBEFLOW_PARSER.get_default('s3_credentials_secret'): dict(
               zip(KUBEFLOW_PARSER.get_default('s3_credentials_keys').split(','),
                   (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
       launcher.run()
       launchers.append(launcher)
       served.append(_served_versions(endpoint))
-    yield dict(endpoint=endpoint, launchers=launchers, served=served)
+    yield dict(endpoint=endpoint, launchers=launchers, served=served,
+               preloaded=preloaded, tmp=tmp)
 
 
 def test_first_run_reads_s3_writes_every_artifact_there_and_pushes(runs):
@@ -171,12 +178,16 @@ def test_the_served_model_answers_from_s3(runs):
       'out = model.signatures["serve_images"](\n'
       '    images=tf.zeros([3, 28, 28], tf.uint8))\n'
       'print(tuple(out["probabilities"].shape))\n')
-  result = subprocess.run(
-      [sys.executable, '-c', check, f'{SERVING}/{newest}'],
-      env=dict(os.environ, **s3_server.pod_environment(endpoint)),
-      capture_output=True, text=True, timeout=300)
+  script, log = runs['tmp'] / 'check.py', runs['tmp'] / 'check.log'
+  script.write_text(check)
+  # A new process, as a model server is.
+  runs['preloaded'].run(
+      [sys.executable, str(script), f'{SERVING}/{newest}'],
+      dict(kfp_launcher.task_environment(),
+           **s3_server.pod_environment(endpoint)),
+      str(runs['tmp']), str(log), timeout=300)
   # tensorflow-io's S3 client may abort at exit (134); the output counts.
-  assert '(3, 10)' in result.stdout, result.stderr[-3000:]
+  assert '(3, 10)' in log.read_text(), log.read_text()[-3000:]
 
 
 def test_second_run_starts_from_the_served_model(runs):

@@ -214,3 +214,25 @@ def test_an_unreachable_s3_server_fails_instead_of_nothing_served(tmp_path,
       'error: cannot read the serving directory s3://models/serving, so which '
       'model is served is unknown: ')
   assert "Couldn't connect to server" in _error_line(result)
+
+
+def test_on_s3_a_denied_listing_fails_instead_of_nothing_served(
+    tmp_path_factory, tmp_path):
+  # The bucket answers, listing it is denied: tensorflow-io says NotFound
+  # for the serving directory as for a missing one.
+  log = tmp_path_factory.mktemp('denied_s3') / 's3.log'
+  with s3_server.running(str(log)) as endpoint:
+    client = s3_server.client(endpoint)
+    client.create_bucket(Bucket='models')
+    client.put_object(Bucket='models', Key='serving/3/saved_model.pb',
+                      Body=b'x')
+    user = s3_server.enforce_policy(endpoint, ['s3:ListBucket'],
+                                    'arn:aws:s3:::models')
+    result = _probe('lookup', ['s3://models/serving'], tmp_path,
+                    env={**s3_server.pod_environment(endpoint), **user,
+                         **_QUICK_S3})
+  assert result.returncode == 3
+  assert _error_line(result) == (
+      'error: cannot read the serving directory s3://models/serving, so '
+      'which model is served is unknown: PermissionDeniedError: '
+      'AccessDenied: Access Denied')
