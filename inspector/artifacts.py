@@ -12,14 +12,15 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
                    ) -> Dict[str, Any]:
   """Splits and record counts of Examples, blessing of a ModelBlessing, ...
 
-  Record counts come from the statistics StatisticsGen computed on the
-  Examples (reading a small proto, not the records); None when there are none.
+  Record counts are DataChecks' (inspector.data.record_counts: read from
+  ML Metadata, not the records); None when there are none.
   """
   props = artifact.properties
   out: Dict[str, Any] = {}
   if artifact.type == 'Examples':
     splits = artifact.split_names()
-    counts = _record_counts(md, artifact)
+    from inspector import data  # pylint: disable=g-import-not-at-top
+    counts = data.record_counts(md, artifact)
     out['splits'] = {s: counts.get(s) for s in splits}
     if features.CLASS_NAMES_PROPERTY in props:
       out['class_names'] = features.decode_class_names(
@@ -61,17 +62,6 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
     if 'split_names' in props:
       out['splits'] = artifact.split_names()
   return out
-
-
-def _record_counts(md, examples) -> Dict[str, int]:
-  from inspector import data  # pylint: disable=g-import-not-at-top
-  statistics = data.statistics_of(md, examples)
-  if statistics is None:
-    return {}
-  try:
-    return data.split_counts(statistics)
-  except InspectError:
-    return {}  # Statistics files gone (deleted pipeline root): no counts.
 
 
 def summary_text(properties: Dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ tensorflow_metadata alone; TFDV itself is loaded only for `--html`.
 """
 
 import html
+import json
 import os
 from typing import Any, Dict, List, Optional
 
@@ -15,6 +16,7 @@ from tensorflow_metadata.proto.v0 import statistics_pb2
 from inspector import files
 from inspector import queries
 from inspector.store import InspectError
+from records import data_checks
 
 # tfx stats_artifact_utils' and the ExampleValidator executor's file names.
 _FILES = {'ExampleStatistics': ('FeatureStats.pb',
@@ -42,6 +44,27 @@ def _splits(artifact: queries.Artifact, only: Optional[str]) -> List[str]:
 def split_counts(statistics: queries.Artifact) -> Dict[str, int]:
   return {split: load(statistics, split).datasets[0].num_examples
           for split in statistics.split_names()}
+
+
+def record_counts(md: queries.Metadata, examples: queries.Artifact
+                  ) -> Dict[str, int]:
+  """Records per split of `examples`; {} when nothing counted them.
+
+  DataChecks' counts where it checked them: it reads every record.
+  StatisticsGen's otherwise (runs from before DataChecks), which on a large
+  input count only the sample it read (pipeline/scale.py).
+  """
+  for execution in reversed(md.consumers(examples.id)):
+    checks = md.output(execution, 'data_checks')
+    if checks is not None and data_checks.IMAGES_PROPERTY in checks.properties:
+      return json.loads(checks.properties[data_checks.IMAGES_PROPERTY])
+  statistics = statistics_of(md, examples)
+  if statistics is None:
+    return {}
+  try:
+    return split_counts(statistics)
+  except InspectError:
+    return {}  # Statistics files gone (deleted pipeline root): no counts.
 
 
 def statistics_of(md: queries.Metadata, examples: queries.Artifact

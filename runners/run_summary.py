@@ -223,8 +223,8 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
           if node.execution is not None
           for key, artifact in md.outputs(node.execution.id)
           if key not in _NOT_SUMMARISED]
-  counts = next((data.split_counts(a) for n, a in rows
-                 if n == 'StatisticsGen'), {})
+  counts = next((data.record_counts(md, a) for _, a in rows
+                 if a.type == 'Examples'), {})
   evaluation_uri = next((a.uri for _, a in rows
                          if a.type == 'ModelEvaluation'), None)
   print('\nArtifacts:', file=out)

@@ -123,6 +123,28 @@ def test_artifacts_with_their_key_properties(two_runs):
       **tiny_runs.SPLIT_RECORDS)) in text and examples['uri'] in text
 
 
+
+def test_record_counts_are_those_of_the_check_that_reads_every_record(
+    two_runs, tmp_path):
+  # On a large input StatisticsGen counts only the sample it reads
+  # (pipeline/scale.py); DataChecks reads every record. Made to disagree in
+  # a copy of the store, the counts shown are DataChecks'.
+  import shutil  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'out').mkdir()
+  shutil.copy(two_runs / 'out' / 'metadata.db', tmp_path / 'out')
+  store = metadata_store.MetadataStore(metadata_store_pb2.ConnectionConfig(
+      sqlite=metadata_store_pb2.SqliteMetadataSourceConfig(
+          filename_uri=str(tmp_path / 'out' / 'metadata.db'))))
+  [checks] = [a for a in store.get_artifacts()
+              if 'images' in a.custom_properties]
+  every_record = {split: n * 1000 for split, n in
+                  tiny_runs.SPLIT_RECORDS.items()}
+  checks.custom_properties['images'].string_value = json.dumps(every_record)
+  store.put_artifacts([checks])
+  [examples] = inspect_json(tmp_path / 'out', 'artifacts', '--type',
+                            'Examples')
+  assert examples['properties']['splits'] == every_record
+
 def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
   [anomalies] = inspect_json(stopped_run, 'artifacts', '--type',
                              'ExampleAnomalies')
