@@ -40,9 +40,11 @@ BEAM_ARGS = [*configs.BEAM_PIPELINE_ARGS, *configs.LOCAL_BEAM_PIPELINE_ARGS]
 # Beam in one process: for the runs that measure something else.
 IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 ONE_PROCESS = '--beam-args=' + ' '.join(IN_MEMORY)
-# --quick: a DAG run of a few training steps in one process.
-QUICK_ARGS = ('--epochs', '1', '--train-steps', '5', '--accuracy-threshold',
-              '0', ONE_PROCESS)
+# --quick: a DAG run of a few training steps in one process; one seed, so
+# that the sections' quick runs of the defaults are one run (Context.run).
+QUICK_SEED = 1
+QUICK_ARGS = ('--seed', str(QUICK_SEED), '--epochs', '1', '--train-steps',
+              '5', '--accuracy-threshold', '0', ONE_PROCESS)
 WHOLE_RUN = 'whole run'
 # The CPU flags that decide the Trainer's precision (modules/devices.py).
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
@@ -73,6 +75,9 @@ class Context:
   data_dir_shown: str = ''  # --data-dir as the report shows it.
   work_dir: str = ''
   args: Any = None  # The parsed command line, for a section's own flags.
+  # Quick mode: flags -> (LocalRun, output directory) of the runs so far.
+  runs: Dict[Tuple[str, ...], Tuple['LocalRun', str]] = dataclasses.field(
+      default_factory=dict, repr=False)
 
   def pick(self, full, quick):
     """`quick` in quick mode, else `full`."""
@@ -81,6 +86,18 @@ class Context:
   def path(self, *names: str) -> str:
     """A path in the scratch space."""
     return os.path.join(self.work_dir, *names)
+
+  def run(self, name: str, *flags: str) -> Tuple['LocalRun', str]:
+    """(local_runner.py on the data from a fresh output directory `name`,
+    that directory). In quick mode, sections that ask for the same flags
+    share one run: its figures mean little, its cost is the tests'."""
+    if self.quick and flags in self.runs:
+      return self.runs[flags]
+    output_dir = self.path(name)
+    local_run = run_local_runner(self.data_dir, output_dir, *flags)
+    if self.quick:
+      self.runs[flags] = (local_run, output_dir)
+    return local_run, output_dir
 
 
 @dataclasses.dataclass(frozen=True)
