@@ -93,10 +93,10 @@ def measure_shapes(ctx: harness.Context) -> Dict[str, Any]:
   """One whole run, and its model on the held-out images."""
   per_class, eval_per_class, data_dir, images, labels = _write_data(
       ctx, 'shapes')
-  output_dir = ctx.path('shapes-run')
   print('  shapes: whole run', flush=True)
-  local_run = harness.run_local_runner(
-      data_dir, output_dir, *RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS))
+  local_run, output_dir = ctx.run(
+      'shapes-run', *RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS),
+      data_dir=data_dir)
   epoch_s, val_accuracy = local_run.epochs()
   model_dir, plan = harness.trainer_model(output_dir)
   return dict(
@@ -156,11 +156,10 @@ def run_variant(name: str, flags: Tuple[str, ...], shapes_dir: str,
                 ctx: harness.Context, images, labels) -> Variant:
   """One whole run of a variant, and its model on the held-out images."""
   print(f'  colour time to accuracy: {name} {" ".join(flags)}', flush=True)
-  output_dir = ctx.path(f'colour-{name}')
   load_start = os.getloadavg()[0]
-  local_run = harness.run_local_runner(
-      shapes_dir, output_dir, *RUNNER_FLAGS,
-      *ctx.pick((), (harness.ONE_PROCESS,)), *flags)
+  local_run, output_dir = ctx.run(
+      f'colour-{name}', *RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,)),
+      *flags, data_dir=shapes_dir)
   load = (load_start, os.getloadavg()[0])
   epoch_s, val_accuracy = local_run.epochs()
   model_dir, plan = harness.trainer_model(output_dir)
