@@ -1,16 +1,7 @@
-"""The core sections, BENCHMARKS.md's head, goals first.
-
-1. Conversion: the tutorial loop (reference_tutorial.py) against our
-   ImageExampleGen, from the same IDX files to TFRecords; also from a tenth
-   of the data, for the steady-state rate without the fixed costs.
-2. Input pipeline: examples/s and CPU time over one epoch of the train
-   split, fed by the tutorial input_fn, the Trainer's, and a bare read of
-   the same shards; and the CPU of ours' stages alone.
-3. Training: how input-bound is the CNN? The Trainer's model, fed by its
-   input_fn or by the same images in memory, runs the train step
-   `model.fit` runs, for a fixed number of steps after warm-up.
-4. Whole DAG: local_runner.py from a fresh output directory, then re-runs
-   with nothing changed (each component should come from the cache).
+"""The core sections, BENCHMARKS.md's head, goals first: 1. conversion
+(the tutorial loop, reference_tutorial.py, against our ImageExampleGen),
+2. input pipeline, 3. training (how input-bound is the CNN?), 4. the whole
+DAG, fresh, then re-run with nothing changed.
 """
 
 import dataclasses

@@ -1,21 +1,7 @@
-"""The sections on colour images, the shapes of data/shapes.py.
-
-shapes: the whole DAG at 96x96x3 with default training settings, and the
-trained model's accuracy through `serve_images` on images of another seed.
-
-colour-time-to-accuracy: the same images through the whole DAG with the
-training defaults of before (every planned epoch, no early stopping) and
-now, and a bare Keras loop (colour_reference.py) on the same images as
-arrays in memory, trained to the accuracy the pipeline reaches. Two goals:
-the pipeline trains at least as fast per image as the bare loop, and
-today's defaults reach before's test accuracy in a fraction of before's
-Trainer time.
-
-backbones: each --backbone from scratch (--weights none) against the
-scratch small-gap-cnn at 64x64x3, through the DAG up to the Trainer, in one
-output directory, so the data half runs once and each network re-runs only
-the Trainer. The machine that measures has no network: ImageNet weights,
-the reason to use a backbone, are not measured here.
+"""The sections on colour images, the shapes of data/shapes.py: shapes
+(the whole DAG with the defaults), colour-time-to-accuracy (the defaults of
+before and now against a bare Keras loop, colour_reference.py) and
+backbones (each from scratch, up to the Trainer). Their templates say how.
 """
 
 import dataclasses

@@ -1,13 +1,8 @@
 """The tfrecord-sinks section: ImageExampleGen writing its shards with the
 project's batched sink (ours) or, as TFX's own ExampleGen does, with Beam's
-`WriteToTFRecord` (`BeamSinkExecutor` below), the same shard count.
-
-  python -m benchmarks --section tfrecord-sinks --data-dir DIR
-      [--data-dir DIR2 ...] [--repetitions N] [--memory-cap-gb GB]
-
-Each run is a fresh process, the two in turn (A B A B ...), its wall, CPU
-and peak memory from os.wait4, under a memory cgroup where one can be made:
-a writer holding a split in memory ends in the OOM killer, not in swap.
+`WriteToTFRecord`, the same shard count. Each run is a fresh process under
+a memory cgroup where one can be made: a writer holding a split in memory
+ends in the OOM killer, not in swap.
 """
 
 import dataclasses
