@@ -1,16 +1,7 @@
-"""The core sections, BENCHMARKS.md's head, goals first.
-
-1. Conversion: the tutorial loop (reference_tutorial.py) against our
-   ImageExampleGen, from the same IDX files to TFRecords; also from a tenth
-   of the data, for the steady-state rate without the fixed costs.
-2. Input pipeline: examples/s and CPU time over one epoch of the train
-   split, fed by the tutorial input_fn, the Trainer's, and a bare read of
-   the same shards; and the CPU of ours' stages alone.
-3. Training: how input-bound is the CNN? The Trainer's model, fed by its
-   input_fn or by the same images in memory, runs the train step
-   `model.fit` runs, for a fixed number of steps after warm-up.
-4. Whole DAG: local_runner.py from a fresh output directory, then re-runs
-   with nothing changed (each component should come from the cache).
+"""The core sections, BENCHMARKS.md's head, goals first: 1. conversion
+(the tutorial loop, reference_tutorial.py, against our ImageExampleGen),
+2. input pipeline, 3. training (how input-bound is the CNN?), 4. the whole
+DAG, fresh, then re-run with nothing changed.
 """
 
 import dataclasses
@@ -80,8 +71,10 @@ class Core:
   dag: Optional[Dag]
 
 
-def convert(data_dir: str, work_dir: str, repetitions: int) -> Conversion:
-  """Section 1: both converters, interleaved, on the data and a tenth."""
+def convert(data_dir: str, work_dir: str, repetitions: int,
+            tenth: bool = True) -> Conversion:
+  """Section 1: both converters, interleaved, on the data and (`tenth`) a
+  tenth of it."""
 
   def reference(data: str, out_dir: str):
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -96,23 +89,24 @@ def convert(data_dir: str, work_dir: str, repetitions: int) -> Conversion:
 
   examples = sum(len(labels) for _, labels in harness.load(data_dir).values())
   small_dir = os.path.join(work_dir, 'tenth')
-  small_examples = harness.write_subset(data_dir, small_dir, 0.1)
+  small_examples = tenth and harness.write_subset(data_dir, small_dir, 0.1)
   converters = {'reference': reference, 'ours': ours}
   seconds, small_seconds, rate = (figures(converters) for _ in range(3))
   outputs = {}
   for _ in range(repetitions):  # Interleaved, so noise hits both alike.
     for name, run in converters.items():
       out_dir = os.path.join(work_dir, f'conversion-{name}')
-      small_s, _ = timed(lambda: run(small_dir, out_dir + '-tenth'))  # pylint: disable=cell-var-from-loop
+      if tenth:
+        small_s, _ = timed(lambda: run(small_dir, out_dir + '-tenth'))  # pylint: disable=cell-var-from-loop
+        small_seconds[name].add(small_s)
       full_s, outputs[name] = timed(lambda: run(data_dir, out_dir))  # pylint: disable=cell-var-from-loop
       seconds[name].add(full_s)
-      small_seconds[name].add(small_s)
       rate[name].add(examples / full_s)
-  marginal = {}
-  for name in converters:
+  marginal = dict.fromkeys(converters)
+  for name in converters if tenth else ():
     extra_s = seconds[name].median - small_seconds[name].median
-    marginal[name] = ((examples - small_examples) / extra_s if extra_s > 0
-                      else None)
+    if extra_s > 0:
+      marginal[name] = (examples - small_examples) / extra_s
   uri = outputs['ours'].uri
   return Conversion(
       examples=examples, seconds=seconds, rate=rate, marginal_rate=marginal,
@@ -232,9 +226,11 @@ def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int) -> Dag:
   rerun: Dict[str, Figure] = {}
   cached: Dict[str, bool] = {}
   for i in range(fresh_runs):
+    local_run, output_dir = ctx.run(f'dag-{i}', *runner_args)
     for n in range(1 + ctx.repetitions):
-      local_run = harness.run_local_runner(
-          ctx.data_dir, ctx.path(f'dag-{i}'), *runner_args)
+      if n:
+        local_run = harness.run_local_runner(ctx.data_dir, output_dir,
+                                             *runner_args)
       measured = rerun if n else first
       for name, (seconds, was_cached) in local_run.nodes.items():
         measured.setdefault(name, Figure()).add(seconds)
@@ -256,11 +252,14 @@ def measure(ctx: harness.Context) -> Core:
   args = ctx.args
   train_steps, warmup = ctx.pick((args.train_steps, args.warmup_steps), (5, 2))
   print('1/4 conversion ...', flush=True)
-  conv = convert(ctx.data_dir, ctx.work_dir, ctx.repetitions)
+  # Quick mode leaves out the tenth (its steady state reads n/a) and
+  # analyses in one process, as the pipeline does a small input.
+  conv = convert(ctx.data_dir, ctx.work_dir, ctx.repetitions,
+                 tenth=not ctx.quick)
   train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
   transform_output = transform_analysis.analyze(
       train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
-      harness.BEAM_ARGS)
+      ctx.pick(harness.BEAM_ARGS, harness.IN_MEMORY))
   num_classes = len(features.read_class_names(
       os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
   print('2/4 input pipeline ...', flush=True)

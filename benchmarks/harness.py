@@ -1,10 +1,8 @@
 """The benchmarks' one harness: what every section of BENCHMARKS.md shares.
 
-A section is a `Section`: its heading, what it measures and how it renders
-the measurements. `python -m benchmarks` (__main__.py) runs the sections
-asked for, each in a `Context`; this module also holds how they measure
-(figures, timing, the pipeline's runs, the MNIST files) and how they write
-(Markdown tables, goal rows, the machine line, the file's blocks).
+A `Section` is a heading, a measure function and a template;
+`python -m benchmarks` runs each in a `Context`. Here too: figures,
+timing, the pipeline's runs, the MNIST files, and BENCHMARKS.md's blocks.
 """
 
 import csv
@@ -40,9 +38,11 @@ BEAM_ARGS = [*configs.BEAM_PIPELINE_ARGS, *configs.LOCAL_BEAM_PIPELINE_ARGS]
 # Beam in one process: for the runs that measure something else.
 IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 ONE_PROCESS = '--beam-args=' + ' '.join(IN_MEMORY)
-# --quick: a DAG run of a few training steps in one process.
-QUICK_ARGS = ('--epochs', '1', '--train-steps', '5', '--accuracy-threshold',
-              '0', ONE_PROCESS)
+# --quick: a DAG run of a few training steps in one process; one seed, so
+# that the sections' quick runs of the defaults are one run (Context.run).
+QUICK_SEED = 1
+QUICK_ARGS = ('--seed', str(QUICK_SEED), '--epochs', '1', '--train-steps',
+              '5', '--accuracy-threshold', '0', ONE_PROCESS)
 WHOLE_RUN = 'whole run'
 # The CPU flags that decide the Trainer's precision (modules/devices.py).
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
@@ -73,6 +73,9 @@ class Context:
   data_dir_shown: str = ''  # --data-dir as the report shows it.
   work_dir: str = ''
   args: Any = None  # The parsed command line, for a section's own flags.
+  # Quick mode: (data, flags) -> (LocalRun, output directory) of each run.
+  runs: Dict[Tuple, Tuple['LocalRun', str]] = dataclasses.field(
+      default_factory=dict, repr=False)
 
   def pick(self, full, quick):
     """`quick` in quick mode, else `full`."""
@@ -81,6 +84,21 @@ class Context:
   def path(self, *names: str) -> str:
     """A path in the scratch space."""
     return os.path.join(self.work_dir, *names)
+
+  def run(self, name: str, *flags: str, data_dir: Optional[str] = None
+          ) -> Tuple['LocalRun', str]:
+    """(local_runner.py on `data_dir` (default: the data) from a fresh
+    output directory `name`, that directory). In quick mode, sections that
+    ask for the same run share one: its figures mean little, its cost is
+    the tests'."""
+    key = (data_dir or self.data_dir, flags)
+    if self.quick and key in self.runs:
+      return self.runs[key]
+    output_dir = self.path(name)
+    local_run = run_local_runner(key[0], output_dir, *flags)
+    if self.quick:
+      self.runs[key] = (local_run, output_dir)
+    return local_run, output_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,12 +206,8 @@ def cpu_flags(none: str) -> str:
 
 
 def cpu_line(none: str, rest: str = '') -> str:
-  """'CPU: model; flags: ...; the Trainer trains in ...', then `rest`.
-
-  Args:
-    none: What the flags read when the CPU has none of CPU_FLAGS.
-    rest: The sentence's end.
-  """
+  """'CPU: model; flags: ...; the Trainer trains in ...', then `rest`;
+  `none`: the flags when the CPU has none of CPU_FLAGS."""
   from modules import devices  # pylint: disable=g-import-not-at-top
   precision, why = devices.cpu_precision(devices.cpu_flags())
   return (f'CPU: {cpu_model()}; flags: {cpu_flags(none)}. The Trainer trains '
@@ -227,9 +241,8 @@ def loads() -> str:
 
 
 def bare_read(file_pattern: str, batch_size: int):
-  """A gzipped TFRecordDataset per shard, batched inside a parallel
-  interleave (whole batches move through it, not single records), with no
-  parsing, shuffle or transform: the ceiling of reading."""
+  """The ceiling of reading: a batched, gzipped TFRecordDataset per shard
+  in a parallel interleave; no parsing, shuffle or transform."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
   files = input_pipeline.list_files(file_pattern)
@@ -243,10 +256,8 @@ def bare_read(file_pattern: str, batch_size: int):
 def epoch(dataset, records: Optional[int] = None) -> int:
   """Iterates one epoch; returns the number of examples seen.
 
-  With `records`, stops at the epoch's last record instead of waiting for
-  the end of the sequence, which tf.data's parallel interleave can signal
-  long after the last batch, more so on a busy machine: that wait is not
-  reading.
+  With `records`, stops at the last record: tf.data's parallel interleave
+  can signal the end long after it, and that wait is not reading.
   """
   count = 0
   for batch in dataset:
@@ -272,16 +283,14 @@ CGROUP_MOUNT = '/sys/fs/cgroup/memory'
 
 
 class Cgroup:
-  """A cgroup v1 memory limit around one process tree: the kernel enforces
-  it (the OOM killer ends a process of the tree past it), and the group
-  reports its peak."""
+  """A cgroup v1 memory limit around a process tree (past it, the OOM
+  killer ends one of its processes), and the tree's peak."""
 
   def __init__(self, path: str):
     self.path = path
 
   def wrap(self, command: List[str]) -> List[str]:
-    """`command`, run inside the group (a shell moves itself in, then
-    execs it: every process it starts is in the group too)."""
+    """`command`, run inside the group (and so every process it starts)."""
     return ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"',
             os.path.join(self.path, 'cgroup.procs'), *command]
 
@@ -311,12 +320,8 @@ class Cgroup:
 
 
 def make_cgroup(name: str, limit_bytes: int) -> Tuple[Optional[Cgroup], str]:
-  """(the group, '') or (None, why it cannot be made).
-
-  The group is made inside this process's own memory cgroup, so the run
-  stays accounted wherever the caller's is; it needs root and a cgroup v1
-  hierarchy.
-  """
+  """(the group, '') or (None, why it cannot be made): a group inside this
+  process's own memory cgroup (root and cgroup v1 needed)."""
   with open('/proc/self/cgroup') as f:  # This process's memory cgroup.
     own = next((path for _, controllers, path in
                 (line.rstrip('\n').split(':', 2) for line in f)
@@ -339,10 +344,9 @@ def make_cgroup(name: str, limit_bytes: int) -> Tuple[Optional[Cgroup], str]:
   return Cgroup(path), ''
 
 
-# BENCHMARKS.md: the core sections are its head; every other section is a
-# block of its own after them, between `<!-- section NAME -->` and `<!-- end
-# NAME -->`, so that a run of one section replaces its block and leaves the
-# others' figures, and any text outside the blocks, as they were.
+# BENCHMARKS.md: the core sections are its head, then each other section
+# is a block between `<!-- section NAME -->` and `<!-- end NAME -->`, which
+# a run of that section replaces, leaving the rest of the file as it was.
 
 
 def _read(path: str) -> str:
@@ -355,8 +359,8 @@ def _save(path: str, text: str) -> None:
 
 
 def write_head(path: str, text: str) -> None:
-  """The core sections' report, keeping everything from the first block
-  on (the blocks, and notes written between or after them)."""
+  """Writes the core sections' report, keeping the file from its first
+  block on."""
   old = _read(path)
   first = _BLOCK.search(old)
   rest = old[first.start():] if first else ''
@@ -364,8 +368,7 @@ def write_head(path: str, text: str) -> None:
 
 
 def write_section(path: str, name: str, text: str) -> None:
-  """Replaces section `name`'s block in place (or appends it), keeping
-  every other line of the file as it is."""
+  """Replaces section `name`'s block in place, or appends it."""
   old = _read(path)
   block = f'<!-- section {name} -->\n{text.rstrip()}\n<!-- end {name} -->\n'
   for match in _BLOCK.finditer(old):
@@ -489,9 +492,8 @@ class LocalRun:
   nodes: Dict[str, Tuple[float, bool]]  # component -> (seconds, cached)
   stdout: str
   stderr: str
-  # component -> CPU seconds of the runner's own process while it ran (the
-  # components that run in it, as the Trainer does; not Beam's workers):
-  # unlike wall time, hardly changed by other work on the machine.
+  # component -> CPU seconds of the runner's own process while it ran (not
+  # Beam's workers): unlike wall time, hardly changed by other work.
   cpu_seconds: Dict[str, float]
   # component and WHOLE_RUN -> peak memory of the process tree (when asked).
   peak_memory: Dict[str, int]
@@ -506,9 +508,7 @@ class LocalRun:
 
 
 def _tree_memory(process) -> int:
-  """PSS of a process and its descendants: shared pages (TensorFlow's
-  libraries, mapped by every process) count once, not once per process as
-  in RSS. Processes that exit meanwhile are skipped."""
+  """PSS of a process and its descendants (shared pages count once)."""
   import psutil  # pylint: disable=g-import-not-at-top
   total = 0
   for p in [process, *process.children(recursive=True)]:

@@ -15,16 +15,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import time
 
 import numpy as np
 
+from benchmarks import harness
 from components.image_example_gen import idx
 from pipeline import knobs
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPLITS = {'train': 'train', 't10k': 'eval'}
 
 
@@ -87,27 +85,18 @@ def main() -> int:
   out = os.path.join(args.work_dir, 'out')
   shutil.rmtree(out, ignore_errors=True)
   planted = plant(args.data_dir, data, args.percent)
-  started = time.monotonic()
-  result = subprocess.run(
-      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
-       '--data-dir', data, '--output-dir', out,
-       '--label-check-train-records', str(args.train_records), *args.flags],
-      capture_output=True, text=True, cwd=PROJECT_DIR)
-  wall = time.monotonic() - started
-  print(result.stdout[-4000:])
-  if result.returncode:
-    print(result.stderr[-4000:])
-    return 1
-  artifact = sorted(glob.glob(os.path.join(out, 'pipeline', 'LabelCheck',
-                                           'suspects', '*')))[-1]
-  with open(os.path.join(artifact, 'suspects.json')) as f:
-    rows = json.load(f)
-  finished = re.search(r'finished in ([\d.]+)s', result.stdout)
-  check = re.search(r'LabelCheck: ([\d.]+)s', result.stdout)
+  run = harness.run_local_runner(
+      data, out, '--label-check-train-records', str(args.train_records),
+      *args.flags)
+  finished = re.search(r'finished in ([\d.]+)s', run.stdout)
   report = {'pipeline_seconds': float(finished.group(1)) if finished else None,
-            'wall_seconds': round(wall, 1),
-            'label_check_seconds': float(check.group(1)) if check else None,
+            'wall_seconds': round(run.seconds, 1),
+            'label_check_seconds': run.nodes.get('LabelCheck', (None,))[0],
             'splits': {}}
+  with open(os.path.join(harness.newest_artifact(out, 'LabelCheck',
+                                                 'suspects'),
+                         'suspects.json')) as f:
+    rows = json.load(f)
   sampled = checked_sources(out, args.train_records)
   for split, sources in planted.items():
     # The train file's records are in the validation split too.

@@ -1,26 +1,16 @@
 """Throughput of the predict command against `serve_images`, on MNIST.
 
-  python -m benchmarks --section predict-speed --model outputs/ --images 3000
-
 The first --images test images of --data-dir, written as PNG files, through
-the same served model (a pushed version or a pipeline's output directory)
-and batch size three ways: `serve_images` on uint8 arrays in memory (the
-model's own speed); `predict.cli.main` in this process on the PNG folder
-(files read, decoded and resized in the graph, rows written to CSV; the time
-to load the model, measured apart, taken off); and `python -m predict` as a
-user runs it, start-up included. Both predict runs must name the class
-serve_images names (the agreement line). The model's TensorFlow Lite files
-are listed too, as the Trainer measured them (tflite/tflite.json).
+the same served model three ways: `serve_images` on arrays in memory;
+`predict.cli.main` in this process (the model's loading time, measured
+apart, taken off); and `python -m predict` as a user runs it.
 """
 
-import csv
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any, Dict
 
 import numpy as np
@@ -28,17 +18,15 @@ from PIL import Image
 
 from benchmarks import harness
 
-def _write_pngs(images: np.ndarray, folder: str) -> None:
-  for i, image in enumerate(images):
-    Image.fromarray(image).save(os.path.join(folder, f'{i:06d}.png'))
-
 
 def _serve_images(model_path: str, images: np.ndarray, batch: int):
+  """A function that classifies `images` through the model's serve_images,
+  traced and warm; it returns the class names."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from modules import signatures  # pylint: disable=g-import-not-at-top
   serve = tf.saved_model.load(model_path).signatures[
       signatures.IMAGES_SIGNATURE]
-  serve(images=tf.constant(images[:batch]))  # Traced and warm.
+  serve(images=tf.constant(images[:batch]))
 
   def run():
     names = []
@@ -50,18 +38,13 @@ def _serve_images(model_path: str, images: np.ndarray, batch: int):
   return run
 
 
-def _timed(fn, repeats: int):
-  seconds, result = [], None
+def _median_s(fn, repeats: int):
+  """(median seconds of `repeats` calls, the last call's result)."""
+  seconds = harness.Figure()
   for _ in range(repeats):
-    start = time.perf_counter()
-    result = fn()
-    seconds.append(time.perf_counter() - start)
-  return statistics.median(seconds), result
-
-
-def _classes(csv_path: str):
-  with open(csv_path) as f:
-    return [row['class'] for row in csv.DictReader(f)]
+    seconds_once, result = harness.timed(fn)
+    seconds.add(seconds_once)
+  return seconds.median, result
 
 
 def _read_json(model_path: str, *names: str) -> Any:
@@ -90,11 +73,12 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   with tempfile.TemporaryDirectory(prefix='predict-speed-') as tmp:
     folder = os.path.join(tmp, 'png')
     os.makedirs(folder)
-    _write_pngs(images, folder)
+    for i, image in enumerate(images):
+      Image.fromarray(image).save(os.path.join(folder, f'{i:06d}.png'))
     rows = os.path.join(tmp, 'rows.csv')
     flags = [model_path, folder, '-o', rows, '--batch-size', str(batch)]
-    arrays_s, reference = _timed(_serve_images(model_path, images, batch),
-                                 repeats)
+    arrays_s, reference = _median_s(
+        _serve_images(model_path, images, batch), repeats)
 
     def in_process():
       with open(os.devnull, 'w') as null:
@@ -103,18 +87,18 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
           assert cli.main(flags) == 0
         finally:
           sys.stderr = stderr
-      return _classes(rows)
+      return [r['class'] for r in harness.read_csv(rows)]
 
     in_process()  # Warm: the first load reads the files from disk.
-    process_s, by_files = _timed(in_process, repeats)
-    load_s, _ = _timed(lambda: served_model.Model(model_path), repeats)
+    process_s, by_files = _median_s(in_process, repeats)
+    load_s, _ = _median_s(lambda: served_model.Model(model_path), repeats)
 
     def command():
       subprocess.run([sys.executable, '-m', 'predict', *flags], check=True,
                      cwd=harness.PROJECT_DIR, capture_output=True)
-      return _classes(rows)
+      return [r['class'] for r in harness.read_csv(rows)]
 
-    command_s, by_command = _timed(command, repeats)
+    command_s, by_command = _median_s(command, repeats)
   return dict(
       images=len(images), batch=batch, repeats=repeats,
       loads=(load_before, os.getloadavg()),

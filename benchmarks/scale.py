@@ -1,14 +1,10 @@
-"""The scale section (`--scale`): for each size (`--scale-copies`) the data
-of `python -m data.scaled_mnist`, then the whole DAG from a fresh output
-directory with a fixed Trainer step budget (so CPU training does not hide
-the input), its peak memory sampled; one size again under a memory cap (a
-cgroup); and the streaming input_fn against the bare read at one size.
-Goals, then per component and size the wall time, examples/s, peak memory
-and bytes on disk.
+"""The scale section (`--scale`): the whole DAG at each size of
+`python -m data.scaled_mnist` with a fixed Trainer step budget (so CPU
+training does not hide the input), one size again under a memory cap, and
+the streaming input_fn against the bare read at one size.
 
 Each row is saved in WORK_DIR/rows/ as it is measured, so that a run given
-the same --work-dir resumes where it stopped; each row's output, and the
-data once no later row needs it (--keep-data keeps it), are removed.
+the same --work-dir resumes where it stopped.
 """
 
 import dataclasses

@@ -1,14 +1,6 @@
-"""The schedule section: spans arriving one after another, two pipelines
-side by side on them, one training from scratch and one with --warm-start.
-
-data/drifting_spans.py writes the spans (class balance and style drifting
-slowly); before each run the next span is copied into the folder the
-pipelines read, as a scheduled drop would arrive. Per run, `inspector
-history --csv` gives the Trainer's seconds, the eval accuracy (the newest
-span's eval split, as the Evaluator judges it), blessed, pushed and the
-start. After the last span: which runs' large artifacts --keep-runs left on
-disk (ML Metadata), and the served model's answers on the newest span's eval
-images through the predict command.
+"""The schedule section: spans arriving one after another (as scheduled
+drops would), two pipelines side by side on them, one training from
+scratch and one with --warm-start; their history from `inspector history`.
 """
 
 import os

@@ -1,21 +1,7 @@
-"""The sections on colour images, the shapes of data/shapes.py.
-
-shapes: the whole DAG at 96x96x3 with default training settings, and the
-trained model's accuracy through `serve_images` on images of another seed.
-
-colour-time-to-accuracy: the same images through the whole DAG with the
-training defaults of before (every planned epoch, no early stopping) and
-now, and a bare Keras loop (colour_reference.py) on the same images as
-arrays in memory, trained to the accuracy the pipeline reaches. Two goals:
-the pipeline trains at least as fast per image as the bare loop, and
-today's defaults reach before's test accuracy in a fraction of before's
-Trainer time.
-
-backbones: each --backbone from scratch (--weights none) against the
-scratch small-gap-cnn at 64x64x3, through the DAG up to the Trainer, in one
-output directory, so the data half runs once and each network re-runs only
-the Trainer. The machine that measures has no network: ImageNet weights,
-the reason to use a backbone, are not measured here.
+"""The sections on colour images, the shapes of data/shapes.py: shapes
+(the whole DAG with the defaults), colour-time-to-accuracy (the defaults of
+before and now against a bare Keras loop, colour_reference.py) and
+backbones (each from scratch, up to the Trainer). Their templates say how.
 """
 
 import dataclasses
@@ -93,10 +79,10 @@ def measure_shapes(ctx: harness.Context) -> Dict[str, Any]:
   """One whole run, and its model on the held-out images."""
   per_class, eval_per_class, data_dir, images, labels = _write_data(
       ctx, 'shapes')
-  output_dir = ctx.path('shapes-run')
   print('  shapes: whole run', flush=True)
-  local_run = harness.run_local_runner(
-      data_dir, output_dir, *RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS))
+  local_run, output_dir = ctx.run(
+      'shapes-run', *RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS),
+      data_dir=data_dir)
   epoch_s, val_accuracy = local_run.epochs()
   model_dir, plan = harness.trainer_model(output_dir)
   return dict(
@@ -156,11 +142,10 @@ def run_variant(name: str, flags: Tuple[str, ...], shapes_dir: str,
                 ctx: harness.Context, images, labels) -> Variant:
   """One whole run of a variant, and its model on the held-out images."""
   print(f'  colour time to accuracy: {name} {" ".join(flags)}', flush=True)
-  output_dir = ctx.path(f'colour-{name}')
   load_start = os.getloadavg()[0]
-  local_run = harness.run_local_runner(
-      shapes_dir, output_dir, *RUNNER_FLAGS,
-      *ctx.pick((), (harness.ONE_PROCESS,)), *flags)
+  local_run, output_dir = ctx.run(
+      f'colour-{name}', *RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,)),
+      *flags, data_dir=shapes_dir)
   load = (load_start, os.getloadavg()[0])
   epoch_s, val_accuracy = local_run.epochs()
   model_dir, plan = harness.trainer_model(output_dir)

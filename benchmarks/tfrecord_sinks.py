@@ -1,13 +1,8 @@
 """The tfrecord-sinks section: ImageExampleGen writing its shards with the
 project's batched sink (ours) or, as TFX's own ExampleGen does, with Beam's
-`WriteToTFRecord` (`BeamSinkExecutor` below), the same shard count.
-
-  python -m benchmarks --section tfrecord-sinks --data-dir DIR
-      [--data-dir DIR2 ...] [--repetitions N] [--memory-cap-gb GB]
-
-Each run is a fresh process, the two in turn (A B A B ...), its wall, CPU
-and peak memory from os.wait4, under a memory cgroup where one can be made:
-a writer holding a split in memory ends in the OOM killer, not in swap.
+`WriteToTFRecord`, the same shard count. Each run is a fresh process under
+a memory cgroup where one can be made: a writer holding a split in memory
+ends in the OOM killer, not in swap.
 """
 
 import dataclasses
@@ -132,28 +127,20 @@ def measure_input(data_dir: str, work_dir: str, repetitions: int,
   return runs
 
 
-def render(measured, ctx: harness.Context) -> Dict[str, Any]:
-  """What templates/tfrecord_sinks.md.j2 reads: per input and sink its
-  runs' figures; then Beam's over ours."""
-  del ctx  # The template reads it.
-  results, cap_bytes, capped = measured
-  return dict(results=results, cap_bytes=cap_bytes, capped=capped,
-              beam=BEAM, ours=OURS)
-
-
-def measure(ctx: harness.Context):
-  """(per input, each sink's runs; the cap; whether a cgroup held it)."""
+def measure(ctx: harness.Context) -> Dict[str, Any]:
+  """Per input each sink's runs, the cap, and whether a cgroup held it."""
   cap_bytes = int(ctx.args.memory_cap_gb * 1e9)
   probe, _ = harness.make_cgroup(f'tfrecord-sinks-probe-{os.getpid()}',
                                  cap_bytes)
   if probe:
     probe.remove()
-  return ({os.path.basename(os.path.normpath(d)): measure_input(
-      os.path.abspath(d), ctx.work_dir, ctx.repetitions, cap_bytes)
-           for d in ctx.args.data_dirs}, cap_bytes, probe is not None)
+  return dict(results={
+      os.path.basename(os.path.normpath(d)): measure_input(
+          os.path.abspath(d), ctx.work_dir, ctx.repetitions, cap_bytes)
+      for d in ctx.args.data_dirs}, cap_bytes=cap_bytes,
+              capped=probe is not None, beam=BEAM, ours=OURS)
 
 
 SECTION = harness.Section(
     heading='## TFRecord sinks: ImageExampleGen with Beam\'s WriteToTFRecord '
-    'or a home-made sink', measure=measure, render=render,
-    template='tfrecord_sinks.md.j2')
+    'or a home-made sink', measure=measure, template='tfrecord_sinks.md.j2')

@@ -86,10 +86,9 @@ def run_pipeline(variant: str, flags: Tuple[str, ...], seed: int,
                  ctx: harness.Context) -> PipelineRun:
   """local_runner.py with a variant's flags, and its pushed model's test
   accuracy."""
-  output_dir = ctx.path(f'tta-{variant}-{seed}')
-  local_run = harness.run_local_runner(
-      ctx.data_dir, output_dir, '--seed', str(seed),
-      *ctx.pick((), harness.QUICK_ARGS), *flags)
+  local_run, output_dir = ctx.run(
+      f'tta-{variant}-{seed}',
+      *ctx.pick(('--seed', str(seed)), harness.QUICK_ARGS), *flags)
   epoch_s, val_accuracy = local_run.epochs()
   return PipelineRun(
       variant=variant, seed=seed, wall_s=local_run.seconds,
@@ -105,7 +104,7 @@ def measure(ctx: harness.Context) -> Tuple[List[ScriptRun], List[PipelineRun]]:
   variants = [(DEFAULTS, ()), *ctx.pick([WITHOUT_LABEL_CHECK], []),
               *map(parse_candidate, ctx.args.candidate)]
   scripts, pipelines = [], []
-  for seed in ctx.pick(SEEDS, SEEDS[:1]):
+  for seed in ctx.pick(SEEDS, (harness.QUICK_SEED,)):
     print(f'  time to accuracy: bare Keras script, seed {seed}', flush=True)
     scripts.append(run_script(ctx.data_dir, seed, ctx.quick))
     for name, flags in variants:

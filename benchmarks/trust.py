@@ -68,14 +68,13 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   """Plants the faults, runs the DAG, scores the lists."""
   per_class, eval_per_class, copies, wrong, sideways = ctx.pick(FULL, QUICK)
   source, root = ctx.path('trust-shapes'), ctx.path('trust-planted')
-  output_dir = ctx.path('trust-run')
   shapes.write(source, per_class, SIZE, eval_per_class)
   manifest = planted.plant(source, root, copies, wrong, sideways)
   flags = ('--input-format', 'images', '--eval-copies', 'keep',
            *ctx.pick((), QUICK_FLAGS))
   print('  trust: whole run on the planted folder', flush=True)
-  local_run = harness.run_local_runner(
-      os.path.join(root, planted.DATA_DIR), output_dir, *flags)
+  local_run, output_dir = ctx.run(
+      'trust-run', *flags, data_dir=os.path.join(root, planted.DATA_DIR))
   pairs_csv, labels_csv = ctx.path('trust-copies.csv'), ctx.path(
       'trust-labels.csv')
   harness.tool('inspector', '--output-dir', output_dir, 'duplicates', '--csv',
@@ -84,21 +83,16 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                labels_csv)
   return dict(
       planted=(per_class, eval_per_class, copies, wrong, sideways),
-      flags=flags, copies=score_copies(manifest, harness.read_csv(pairs_csv)),
+      size=SIZE, flags=flags,
+      copies_found_of=score_copies(manifest, harness.read_csv(pairs_csv)),
       labels=score_labels(manifest, harness.read_csv(labels_csv)),
-      sideways=score_sideways(manifest, root, output_dir, ctx.work_dir),
+      sideways_found=score_sideways(manifest, root, output_dir,
+                                    ctx.work_dir),
       seconds={node: local_run.nodes[node][0]
                for node in ('DataChecks', 'Trainer', 'LabelCheck')
                if node in local_run.nodes}, whole_run_s=local_run.seconds)
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
-  """What templates/trust.md.j2 reads: what was found of what was planted."""
-  del ctx  # The measurements say it all.
-  return dict(r, size=SIZE, copies_found_of=r['copies'],
-              sideways_found=r['sideways'])
-
-
 SECTION = harness.Section(
     heading='## Trust: the checks on a folder with planted faults',
-    measure=measure, render=render, template='trust.md.j2')
+    measure=measure, template='trust.md.j2')

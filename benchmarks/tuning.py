@@ -22,10 +22,9 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                            (QUICK_TRIALS, QUICK_TRIAL_STEPS))
   flags = ['--tune', str(trials), '--tune-trial-steps', str(steps),
            '--to-node', 'Tuner', *ctx.pick((), harness.QUICK_ARGS)]
-  output_dir = ctx.path('tuning')
   print(f'  tuning: {" ".join(flags)}', flush=True)
   load_start = os.getloadavg()[0]
-  local_run = harness.run_local_runner(ctx.data_dir, output_dir, *flags)
+  local_run, output_dir = ctx.run('tuning', *flags)
   load_end = os.getloadavg()[0]
   found = _TRIAL.findall(local_run.stdout)
   if len(found) != trials:

@@ -1,0 +1,103 @@
+"""Sections of BENCHMARKS.md rendered from constructed figures: the words
+and tables of the sections whose runs are too long for a test (their
+measuring runs in `python -m benchmarks --section NAME`)."""
+
+from benchmarks import harness
+from benchmarks import predict_speed
+from benchmarks import schedule
+from benchmarks import shapes
+from benchmarks import trust
+from benchmarks import tuning
+
+CTX = harness.Context('python -m benchmarks CMD', data_dir_shown='DATA')
+PLAN = {'architecture': 'small-gap-cnn', 'parameters': 123456, 'epochs': 12,
+        'train_records': 3000}
+
+
+def _rows(text: str, header: str):
+  """The rows (cells) of the table whose header row starts with `header`."""
+  lines = text.split('\n| ' + header, 1)[1].split('\n')[2:]
+  return [[c.strip() for c in line.strip('|').split('|')]
+          for line in lines[:lines.index('')]]
+
+
+def test_predict_speed_shows_each_path_and_the_tflite_files():
+  tflite = {'eval_records': 1000, 'saved_model_accuracy': 0.99,
+            'models': {'f': {'file': 'model.tflite', 'bytes': 3 << 20,
+                             'accuracy': 0.98,
+                             'agreement_with_saved_model': 0.995}}}
+  text = predict_speed.SECTION.text(dict(
+      images=3000, batch=64, repeats=5, loads=((1, 2, 3), (1.5, 2.5, 3.5)),
+      seconds=(1.0, 2.0, 5.0), load_s=0.5, agree=0.999, plan=PLAN,
+      tflite=tflite), CTX)
+  assert [r[1:] for r in _rows(text, 'path')] == [
+      ['1.00', '3,000', '1.00x'], ['2.00', '1,500', '0.50x'],
+      ['5.00', '600', '0.20x']]
+  assert _rows(text, 'model')[1] == ['`model.tflite`', '3.0 MiB', '98.00%',
+                                     '99.50%']
+  assert 'small-gap-cnn, 123,456 parameters, 12 epoch(s)' in text
+  assert 'Same class as `serve_images` for 99.90% of the images.' in text
+
+
+def test_tuning_marks_the_winner():
+  text = tuning.SECTION.text(dict(
+      flags=['--tune', '2'], trials=2, steps=200, load=(1.5, 2.5),
+      found=[('1', 'lr=0.1', '0.91', '12.0'), ('2', 'lr=0.01', '0.95', '11.0')],
+      winner=2, tuner_s=40.0, seconds=90.0), CTX)
+  assert _rows(text, 'trial') == [['1', 'lr=0.1', '12.0', '0.91', ''],
+                                  ['2', 'lr=0.01', '11.0', '0.95', 'winner']]
+  assert 'Tuner: 40 s; whole run up to the Tuner: 90 s.' in text
+
+
+def test_trust_scores_what_was_found_of_what_was_planted():
+  text = trust.SECTION.text(dict(
+      planted=(300, 60, 30, 60, 100), size=64,
+      flags=('--input-format', 'images'), copies_found_of=(30, 28, 10, 10, 1),
+      labels={'train': (30, 25, 40), 'eval': (30, 29, 35)},
+      sideways_found=(100, 99), seconds={'DataChecks': 5.0, 'LabelCheck': 10.0},
+      whole_run_s=300.0), CTX)
+  assert _rows(text, 'copies found') == [[
+      '28 of 30 (93%)', '10 of 10 (100%)', '1', '25 of 30 (83%) (40 listed)',
+      '29 of 30 (97%) (35 listed)', '99 of 100 (99%)']]
+  assert 'DataChecks 5.0, LabelCheck 10.0, whole run 300.0.' in text
+
+
+def test_schedule_compares_warm_start_with_scratch_per_span():
+  def history(span, accuracy, seconds, pushed):
+    return {'run': f'r{span}', 'accuracy': str(accuracy),
+            'trainer_seconds': str(seconds), 'blessed': 'True',
+            'pushed': pushed, 'start': 'scratch'}
+
+  text = schedule.SECTION.text(dict(
+      data=(2, 50, 25, 32, 5), flags=schedule.FLAGS,
+      training_s={'scratch': {1: 90.0, 2: 90.0}, 'warm': {1: 80.0, 2: 25.0}},
+      rows={'scratch': {s: history(s, 0.9, 100.0, 'True') for s in (1, 2)},
+            'warm': {1: history(1, 0.9, 100.0, 'True'),
+                     2: history(2, 0.896, 30.0, 'False')}},
+      after={'scratch': ('1, 2', '10 of 20 right (50.0%)'),
+             'warm': ('1 (Model), 2', '12 of 20 right (60.0%)')}), CTX)
+  span_1, span_2 = _rows(text, 'span')
+  assert span_1[1:5] == ['100 (90)', '90.0%', 'yes/yes', 'scratch']
+  assert span_2[5:] == ['30 (25)', '89.6%', 'yes/no', 'scratch',
+                        '-0.4 pt, 0.30x time (0.28x in epochs): met']
+  assert 'Goal met in 1 of 1 spans.' in text
+  assert 'served: the run of span 1); the served model' in text
+
+
+def test_shapes_and_backbones_show_their_runs():
+  text = shapes.SHAPES.text(dict(
+      per_class=300, eval_per_class=60, seconds=600.0, trainer_s=400.0,
+      plan=PLAN, epoch_s=[30.0, 31.0, 32.0], val_accuracy=[0.5, 0.8, 0.9],
+      tests=1000, test_accuracy=0.93, pushed=True), CTX)
+  assert _rows(text, 'whole run') == [[
+      '10.0 min', '6.7 min', 'small-gap-cnn', '123,456', '12', '31.0',
+      '90.0%', '93.0%', 'yes']]
+  assert '3,000 training and 600 eval images' in text
+  text = shapes.BACKBONES.text(dict(
+      per_class=50, eval_per_class=10, flags=('--epochs', '3'),
+      rows=[harness.row('small-gap-cnn', '--model small-gap-cnn', '1.0',
+                        '2.0', '50.0%')],
+      loads=['1.0, 1.0, 1.0', '2.0, 2.0, 2.0']), CTX)
+  assert _rows(text, 'network') == [[
+      'small-gap-cnn', '--model small-gap-cnn', '1.0', '2.0', '50.0%']]
+  assert '500 training and 100 eval images' in text
