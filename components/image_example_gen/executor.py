@@ -28,10 +28,8 @@ from components.image_example_gen import errors
 from components.image_example_gen import folder_layout
 from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
-from components.image_example_gen import idx_source
+from components.image_example_gen import idx
 from components.image_example_gen import image_folder
-from components.image_example_gen import image_folder_source
-from components.image_example_gen import left_out
 from components.image_example_gen import progress
 from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
@@ -59,7 +57,7 @@ class _Plan:
   encoding: str  # Never 'auto'.
   split_names: List[str]
   geometry_chosen: Optional[str] = None  # None for IDX: files declare it.
-  idx_files: Dict[str, idx_source.SplitFiles] = dataclasses.field(
+  idx_files: Dict[str, idx.SplitFiles] = dataclasses.field(
       default_factory=dict)  # {input pattern: its files}
   folder_files: Dict[str, List[str]] = dataclasses.field(
       default_factory=dict)  # {output split: its image files}
@@ -71,19 +69,19 @@ class _Plan:
 def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
   """(tfrecord_sink's source, each shard's work) of an IDX input split."""
   files = plan.idx_files[pattern]
-  idx_source.log_split(files, plan.class_names)
-  return (idx_source.Reader(files, plan.encoding, plan.input_base,
+  idx.log_split(files, plan.class_names)
+  return (idx.Reader(files, plan.encoding, plan.input_base,
                             validation_percent),
-          idx_source.shard_ranges(files[0].count, plan.options.num_shards))
+          idx.shard_ranges(files[0].count, plan.options.num_shards))
 
 
 def _folder_source(plan: _Plan, label: str, files: List[str],
                    skip_bad: bool = False):
   """(tfrecord_sink's source, each shard's work) of a split's image files."""
-  return (image_folder_source.Decoder(
+  return (image_folder.Decoder(
       label, len(files), plan.class_names, plan.geometry, skip_bad,
       plan.encoding, plan.input_base, plan.options.max_image_pixels),
-          image_folder_source.shard_paths(files, plan.options.num_shards))
+          image_folder.shard_paths(files, plan.options.num_shards))
 
 
 @beam.ptransform_fn
@@ -155,11 +153,11 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
     raise ValueError('a span window of IDX files takes the splits the files '
                      'give; an output_config hash split is not supported '
                      'with it')
-  idx_files = {pattern: idx_source.split_files(pattern)
+  idx_files = {pattern: idx.split_files(pattern)
                for _, pattern in _patterns(input_base, window)}
   class_names = list(options.class_names or
-                     idx_source.class_names_from_labels(idx_files.values()))
-  geometry = idx_source.dataset_geometry(idx_files.values())
+                     idx.class_names_from_labels(idx_files.values()))
+  geometry = idx.dataset_geometry(idx_files.values())
   names = [split.name for split in input_config.splits]
   carve_idx = bool(options.validation_percent and not hash_split and
                    validation_split.TRAIN in names and
@@ -202,7 +200,7 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
       class_names=folders.class_names, geometry=geometry,
       geometry_chosen=chosen, split_names=list(folders.files),
       folder_files=folders.files,
-      skipped_files=(left_out.skipped_files(examples_uri, folders.files)
+      skipped_files=(image_folder.skipped_files(examples_uri, folders.files)
                      if options.skip_bad_images else {}),
       encoding=features.resolve_encoding(options.image_encoding, geometry,
                                          options.png_min_pixels))
@@ -338,9 +336,10 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if plan.carve_idx:
       _check_validation_written(examples_channel, plan)
     if options.skip_bad_images:
-      left_out.record_skipped(examples, plan.folder_files, plan.skipped_files)
+      image_folder.record_skipped(examples, plan.folder_files,
+                                  plan.skipped_files)
     if options.input_format == 'images':
-      left_out.record_os_files(examples,
+      image_folder.record_os_files(examples,
                                _patterns(plan.input_base, plan.window))
     _record(examples, plan)
     logging.info('Examples generated.')
