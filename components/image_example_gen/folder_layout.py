@@ -55,9 +55,6 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
   """None for the splits layouts; train and eval hash buckets for classes."""
   if layout != CLASSES:
     return example_gen_pb2.Output()
-  if not 0 < eval_percent < 100:
-    raise ValueError(f'eval_percent must be between 1 and 99, got '
-                     f'{eval_percent}')
   split = example_gen_pb2.SplitConfig.Split
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
       splits=[split(name='train', hash_buckets=100 - eval_percent),
@@ -65,7 +62,6 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
 
 
 def _has_images(folder: str) -> bool:
-  """Whether `folder` holds a file that may be an image (not a folder)."""
   try:
     return any(not image_folder.is_os_file(os.path.join(folder, name)) and
                not tf.io.gfile.isdir(os.path.join(folder, name))
@@ -117,14 +113,12 @@ def detect(input_base: str, span_dir_pattern: Optional[str] = None
 
 
 def _span_order(folder: str) -> Tuple[int, ...]:
-  """Span folders in the order of the numbers in their names."""
   return tuple(int(n) for n in re.findall(r'\d+', os.path.basename(folder)))
 
 
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The input config of the layout on disk, where the splits layout's was
-  configured; else `configured`."""
+  """The input config of the layout on disk, if the splits one's was set."""
   patterns = {split.name: split.pattern for split in configured.splits}
   if sorted(patterns) != sorted(SPLIT_NAMES):
     return configured
@@ -184,14 +178,6 @@ def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
       found.setdefault(int(match.group(1)),
                        os.path.join(input_base, name.rstrip('/')))
   return found
-
-
-def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
-  """input_config(layout) read from `folder` (a span's, e.g. span-6)."""
-  config = input_config(layout)
-  for split in config.splits:
-    split.pattern = f'{folder.strip("/")}/{split.pattern}'
-  return config
 
 
 def partition(files: Sequence[str], data_dir: str,
