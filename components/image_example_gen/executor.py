@@ -1,8 +1,9 @@
 """ImageExampleGen's executor: IDX files or image folders to tf.train.Examples.
 
 Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
-configs do not name (validation, earlier_eval) and writes a fixed number of
-shards per split with tfrecord_sink.py.
+configs do not name (validation carved from train, earlier_eval) and writes a
+fixed number of shards per split with tfrecord_sink.py, which never holds a
+split in memory as TFX's sink does.
 """
 
 import dataclasses
@@ -102,18 +103,6 @@ def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
 
 
-def _resolve(exec_properties: Dict[str, Any], examples,
-             options: ImageExampleGenOptions) -> Dict[str, Any]:
-  """The execution properties with the layout and span of the data on disk."""
-  if options.input_format == 'images' and options.eval_percent is not None:
-    # Where the pipeline was built without seeing the data.
-    exec_properties = folder_layout.resolve(exec_properties,
-                                            options.eval_percent)
-  if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
-    exec_properties = driver.resolve(exec_properties, examples)
-  return exec_properties
-
-
 def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
   """Checks the input and plans every output split, before Beam starts.
 
@@ -133,21 +122,21 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
   shortfall = span_window.shortfall(window, options.span_window)
   if shortfall:
     progress.notice(shortfall)
-  plan_format = (_plan_idx if options.input_format == 'idx'
-                 else _plan_folders)
+  if options.input_format == 'idx':
+    fields = _plan_idx(options, input_base, window, input_config,
+                       output_config)
+  else:
+    fields = _plan_folders(options, input_base, window, output_config,
+                           examples_uri)
   return _Plan(options=options, input_base=input_base, window=window,
-               output_config=output_config,
-               **plan_format(options, input_base, window, input_config,
-                             output_config, examples_uri))
+               output_config=output_config, **fields)
 
 
 def _plan_idx(options: ImageExampleGenOptions, input_base: str,
               window: List[span_window.Span],
               input_config: example_gen_pb2.Input,
-              output_config: example_gen_pb2.Output,
-              examples_uri: str) -> Dict[str, Any]:
+              output_config: example_gen_pb2.Output) -> Dict[str, Any]:
   """_Plan's fields for IDX files: their headers and labels read up front."""
-  del examples_uri  # Nothing skipped.
   hash_split = bool(output_config.split_config.splits)
   if len(window) > 1 and hash_split:
     raise ValueError('a span window of IDX files takes the splits the files '
@@ -177,11 +166,9 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
 
 def _plan_folders(options: ImageExampleGenOptions, input_base: str,
                   window: List[span_window.Span],
-                  input_config: example_gen_pb2.Input,
                   output_config: example_gen_pb2.Output,
                   examples_uri: str) -> Dict[str, Any]:
   """_Plan's fields for image folders: listed, checked, geometry chosen."""
-  del input_config  # Each span's own is in the window.
   folders = folder_plan.plan_window(
       input_base, window, output_config, options.class_names,
       options.eval_percent, options.validation_percent)
@@ -291,16 +278,15 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     """The transform TFX's GenerateExamplesByBeam reads a split with."""
     return functools.partial(_ImageToExample, plan=self._plan)
 
-  def _write_splits(
-      self, pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-      plan: _Plan, output_config: example_gen_pb2.Output,
-      examples_channel: List[Any]) -> None:
+  def _write_splits(self, pipeline: beam.Pipeline,
+                    exec_properties: Dict[str, Any], plan: _Plan,
+                    examples_channel: List[Any]) -> None:
     """Writes every output split's shards."""
     split_uri = functools.partial(artifact_utils.get_split_uri,
                                   examples_channel)
     if plan.options.input_format == 'images':
       _write_folders(pipeline, plan, split_uri)
-    elif output_config.split_config.splits:
+    elif plan.output_config.split_config.splits:
       # One input split hashed into output splits: TFX's own code.
       for split, records in self.GenerateExamplesByBeam(
           pipeline, exec_properties).items():
@@ -316,7 +302,12 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
-    exec_properties = _resolve(exec_properties, examples, options)
+    if options.input_format == 'images' and options.eval_percent is not None:
+      # Where the pipeline was built without seeing the data.
+      exec_properties = folder_layout.resolve(exec_properties,
+                                              options.eval_percent)
+    if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
+      exec_properties = driver.resolve(exec_properties, examples)
     plan = self._plan = _plan(exec_properties, examples.uri)
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
     logging.info('Generating examples of %s images (%s) with classes %s.',
@@ -324,8 +315,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     progress.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
-        self._write_splits(pipeline, exec_properties, plan,
-                           plan.output_config, examples_channel)
+        self._write_splits(pipeline, exec_properties, plan, examples_channel)
     except Exception as e:  # pylint: disable=broad-except
       # Bad data a worker found: the same error as when found before Beam
       # started, whatever the runner made of it on the way.
@@ -340,6 +330,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
                                   plan.skipped_files)
     if options.input_format == 'images':
       image_folder.record_os_files(examples,
-                               _patterns(plan.input_base, plan.window))
+                                   _patterns(plan.input_base, plan.window))
     _record(examples, plan)
     logging.info('Examples generated.')

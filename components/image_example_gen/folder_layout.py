@@ -32,7 +32,8 @@ VALIDATION = 'validation'  # An optional folder beside SPLIT_NAMES'.
 ALL_SPLIT = 'all'  # The one input split of the classes layout.
 
 
-def _prefix(span_dir_pattern: Optional[str]) -> str:
+def span_prefix(span_dir_pattern: Optional[str]) -> str:
+  """'span-{SPAN}/' of a checked span_dir_pattern; '' for None."""
   if span_dir_pattern is None:
     return ''
   return check_span_dir_pattern(span_dir_pattern).strip('/') + '/'
@@ -41,7 +42,7 @@ def _prefix(span_dir_pattern: Optional[str]) -> str:
 def input_config(layout: str, span_dir_pattern: Optional[str] = None
                  ) -> example_gen_pb2.Input:
   """The input splits of `layout`, in each span's folder if there are spans."""
-  prefix = _prefix(span_dir_pattern)
+  prefix = span_prefix(span_dir_pattern)
   names = {SPLITS: SPLIT_NAMES,
            SPLITS_WITH_VALIDATION: ('train', VALIDATION, 'eval')}.get(layout)
   patterns = ({name: f'{prefix}{name}/*/*' for name in names}
@@ -100,7 +101,7 @@ def detect(input_base: str, span_dir_pattern: Optional[str] = None
     if span_dir_pattern is None:
       return layout_of(input_base)
     spans = sorted(tf.io.gfile.glob(os.path.join(
-        input_base, _prefix(span_dir_pattern).rstrip('/').replace(
+        input_base, span_prefix(span_dir_pattern).rstrip('/').replace(
             '{SPAN}', '*'))), key=_span_order)
     found = [layout for layout in map(layout_of, spans) if layout]
     layouts = set(found)

@@ -50,13 +50,8 @@ class IdxHeader:
   """What an IDX file's header declares, and the sizes that follow from it."""
   path: str
   dtype: np.dtype
-  shape: Tuple[int, ...]  # (count, *item_shape)
+  shape: Tuple[int, ...]  # (count, *the shape of one item)
   gzipped: bool
-
-  @property
-  def header_size(self) -> int:
-    """The bytes before the data."""
-    return 4 + 4 * len(self.shape)
 
   @property
   def count(self) -> int:
@@ -64,14 +59,9 @@ class IdxHeader:
     return self.shape[0]
 
   @property
-  def item_shape(self) -> Tuple[int, ...]:
-    """The shape of one item."""
-    return self.shape[1:]
-
-  @property
   def item_size(self) -> int:
     """The bytes of one item."""
-    return int(np.prod(self.item_shape, dtype=np.int64)) * self.dtype.itemsize
+    return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
   @property
   def data_size(self) -> int:
@@ -186,7 +176,7 @@ class ItemReader:
     if self._stream is None or start < self._next:
       self.close()
       self._stream, _ = _open(header.path)
-      self._stream.seek(header.header_size)
+      self._stream.seek(4 + 4 * len(header.shape))  # Past the header.
       self._next = 0
     with _gzip_errors(header.path):
       self._stream.seek((start - self._next) * header.item_size, 1)
@@ -194,7 +184,7 @@ class ItemReader:
                          header.path, f'items {start}..{stop}')
     self._next = stop
     return np.frombuffer(data, dtype=header.dtype).reshape(
-        (stop - start,) + header.item_shape)
+        (stop - start,) + header.shape[1:])
 
   def check_end(self) -> None:
     """After reading the last item: raises if the file holds more."""
@@ -223,18 +213,13 @@ def iter_items(header: IdxHeader,
     reader.close()
 
 
-def read_items(header: IdxHeader, start: int, stop: int) -> np.ndarray:
-  """Returns items [start, stop) of a validated file as an array."""
-  reader = ItemReader(header)
-  try:
-    return reader.read(start, stop)
-  finally:
-    reader.close()
-
-
 def read_all(header: IdxHeader) -> np.ndarray:
   """Returns every item of a validated file as an array."""
-  return read_items(header, 0, header.count)
+  reader = ItemReader(header)
+  try:
+    return reader.read(0, header.count)
+  finally:
+    reader.close()
 
 
 def write(path: str, array: np.ndarray, compress: bool = True) -> None:
