@@ -199,20 +199,6 @@ class ItemReader:
       self._stream = None
 
 
-def iter_items(header: IdxHeader,
-               max_bytes: int = _READ_BLOCK) -> Iterator[Tuple[int, np.ndarray]]:
-  """Yields (start, items) of the whole file, `max_bytes` of items at a time."""
-  step = max(1, max_bytes // max(header.item_size, 1))
-  reader = ItemReader(header)
-  try:
-    for start in range(0, header.count, step):
-      yield start, reader.read(start, min(start + step, header.count))
-    if header.count:
-      reader.check_end()
-  finally:
-    reader.close()
-
-
 def read_all(header: IdxHeader) -> np.ndarray:
   """Returns every item of a validated file as an array."""
   reader = ItemReader(header)
@@ -301,29 +287,25 @@ def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
   return next(iter(found))
 
 
+# Labels are read whole: a few bytes a record, where an image has hundreds.
+
+
 def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
   """'0'..'n-1' where n-1 is the largest label over all splits."""
-  largest = max(max(int(values.max()) for _, values in iter_items(labels))
-                for _, labels in splits)
+  largest = max(int(read_all(labels).max()) for _, labels in splits)
   return [str(i) for i in range(largest + 1)]
 
 
 def log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
   """Checks a split's labels against the class names and logs its size."""
   images, labels = files
-  bad_count, first = 0, None
-  for start, values in iter_items(labels):
-    bad = (values < 0) | (values >= len(class_names))
-    if bad.any():
-      bad_count += int(bad.sum())
-      if first is None:
-        at = int(bad.argmax())
-        first = (int(values[at]), start + at)
-  if bad_count:
+  values = read_all(labels)
+  bad = np.flatnonzero((values < 0) | (values >= len(class_names)))
+  if len(bad):
     raise InputDataError(
-        labels.path, f'{bad_count} labels outside the class range '
-        f'0..{len(class_names) - 1} (first: label {first[0]} of '
-        f'record {first[1]})')
+        labels.path, f'{len(bad)} labels outside the class range '
+        f'0..{len(class_names) - 1} (first: label {int(values[bad[0]])} of '
+        f'record {bad[0]})')
   logging.info('IDX split: %d images of %s from %s', images.count,
                geometry(images), images.path)
 

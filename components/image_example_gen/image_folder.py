@@ -32,7 +32,6 @@ IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # settings), compared case-insensitively. Hidden dot-files need no list.
 OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
-TRANSPARENT_BACKGROUND = image_conversion.TRANSPARENT_BACKGROUND
 
 # Pillow warns of an image over Image.MAX_IMAGE_PIXELS: as an error, open_image
 # refuses it naming the file, never an unnamed warning line.

@@ -61,8 +61,6 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
     ValueError: a window of more than one span, and the split patterns do not
       all start with one span folder holding the span number.
   """
-  if size < 1:
-    raise ValueError(f'span window must be at least 1, got {size}')
   if size == 1:
     folder = (span_folder(input_config) or '') if newest else ''
     return [Span(newest, folder, input_config)]
