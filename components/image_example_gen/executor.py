@@ -76,30 +76,19 @@ def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
           idx.shard_ranges(files[0].count, plan.options.num_shards))
 
 
-def _folder_source(plan: _Plan, label: str, files: List[str],
-                   skip_bad: bool = False):
-  """(tfrecord_sink's source, each shard's work) of a split's image files."""
-  return (image_folder.Decoder(
-      label, len(files), plan.class_names, plan.geometry, skip_bad,
-      plan.encoding, plan.input_base, plan.options.max_image_pixels),
-          image_folder.shard_paths(files, plan.options.num_shards))
-
-
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
-def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                    split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
-  """Reads one split into serialized Examples, one per element."""
+def _IdxToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+                  split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
+  """Reads one IDX split into serialized Examples, one per element.
+
+  Image folders never take this way: folder_plan.py hashes them into splits
+  by path, where TFX hashes records.
+  """
   del exec_properties  # The plan holds what Do resolved from them.
-  pattern = os.path.join(plan.input_base, split_pattern)
-  if plan.options.input_format == 'idx':
-    source, work = _idx_source(plan, pattern)
-  else:
-    # Progress is named by the split's folder/*/*, short of the input base.
-    source, work = _folder_source(
-        plan, '/'.join(pattern.rstrip('/').split('/')[-3:]),
-        image_folder.check_split(pattern, plan.class_names))
+  source, work = _idx_source(plan, os.path.join(plan.input_base,
+                                                split_pattern))
   return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
 
 
@@ -198,10 +187,14 @@ def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
   """Writes each output split of image folders, as folder_plan.py listed it."""
   for split, files in plan.folder_files.items():
     skipped_file = plan.skipped_files.get(split)
+    source = image_folder.Decoder(
+        split, len(files), plan.class_names, plan.geometry,
+        bool(skipped_file), plan.encoding, plan.input_base,
+        plan.options.max_image_pixels)
     skipped = (pipeline
                | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-                   *_folder_source(plan, split, files, bool(skipped_file)),
-                   [split_uri(split)]))
+                   source, image_folder.shard_paths(
+                       files, plan.options.num_shards), [split_uri(split)]))
     if skipped_file:
       _ = (skipped
            | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
@@ -276,7 +269,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
 
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     """The transform TFX's GenerateExamplesByBeam reads a split with."""
-    return functools.partial(_ImageToExample, plan=self._plan)
+    return functools.partial(_IdxToExample, plan=self._plan)
 
   def _write_splits(self, pipeline: beam.Pipeline,
                     exec_properties: Dict[str, Any], plan: _Plan,
