@@ -287,11 +287,9 @@ def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
   return next(iter(found))
 
 
-# Labels are read whole: a few bytes a record, where an image has hundreds.
-
-
 def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
   """'0'..'n-1' where n-1 is the largest label over all splits."""
+  # Labels are read whole: a few bytes a record, where an image has hundreds.
   largest = max(int(read_all(labels).max()) for _, labels in splits)
   return [str(i) for i in range(largest + 1)]
 
@@ -299,7 +297,7 @@ def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
 def log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
   """Checks a split's labels against the class names and logs its size."""
   images, labels = files
-  values = read_all(labels)
+  values = read_all(labels)  # Whole, as class_names_from_labels reads them.
   bad = np.flatnonzero((values < 0) | (values >= len(class_names)))
   if len(bad):
     raise InputDataError(
