@@ -49,9 +49,9 @@ class BeamSinkExecutor(executor.Executor):
   ExampleGen does (write_split.WriteSplit), with a fixed shard count."""
 
   def _write_splits(self, pipeline: beam.Pipeline,
-                    exec_properties: Dict[str, Any], input_config,
-                    output_config, examples_channel: List[Any]) -> None:
-    del input_config, output_config  # Read by GenerateExamplesByBeam.
+                    exec_properties: Dict[str, Any], plan,
+                    examples_channel: List[Any]) -> None:
+    del plan  # GenerateExamplesByBeam reads it.
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     for split, records in self.GenerateExamplesByBeam(
         pipeline, exec_properties).items():

@@ -10,7 +10,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.image_example_gen import idx_source
+from components.image_example_gen import idx
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import scale
@@ -40,7 +40,7 @@ def _run(data, out, beam_args):
 def test_worker_processes_write_the_records_in_memory_beam_writes(
     tmp_path, monkeypatch):
   # Chunks of 9 images: several per shard, the last one short.
-  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 9 * 28 * 28)
+  monkeypatch.setattr(idx, 'CHUNK_BYTES', 9 * 28 * 28)
   written = datasets.write_idx_dataset(str(tmp_path / 'in'),
                                        {'train': 101, 't10k': 30})
   in_memory = _run(tmp_path / 'in', tmp_path / 'mem', artifacts.IN_MEMORY)

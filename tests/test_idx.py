@@ -25,7 +25,8 @@ def test_round_trip(tmp_path, images, compress):
   assert header.gzipped == compress
   assert header.dtype == np.uint8
   np.testing.assert_array_equal(idx.read_all(header), images)
-  np.testing.assert_array_equal(idx.read_items(header, 5, 9), images[5:9])
+  np.testing.assert_array_equal(idx.ItemReader(header).read(5, 9),
+                                images[5:9])
 
 
 def test_multibyte_labels_are_big_endian(tmp_path):

@@ -13,9 +13,8 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import folder_layout
-from components.image_example_gen import idx_source
+from components.image_example_gen import idx
 from components.image_example_gen import image_folder
-from components.image_example_gen import image_folder_source
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen import progress
@@ -61,7 +60,7 @@ def test_idx_to_examples(tmp_path):
 
 
 def test_idx_uncompressed_rgb_and_chunking(tmp_path, monkeypatch):
-  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 7 * 8 * 6 * 3)  # 7 images.
+  monkeypatch.setattr(idx, 'CHUNK_BYTES', 7 * 8 * 6 * 3)  # 7 images.
   geometry = features.ImageGeometry(8, 6, 3)
   written = datasets.write_idx_dataset(
       str(tmp_path / 'in'), {'train': 30, 't10k': 9}, geometry, compress=False,
@@ -187,8 +186,8 @@ def test_image_folder_shards_hold_every_image_once_mixed_and_reproducibly(
     tmp_path, monkeypatch):
   geometry = features.ImageGeometry(12, 10, 3)
   # Lists of 4 records: a shard of 6 is written in two, the second short.
-  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 4 * geometry.num_bytes)
-  assert image_folder_source.records_per_write(geometry) == 4
+  monkeypatch.setattr(idx, 'CHUNK_BYTES', 4 * geometry.num_bytes)
+  assert image_folder.records_per_write(geometry) == 4
   data = tmp_path / 'in'
   datasets.write_image_folder(str(data), per_class={'train': 6, 'eval': 1})
   options = ImageExampleGenOptions(input_format='images', geometry=geometry,
@@ -220,12 +219,12 @@ def test_image_folder_shards_hold_every_image_once_mixed_and_reproducibly(
 
 def test_shard_plan_is_fixed_whatever_the_listing_order():
   paths = [f'/in/train/{c}/{i}.png' for c in 'abcd' for i in range(10)]
-  plan = image_folder_source.shard_paths(paths, 4)
-  assert plan == image_folder_source.shard_paths(paths[::-1], 4)
+  plan = image_folder.shard_paths(paths, 4)
+  assert plan == image_folder.shard_paths(paths[::-1], 4)
   assert sorted(p for shard in plan for p in shard) == sorted(paths)
   assert [len(shard) for shard in plan] == [10] * 4
   # More shards than images: the extra shards are empty, none is lost.
-  few = image_folder_source.shard_paths(paths[:2], 3)
+  few = image_folder.shard_paths(paths[:2], 3)
   assert [len(shard) for shard in few] == [1, 1, 0]
   assert sorted(p for shard in few for p in shard) == paths[:2]
 
@@ -285,7 +284,6 @@ def test_bad_idx_input_names_the_file(tmp_path, damage, message):
     raw = gzip.decompress(open(images, 'rb').read())
     open(images, 'wb').write(gzip.compress(b'\x00\x00\x07\x03' + raw[4:]))
   elif damage in ('count', 'label'):
-    from components.image_example_gen import idx
     labels = idx.read_all(idx.validate(labels_path)).copy()
     if damage == 'count':
       labels = labels[:-1]
@@ -324,7 +322,7 @@ def test_corrupt_image_in_a_worker_names_the_file_and_leaves_no_shard(
                      match=r'train/dog/1.jpg: cannot decode image'):
     run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
         input_format='images', num_shards=3))
-  plan = image_folder_source.shard_paths(
+  plan = image_folder.shard_paths(
       image_folder.list_split(str(data / 'train' / '*' / '*'))[0], 3)
   bad_shard, = [i for i, paths in enumerate(plan) if str(bad) in paths]
   written = [os.path.relpath(os.path.join(root, name), tmp_path / 'out')
@@ -476,7 +474,7 @@ def test_progress_lines_name_the_split_and_count_its_images(
     tmp_path, monkeypatch, layout):
   # A line at every count, as on an input that takes long.
   monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0)
-  monkeypatch.setattr(idx_source, 'CHUNK_BYTES', 10 * 28 * 28)  # 10 images.
+  monkeypatch.setattr(idx, 'CHUNK_BYTES', 10 * 28 * 28)  # 10 images.
   if layout == 'idx':
     datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 30, 't10k': 20})
     options = ImageExampleGenOptions(num_shards=1)

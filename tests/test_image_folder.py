@@ -9,6 +9,7 @@ import pytest
 from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
 from records import features
+from records import image_conversion
 
 
 def _encode(pixels, fmt='PNG', mode=None):
@@ -142,7 +143,7 @@ def test_transparency_is_composited_on_white():
                                   features.ImageGeometry(4, 4, 3))
   got = np.frombuffer(raw, np.uint8).reshape(4, 4, 3)
   assert (got[:, :2] == (255, 0, 0)).all()
-  assert (got[:, 2:] == image_folder.TRANSPARENT_BACKGROUND).all()
+  assert (got[:, 2:] == image_conversion.TRANSPARENT_BACKGROUND).all()
 
 
 def test_palette_and_16_bit_grey_are_converted():

@@ -11,7 +11,6 @@ from components.image_example_gen import driver
 from components.image_example_gen import executor
 from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
-from components.image_example_gen.span_pattern import check_span_dir_pattern
 
 
 def default_input_config(input_format: str,
@@ -21,20 +20,15 @@ def default_input_config(input_format: str,
   """The input splits of a dataset laid out the usual way.
 
   IDX: train from train-* files, eval from t10k-* (MNIST's test set). Image
-  folders: the splits of `layout` (folder_layout.py), in each span's folder
+  folders: the splits of `layout`. Both in each span's folder
   `span_dir_pattern` (e.g. 'span-{SPAN}') if given.
   """
   if input_format != 'idx':
     return folder_layout.input_config(layout, span_dir_pattern)
-  patterns = {'train': 'train-*', 'eval': 't10k-*'}
-  if span_dir_pattern is not None:
-    check_span_dir_pattern(span_dir_pattern)
-    patterns = {name: f'{span_dir_pattern.strip("/")}/{pattern}'
-                for name, pattern in patterns.items()}
+  prefix = folder_layout.span_prefix(span_dir_pattern)
   return example_gen_pb2.Input(splits=[
-      example_gen_pb2.Input.Split(name=name, pattern=pattern)
-      for name, pattern in patterns.items()
-  ])
+      example_gen_pb2.Input.Split(name='train', pattern=prefix + 'train-*'),
+      example_gen_pb2.Input.Split(name='eval', pattern=prefix + 't10k-*')])
 
 
 class ImageExampleGen(FileBasedExampleGen):

@@ -1,8 +1,9 @@
 """ImageExampleGen's executor: IDX files or image folders to tf.train.Examples.
 
 Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
-configs do not name (validation, earlier_eval) and writes a fixed number of
-shards per split with tfrecord_sink.py.
+configs do not name (validation carved from train, earlier_eval) and writes a
+fixed number of shards per split with tfrecord_sink.py, which never holds a
+split in memory as TFX's sink does.
 """
 
 import dataclasses
@@ -28,10 +29,8 @@ from components.image_example_gen import errors
 from components.image_example_gen import folder_layout
 from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
-from components.image_example_gen import idx_source
+from components.image_example_gen import idx
 from components.image_example_gen import image_folder
-from components.image_example_gen import image_folder_source
-from components.image_example_gen import left_out
 from components.image_example_gen import progress
 from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
@@ -59,7 +58,7 @@ class _Plan:
   encoding: str  # Never 'auto'.
   split_names: List[str]
   geometry_chosen: Optional[str] = None  # None for IDX: files declare it.
-  idx_files: Dict[str, idx_source.SplitFiles] = dataclasses.field(
+  idx_files: Dict[str, idx.SplitFiles] = dataclasses.field(
       default_factory=dict)  # {input pattern: its files}
   folder_files: Dict[str, List[str]] = dataclasses.field(
       default_factory=dict)  # {output split: its image files}
@@ -71,49 +70,26 @@ class _Plan:
 def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
   """(tfrecord_sink's source, each shard's work) of an IDX input split."""
   files = plan.idx_files[pattern]
-  idx_source.log_split(files, plan.class_names)
-  return (idx_source.Reader(files, plan.encoding, plan.input_base,
+  idx.log_split(files, plan.class_names)
+  return (idx.Reader(files, plan.encoding, plan.input_base,
                             validation_percent),
-          idx_source.shard_ranges(files[0].count, plan.options.num_shards))
-
-
-def _folder_source(plan: _Plan, label: str, files: List[str],
-                   skip_bad: bool = False):
-  """(tfrecord_sink's source, each shard's work) of a split's image files."""
-  return (image_folder_source.Decoder(
-      label, len(files), plan.class_names, plan.geometry, skip_bad,
-      plan.encoding, plan.input_base, plan.options.max_image_pixels),
-          image_folder_source.shard_paths(files, plan.options.num_shards))
+          idx.shard_ranges(files[0].count, plan.options.num_shards))
 
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
-def _ImageToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                    split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
-  """Reads one split into serialized Examples, one per element."""
+def _IdxToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+                  split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
+  """Reads one IDX split into serialized Examples, one per element.
+
+  Image folders never take this way: folder_plan.py hashes them into splits
+  by path, where TFX hashes records.
+  """
   del exec_properties  # The plan holds what Do resolved from them.
-  pattern = os.path.join(plan.input_base, split_pattern)
-  if plan.options.input_format == 'idx':
-    source, work = _idx_source(plan, pattern)
-  else:
-    # Progress is named by the split's folder/*/*, short of the input base.
-    source, work = _folder_source(
-        plan, '/'.join(pattern.rstrip('/').split('/')[-3:]),
-        image_folder.check_split(pattern, plan.class_names))
+  source, work = _idx_source(plan, os.path.join(plan.input_base,
+                                                split_pattern))
   return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
-
-
-def _resolve(exec_properties: Dict[str, Any], examples,
-             options: ImageExampleGenOptions) -> Dict[str, Any]:
-  """The execution properties with the layout and span of the data on disk."""
-  if options.input_format == 'images' and options.eval_percent is not None:
-    # Where the pipeline was built without seeing the data.
-    exec_properties = folder_layout.resolve(exec_properties,
-                                            options.eval_percent)
-  if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
-    exec_properties = driver.resolve(exec_properties, examples)
-  return exec_properties
 
 
 def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
@@ -135,31 +111,31 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
   shortfall = span_window.shortfall(window, options.span_window)
   if shortfall:
     progress.notice(shortfall)
-  plan_format = (_plan_idx if options.input_format == 'idx'
-                 else _plan_folders)
+  if options.input_format == 'idx':
+    fields = _plan_idx(options, input_base, window, input_config,
+                       output_config)
+  else:
+    fields = _plan_folders(options, input_base, window, output_config,
+                           examples_uri)
   return _Plan(options=options, input_base=input_base, window=window,
-               output_config=output_config,
-               **plan_format(options, input_base, window, input_config,
-                             output_config, examples_uri))
+               output_config=output_config, **fields)
 
 
 def _plan_idx(options: ImageExampleGenOptions, input_base: str,
               window: List[span_window.Span],
               input_config: example_gen_pb2.Input,
-              output_config: example_gen_pb2.Output,
-              examples_uri: str) -> Dict[str, Any]:
+              output_config: example_gen_pb2.Output) -> Dict[str, Any]:
   """_Plan's fields for IDX files: their headers and labels read up front."""
-  del examples_uri  # Nothing skipped.
   hash_split = bool(output_config.split_config.splits)
   if len(window) > 1 and hash_split:
     raise ValueError('a span window of IDX files takes the splits the files '
                      'give; an output_config hash split is not supported '
                      'with it')
-  idx_files = {pattern: idx_source.split_files(pattern)
+  idx_files = {pattern: idx.split_files(pattern)
                for _, pattern in _patterns(input_base, window)}
   class_names = list(options.class_names or
-                     idx_source.class_names_from_labels(idx_files.values()))
-  geometry = idx_source.dataset_geometry(idx_files.values())
+                     idx.class_names_from_labels(idx_files.values()))
+  geometry = idx.dataset_geometry(idx_files.values())
   names = [split.name for split in input_config.splits]
   carve_idx = bool(options.validation_percent and not hash_split and
                    validation_split.TRAIN in names and
@@ -179,11 +155,9 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
 
 def _plan_folders(options: ImageExampleGenOptions, input_base: str,
                   window: List[span_window.Span],
-                  input_config: example_gen_pb2.Input,
                   output_config: example_gen_pb2.Output,
                   examples_uri: str) -> Dict[str, Any]:
   """_Plan's fields for image folders: listed, checked, geometry chosen."""
-  del input_config  # Each span's own is in the window.
   folders = folder_plan.plan_window(
       input_base, window, output_config, options.class_names,
       options.eval_percent, options.validation_percent)
@@ -202,7 +176,7 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
       class_names=folders.class_names, geometry=geometry,
       geometry_chosen=chosen, split_names=list(folders.files),
       folder_files=folders.files,
-      skipped_files=(left_out.skipped_files(examples_uri, folders.files)
+      skipped_files=(image_folder.skipped_files(examples_uri, folders.files)
                      if options.skip_bad_images else {}),
       encoding=features.resolve_encoding(options.image_encoding, geometry,
                                          options.png_min_pixels))
@@ -213,10 +187,14 @@ def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
   """Writes each output split of image folders, as folder_plan.py listed it."""
   for split, files in plan.folder_files.items():
     skipped_file = plan.skipped_files.get(split)
+    source = image_folder.Decoder(
+        split, len(files), plan.class_names, plan.geometry,
+        bool(skipped_file), plan.encoding, plan.input_base,
+        plan.options.max_image_pixels)
     skipped = (pipeline
                | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-                   *_folder_source(plan, split, files, bool(skipped_file)),
-                   [split_uri(split)]))
+                   source, image_folder.shard_paths(
+                       files, plan.options.num_shards), [split_uri(split)]))
     if skipped_file:
       _ = (skipped
            | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
@@ -291,18 +269,17 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
 
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     """The transform TFX's GenerateExamplesByBeam reads a split with."""
-    return functools.partial(_ImageToExample, plan=self._plan)
+    return functools.partial(_IdxToExample, plan=self._plan)
 
-  def _write_splits(
-      self, pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-      plan: _Plan, output_config: example_gen_pb2.Output,
-      examples_channel: List[Any]) -> None:
+  def _write_splits(self, pipeline: beam.Pipeline,
+                    exec_properties: Dict[str, Any], plan: _Plan,
+                    examples_channel: List[Any]) -> None:
     """Writes every output split's shards."""
     split_uri = functools.partial(artifact_utils.get_split_uri,
                                   examples_channel)
     if plan.options.input_format == 'images':
       _write_folders(pipeline, plan, split_uri)
-    elif output_config.split_config.splits:
+    elif plan.output_config.split_config.splits:
       # One input split hashed into output splits: TFX's own code.
       for split, records in self.GenerateExamplesByBeam(
           pipeline, exec_properties).items():
@@ -318,7 +295,12 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
-    exec_properties = _resolve(exec_properties, examples, options)
+    if options.input_format == 'images' and options.eval_percent is not None:
+      # Where the pipeline was built without seeing the data.
+      exec_properties = folder_layout.resolve(exec_properties,
+                                              options.eval_percent)
+    if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
+      exec_properties = driver.resolve(exec_properties, examples)
     plan = self._plan = _plan(exec_properties, examples.uri)
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
     logging.info('Generating examples of %s images (%s) with classes %s.',
@@ -326,8 +308,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     progress.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
-        self._write_splits(pipeline, exec_properties, plan,
-                           plan.output_config, examples_channel)
+        self._write_splits(pipeline, exec_properties, plan, examples_channel)
     except Exception as e:  # pylint: disable=broad-except
       # Bad data a worker found: the same error as when found before Beam
       # started, whatever the runner made of it on the way.
@@ -338,9 +319,10 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if plan.carve_idx:
       _check_validation_written(examples_channel, plan)
     if options.skip_bad_images:
-      left_out.record_skipped(examples, plan.folder_files, plan.skipped_files)
+      image_folder.record_skipped(examples, plan.folder_files,
+                                  plan.skipped_files)
     if options.input_format == 'images':
-      left_out.record_os_files(examples,
-                               _patterns(plan.input_base, plan.window))
+      image_folder.record_os_files(examples,
+                                   _patterns(plan.input_base, plan.window))
     _record(examples, plan)
     logging.info('Examples generated.')

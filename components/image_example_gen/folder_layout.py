@@ -32,7 +32,8 @@ VALIDATION = 'validation'  # An optional folder beside SPLIT_NAMES'.
 ALL_SPLIT = 'all'  # The one input split of the classes layout.
 
 
-def _prefix(span_dir_pattern: Optional[str]) -> str:
+def span_prefix(span_dir_pattern: Optional[str]) -> str:
+  """'span-{SPAN}/' of a checked span_dir_pattern; '' for None."""
   if span_dir_pattern is None:
     return ''
   return check_span_dir_pattern(span_dir_pattern).strip('/') + '/'
@@ -41,7 +42,7 @@ def _prefix(span_dir_pattern: Optional[str]) -> str:
 def input_config(layout: str, span_dir_pattern: Optional[str] = None
                  ) -> example_gen_pb2.Input:
   """The input splits of `layout`, in each span's folder if there are spans."""
-  prefix = _prefix(span_dir_pattern)
+  prefix = span_prefix(span_dir_pattern)
   names = {SPLITS: SPLIT_NAMES,
            SPLITS_WITH_VALIDATION: ('train', VALIDATION, 'eval')}.get(layout)
   patterns = ({name: f'{prefix}{name}/*/*' for name in names}
@@ -55,9 +56,6 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
   """None for the splits layouts; train and eval hash buckets for classes."""
   if layout != CLASSES:
     return example_gen_pb2.Output()
-  if not 0 < eval_percent < 100:
-    raise ValueError(f'eval_percent must be between 1 and 99, got '
-                     f'{eval_percent}')
   split = example_gen_pb2.SplitConfig.Split
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
       splits=[split(name='train', hash_buckets=100 - eval_percent),
@@ -65,7 +63,6 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
 
 
 def _has_images(folder: str) -> bool:
-  """Whether `folder` holds a file that may be an image (not a folder)."""
   try:
     return any(not image_folder.is_os_file(os.path.join(folder, name)) and
                not tf.io.gfile.isdir(os.path.join(folder, name))
@@ -104,7 +101,7 @@ def detect(input_base: str, span_dir_pattern: Optional[str] = None
     if span_dir_pattern is None:
       return layout_of(input_base)
     spans = sorted(tf.io.gfile.glob(os.path.join(
-        input_base, _prefix(span_dir_pattern).rstrip('/').replace(
+        input_base, span_prefix(span_dir_pattern).rstrip('/').replace(
             '{SPAN}', '*'))), key=_span_order)
     found = [layout for layout in map(layout_of, spans) if layout]
     layouts = set(found)
@@ -117,14 +114,12 @@ def detect(input_base: str, span_dir_pattern: Optional[str] = None
 
 
 def _span_order(folder: str) -> Tuple[int, ...]:
-  """Span folders in the order of the numbers in their names."""
   return tuple(int(n) for n in re.findall(r'\d+', os.path.basename(folder)))
 
 
 def fit(input_base: str, configured: example_gen_pb2.Input
         ) -> example_gen_pb2.Input:
-  """The input config of the layout on disk, where the splits layout's was
-  configured; else `configured`."""
+  """The input config of the layout on disk, if the splits one's was set."""
   patterns = {split.name: split.pattern for split in configured.splits}
   if sorted(patterns) != sorted(SPLIT_NAMES):
     return configured
@@ -184,14 +179,6 @@ def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
       found.setdefault(int(match.group(1)),
                        os.path.join(input_base, name.rstrip('/')))
   return found
-
-
-def folder_input_config(layout: str, folder: str) -> example_gen_pb2.Input:
-  """input_config(layout) read from `folder` (a span's, e.g. span-6)."""
-  config = input_config(layout)
-  for split in config.splits:
-    split.pattern = f'{folder.strip("/")}/{split.pattern}'
-  return config
 
 
 def partition(files: Sequence[str], data_dir: str,

@@ -1,7 +1,4 @@
-"""Each output split's image files, listed once and checked before Beam starts.
-
-Each check stops the run with one line naming the folder.
-"""
+"""Each output split's image files, listed and checked before Beam starts."""
 
 import collections
 import dataclasses
@@ -55,29 +52,25 @@ def _check_layout(patterns: Dict[str, str]) -> None:
       raise InputDataError(data_dir, folder_layout.layouts_expected(data_dir))
 
 
-def _class_of(path: str) -> str:
-  return os.path.basename(os.path.dirname(path))
-
-
 def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
                    hash_split: bool) -> None:
   train = 'train' if 'train' in files else next(iter(files))
-  present = {split: collections.Counter(_class_of(p) for p in split_files)
+  present = {split: collections.Counter(os.path.basename(os.path.dirname(p))
+                                        for p in split_files)
              for split, split_files in files.items()}
-  data_dir = _data_dir(next(iter(patterns.values())))
+  train_dir = (_data_dir(next(iter(patterns.values()))) if hash_split
+               else _data_dir(patterns[train]))
   if len(present[train]) < 2:
     found = sorted(present[train]) or ['none']
     raise InputDataError(
-        data_dir if hash_split else _data_dir(patterns[train]),
-        f'split {train!r} holds images of {len(present[train])} class '
-        f'({", ".join(found)}): a classifier needs at least two class '
+        train_dir, f'split {train!r} holds images of {len(present[train])} '
+        f'class ({", ".join(found)}): a classifier needs at least two class '
         'folders')
   for split, counts in present.items():
     for name in sorted(set(counts) - set(present[train])):
       if hash_split or split not in patterns:  # Carved by a hash.
         raise InputDataError(
-            os.path.join(data_dir if hash_split
-                         else _data_dir(patterns[train]), name),
+            os.path.join(train_dir, name),
             f'class {name!r}: all its {counts[name]} images fell into split '
             f'{split!r} by the hash split, none into {train!r}: the model '
             'could not learn it; add images to the class')
@@ -123,25 +116,11 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
       f'{",".join(earlier + added)}')
 
 
-def _carve_validation(files: Dict[str, List[str]], train_dir: str,
-                      percent: int) -> Dict[str, List[str]]:
-  keys = {path: os.path.relpath(path, train_dir).replace(os.sep, '/').encode()
-          for path in files['train']}
-  carved = validation_split.carve(files, keys, percent)
-  if not carved[validation_split.SPLIT]:
-    raise InputDataError(
-        train_dir, f'--validation-percent {percent} put none of its '
-        f'{len(files["train"])} training images into the validation split: '
-        'add images, raise the percentage, or give a validation/ folder')
-  return carved
-
-
 def plan(input_base: str, input_config: example_gen_pb2.Input,
          output_config: example_gen_pb2.Output,
          class_names: Optional[Sequence[str]], span: int,
          validation_percent: Optional[int] = None) -> FolderPlan:
-  """Lists and checks the input splits of span `span` and cuts them into
-  output splits.
+  """Lists and checks span `span`'s input splits, cut into output splits.
 
   Raises:
     InputDataError: bad or missing folders, classes or splits.
@@ -164,24 +143,30 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
         'two')
   if not class_names:
     check_span_classes(input_base, input_config, span, names)
-  listed = {name: image_folder.check_split(pattern, names)
-            for name, pattern in patterns.items()}
+  files = {name: image_folder.check_split(pattern, names)
+           for name, pattern in patterns.items()}
   hash_split = bool(output_config.split_config.splits)
+  train_dir = _data_dir(patterns.get('train', ''))
   if hash_split:
-    if len(listed) != 1:
+    if len(files) != 1:
       raise ValueError('an output_config split_config needs exactly one '
-                       f'input split, got {sorted(listed)}')
-    [(name, files)] = listed.items()
-    files = folder_layout.partition(files, _data_dir(patterns[name]),
-                                    output_config.split_config)
+                       f'input split, got {sorted(files)}')
+    [(name, split_files)] = files.items()
     train_dir = _data_dir(patterns[name])
-  else:
-    files = listed
-    train_dir = _data_dir(patterns.get('train', ''))
+    files = folder_layout.partition(split_files, train_dir,
+                                    output_config.split_config)
   carved = bool(validation_percent and 'train' in files and
                 validation_split.SPLIT not in files)
   if carved:
-    files = _carve_validation(files, train_dir, validation_percent)
+    keys = {path: os.path.relpath(path, train_dir).replace(os.sep,
+                                                           '/').encode()
+            for path in files['train']}
+    files = validation_split.carve(files, keys, validation_percent)
+    if not files[validation_split.SPLIT]:
+      raise InputDataError(
+          train_dir, f'--validation-percent {validation_percent} put none of '
+          f'its {len(keys)} training images into the validation split: '
+          'add images, raise the percentage, or give a validation/ folder')
   _check_classes(files, patterns, hash_split)
   return FolderPlan(files=files, class_names=names, hash_split=hash_split,
                     validation_carved=carved)
@@ -192,19 +177,30 @@ def plan_window(input_base: str, window: List[span_window.Span],
                 class_names: Optional[Sequence[str]],
                 eval_percent: Optional[int],
                 validation_percent: Optional[int]) -> FolderPlan:
-  """Plans each span of `window` as if read alone, and joins them by split."""
+  """Plans each span of `window` as if read alone, and joins them by split.
+
+  Raises:
+    InputDataError: an earlier span of class folders and no eval_percent, or
+      spans of different classes.
+  """
   newest = window[-1]
   files: Dict[str, List[str]] = {}
   plans = []
   for span in window:
     span_output = output_config
-    if span is not newest:
-      span_output = _span_output_config(input_base, span, output_config,
-                                        eval_percent)
-    span_plan = plan(input_base, span.input_config, span_output, class_names,
-                     span.number, validation_percent)
-    plans.append(span_plan)
-    for split, split_files in span_plan.files.items():
+    if span is not newest and len(span.input_config.splits) != 1:
+      span_output = example_gen_pb2.Output()  # Train and eval folders.
+    elif span is not newest and not output_config.split_config.splits:
+      if eval_percent is None:
+        raise InputDataError(
+            os.path.join(input_base, span.folder),
+            'holds class folders without train/eval folders: splitting them '
+            'needs eval_percent')
+      span_output = folder_layout.output_config(folder_layout.CLASSES,
+                                                eval_percent)
+    plans.append(plan(input_base, span.input_config, span_output, class_names,
+                      span.number, validation_percent))
+    for split, split_files in plans[-1].files.items():
       files.setdefault(span.output_split(split, span is newest),
                        []).extend(split_files)
   last = plans[-1]
@@ -223,18 +219,3 @@ def plan_window(input_base: str, window: List[span_window.Span],
       files={split: files[split] for split in order if split in files},
       class_names=last.class_names, hash_split=last.hash_split,
       validation_carved=any(p.validation_carved for p in plans))
-
-
-def _span_output_config(input_base: str, span: span_window.Span,
-                        output_config: example_gen_pb2.Output,
-                        eval_percent) -> example_gen_pb2.Output:
-  if len(span.input_config.splits) != 1:  # Train and eval folders.
-    return example_gen_pb2.Output()
-  if output_config.split_config.splits:  # The newest's is the same layout.
-    return output_config
-  if eval_percent is None:
-    raise InputDataError(
-        os.path.join(input_base, span.folder),
-        'holds class folders without train/eval folders: splitting them '
-        'needs eval_percent')
-  return folder_layout.output_config(folder_layout.CLASSES, eval_percent)

@@ -10,6 +10,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from PIL import ExifTags
+import tensorflow as tf
 
 from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
@@ -44,7 +45,6 @@ def sample(files: Dict[str, List[str]], size: int = SAMPLE_SIZE) -> List[str]:
 def _header(path: str, max_pixels: Optional[int]) -> Tuple[Tuple[int, int],
                                                           bool]:
   """((width, height) upright, in colour?) from the file's header."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # Read whole: GFile answers Pillow's reads past the end with TF's errors.
   try:
     image_folder.check_file(path, tf.io.gfile.stat(path).length)
@@ -85,15 +85,10 @@ def choose(files: Dict[str, List[str]], given: features.ImageGeometry,
            infer_size: bool, infer_channels: bool,
            max_pixels: Optional[int], skip_bad: bool
            ) -> Tuple[features.ImageGeometry, str]:
-  """Chooses the geometry of image folders from a sample of their headers.
+  """Chooses the geometry of `files` ({split: images}) from their headers.
 
-  Args:
-    files: {split: its image files}.
-    given: the size and channels kept where not inferred.
-    skip_bad: leave unreadable images out of the sample instead of failing.
-
-  Returns:
-    (the geometry, how it was chosen: GIVEN or a sentence).
+  What is not inferred is `given`'s; `skip_bad` leaves unreadable images out
+  of the sample. Returns (the geometry, GIVEN or how it was chosen).
   """
   if not (infer_size or infer_channels):
     return given, GIVEN

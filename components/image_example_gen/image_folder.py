@@ -1,21 +1,28 @@
-"""Reading folders of labelled images: <split>/<class_name>/<image>.
+"""Folders of labelled images, <split>/<class_name>/<image>, to Examples.
 
 Labels are indices into the sorted class names. Hidden files and the files
-operating systems leave beside images (`is_os_file`) are left out and listed;
+operating systems leave beside images (`is_os_file`) are left out and listed
+on the Examples artifact, as are the images a `skip_bad_images` run skipped;
 any other file that is not an image stops the run.
 """
 
 import io
+import json
 import os
 import re
 import struct
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import warnings
 
+from absl import logging
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 import tensorflow as tf
+from tfx.types import standard_artifacts
 
+from components.image_example_gen import idx
+from components.image_example_gen import progress
+from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from records import features
 from records import image_conversion
@@ -25,13 +32,19 @@ IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # settings), compared case-insensitively. Hidden dot-files need no list.
 OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
-TRANSPARENT_BACKGROUND = image_conversion.TRANSPARENT_BACKGROUND
 
 # Pillow warns of an image over Image.MAX_IMAGE_PIXELS: as an error, open_image
 # refuses it naming the file, never an unnamed warning line.
 warnings.filterwarnings('error', category=Image.DecompressionBombWarning)
 # The limit of `max_pixels` None: Pillow's own default.
 PILLOW_MAX_PIXELS = Image.MAX_IMAGE_PIXELS
+# Seeds the order the images are dealt into shards in: fixed, so that the
+# same files give the same shards in every run.
+_ORDER_SEED = 0
+# Where the workers list skipped images, inside the Examples artifact's folder.
+_SKIPPED_DIR = '.skipped'
+# Files listed in ML Metadata; the file next to the splits has all.
+_MAX_LISTED = 100
 
 
 def _is_os_name(path: str) -> bool:
@@ -173,3 +186,129 @@ def decode_image(path: str, data: bytes,
             struct.error) as e:  # struct.error: EXIF shorter than its header.
       raise InputDataError(path, f'cannot decode image: {e}') from e
   return pixels.tobytes()
+
+
+def shard_paths(files: Sequence[str], num_shards: int) -> List[List[str]]:
+  """Deals `files` into `num_shards` even groups in a fixed-seed order.
+
+  The shards mix the classes, so the Trainer's interleaved reads see every
+  class, and the same files give the same shards, byte for byte.
+  """
+  paths = sorted(files)
+  order = np.random.default_rng(_ORDER_SEED).permutation(len(paths))
+  return [[paths[i] for i in group]
+          for group in np.array_split(order, num_shards)]
+
+
+def records_per_write(geometry: features.ImageGeometry) -> int:
+  """The most records a worker decodes and writes at once."""
+  return max(1, min(tfrecord_sink.RECORDS_PER_WRITE,
+                    idx.CHUNK_BYTES // geometry.num_bytes))
+
+
+class Decoder:
+  """tfrecord_sink.WriteShards' source of image files, a shard's work its
+  paths; with `skip_bad`, an unreadable image is listed, not raised."""
+
+  def __init__(self, label: str, count: int, class_names: Sequence[str],
+               geometry: features.ImageGeometry, skip_bad: bool,
+               encoding: str, input_base: str, max_pixels: Optional[int]):
+    self._class_names = list(class_names)
+    self._geometry = geometry
+    self._skip_bad = skip_bad
+    self._encoding = encoding
+    self._input_base = input_base
+    self._max_pixels = max_pixels
+    self._per_write = records_per_write(geometry)
+    self._progress = progress.SplitProgress(label, count)
+
+  def _example(self, path: str) -> bytes:
+    try:
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        data = f.read()
+    except (IOError, tf.errors.OpError) as e:
+      raise InputDataError(path, f'cannot read file: {e}') from e
+    return features.make_example(
+        decode_image(path, data, self._geometry, self._max_pixels),
+        self._geometry, label_of(path, self._class_names), self._encoding,
+        source=os.path.relpath(path, self._input_base).replace(os.sep, '/'))
+
+  def batches(self, paths: Sequence[str], skipped: List[dict]
+              ) -> Iterator[Tuple[List[bytes]]]:
+    """Yields the Examples of `paths`, records_per_write at a time."""
+    batch = []
+    for path in paths:
+      try:
+        batch.append(self._example(path))
+      except InputDataError as e:
+        if not self._skip_bad:
+          raise
+        skipped.append({'path': e.path, 'reason': e.problem})
+      finally:
+        self._progress.add(1)
+      if len(batch) == self._per_write:
+        yield (batch,)
+        batch = []
+    if batch:
+      yield (batch,)
+
+  def close(self) -> None:
+    """Nothing to close."""
+
+
+def skipped_files(examples_uri: str, split_names) -> Dict[str, str]:
+  """{split name: the file Beam writes its skipped images to}."""
+  return {name: os.path.join(examples_uri, _SKIPPED_DIR, f'{name}.jsonl')
+          for name in split_names}
+
+
+def record_skipped(examples: standard_artifacts.Examples,
+                   split_files: Dict[str, List[str]],
+                   skipped: Dict[str, str]) -> None:
+  """Gathers what the workers skipped (`skipped_files`) onto `examples`.
+
+  Raises:
+    InputDataError: every image of a split was skipped.
+  """
+  listed = []
+  for name, images in split_files.items():
+    lines = []
+    if tf.io.gfile.exists(skipped[name]):
+      with tf.io.gfile.GFile(skipped[name]) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    if lines and len(lines) == len(images):
+      # Nothing left to learn from: an empty split, whatever the option says.
+      raise InputDataError(
+          os.path.commonpath(images),
+          f'all {len(lines)} images of split {name!r} are unreadable '
+          f'(first: {lines[0]["path"]}: {lines[0]["reason"]})')
+    listed += [{'split': name, **line} for line in lines]
+  tf.io.gfile.rmtree(os.path.join(examples.uri, _SKIPPED_DIR))
+  listed.sort(key=lambda s: (s['split'], s['path']))
+  if listed:
+    logging.warning('Skipped %d unreadable images, e.g. %s: %s', len(listed),
+                    listed[0]['path'], listed[0]['reason'])
+  with tf.io.gfile.GFile(
+      os.path.join(examples.uri, features.SKIPPED_IMAGES_FILE), 'w') as f:
+    json.dump(listed, f, indent=1)
+  examples.set_int_custom_property(features.SKIPPED_IMAGES_PROPERTY,
+                                   len(listed))
+  examples.set_string_custom_property(
+      features.SKIPPED_IMAGES_LIST_PROPERTY, json.dumps(listed[:_MAX_LISTED]))
+
+
+def record_os_files(examples: standard_artifacts.Examples,
+                    split_patterns: Iterable[Tuple[str, str]]) -> None:
+  """Lists the OS files of each (split name, pattern) on `examples`."""
+  left_out = [{'split': name, 'path': path}
+              for name, pattern in sorted(split_patterns)
+              for path in list_split(pattern)[1]]
+  examples.set_int_custom_property(features.OS_FILES_PROPERTY, len(left_out))
+  examples.set_string_custom_property(features.OS_FILES_LIST_PROPERTY,
+                                      json.dumps(left_out[:_MAX_LISTED]))
+  if left_out:
+    logging.info('Left out %d hidden or OS metadata files, e.g. %s',
+                 len(left_out), left_out[0]['path'])
+    with tf.io.gfile.GFile(
+        os.path.join(examples.uri, features.OS_FILES_FILE), 'w') as f:
+      json.dump(left_out, f, indent=1)

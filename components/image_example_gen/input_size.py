@@ -21,12 +21,6 @@ class InputSize:
   train_records: int  # In the splits named 'train'.
 
 
-def _glob_pattern(input_base: str, split_pattern: str) -> str:
-  # {SPAN}, {SPAN:4}, {VERSION}, {YYYY}...: any span, version or date.
-  return os.path.join(input_base, re.sub(r'\{[A-Z]+(:\d+)?\}', '*',
-                                         split_pattern))
-
-
 def measure(input_base: str, input_config: example_gen_pb2.Input,
             input_format: str) -> InputSize:
   """Measures the input of `input_config` under `input_base`, unread."""
@@ -35,7 +29,9 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
     input_config = folder_layout.fit(input_base, input_config)
   for split in input_config.splits:
     split_records = 0
-    for path in sorted(glob.glob(_glob_pattern(input_base, split.pattern))):
+    # {SPAN}, {SPAN:4}, {VERSION}, {YYYY}...: any span, version or date.
+    pattern = re.sub(r'\{[A-Z]+(:\d+)?\}', '*', split.pattern)
+    for path in sorted(glob.glob(os.path.join(input_base, pattern))):
       if not os.path.isfile(path):
         continue
       if input_format == 'idx':
@@ -47,8 +43,7 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
         split_records += 1
         size += os.path.getsize(path)
     records += split_records
-    if split.name == 'train':
-      train += split_records
-    elif split.name == folder_layout.ALL_SPLIT:  # Mostly train, once split.
+    # The classes layout's one split is mostly train, once split.
+    if split.name in ('train', folder_layout.ALL_SPLIT):
       train += split_records
   return InputSize(records=records, bytes=size, train_records=train)

@@ -51,63 +51,45 @@ class ImageExampleGenOptions:
   span_window: int = 1
 
   def __post_init__(self):
-    if self.input_format not in INPUT_FORMATS:
-      raise ValueError(f'input_format must be one of {INPUT_FORMATS}, '
-                       f'got {self.input_format!r}')
-    if self.num_shards < 1:
-      raise ValueError(f'num_shards must be at least 1, got {self.num_shards}')
     encodings = (features.AUTO_ENCODING, *features.IMAGE_ENCODINGS)
-    if self.image_encoding not in encodings:
-      raise ValueError(f'image_encoding must be one of {encodings}, got '
-                       f'{self.image_encoding!r}')
-    if (self.image_encoding == features.AUTO_ENCODING and
-        (self.png_min_pixels is None or self.png_min_pixels < 1)):
-      raise ValueError(f'image_encoding {features.AUTO_ENCODING!r} needs '
-                       f'png_min_pixels of at least 1, got '
-                       f'{self.png_min_pixels!r}')
-    if self.skip_bad_images and self.input_format != 'images':
-      raise ValueError('skip_bad_images applies to image folders only '
-                       "(input_format 'images')")
-    if self.eval_percent is not None and not 0 < self.eval_percent < 100:
-      raise ValueError(f'eval_percent must be between 1 and 99, got '
-                       f'{self.eval_percent}')
-    if (self.validation_percent is not None and
-        not 0 <= self.validation_percent < 100):
-      raise ValueError(f'validation_percent must be between 0 and 99, got '
-                       f'{self.validation_percent}')
-    if self.span_window < 1:
-      raise ValueError(f'span_window must be at least 1, got '
-                       f'{self.span_window}')
-    if self.max_image_pixels is not None and self.max_image_pixels < 1:
-      raise ValueError(f'max_image_pixels must be at least 1, got '
-                       f'{self.max_image_pixels}')
-    if self.class_names is not None:
-      names = list(self.class_names)
-      if not names or len(set(names)) != len(names):
-        raise ValueError(f'class_names must be unique and non-empty: {names}')
-
-  def to_dict(self) -> Dict[str, Any]:
-    """The options as JSON values, the geometry as three numbers."""
-    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-              if f.name != 'geometry'}
-    values['class_names'] = (list(self.class_names) if self.class_names
-                             else None)
-    return {**values, **self.geometry.to_dict()}
-
-  @classmethod
-  def from_dict(cls, d: Dict[str, Any]) -> 'ImageExampleGenOptions':
-    """The options of `to_dict`'s values (numbers may come back as floats)."""
-    values = {key: int(value) if isinstance(value, float) else value
-              for key, value in d.items() if value not in (None, [])}
-    geometry = features.ImageGeometry.from_dict(values)
-    for key in features.GEOMETRY_PROPERTIES:
-      del values[key]
-    return cls(geometry=geometry, **values)
+    names = None if self.class_names is None else list(self.class_names)
+    checks = (
+        (self.input_format in INPUT_FORMATS, f'input_format must be one of '
+         f'{INPUT_FORMATS}, got {self.input_format!r}'),
+        (self.num_shards >= 1,
+         f'num_shards must be at least 1, got {self.num_shards}'),
+        (self.image_encoding in encodings, f'image_encoding must be one of '
+         f'{encodings}, got {self.image_encoding!r}'),
+        (self.image_encoding != features.AUTO_ENCODING or
+         (self.png_min_pixels or 0) >= 1,
+         f'image_encoding {features.AUTO_ENCODING!r} needs png_min_pixels of '
+         f'at least 1, got {self.png_min_pixels!r}'),
+        (not self.skip_bad_images or self.input_format == 'images',
+         "skip_bad_images applies to image folders only (input_format "
+         "'images')"),
+        (self.eval_percent is None or 0 < self.eval_percent < 100,
+         f'eval_percent must be between 1 and 99, got {self.eval_percent}'),
+        (self.validation_percent is None or
+         0 <= self.validation_percent < 100, f'validation_percent must be '
+         f'between 0 and 99, got {self.validation_percent}'),
+        (self.span_window >= 1,
+         f'span_window must be at least 1, got {self.span_window}'),
+        (self.max_image_pixels is None or self.max_image_pixels >= 1,
+         f'max_image_pixels must be at least 1, got {self.max_image_pixels}'),
+        (names is None or (names and len(set(names)) == len(names)),
+         f'class_names must be unique and non-empty: {names}'))
+    for ok, problem in checks:
+      if not ok:
+        raise ValueError(problem)
 
   def to_custom_config(self) -> example_gen_pb2.CustomConfig:
     """The options as ExampleGen's custom_config: a Struct, packed."""
     struct = struct_pb2.Struct()
-    struct.update(self.to_dict())
+    struct.update({
+        **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+           if f.name != 'geometry'},
+        'class_names': list(self.class_names) if self.class_names else None,
+        **self.geometry.to_dict()})
     config = example_gen_pb2.CustomConfig()
     config.custom_config.Pack(struct)
     return config
@@ -129,4 +111,11 @@ class ImageExampleGenOptions:
     json_format.Parse(raw if isinstance(raw, str) else json.dumps(raw), config)
     struct = struct_pb2.Struct()
     config.custom_config.Unpack(struct)
-    return cls.from_dict(json_format.MessageToDict(struct))
+    # Struct numbers come back as floats.
+    values = {key: int(value) if isinstance(value, float) else value
+              for key, value in json_format.MessageToDict(struct).items()
+              if value not in (None, [])}
+    geometry = features.ImageGeometry.from_dict(values)
+    for key in features.GEOMETRY_PROPERTIES:
+      del values[key]
+    return cls(geometry=geometry, **values)

@@ -1,8 +1,8 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
 TFX's driver resolves the newest span; the window adds the N-1 newest earlier
-span folders that hold data. The earlier spans' eval goes to
-EARLIER_EVAL_SPLIT, so a model is judged on today's data.
+span folders that hold data. Their eval goes to EARLIER_EVAL_SPLIT, so a
+model is judged on today's data.
 """
 
 import dataclasses
@@ -45,17 +45,6 @@ def span_folder(input_config: example_gen_pb2.Input) -> Optional[str]:
   return folders.pop()
 
 
-def in_folder(input_config: example_gen_pb2.Input,
-              folder: str) -> example_gen_pb2.Input:
-  """`input_config` with its span folder replaced by `folder`."""
-  config = example_gen_pb2.Input()
-  config.CopyFrom(input_config)
-  for split in config.splits:
-    rest = split.pattern.strip('/').split('/', 1)[1]
-    split.pattern = f'{folder}/{rest}'
-  return config
-
-
 def resolve(input_base: str, input_config: example_gen_pb2.Input,
             newest: int, size: int,
             fit: Callable[[str, example_gen_pb2.Input],
@@ -72,8 +61,6 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
     ValueError: a window of more than one span, and the split patterns do not
       all start with one span folder holding the span number.
   """
-  if size < 1:
-    raise ValueError(f'span window must be at least 1, got {size}')
   if size == 1:
     folder = (span_folder(input_config) or '') if newest else ''
     return [Span(newest, folder, input_config)]
@@ -89,7 +76,11 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
     if len(window) == size:
       break
     name = os.path.basename(siblings[number])
-    config = fit(siblings[number], in_folder(input_config, name))
+    config = example_gen_pb2.Input()
+    config.CopyFrom(input_config)
+    for split in config.splits:
+      split.pattern = f'{name}/{split.pattern.strip("/").split("/", 1)[1]}'
+    config = fit(siblings[number], config)
     if config is not None:
       window.append(Span(number, name, config))
   return window[::-1]
@@ -102,7 +93,10 @@ def fit_images(folder: str, config: example_gen_pb2.Input
   layout = folder_layout.layout_of(folder)
   if layout is None:
     return None
-  return folder_layout.folder_input_config(layout, os.path.basename(folder))
+  config = folder_layout.input_config(layout)
+  for split in config.splits:
+    split.pattern = f'{os.path.basename(folder)}/{split.pattern}'
+  return config
 
 
 def fit_idx(folder: str, config: example_gen_pb2.Input
