@@ -89,7 +89,8 @@ def convert(data_dir: str, work_dir: str, repetitions: int,
 
   examples = sum(len(labels) for _, labels in harness.load(data_dir).values())
   small_dir = os.path.join(work_dir, 'tenth')
-  small_examples = tenth and harness.write_subset(data_dir, small_dir, 0.1)
+  small_examples = (harness.write_subset(data_dir, small_dir, 0.1) if tenth
+                    else 0)
   converters = {'reference': reference, 'ours': ours}
   seconds, small_seconds, rate = (figures(converters) for _ in range(3))
   outputs = {}
@@ -103,10 +104,11 @@ def convert(data_dir: str, work_dir: str, repetitions: int,
       seconds[name].add(full_s)
       rate[name].add(examples / full_s)
   marginal = dict.fromkeys(converters)
-  for name in converters if tenth else ():
-    extra_s = seconds[name].median - small_seconds[name].median
-    if extra_s > 0:
-      marginal[name] = (examples - small_examples) / extra_s
+  if tenth:
+    for name in converters:
+      extra_s = seconds[name].median - small_seconds[name].median
+      if extra_s > 0:
+        marginal[name] = (examples - small_examples) / extra_s
   uri = outputs['ours'].uri
   return Conversion(
       examples=examples, seconds=seconds, rate=rate, marginal_rate=marginal,
