@@ -9,9 +9,10 @@ deleted one is never an input again; the inspector lists it as deleted.
 
 Kept on disk:
   * the large artifacts the newest K runs of the pipeline wrote, reused from
-    the cache, or read (a run reads its baseline, for instance); a run
-    counts if it wrote or reused anything under this pipeline root, so on a
-    shared MySQL store other output directories' runs do not;
+    the cache, or read, except an older run's model (its baseline or warm
+    start): that one stays only if it is served, so the disk holds K runs;
+    a run counts if it wrote or reused anything under this pipeline root,
+    so on a shared MySQL store other output directories' runs do not;
   * the served model's lineage: the PushedModel records of the version a
     model server loads (the newest under the serving directory), and every
     artifact upstream of them, i.e. the Model they copy, the blessing and
@@ -53,8 +54,9 @@ _Artifact = metadata_store_pb2.Artifact
 # and DataChecks' eval without its copies of train), the trained model, and
 # the Pusher's copy of it.
 LARGE_TYPES = ('Examples', 'Model', 'PushedModel')
-# Inputs of these types are where the served model's lineage stops: an
-# earlier model used as a baseline or a starting point.
+# Inputs of these types are where the served model's lineage stops, and
+# what a kept run read but does not keep: an earlier model used as a
+# baseline or a starting point.
 _MODEL_TYPES = ('Model',)
 _UNFINISHED = ('NEW', 'RUNNING')
 
@@ -147,7 +149,8 @@ def plan(md: queries.Metadata, pipeline_name: str, keep_runs: int,
   keep: Set[int] = set()
   for run in kept_runs:
     for execution in run.executions:
-      keep.update(a.id for _, a in md.inputs(execution.id))
+      keep.update(a.id for _, a in md.inputs(execution.id)
+                  if a.type not in _MODEL_TYPES)
       keep.update(a.id for _, a in md.outputs(execution.id))
   for execution in md.executions.values():
     if execution.state in _UNFINISHED:

@@ -13,6 +13,8 @@ records through it.
 
 import os
 
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2 as pb
 import pytest
 import tensorflow as tf
 
@@ -163,3 +165,78 @@ def test_keep_runs_is_off_by_default_and_at_least_one():
                              knobs.DiskConfig).keep_runs == 2
   with pytest.raises(SystemExit):
     parse(['--keep-runs', '0'])
+
+
+def _record_runs(store, root, serving_dir, runs):
+  """Writes `runs` runs into `store` as LocalDagRunner records them: each
+  trains a Model under `root`, evaluates it against the run before's as its
+  baseline, and pushes it to `serving_dir`/<run>. Returns {run: its Model}."""
+  type_ids = {name: store.put_artifact_type(pb.ArtifactType(name=name))
+              for name in ('Model', 'PushedModel')}
+  context_types = {name: store.put_context_type(pb.ContextType(name=name))
+                   for name in ('pipeline', 'pipeline_run', 'node')}
+
+  def context(type_name, name):
+    made = pb.Context(type_id=context_types[type_name], name=name)
+    [made.id] = store.put_contexts([made])
+    return made
+
+  pipeline = context('pipeline', configs.PIPELINE_NAME)
+  nodes = {}
+  models = {}
+  for run in range(1, runs + 1):
+    run_context = context('pipeline_run', f'run-{run}')
+
+    def execute(node, inputs, outputs):
+      if node not in nodes:
+        nodes[node] = context('node', f'{configs.PIPELINE_NAME}.{node}')
+      execution = pb.Execution(
+          type_id=store.put_execution_type(pb.ExecutionType(name=node)),
+          last_known_state=pb.Execution.COMPLETE)
+      events = []
+      for kind, artifacts in ((pb.Event.INPUT, inputs),
+                              (pb.Event.OUTPUT, outputs)):
+        for key, artifact in artifacts:
+          event = pb.Event(type=kind)
+          event.path.steps.add().key = key
+          events.append((artifact, event))
+      _, ids, _ = store.put_execution(execution, events,
+                                      [pipeline, run_context, nodes[node]])
+      for artifact, artifact_id in zip((a for a, _ in events), ids):
+        artifact.id = artifact_id
+
+    model_dir = root / 'Trainer' / 'model' / str(run)
+    model_dir.mkdir(parents=True)
+    model = pb.Artifact(type_id=type_ids['Model'], uri=str(model_dir),
+                        state=pb.Artifact.LIVE)
+    execute('Trainer', [], [('model', model)])
+    if run > 1:
+      execute('Evaluator', [('model', model), ('baseline_model',
+                                               models[run - 1])], [])
+    destination = serving_dir / str(run)
+    destination.mkdir(parents=True)
+    push_dir = root / 'Pusher' / 'pushed_model' / str(run)
+    push_dir.mkdir(parents=True)
+    pushed = pb.Artifact(type_id=type_ids['PushedModel'], uri=str(push_dir),
+                         state=pb.Artifact.LIVE)
+    pushed.custom_properties['pushed_destination'].string_value = str(
+        destination)
+    execute('Pusher', [('model', model)], [('pushed_model', pushed)])
+    models[run] = model
+  return models
+
+
+def test_a_kept_runs_baseline_goes_unless_it_is_served(tmp_path):
+  # Every run pushes, so the newest is served; the one run kept read the run
+  # before's model as its baseline, which goes with the rest of that run.
+  store = metadata_store.MetadataStore(
+      local_store.for_run(str(tmp_path), None).connection_config)
+  root = tmp_path / configs.PIPELINE_ROOT_NAME
+  serving_dir = tmp_path / configs.SERVING_MODEL_DIR_NAME
+  models = _record_runs(store, root, serving_dir, 3)
+  collected = keep_runs.collect(
+      local_store.for_run(str(tmp_path), None).connection_config,
+      configs.PIPELINE_NAME, 1, str(serving_dir), str(root))
+  assert collected.kept_runs == ['run-3'] and collected.served_version == '3'
+  on_disk = {run: os.path.isdir(model.uri) for run, model in models.items()}
+  assert on_disk == {1: False, 2: False, 3: True}
