@@ -13,8 +13,9 @@ from them.
 The records checked are a sample chosen by a hash of their bytes, as
 modules/cross_fit.py chooses it, or all of a smaller split. At the end of
 an epoch they are predicted without augmentation or dropout, and their
-probabilities added up. A run of many epochs is scored at
-MAX_SCORED_EPOCHS of them, spread over it. Memory holds the sample's
+probabilities added up. A run is scored at every other epoch at most, a
+run of many epochs at MAX_SCORED_EPOCHS of them, spread over it. Memory
+holds the sample's
 serialized records (cached after the first pass) and one row of
 probabilities each.
 """
@@ -34,8 +35,11 @@ from modules import input_pipeline
 from records import epoch_probabilities as stored
 
 # A prediction of the sample costs a good part of a training epoch's time:
-# a long run is scored at this many of its epochs, spread over it.
+# a long run is scored at this many of its epochs, spread over it, and a
+# short one at every MIN_STRIDE-th (neighbouring epochs' probabilities
+# differ little; BENCHMARKS.md, "Label check", has the recall of each).
 MAX_SCORED_EPOCHS = 5
+MIN_STRIDE = 2
 
 
 def checked_blocks(files: List[str], records: int, checked_records: int,
@@ -55,10 +59,9 @@ def stride(planned_epochs: int) -> int:
   """Returns the epochs between two predictions of the sample.
 
   At most about MAX_SCORED_EPOCHS of a planned run are scored, spread over
-  it, and its last. Rounded up: a run of a few more epochs than that (a
-  warm start's) would otherwise be scored at every one.
+  it, and its last; never two neighbouring epochs but the last.
   """
-  return max(1, math.ceil(planned_epochs / MAX_SCORED_EPOCHS))
+  return max(MIN_STRIDE, math.ceil(planned_epochs / MAX_SCORED_EPOCHS))
 
 
 class EpochProbabilities(keras.callbacks.Callback):
