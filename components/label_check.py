@@ -11,9 +11,9 @@ it judges:
   * Every split but the training one is scored by the Trainer's model (its
     serving signature on the serialized records), which never trained on
     them. The eval split is scored whole: its labels judge the model that
-    is pushed. Any other (validation) is scored on a sample of at most
-    about `checked_records`, chosen by a hash of their bytes as the
-    training sample is (records/sample.py), or whole where it is smaller.
+    is pushed. Any other (validation) is scored on a sample of about
+    `checked_records`, chosen by a hash of their bytes as the training
+    sample is (records/sample.py), or whole where it is smaller.
   * The training split is scored, by default, from the Trainer's own run.
     At the end of a few epochs spread over the run, the Trainer predicted
     a sample of the split (at most `checked_records`, chosen by a hash of
@@ -50,7 +50,8 @@ most probable other one.
 On a sample, the thresholds, the confident joint and so the estimate are
 those of the sample: the estimate counts the wrong labels among the
 records checked, not in the whole split. A hash of the bytes chooses the
-sample regardless of the label, so the split holds about its share more.
+sample regardless of the label, so the whole split holds about
+records / records checked times as many.
 
 Probabilities averaged over a training run are low for every class in its
 early epochs. So few records reach the thresholds, and the estimate falls
