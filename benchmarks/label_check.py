@@ -48,26 +48,28 @@ def plant(data_dir: str, out_dir: str, percent: float, seed: int = 0):
   return planted
 
 
-def checked_sources(out: str, train_records: int):
-  """{'unchecked': sources} of the training split's records LabelCheck's
-  sample left out (modules/cross_fit.py's plan), or None: all checked."""
+def unchecked_sources(out: str, checked_records: int):
+  """The sources of the training and validation records LabelCheck's
+  samples left out (records/sample.py), an empty set where all were
+  checked."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modules import cross_fit  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
-  files = sorted(glob.glob(os.path.join(
-      out, 'pipeline', 'ImageExampleGen', 'examples', '*', 'Split-train',
-      '*.gz')))
-  records = int(tf.data.TFRecordDataset(files, compression_type='GZIP')
-                .reduce(0, lambda n, _: n + 1))
-  plan = cross_fit.plan(records, 2, train_records)
+  from records import sample  # pylint: disable=g-import-not-at-top
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
   unchecked = set()
-  for block in tf.data.TFRecordDataset(files,
-                                       compression_type='GZIP').batch(4096):
-    keep = (cross_fit.bucket_of(block) >= plan.checked_buckets).numpy()
-    names = tf.io.parse_example(block, spec)[features.SOURCE_KEY].numpy()
-    unchecked |= {n.decode() for n in names[keep]}
-  return {'unchecked': unchecked} if unchecked else None
+  for split in ('train', 'validation'):
+    files = sorted(glob.glob(os.path.join(
+        out, 'pipeline', 'ImageExampleGen', 'examples', '*', f'Split-{split}',
+        '*.gz')))
+    records = int(tf.data.TFRecordDataset(files, compression_type='GZIP')
+                  .reduce(0, lambda n, _: n + 1))
+    buckets = sample.sample_buckets(records, checked_records)
+    for block in tf.data.TFRecordDataset(files,
+                                         compression_type='GZIP').batch(4096):
+      keep = (sample.bucket_of(block) >= buckets).numpy()
+      names = tf.io.parse_example(block, spec)[features.SOURCE_KEY].numpy()
+      unchecked |= {n.decode() for n in names[keep]}
+  return unchecked
 
 
 def main() -> int:
@@ -76,9 +78,9 @@ def main() -> int:
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', required=True)
   parser.add_argument('--percent', type=float, default=1.0)
-  parser.add_argument('--train-records', type=int,
-                      default=knobs.EvaluationConfig().label_check_train_records,
-                      help='As --label-check-train-records in the flags.')
+  parser.add_argument('--checked-records', type=int,
+                      default=knobs.EvaluationConfig().label_check_records,
+                      help='As --label-check-records in the flags.')
   parser.add_argument('flags', nargs='*', help='More local_runner.py flags.')
   args = parser.parse_args()
   data = os.path.join(args.work_dir, 'data')
@@ -86,7 +88,7 @@ def main() -> int:
   shutil.rmtree(out, ignore_errors=True)
   planted = plant(args.data_dir, data, args.percent)
   run = harness.run_local_runner(
-      data, out, '--label-check-train-records', str(args.train_records),
+      data, out, '--label-check-records', str(args.checked_records),
       *args.flags)
   finished = re.search(r'finished in ([\d.]+)s', run.stdout)
   report = {'pipeline_seconds': float(finished.group(1)) if finished else None,
@@ -97,14 +99,13 @@ def main() -> int:
                                                  'suspects'),
                          'suspects.json')) as f:
     rows = json.load(f)
-  sampled = checked_sources(out, args.train_records)
+  unchecked = unchecked_sources(out, args.checked_records)
   for split, sources in planted.items():
     # The train file's records are in the validation split too.
     splits = ('train', 'validation') if split == 'train' else (split,)
     listed = {r['source'] for r in rows if r['split'] in splits}
-    # Only the training split is sampled (modules/cross_fit.py).
-    if split == 'train' and sampled is not None:
-      sources = sources - sampled['unchecked']
+    # Only the training and validation splits are sampled.
+    sources = sources - unchecked
     report['splits'][split] = {
         'planted_checked': len(sources),
         'listed': sum(1 for r in rows if r['split'] in splits),

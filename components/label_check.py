@@ -10,10 +10,13 @@ Scores never come from a model at a moment it had memorised the record
 it judges:
   * Every split but the training one is scored by the Trainer's model (its
     serving signature on the serialized records), which never trained on
-    them.
+    them. The eval split is scored whole: its labels judge the model that
+    is pushed. Any other (validation) is scored on a sample of about
+    `checked_records`, chosen by a hash of their bytes as the training
+    sample is (records/sample.py), or whole where it is smaller.
   * The training split is scored, by default, from the Trainer's own run.
     At the end of a few epochs spread over the run, the Trainer predicted
-    a sample of the split (at most `train_records`, chosen by a hash of
+    a sample of the split (at most `checked_records`, chosen by a hash of
     their bytes; modules/epoch_probabilities.py). The averaged
     probabilities are scored. A wrong label is learnt late, if at all, so
     its given class stays unlikely over most of the run. This is the idea
@@ -44,14 +47,21 @@ does it.
 Suspects are ranked least self-confident first. The class suggested is the
 most probable other one.
 
+On a sample, the thresholds, the confident joint and so the estimate are
+those of the sample: the estimate counts the wrong labels among the
+records checked, not in the whole split. A hash of the bytes chooses the
+sample regardless of the label, so the whole split holds about
+records / records checked times as many.
+
 Probabilities averaged over a training run are low for every class in its
 early epochs. So few records reach the thresholds, and the estimate falls
 far short. For such probabilities every record whose most probable class is
 not the given one is a suspect. That is the area under the margin's flag at
 threshold 0.
 
-Out of core: the records stream through the model in batches. Memory keeps
-one label and one row of class probabilities per record, which the
+Out of core: the records stream through the model in batches, a sample's
+through a hash filter after a pass that counts the split. Memory keeps one
+label and one row of class probabilities per record checked, which the
 per-class thresholds need whole.
 
 Each suspect is named by its `source` feature (records/features.py). It is
@@ -60,8 +70,8 @@ read back for the suspects only, in one more pass over the split's sources.
 The artifact (type components.LabelSuspects) holds suspects.csv and
 suspects.json, both sorted by split, then rank. Its custom properties hold
 the counts per split, the records checked and in the split, and which
-method scored each split (with the sample's size where the training split
-was sampled).
+method scored each split (with the sample's size where a split was
+sampled).
 """
 
 import csv
@@ -88,6 +98,7 @@ from tfx.utils import path_utils
 
 from records import epoch_probabilities
 from records import features
+from records import sample
 from records import shards
 from records import sources
 
@@ -99,7 +110,8 @@ SUSPECTS_KEY = 'suspects'
 TRAIN_SPLIT_KEY = 'train_split'
 FOLDS_KEY = 'folds'
 FOLD_EXAMPLES_KEY = 'fold_examples'
-TRAIN_RECORDS_KEY = 'train_records'
+CHECKED_RECORDS_KEY = 'checked_records'
+EVAL_SPLIT_KEY = 'eval_split'
 CROSS_FIT_FN_KEY = 'cross_fit_fn'
 CUSTOM_CONFIG_KEY = 'custom_config'
 SIGNATURE_KEY = 'signature_name'
@@ -228,11 +240,36 @@ def split_files(examples: types.Artifact, split: str) -> List[str]:
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
-def read_records(files: List[str], batch_size: int = BATCH_SIZE
-                 ) -> tf.data.Dataset:
-  """Returns batches of serialized records, in file order, then record order."""
-  return tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
-      batch_size).prefetch(1)
+def count_records(files: List[str]) -> int:
+  """Counts the records of `files`, reading them without parsing."""
+  return int(tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
+      BATCH_SIZE).reduce(np.int64(0), lambda n, batch: n + tf.size(
+          batch, out_type=tf.int64)))
+
+
+def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
+                 batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
+  """Returns batches of (positions, serialized records) of a hash sample.
+
+  A record is read if its bucket (records/sample.py) is below
+  `checked_buckets`: every one by default. Batches come in file order, then
+  record order; positions count records over the whole of `files`.
+  """
+  def select(index: tf.Tensor, block: tf.Tensor):
+    positions = index * batch_size + tf.range(
+        tf.size(block, out_type=tf.int64))
+    if checked_buckets >= sample.BUCKETS:
+      return positions, block
+    keep = sample.bucket_of(block) < checked_buckets
+    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
+
+  blocks = (tf.data.TFRecordDataset(files, compression_type='GZIP')
+            .batch(batch_size).enumerate().map(select))
+  if checked_buckets < sample.BUCKETS:
+    # A sample's few records of each block, joined again into full batches:
+    # each call of the model has a cost of its own.
+    blocks = blocks.unbatch().batch(batch_size)
+  return blocks.prefetch(1)
 
 
 def parse_labels(serialized: tf.Tensor) -> np.ndarray:
@@ -272,28 +309,33 @@ def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
 
 
 def model_probabilities(serve: Callable[..., Any], files: List[str],
-                        probabilities_key: str
+                        probabilities_key: str,
+                        checked_buckets: int = sample.BUCKETS
                         ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Streams every record of `files` through `serve`.
+  """Streams the records of `files` a hash sample keeps through `serve`.
 
   Args:
     serve: a signature taking serialized Examples.
     files: the record files, in order.
     probabilities_key: the signature's output of class probabilities.
+    checked_buckets: the sample's buckets (records/sample.py); all of them
+      by default, every record.
 
   Returns:
-    positions [N], labels [N] and probabilities [N, classes].
+    positions [N], labels [N] and probabilities [N, classes] of the records
+    checked.
   """
-  labels, probabilities = [], []
-  for batch in read_records(files):
+  positions, labels, probabilities = [], [], []
+  for batch_positions, batch in read_records(files, checked_buckets):
+    positions.append(batch_positions.numpy())
     labels.append(parse_labels(batch))
     probabilities.append(
         serve(batch)[probabilities_key].numpy().astype(np.float32))
   if not labels:
     return (np.zeros(0, np.int64), np.zeros(0, np.int64),
             np.zeros((0, 0), np.float32))
-  labels = np.concatenate(labels)
-  return np.arange(len(labels)), labels, np.concatenate(probabilities)
+  return (np.concatenate(positions), np.concatenate(labels),
+          np.concatenate(probabilities))
 
 
 def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
@@ -379,7 +421,8 @@ class LabelCheckSpec(component_spec.ComponentSpec):
       TRAIN_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
       FOLDS_KEY: component_spec.ExecutionParameter(type=int),
       FOLD_EXAMPLES_KEY: component_spec.ExecutionParameter(type=int),
-      TRAIN_RECORDS_KEY: component_spec.ExecutionParameter(type=int),
+      CHECKED_RECORDS_KEY: component_spec.ExecutionParameter(type=int),
+      EVAL_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
       CROSS_FIT_FN_KEY: component_spec.ExecutionParameter(type=str),
       SIGNATURE_KEY: component_spec.ExecutionParameter(type=str),
       PROBABILITIES_KEY: component_spec.ExecutionParameter(type=str),
@@ -415,6 +458,8 @@ class Executor(base_executor.BaseExecutor):
         input_dict[TRANSFORM_GRAPH_KEY])
     output = artifact_utils.get_single_instance(output_dict[SUSPECTS_KEY])
     train_split = exec_properties[TRAIN_SPLIT_KEY]
+    eval_split = exec_properties[EVAL_SPLIT_KEY]
+    checked_records = int(exec_properties[CHECKED_RECORDS_KEY])
     folds = int(exec_properties[FOLDS_KEY])
     custom_config = json_utils.loads(
         exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {}
@@ -427,13 +472,27 @@ class Executor(base_executor.BaseExecutor):
       started = time.monotonic()
       files = split_files(examples, split)
       averaged_over_run = False
-      if split != train_split:
-        method = OUT_OF_SAMPLE
+      if split != eval_split and not checked_records:
+        logging.info('LabelCheck: split %s not checked: 0 records asked '
+                     'for.', split)
+        methods[split] = 'not checked: 0 records asked for'
+        continue
+      if split == eval_split:
         serve = serve or load_signature(model_dir,
                                         exec_properties[SIGNATURE_KEY])
         positions, labels, probabilities = model_probabilities(
             serve, files, exec_properties[PROBABILITIES_KEY])
-        records = len(labels)
+        records, method = len(labels), OUT_OF_SAMPLE
+      elif split != train_split:
+        serve = serve or load_signature(model_dir,
+                                        exec_properties[SIGNATURE_KEY])
+        records = count_records(files)
+        positions, labels, probabilities = model_probabilities(
+            serve, files, exec_properties[PROBABILITIES_KEY],
+            sample.sample_buckets(records, checked_records))
+        method = (OUT_OF_SAMPLE if len(labels) == records else
+                  f'{OUT_OF_SAMPLE} (a sample of {len(labels):,} of '
+                  f'{records:,} records)')
       elif folds >= 2:
         cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
             import_utils.import_func_from_module(
@@ -442,7 +501,7 @@ class Executor(base_executor.BaseExecutor):
             files=files, transform_graph_uri=transform_graph.uri,
             num_classes=len(class_names), folds=folds,
             fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
-            checked_records=int(exec_properties[TRAIN_RECORDS_KEY]),
+            checked_records=checked_records,
             custom_config=custom_config)
         method = (f'{CROSS_FIT} ({folds} folds)' if len(labels) == records
                   else f'{CROSS_FIT} ({folds} folds, a sample of '
@@ -502,12 +561,15 @@ class LabelCheck(base_component.BaseComponent):
     folds: folds of the training split for cross-fitting; 0 scores it from
       `model_run` instead.
     fold_examples: examples each fold's model trains on (its budget).
-    train_records: training records checked at most (a sample chosen by a
-      hash of their bytes, where the split is larger).
+    checked_records: training and validation records checked at most,
+      each split a sample chosen by a hash of their bytes (all of a smaller
+      split); 0: only the eval split is checked.
     signature_name, probabilities_key: the model's signature that takes
       serialized Examples, and its output of class probabilities.
     custom_config: handed to `cross_fit_fn` (the Trainer's settings).
     train_split: the split the Trainer trained on.
+    eval_split: the split always checked whole: its labels judge the model
+      that is pushed.
   """
 
   SPEC_CLASS = LabelCheckSpec
@@ -516,11 +578,11 @@ class LabelCheck(base_component.BaseComponent):
   def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
                model_run: Optional[types.BaseChannel],
                transform_graph: types.BaseChannel, cross_fit_fn: str,
-               folds: int, fold_examples: int, train_records: int,
+               folds: int, fold_examples: int, checked_records: int,
                signature_name: str,
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
-               train_split: str = 'train'):
+               train_split: str = 'train', eval_split: str = 'eval'):
     if folds < 0 or folds == 1:
       raise ValueError(f'LabelCheck: folds must be 0 (the training split '
                        f'scored from the Trainer\'s run) or at least 2, got '
@@ -529,8 +591,8 @@ class LabelCheck(base_component.BaseComponent):
         examples=examples, model=model, model_run=model_run,
         transform_graph=transform_graph,
         cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,
-        train_records=train_records,
+        checked_records=checked_records,
         signature_name=signature_name, probabilities_key=probabilities_key,
         custom_config=json_utils.dumps(custom_config or {}),
-        train_split=train_split,
+        train_split=train_split, eval_split=eval_split,
         suspects=types.Channel(type=LabelSuspects)))

@@ -340,6 +340,7 @@ def labels_section(md: queries.Metadata, run: queries.Run
     splits[split] = {
         'method': method, 'suspects': found['counts'].get(split),
         'checked': found['checked'].get(split),
+        'records': found['records'].get(split),
         'seconds': found['seconds'].get(split),
         'top': rows[:labels.THUMBNAILS_PER_SPLIT],
         'thumbnails': (_attempt(f'the {split} thumbnails', _thumbnails,

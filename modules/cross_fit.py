@@ -5,15 +5,16 @@ probabilities there would confirm a wrong label rather than doubt it.
 
 Here each record goes to one of K folds by a stable hash of its bytes, the
 same fold in every run. The records checked are a sample chosen by the same
-hash, or all of them in a split no larger than the sample. For each fold
-that holds some of them, a fresh model of the project's own network trains
-on the other folds for `fold_examples` examples. It then predicts the
-checked records of its own fold. The model is built as the Trainer builds
-one (modules/model.py), and fed by the project's input code (the Transform
-graph through input_pipeline.parse_and_transform). On a large split the
-sample bounds the cost. Every record checked is predicted once, and a
-sample within one fold needs one model. LabelCheck
-(components/label_check.py) calls `cross_fit` by its module path.
+hash (records/sample.py), or all of them in a split no larger than the
+sample. For each fold that holds some of them, a fresh model of the
+project's own network trains on the other folds for `fold_examples`
+examples. It then predicts the checked records of its own fold. The model
+is built as the Trainer builds one (modules/model.py), and fed by the
+project's input code (the Transform graph through
+input_pipeline.parse_and_transform). On a large split the sample bounds the
+cost. Every record checked is predicted once, and a sample within one fold
+needs one model. LabelCheck (components/label_check.py) calls `cross_fit`
+by its module path.
 
 A pretrained backbone is not used here, since its fine-tuning is far beyond
 a small budget. So the fold models are the network --model picks. Memory
@@ -36,22 +37,19 @@ from modules import model as model_lib
 from modules import training_plan
 from modules.training_config import TrainingConfig
 from records import features
+from records import sample
 
 SHUFFLE_RECORDS = 10_000
 PREDICT_BATCH = 512
-# Records are hashed into this many buckets; folds are runs of buckets, and
-# the records checked are the lowest buckets (see `plan`).
-BUCKETS = 1 << 20
-
-
-def bucket_of(serialized: tf.Tensor) -> tf.Tensor:
-  """Returns each serialized record's bucket, a stable hash of its bytes."""
-  return tf.strings.to_hash_bucket_fast(serialized, BUCKETS)
 
 
 def fold_of(bucket: tf.Tensor, folds: int) -> tf.Tensor:
-  """Returns the fold of each bucket (folds are runs of consecutive buckets)."""
-  return bucket * folds // BUCKETS
+  """Returns the fold of each bucket of records/sample.py.
+
+  Folds are runs of consecutive buckets, and the records checked are the
+  lowest buckets (see `plan`).
+  """
+  return bucket * folds // sample.BUCKETS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +61,8 @@ class Plan:
   @property
   def models(self) -> int:
     """The number of folds that hold checked records, one model each."""
-    return max(1, math.ceil(self.checked_buckets * self.folds / BUCKETS))
+    return max(1, math.ceil(self.checked_buckets * self.folds /
+                            sample.BUCKETS))
 
 
 def plan(records: int, folds: int, checked_records: int) -> Plan:
@@ -73,9 +72,7 @@ def plan(records: int, folds: int, checked_records: int) -> Plan:
   small sample lies in few folds, and only those folds' models are trained.
   With 2 folds, a sample of half the split or less takes one model.
   """
-  share = min(1.0, checked_records / max(records, 1))
-  return Plan(folds, BUCKETS if share >= 1 else
-              max(1, math.ceil(share * BUCKETS)))
+  return Plan(folds, sample.sample_buckets(records, checked_records))
 
 
 def _records(files: List[str]) -> tf.data.Dataset:
@@ -93,7 +90,7 @@ def _training_data(files: List[str], fold: int, folds: int,
   # The fold of a block of records at once: a per-record filter costs
   # more than reading them.
   def others(block: tf.Tensor) -> tf.Tensor:
-    return tf.boolean_mask(block, fold_of(bucket_of(block), folds) != fold)
+    return tf.boolean_mask(block, fold_of(sample.bucket_of(block), folds) != fold)
 
   return (shards.interleave(
       lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
@@ -117,7 +114,7 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
   folds, checked = the_plan.folds, the_plan.checked_buckets
 
   def select(index: tf.Tensor, block: tf.Tensor):
-    buckets = bucket_of(block)
+    buckets = sample.bucket_of(block)
     keep = (fold_of(buckets, folds) == fold) & (buckets < checked)
     positions = index * PREDICT_BATCH + tf.range(
         tf.size(block, out_type=tf.int64))

@@ -243,16 +243,18 @@ class EvaluationConfig:
       'model trains on (never more than the Trainer\'s budget for that '
       'share of the data) (default: %(default)s).',
       flag='--label-check-train-examples', type=int, metavar='N')
-  label_check_train_records: int = knob(
-      10_000, 'LabelCheck: training records checked at most, a sample chosen '
-      'by a hash of each record (all of a smaller split); 0: the training '
-      'split is not checked (default: %(default)s).',
-      flag='--label-check-train-records', type=int, metavar='N')
+  label_check_records: int = knob(
+      10_000, 'LabelCheck: training and validation records checked at most, '
+      'each split a sample chosen by a hash of each record (all of a smaller '
+      'split); eval is always checked whole, since its labels judge the model '
+      'that is pushed; 0: train and validation are not checked '
+      '(default: %(default)s).',
+      flag='--label-check-records', type=int, metavar='N')
 
   def epoch_probabilities_records(self) -> int:
     """Training records the Trainer scores every epoch for LabelCheck."""
     if self.label_check and not self.label_check_folds:
-      return self.label_check_train_records
+      return self.label_check_records
     return 0
 
   def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:

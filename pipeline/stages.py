@@ -122,7 +122,7 @@ def label_check(examples, trainer_node, transform_graph,
       transform_graph=transform_graph,
       cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
       fold_examples=evaluation.label_check_train_examples,
-      train_records=evaluation.label_check_train_records,
+      checked_records=evaluation.label_check_records,
       signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
       custom_config={'training': training.to_dict()})
 

@@ -206,9 +206,9 @@ CASES = {
     '--label-check-train-examples': (
         ['--label-check-train-examples', '500'],
         lambda dag: _component(dag, 'LabelCheck')['fold_examples'], 500),
-    '--label-check-train-records': (
-        ['--label-check-train-records', '700'],
-        lambda dag: _component(dag, 'LabelCheck')['train_records'], 700),
+    '--label-check-records': (
+        ['--label-check-records', '700'],
+        lambda dag: _component(dag, 'LabelCheck')['checked_records'], 700),
     '--tune': (['--tune', '3'], lambda dag: _tuning(dag).get('trials'), 3),
     '--tune-trial-steps': (['--tune', '1', '--tune-trial-steps', '9'],
                            lambda dag: _tuning(dag).get('trial_steps'), 9),

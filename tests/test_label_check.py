@@ -20,6 +20,8 @@ from modules import epoch_probabilities
 from modules import training_config
 from pipeline import knobs
 from pipeline import pipeline
+from records import features
+from records import sample
 from records import sources
 from tests import datasets
 from tests import local_run
@@ -90,7 +92,7 @@ def test_a_sample_within_one_fold_takes_one_model():
   assert cross_fit.plan(60_000, 2, 40_000).models == 2
   everything = cross_fit.plan(300, 2, 10_000)
   assert everything.models == 2
-  assert everything.checked_buckets == cross_fit.BUCKETS
+  assert everything.checked_buckets == sample.BUCKETS
 
 
 def test_a_sample_comes_in_full_blocks_that_name_their_records(tmp_path):
@@ -115,6 +117,86 @@ def test_a_sample_comes_in_full_blocks_that_name_their_records(tmp_path):
   assert (np.diff(positions) > 0).all()
   assert total // 10 < len(positions) < total // 2
   assert len(blocks) == -(-len(positions) // cross_fit.PREDICT_BATCH)
+
+
+def write_labelled_records(path: str, labels) -> None:
+  """Writes a gzipped TFRecord file of Examples carrying only `labels`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.TFRecordWriter(path, 'GZIP') as writer:
+    for i, label in enumerate(labels):
+      writer.write(tf.train.Example(features=tf.train.Features(feature={
+          features.LABEL_KEY: tf.train.Feature(
+              int64_list=tf.train.Int64List(value=[int(label)])),
+          # Records of the same label differ in their bytes, so they hash
+          # apart.
+          'n': tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+      })).SerializeToString())
+
+
+def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
+    tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  total, cap, classes = 4000, 1000, 3
+  labels = np.arange(total) % classes
+  files = [str(tmp_path / f'part-{i}.gz') for i in range(2)]
+  write_labelled_records(files[0], labels[:total // 2])
+  write_labelled_records(files[1], labels[total // 2:])
+  scored = []
+
+  def serve(batch):
+    # A stand-in for the model's signature: sure of each record's label.
+    scored.append(int(tf.size(batch)))
+    return {'probabilities': tf.one_hot(label_check.parse_labels(batch),
+                                        classes)}
+
+  assert label_check.count_records(files) == total
+  buckets = sample.sample_buckets(total, cap)
+  first = label_check.model_probabilities(serve, files, 'probabilities',
+                                          buckets)
+  positions, checked_labels, probabilities = first
+  # Exactly the records the hash keeps, about `cap` of them, each scored
+  # once, from the whole split (both files), in order.
+  in_sample = np.concatenate([sample.bucket_of(block).numpy() < buckets
+                              for block in tf.data.TFRecordDataset(
+                                  files, 'GZIP').batch(999)])
+  assert positions.tolist() == np.flatnonzero(in_sample).tolist()
+  assert 0.85 * cap < len(positions) < 1.15 * cap
+  assert sum(scored) == len(positions)
+  assert positions.min() < total // 10 and positions.max() > total * 9 // 10
+  assert checked_labels.tolist() == labels[positions].tolist()
+  assert probabilities.shape == (len(positions), classes)
+  # Batches of the sample are full, but the last.
+  assert all(n == label_check.BATCH_SIZE for n in scored[:-1])
+  # The same records on a second call.
+  again = label_check.model_probabilities(serve, files, 'probabilities',
+                                          buckets)
+  assert again[0].tolist() == positions.tolist()
+  # A split no larger than the cap is scored whole.
+  scored.clear()
+  whole = label_check.model_probabilities(
+      serve, files, 'probabilities', sample.sample_buckets(total, total))
+  assert whole[0].tolist() == list(range(total)) and sum(scored) == total
+  assert sample.sample_buckets(total, 0) == 0
+
+
+def test_the_estimate_on_a_sample_counts_the_sample():
+  # Confident learning's estimate of wrong labels on a hash-like sample (one
+  # chosen regardless of the label) is a count of the sample's: about its
+  # share of the whole split's.
+  rng = np.random.default_rng(3)
+  records, classes = 20_000, 5
+  labels = rng.integers(0, classes, records)
+  probabilities = rng.dirichlet(np.ones(classes), records) * 0.3
+  likely = labels.copy()
+  wrong = rng.random(records) < 0.04
+  likely[wrong] = (labels[wrong] + rng.integers(1, classes, wrong.sum())
+                   ) % classes
+  probabilities[np.arange(records), likely] += 0.7
+  whole = label_check.estimated_issues(labels, probabilities)
+  assert abs(whole - wrong.sum()) < 0.2 * wrong.sum()
+  chosen = rng.random(records) < 0.1
+  part = label_check.estimated_issues(labels[chosen], probabilities[chosen])
+  assert abs(part - whole * chosen.mean()) < 0.25 * whole * chosen.mean()
 
 
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
@@ -222,7 +304,7 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
       examples=channel_of(examples), model=channel_of(model), model_run=None,
       transform_graph=channel_of(graph),
       cross_fit_fn='modules.cross_fit.cross_fit', folds=2,
-      fold_examples=2560, train_records=10_000,
+      fold_examples=2560, checked_records=10_000,
       signature_name='serving_default', probabilities_key='probabilities',
       custom_config={'training': training_config.TrainingConfig(
           seed=1, batch_size=32).to_dict()})
@@ -242,6 +324,67 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
       s for s, _ in sources.read_sources(str(copy / 'Split-train')))
   assert len(by_split['train']) <= 2 * len(in_train)
   assert len(in_train & set(by_split['train'])) >= 0.7 * len(in_train)
+
+
+def check_again(out, tmp_path, checked_records):
+  """Runs LabelCheck's executor again on `out`'s run with another cap;
+  returns its artifact's properties and its suspects."""
+  def artifact(kind, node, key):
+    made = kind()
+    [made.uri] = [str(p) for p in (out / 'pipeline' / node / key).iterdir()]
+    return made
+  examples = artifact(standard_artifacts.Examples, 'ImageExampleGen',
+                      'examples')
+  examples.split_names = artifact_utils.encode_split_names(
+      ['train', 'validation', 'eval'])
+  inputs = {'examples': [examples],
+            'model': [artifact(standard_artifacts.Model, 'Trainer', 'model')],
+            'model_run': [artifact(standard_artifacts.ModelRun, 'Trainer',
+                                   'model_run')],
+            'transform_graph': [artifact(standard_artifacts.TransformGraph,
+                                         'Transform', 'transform_graph')]}
+  suspects = label_check.LabelSuspects()
+  suspects.uri = str(tmp_path / f'suspects-{checked_records}')
+  component = label_check.LabelCheck(
+      examples=channel_of(examples), model=channel_of(inputs['model'][0]),
+      model_run=channel_of(inputs['model_run'][0]),
+      transform_graph=channel_of(inputs['transform_graph'][0]),
+      cross_fit_fn='modules.cross_fit.cross_fit', folds=0,
+      fold_examples=2560, checked_records=checked_records,
+      signature_name='serving_default', probabilities_key='probabilities')
+  label_check.Executor().Do(inputs, {'suspects': [suspects]},
+                            component.exec_properties)
+  properties = {key: json.loads(suspects.get_string_custom_property(key))
+                for key in ('methods', 'suspects', 'records_checked',
+                            'records')}
+  return properties, label_check.read_suspects(suspects.uri)
+
+
+def test_validation_is_sampled_to_the_cap_and_eval_is_checked_whole(
+    planted_run, tmp_path):
+  out, _ = planted_run
+  validation = tiny_runs.inspect_json(out, 'labels')['records']['validation']
+  cap = validation // 2
+  properties, rows = check_again(out, tmp_path, cap)
+  checked = properties['records_checked']
+  assert properties['records'] == {'train': TRAIN - validation,
+                                   'validation': validation, 'eval': EVAL}
+  assert 0 < checked['validation'] < validation
+  assert checked['eval'] == EVAL
+  # The Trainer's sample of train is what its run kept, whatever the cap.
+  assert checked['train'] == TRAIN - validation
+  # The artifact and every suspect's row say the split was sampled.
+  sampled = (f'out_of_sample (a sample of {checked["validation"]:,} of '
+             f'{validation:,} records)')
+  assert properties['methods']['validation'] == sampled
+  assert properties['methods']['eval'] == 'out_of_sample'
+  assert {r['method'] for r in rows if r['split'] == 'validation'} <= {sampled}
+  # 0: eval alone is checked.
+  properties, rows = check_again(out, tmp_path, 0)
+  assert properties['records_checked'] == {'eval': EVAL}
+  assert properties['methods']['train'] == properties['methods'][
+      'validation'] == 'not checked: 0 records asked for'
+  assert {r['split'] for r in rows} <= {'eval'}
 
 
 def channel_of(artifact):

@@ -1,0 +1,34 @@
+"""A stable sample of a split's records, chosen by a hash of their bytes.
+
+Each record falls in one of BUCKETS buckets by a hash of its serialized
+bytes. The same record falls in the same bucket in every run. A sample of
+about N of a split's R records is the records of the lowest N/R share of
+the buckets: a filter on each record, so the split streams and is never
+held in memory. LabelCheck's checks of the training split (the Trainer's
+run, modules/epoch_probabilities.py, or cross-fitting, modules/cross_fit.py)
+and of the validation split (components/label_check.py) take their sample
+so.
+"""
+
+import math
+
+import tensorflow as tf
+
+BUCKETS = 1 << 20
+
+
+def bucket_of(serialized: tf.Tensor) -> tf.Tensor:
+  """Returns each serialized record's bucket, a stable hash of its bytes."""
+  return tf.strings.to_hash_bucket_fast(serialized, BUCKETS)
+
+
+def sample_buckets(records: int, checked_records: int) -> int:
+  """Returns the buckets a sample of about `checked_records` of `records` takes.
+
+  A record is in the sample if its bucket is below this: every bucket where
+  the split is no larger than the sample, none for a sample of 0.
+  """
+  if checked_records <= 0:
+    return 0
+  share = checked_records / max(records, 1)
+  return BUCKETS if share >= 1 else max(1, math.ceil(share * BUCKETS))
