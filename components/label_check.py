@@ -272,12 +272,6 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   return blocks.prefetch(1)
 
 
-def parse_labels(serialized: tf.Tensor) -> np.ndarray:
-  """Returns the labels of a batch of serialized Examples."""
-  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
-  return tf.io.parse_example(serialized, spec)[features.LABEL_KEY].numpy()
-
-
 def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
   """Returns the source of the records at `positions` of the split.
 
@@ -298,6 +292,9 @@ def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
 def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
   """Loads the SavedModel's `signature`.
 
+  The function returned holds the loaded model, whose variables a traced
+  call (in a tf.data map) needs alive.
+
   Raises:
     ValueError: the model has no such signature.
   """
@@ -305,7 +302,10 @@ def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
   if signature not in loaded.signatures:
     raise ValueError(f'the model at {model_dir} has no signature '
                      f'{signature!r} (it has {sorted(loaded.signatures)})')
-  return loaded.signatures[signature]
+
+  def serve(serialized: tf.Tensor) -> Dict[str, tf.Tensor]:
+    return loaded.signatures[signature](serialized)
+  return serve
 
 
 def model_probabilities(serve: Callable[..., Any], files: List[str],
@@ -325,12 +325,21 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
     positions [N], labels [N] and probabilities [N, classes] of the records
     checked.
   """
+  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
+
+  def score(batch_positions: tf.Tensor, batch: tf.Tensor):
+    return (batch_positions,
+            tf.io.parse_example(batch, spec)[features.LABEL_KEY],
+            tf.cast(serve(batch)[probabilities_key], tf.float32))
+
+  # The model runs in the input pipeline, so the next batch is read while
+  # it scores this one.
   positions, labels, probabilities = [], [], []
-  for batch_positions, batch in read_records(files, checked_buckets):
-    positions.append(batch_positions.numpy())
-    labels.append(parse_labels(batch))
-    probabilities.append(
-        serve(batch)[probabilities_key].numpy().astype(np.float32))
+  for scored in read_records(files, checked_buckets).map(
+      score).prefetch(1).as_numpy_iterator():
+    for found, batch_values in zip((positions, labels, probabilities),
+                                   scored):
+      found.append(batch_values)
   if not labels:
     return (np.zeros(0, np.int64), np.zeros(0, np.int64),
             np.zeros((0, 0), np.float32))
