@@ -87,3 +87,12 @@ def test_suspects_of_either_row_form_get_their_images(examples):
 def test_a_missing_shard_is_named(examples):
   with pytest.raises(InspectError, match='gone.gz is missing'):
     images.records_at(examples, 'train', ['gone.gz:3'])
+
+
+def test_label_counts_read_every_shard(examples):
+  # The class balance of runs whose DataChecks did not count the labels.
+  expected = {}
+  for size in SHARD_SIZES:
+    for index in range(size):
+      expected[index % 10] = expected.get(index % 10, 0) + 1
+  assert images.label_counts(examples, 'train') == expected
