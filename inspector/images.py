@@ -20,6 +20,8 @@ from inspector.store import InspectError
 
 # Records per batch where every record of a shard is read.
 SCAN_BATCH = 4096
+# Shards read at once: each open reader holds its buffers.
+OPEN_SHARDS = 16
 
 
 def class_names(examples: queries.Artifact) -> List[str]:
@@ -106,7 +108,7 @@ def _picked(paths: List[str], pick, limits: Optional[List[int]] = None):
       ['GZIP' if path.endswith('.gz') else '' for path in paths],
       tf.constant(limits if limits is not None else [-1] * len(paths),
                   tf.int64)))
-  found = shards.interleave(read, cycle_length=len(paths),
+  found = shards.interleave(read, cycle_length=min(len(paths), OPEN_SHARDS),
                             num_parallel_calls=tf.data.AUTOTUNE,
                             deterministic=False)
   for number, keys, records in found:
@@ -226,7 +228,7 @@ def label_counts(examples: queries.Artifact, split: str) -> Dict[int, int]:
   batches = (tf.data.Dataset.from_tensor_slices(paths)
              .interleave(lambda path: tf.data.TFRecordDataset(
                  path, compression_type=compression).batch(SCAN_BATCH),
-                         cycle_length=len(paths),
+                         cycle_length=min(len(paths), OPEN_SHARDS),
                          num_parallel_calls=tf.data.AUTOTUNE,
                          deterministic=False)
              .map(lambda records: tf.io.parse_example(
