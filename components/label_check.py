@@ -100,7 +100,6 @@ from records import epoch_probabilities
 from records import features
 from records import sample
 from records import shards
-from records import sources
 
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
@@ -121,7 +120,7 @@ CSV_FILE = 'suspects.csv'
 JSON_FILE = 'suspects.json'
 CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
                'suggested_name', 'score', 'given_probability',
-               'suggested_probability', 'method')
+               'suggested_probability', 'method', 'record')
 # Custom properties of the artifact: JSON of {split: count}, and
 # {split: method}; the records checked per split, likewise.
 SUSPECTS_PROPERTY = 'suspects'
@@ -272,20 +271,40 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   return blocks.prefetch(1)
 
 
-def sources_at(split_uri: str, positions: np.ndarray) -> Dict[int, str]:
-  """Returns the source of the records at `positions` of the split.
+def sources_at(split_uri: str, positions: np.ndarray
+               ) -> Dict[int, Tuple[str, str]]:
+  """Returns (source, place) of the records at `positions` of the split.
 
-  Sources are read in order, up to the last one wanted.
+  The place, 'shard file:index', is where a reader finds the record without
+  reading the split (records/data_checks.py names records so too). Shards
+  are read in order, up to the last record wanted.
   """
-  wanted, found = set(positions.tolist()), {}
-  if not wanted:
+  wanted = np.unique(positions)
+  found: Dict[int, Tuple[str, str]] = {}
+  if not len(wanted):
     return found
-  last = max(wanted)
-  for position, (source, _) in enumerate(sources.read_sources(split_uri)):
-    if position in wanted:
-      found[position] = source
-    if position >= last:
+  spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
+  start = 0  # The position of the shard's first record.
+  for path in shards.split_files(split_uri):
+    if start > wanted[-1]:
       break
+    batches = (tf.data.TFRecordDataset(path, compression_type='GZIP')
+               .batch(BATCH_SIZE)
+               .map(lambda records: tf.io.parse_example(
+                   records, spec)[features.SOURCE_KEY])
+               .prefetch(1))
+    index = 0  # Within the shard.
+    for names in batches.as_numpy_iterator():
+      here = wanted[(wanted >= start + index) &
+                    (wanted < start + index + len(names))]
+      for position in here.tolist():
+        offset = position - start
+        found[position] = (names[offset - index].decode(),
+                           f'{os.path.basename(path)}:{offset}')
+      index += len(names)
+      if start + index > wanted[-1]:
+        break
+    start += index
   return found
 
 
@@ -378,13 +397,15 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
     given = int(labels[i])
     rows.append({
         'split': split, 'rank': rank + 1,
-        'source': named[int(positions[i])],
+        'source': named[int(positions[i])][0],
         'given': given, 'given_name': name(given),
         'suggested': guess, 'suggested_name': name(guess),
         'score': round(1.0 - float(probabilities[i, given]), 6),
         'given_probability': round(float(probabilities[i, given]), 6),
         'suggested_probability': round(float(probabilities[i, guess]), 6),
-        'method': method})
+        'method': method,
+        # Where the record is, 'shard file:index' in the split's folder.
+        'record': named[int(positions[i])][1]})
   return rows
 
 
@@ -403,6 +424,9 @@ def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
 
 def read_suspects(uri: str) -> List[Dict[str, Any]]:
   """Reads the rows write_suspects wrote.
+
+  Rows written before suspects_rows named the record's place have no
+  `record`.
 
   Raises:
     ValueError: `uri` holds no suspects.json.

@@ -67,6 +67,19 @@ def record_counts(md: queries.Metadata, examples: queries.Artifact
     return {}  # Statistics files gone (deleted pipeline root): no counts.
 
 
+def label_counts(md: queries.Metadata, examples: queries.Artifact
+                 ) -> Dict[str, Dict[int, int]]:
+  """{split: {label: records}} of `examples`, as DataChecks counted them
+  reading every record; {} when it did not (runs from before it did)."""
+  for execution in reversed(md.consumers(examples.id)):
+    checks = md.output(execution, 'data_checks')
+    if checks is not None and data_checks.LABELS_PROPERTY in checks.properties:
+      return {split: {int(label): count for label, count in counts.items()}
+              for split, counts in json.loads(
+                  checks.properties[data_checks.LABELS_PROPERTY]).items()}
+  return {}
+
+
 def statistics_of(md: queries.Metadata, examples: queries.Artifact
                   ) -> Optional[queries.Artifact]:
   """The newest StatisticsGen output computed on `examples`, if any."""

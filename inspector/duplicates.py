@@ -10,7 +10,6 @@ import json
 import os
 from typing import Any, Dict, Iterator, List, Optional
 
-import numpy as np
 from rich.console import Console
 from rich.text import Text
 
@@ -19,7 +18,6 @@ from inspector import queries
 from inspector import render
 from inspector.store import InspectError
 from records import data_checks as results
-from records import features
 
 NODE = 'DataChecks'
 OUTPUT_KEY = 'data_checks'
@@ -135,38 +133,6 @@ def text(out: Console, result: Dict[str, Any]) -> None:
                    f'{result["csv"]["path"]}'))
 
 
-def record_images(examples: queries.Artifact, split: str,
-                  names: List[str]) -> Dict[str, np.ndarray]:
-  """{record name: HxWxC uint8} of the records named 'shard:index' in the
-  split; each shard read up to its last wanted record."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
-                                    'raw') != 'raw'
-  wanted: Dict[str, set] = {}
-  for name in names:
-    shard, index = name.rsplit(':', 1)
-    wanted.setdefault(shard, set()).add(int(index))
-  examples.check_on_disk()
-  found = {}
-  for shard, indices in wanted.items():
-    path = os.path.join(examples.uri, f'Split-{split}', shard)
-    if not files.exists(path):
-      raise InspectError(f'Examples {examples.id}: {path} is missing')
-    dataset = tf.data.TFRecordDataset(
-        path, compression_type='GZIP' if shard.endswith('.gz') else '')
-    for index, record in enumerate(dataset.take(max(indices) + 1)):
-      if index not in indices:
-        continue
-      feature = tf.train.Example.FromString(record.numpy()).features.feature
-      shape = [feature[key].int64_list.value[0] for key in (
-          features.HEIGHT_KEY, features.WIDTH_KEY, features.CHANNELS_KEY)]
-      image = feature[features.IMAGE_KEY].bytes_list.value[0]
-      found[f'{shard}:{index}'] = (
-          tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
-          else np.frombuffer(image, np.uint8).reshape(shape))
-  return found
-
-
 def pairs_picture(examples: queries.Artifact, rows: List[Dict[str, str]],
                   title: str):
   """A grid of the pairs, one a row: the first image, then its copy."""
@@ -176,7 +142,7 @@ def pairs_picture(examples: queries.Artifact, rows: List[Dict[str, str]],
     for side in ('a', 'b'):
       by_split.setdefault(row[f'split_{side}'], []).append(
           row[f'record_{side}'])
-  pixels = {split: record_images(examples, split, names)
+  pixels = {split: images_lib.records_at(examples, split, names)
             for split, names in by_split.items()}
   grid = {number: [pixels[row['split_a']][row['record_a']],
                    pixels[row['split_b']][row['record_b']]]

@@ -8,16 +8,20 @@ is drawn with Pillow at whole scale factors, so every pixel stays exact.
 
 import math
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from records import features
+from inspector import files
 from inspector import queries
 from inspector.store import InspectError
 
-BATCH_SIZE = 1000
+# Records per batch where every record of a shard is read.
+SCAN_BATCH = 4096
+# Shards read at once: each open reader holds its buffers.
+OPEN_SHARDS = 16
 
 
 def class_names(examples: queries.Artifact) -> List[str]:
@@ -33,7 +37,9 @@ def class_names(examples: queries.Artifact) -> List[str]:
   return features.read_class_names(path)
 
 
-def _records(examples: queries.Artifact, split: str):
+def _split_files(examples: queries.Artifact, split: str
+                 ) -> Tuple[List[str], str]:
+  """The split's record files, sorted, and their compression type."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if examples.type != 'Examples':
     raise InspectError(f'artifact {examples.id} is a {examples.type}, not '
@@ -46,8 +52,13 @@ def _records(examples: queries.Artifact, split: str):
   if not paths:
     raise InspectError(f'{examples.uri}/Split-{split}: no record files')
   gzipped = examples.properties.get('file_format', '').endswith('gzip')
-  return tf.data.TFRecordDataset(sorted(paths),
-                                 compression_type='GZIP' if gzipped else '')
+  return sorted(paths), 'GZIP' if gzipped else ''
+
+
+def _records(examples: queries.Artifact, split: str):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  paths, compression = _split_files(examples, split)
+  return tf.data.TFRecordDataset(paths, compression_type=compression)
 
 
 def _parse(serialized):
@@ -59,30 +70,147 @@ def _parse(serialized):
   return tf.io.parse_example(serialized, spec)
 
 
+def _image(parsed, i: int, encoded: bool) -> np.ndarray:
+  """Record `i` of a parsed batch as HxWxC uint8."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  shape = [int(parsed[k][i]) for k in (features.HEIGHT_KEY,
+                                       features.WIDTH_KEY,
+                                       features.CHANNELS_KEY)]
+  image = parsed[features.IMAGE_KEY][i]
+  return (tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
+          else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
+
+
+def _encoded(examples: queries.Artifact) -> bool:
+  """Whether ExampleGen wrote PNG or JPEG files (--image-encoding)."""
+  return examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
+                                 'raw') != 'raw'
+
+
+def _picked(paths: List[str], pick, limits: Optional[List[int]] = None):
+  """Yields (shard number, keys, serialized records) of the records `pick`
+  keeps out of each batch of each shard, the shards read in parallel.
+
+  `pick(shard number, positions in the shard, serialized records)` returns
+  the kept records' keys and a mask; it runs in TensorFlow, so no Python
+  step runs per record read. Shard i is read up to `limits[i]` records.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def read(number, path, compression, limit):
+    return (tf.data.TFRecordDataset(path, compression_type=compression)
+            .take(limit).batch(SCAN_BATCH).enumerate()
+            .map(lambda batch, records: _keep(number, batch, records, pick))
+            .filter(lambda number, keys, records: tf.size(records) > 0))
+
+  shards = tf.data.Dataset.from_tensor_slices((
+      tf.range(len(paths), dtype=tf.int64), paths,
+      ['GZIP' if path.endswith('.gz') else '' for path in paths],
+      tf.constant(limits if limits is not None else [-1] * len(paths),
+                  tf.int64)))
+  found = shards.interleave(read, cycle_length=min(len(paths), OPEN_SHARDS),
+                            num_parallel_calls=tf.data.AUTOTUNE,
+                            deterministic=False)
+  for number, keys, records in found:
+    yield int(number), keys.numpy(), records
+
+
+def _keep(number, batch, records, pick):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  positions = batch * SCAN_BATCH + tf.range(tf.size(records, tf.int64))
+  keys, mask = pick(number, positions, records)
+  return number, tf.boolean_mask(keys, mask), tf.boolean_mask(records, mask)
+
+
+def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
+               ) -> Dict[str, np.ndarray]:
+  """{name: HxWxC uint8} of the split's records named 'shard file:index',
+  as DataChecks and LabelCheck name them.
+
+  Only the shards that hold one are read, each up to its last wanted
+  record.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  wanted: Dict[str, set] = {}
+  for name in names:
+    shard, index = name.rsplit(':', 1)
+    wanted.setdefault(shard, set()).add(int(index))
+  if not wanted:
+    return {}
+  _split_files(examples, split)  # The split's checks.
+  shards = sorted(wanted)
+  paths = [os.path.join(examples.uri, f'Split-{split}', s) for s in shards]
+  for path in paths:
+    if not files.exists(path):
+      raise InspectError(f'Examples {examples.id}: {path} is missing')
+  # Shard i's wanted indices, row i, padded with -1 (never a position).
+  width = max(len(indices) for indices in wanted.values())
+  table = np.full((len(shards), width), -1, np.int64)
+  for row, shard in enumerate(shards):
+    table[row, :len(wanted[shard])] = sorted(wanted[shard])
+  table = tf.constant(table)
+
+  def pick(number, positions, records):
+    del records
+    hits = tf.equal(positions[:, None], table[number][None, :])
+    return positions, tf.reduce_any(hits, axis=1)
+
+  found, encoded = {}, _encoded(examples)
+  for number, positions, records in _picked(
+      paths, pick, [max(wanted[s]) + 1 for s in shards]):
+    parsed = _parse(records)
+    for i, position in enumerate(positions.tolist()):
+      found[f'{shards[number]}:{position}'] = _image(parsed, i, encoded)
+  return found
+
+
+def records_with_sources(examples: queries.Artifact, split: str,
+                         sources: Iterable[str]) -> Dict[str, np.ndarray]:
+  """{source: HxWxC uint8} of the split's records whose source
+  (records/features.py) is one of `sources`.
+
+  For names without the record's place: every shard is read, until all
+  are found.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  wanted = sorted(set(sources))
+  if not wanted:
+    return {}
+  paths, _ = _split_files(examples, split)
+  table = tf.constant(wanted)
+  spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
+
+  def pick(number, positions, records):
+    del number, positions
+    names = tf.io.parse_example(records, spec)[features.SOURCE_KEY]
+    hits = tf.equal(names[:, None], table[None, :])
+    return names, tf.reduce_any(hits, axis=1)
+
+  found, encoded = {}, _encoded(examples)
+  for _, names, records in _picked(paths, pick):
+    parsed = _parse(records)
+    for i, name in enumerate(names.tolist()):
+      found[name.decode()] = _image(parsed, i, encoded)
+    if len(found) == len(wanted):
+      break
+  return found
+
+
 def samples(examples: queries.Artifact, split: str, per_class: int
             ) -> Dict[int, List[np.ndarray]]:
   """Up to `per_class` images (HxWxC uint8) per label, in file order.
 
   Reading stops as soon as every class has its images.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   names = class_names(examples)
-  # Raw pixels unless ExampleGen wrote PNG or JPEG files (--image-encoding).
-  encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
-                                    'raw') != 'raw'
   found: Dict[int, List[np.ndarray]] = {label: [] for label in range(len(names))}
+  encoded = _encoded(examples)
   for batch in _records(examples, split).batch(256):
     parsed = _parse(batch)
     for i, label in enumerate(parsed[features.LABEL_KEY].numpy()):
       bucket = found.setdefault(int(label), [])
       if len(bucket) < per_class:
-        shape = [int(parsed[k][i]) for k in (features.HEIGHT_KEY,
-                                             features.WIDTH_KEY,
-                                             features.CHANNELS_KEY)]
-        image = parsed[features.IMAGE_KEY][i]
-        bucket.append(
-            tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
-            else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
+        bucket.append(_image(parsed, i, encoded))
     if all(len(b) >= per_class for b in found.values()):
       break
   return found
@@ -91,12 +219,22 @@ def samples(examples: queries.Artifact, split: str, per_class: int
 def label_counts(examples: queries.Artifact, split: str) -> Dict[int, int]:
   """Label -> number of records of the split (every record is read, labels
   only: the statistics' label histogram has equal-width buckets, not one
-  per class)."""
+  per class). For runs whose DataChecks did not count them
+  (inspector/data.py label_counts)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  paths, compression = _split_files(examples, split)
   spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
+  # The shards in parallel, parsed in TensorFlow: the order does not count.
+  batches = (tf.data.Dataset.from_tensor_slices(paths)
+             .interleave(lambda path: tf.data.TFRecordDataset(
+                 path, compression_type=compression).batch(SCAN_BATCH),
+                         cycle_length=min(len(paths), OPEN_SHARDS),
+                         num_parallel_calls=tf.data.AUTOTUNE,
+                         deterministic=False)
+             .map(lambda records: tf.io.parse_example(
+                 records, spec)[features.LABEL_KEY]))
   counts: Dict[int, int] = {}
-  for batch in _records(examples, split).batch(BATCH_SIZE):
-    labels = tf.io.parse_example(batch, spec)[features.LABEL_KEY].numpy()
+  for labels in batches.as_numpy_iterator():
     for label, count in zip(*np.unique(labels, return_counts=True)):
       counts[int(label)] = counts.get(int(label), 0) + int(count)
   return counts

@@ -3,7 +3,9 @@
 LabelCheck (components/label_check.py) writes suspects.json into its
 LabelSuspects artifact: one row per suspect, per split, most doubtful first.
 Each names its record's source (records/features.py): the image's path
-under the input folder, or `<IDX images file>:<index>`.
+under the input folder, or `<IDX images file>:<index>`; and, in runs since
+LabelCheck recorded it, its place in the Examples, `<shard file>:<index>`
+within the split's folder, by which its image is read back.
 """
 
 import csv
@@ -75,35 +77,22 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
 
 
 def images_at(examples: queries.Artifact, split: str,
-              sources: List[str]) -> Dict[str, np.ndarray]:
-  """The images (HxWxC uint8) of the split's records whose source is one
-  of `sources`, read in order until all are found."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+              rows: List[Dict[str, Any]]) -> Dict[str, np.ndarray]:
+  """{source: HxWxC uint8} of the suspects in `rows`, all of `split`.
+
+  A row names its record's place ('shard file:index') in `record`, so only
+  the shards holding the suspects are read, each up to its last one. Rows
+  written before LabelCheck named the place are found by their source,
+  reading the split until all are found.
+  """
   from inspector import images  # pylint: disable=g-import-not-at-top
-  from records import features  # pylint: disable=g-import-not-at-top
-  wanted, found = set(sources), {}
-  if not wanted:
-    return found
-  encoded = examples.properties.get(features.IMAGE_ENCODING_PROPERTY,
-                                    'raw') != 'raw'
-  spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
-  for batch in images._records(examples, split).batch(256):  # pylint: disable=protected-access
-    names = [n.decode() for n in
-             tf.io.parse_example(batch, spec)[features.SOURCE_KEY].numpy()]
-    hits = [i for i, name in enumerate(names) if name in wanted]
-    if not hits:
-      continue
-    parsed = images._parse(tf.gather(batch, hits))  # pylint: disable=protected-access
-    for j, i in enumerate(hits):
-      shape = [int(parsed[k][j]) for k in (features.HEIGHT_KEY,
-                                           features.WIDTH_KEY,
-                                           features.CHANNELS_KEY)]
-      image = parsed[features.IMAGE_KEY][j]
-      found[names[i]] = (
-          tf.io.decode_image(image, channels=shape[2]).numpy() if encoded
-          else np.frombuffer(image.numpy(), np.uint8).reshape(shape))
-    if len(found) == len(wanted):
-      break
+  placed = {r['record']: r['source'] for r in rows
+            if r.get('record') and r.get('source')}
+  found = {placed[name]: pixels for name, pixels in
+           images.records_at(examples, split, placed).items()}
+  found.update(images.records_with_sources(
+      examples, split, [r['source'] for r in rows
+                        if r.get('source') and not r.get('record')]))
   return found
 
 

@@ -190,7 +190,7 @@ def data_section(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                    'properties': artifacts_lib.key_properties(md, examples)},
       'class_names': _attempt('the class names', lambda: {
           'names': images.class_names(examples)}),
-      'class_balance': _attempt('the class balance', _class_balance,
+      'class_balance': _attempt('the class balance', _class_balance, md,
                                 examples),
       'samples': _attempt('the sample grid', _samples, examples),
       'statistics': _not_run(run, 'StatisticsGen') or _attempt(
@@ -209,12 +209,19 @@ def _copies(md: queries.Metadata, run: queries.Run,
   return duplicates.report_facts(md, run, examples)
 
 
-def _class_balance(examples: queries.Artifact) -> Dict[str, Any]:
+def _class_balance(md: queries.Metadata, examples: queries.Artifact
+                   ) -> Dict[str, Any]:
+  from inspector import data  # pylint: disable=g-import-not-at-top
   from inspector import images  # pylint: disable=g-import-not-at-top
   names = images.class_names(examples)
+  # DataChecks counted them as it read every record; runs from before it
+  # did are counted here, reading every label (their report's figures
+  # stay the same, at the old cost).
+  recorded = data.label_counts(md, examples)
   splits = {}
   for split in examples.split_names():
-    counts = images.label_counts(examples, split)
+    counts = (recorded[split] if split in recorded
+              else images.label_counts(examples, split))
     splits[split] = [counts.get(label, 0) for label in range(len(names))]
     unnamed = sorted(set(counts) - set(range(len(names))))
     if unnamed:  # An ExampleGen bug: say so.
@@ -354,8 +361,8 @@ def labels_section(md: queries.Metadata, run: queries.Run
 def _thumbnails(examples: queries.Artifact, split: str,
                 rows: List[Dict[str, Any]]) -> Dict[str, Any]:
   from inspector import labels  # pylint: disable=g-import-not-at-top
-  canvas = labels.draw_suspects(rows, labels.images_at(
-      examples, split, [r['source'] for r in rows if r.get('source')]))
+  canvas = labels.draw_suspects(rows, labels.images_at(examples, split,
+                                                      rows))
   png = io.BytesIO()
   canvas.save(png, format='PNG')
   return {'png': 'data:image/png;base64,' + base64.b64encode(

@@ -21,6 +21,7 @@ Custom properties of the artifact (visible in ML Metadata):
                     than train: its images with a copy in train, and their
                     share of the split
   image_issues      {split: {issue: images}}
+  labels            {split: {label: records}}, every record counted
 """
 
 import csv
@@ -38,6 +39,7 @@ IMAGES_PROPERTY = 'images'
 COPIES_PROPERTY = 'copies'
 HELD_OUT_PROPERTY = 'held_out_copies'
 ISSUES_PROPERTY = 'image_issues'
+LABELS_PROPERTY = 'labels'
 TRAIN_SPLIT = 'train'
 # The absl message of what the user should read (the copies and issues
 # found), shown on a local run's console (runners/run_summary.py).

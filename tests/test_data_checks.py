@@ -6,6 +6,7 @@ duplicates command writes the pairs as CSV."""
 
 import csv
 import io
+import json
 import os
 import re
 
@@ -22,6 +23,8 @@ from components.data_checks import signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
+from inspector import duplicates
+from inspector import images
 from inspector import queries
 from inspector import report
 from inspector import store
@@ -118,11 +121,11 @@ def checked(tmp_path_factory):
       ImageExampleGenOptions(input_format='idx', num_shards=3))
   output, without_copies = run_data_checks(examples, tmp / 'checks',
                                            drop=True)
-  return copied, output, without_copies
+  return copied, output, without_copies, examples
 
 
 def test_planted_copies_across_splits_are_found(checked):
-  copied, output, _ = checked
+  copied, output, _, _ = checked
   rows = list(results.read_pairs(output.uri))
   across = [row for row in rows if row['split_a'] != row['split_b']]
   # Each pair names its two images by their source: IDX file and index.
@@ -146,7 +149,7 @@ def test_planted_copies_across_splits_are_found(checked):
 
 
 def test_distinct_look_alikes_are_not_paired(checked):
-  _, output, _ = checked
+  _, output, _, _ = checked
   rows = list(results.read_pairs(output.uri))
   # 300 train and 80 eval strokes of one class, none a copy of another.
   assert [row for row in rows if row['split_a'] == row['split_b']] == []
@@ -226,7 +229,7 @@ def test_duplicates_command_writes_every_pair_as_csv(gated_runs, tmp_path):
 
 
 def test_dropping_leaves_eval_without_its_copies_of_train(checked):
-  copied, output, without_copies = checked
+  copied, output, without_copies, _ = checked
   assert artifact_utils.decode_split_names(
       without_copies.split_names) == ['eval']
   copies = {row['source_b'] for row in results.read_pairs(output.uri)}
@@ -239,6 +242,45 @@ def test_dropping_leaves_eval_without_its_copies_of_train(checked):
   assert without_copies.get_int_custom_property('image_height') == 28
   assert set(without_copies.mlmd_artifact.custom_properties) <= (
       data_checks_executor.CARRIED_PROPERTIES)
+
+
+def test_the_label_counts_are_those_of_every_record_of_each_split(checked):
+  # The report's class balance reads them instead of every label.
+  _, output, _, examples = checked
+  recorded = json.loads(output.get_string_custom_property(
+      results.LABELS_PROPERTY))
+  read = {}
+  for split in artifact_utils.decode_split_names(examples.split_names):
+    labels = [label for _, label in sources.read_sources(
+        artifact_utils.get_split_uri([examples], split))]
+    read[split] = {str(label): count for label, count in
+                   zip(*np.unique(labels, return_counts=True))}
+  assert recorded == read and set(read) == {'train', 'eval'}
+
+
+def test_the_pairs_images_are_the_records_the_pairs_name(checked):
+  # The report draws each pair from its records' places, 'shard:index'; the
+  # images there are those of the records' sources, in either split.
+  _, output, _, examples = checked
+  artifact = queries.Artifact(
+      id=1, type='Examples', uri=examples.uri, state='LIVE', created_ms=0,
+      properties={'split_names': examples.split_names})
+  rows = list(results.read_pairs(output.uri))
+  splits_read = set()
+  for side in ('a', 'b'):
+    for split in {row[f'split_{side}'] for row in rows}:
+      named = [row for row in rows if row[f'split_{side}'] == split]
+      by_place = images.records_at(artifact, split,
+                                   [row[f'record_{side}'] for row in named])
+      by_source = images.records_with_sources(
+          artifact, split, [row[f'source_{side}'] for row in named])
+      for row in named:
+        np.testing.assert_array_equal(by_place[row[f'record_{side}']],
+                                      by_source[row[f'source_{side}']])
+        splits_read.add(split)
+  assert splits_read == {'train', 'eval'}
+  canvas, _ = duplicates.pairs_picture(artifact, rows[:4], 'pairs')
+  assert canvas.width > 2 * 56 and canvas.height > 4 * 56
 
 
 def test_image_issues_name_blank_dark_bright_and_blurry_images():

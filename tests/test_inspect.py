@@ -145,6 +145,37 @@ def test_record_counts_are_those_of_the_check_that_reads_every_record(
                             'Examples')
   assert examples['properties']['splits'] == every_record
 
+
+def test_class_balance_is_data_checks_count_else_every_label_read(
+    two_runs, tmp_path):
+  # DataChecks counts each split's labels as it reads every record, and the
+  # report shows its counts (made to differ here, in a copy of the store).
+  # A run from before it counted them has none: the report reads the labels.
+  import shutil  # pylint: disable=g-import-not-at-top
+  from inspector import report  # pylint: disable=g-import-not-at-top
+  shutil.copy(two_runs / 'out' / 'metadata.db', tmp_path)
+  store = metadata_store.MetadataStore(metadata_store_pb2.ConnectionConfig(
+      sqlite=metadata_store_pb2.SqliteMetadataSourceConfig(
+          filename_uri=str(tmp_path / 'metadata.db'))))
+  [checks] = [a for a in store.get_artifacts()
+              if 'labels' in a.custom_properties]
+
+  def balance():
+    md = queries.Metadata(store, 'test')
+    return report.data_section(md, md.run('-1'))['class_balance']['splits']
+
+  assert balance() == tiny_runs.CLASS_RECORDS
+  counted = {split: [n * 1000 + 1 for n in counts]
+             for split, counts in tiny_runs.CLASS_RECORDS.items()}
+  checks.custom_properties['labels'].string_value = json.dumps(
+      {split: {str(label): n for label, n in enumerate(counts)}
+       for split, counts in counted.items()})
+  store.put_artifacts([checks])
+  assert balance() == counted
+  del checks.custom_properties['labels']
+  store.put_artifacts([checks])
+  assert balance() == tiny_runs.CLASS_RECORDS
+
 def test_artifacts_of_a_stopped_run_show_its_anomalies(stopped_run):
   [anomalies] = inspect_json(stopped_run, 'artifacts', '--type',
                              'ExampleAnomalies')

@@ -87,6 +87,43 @@ def test_averaged_probabilities_list_every_record_another_class_leads():
   assert suggested.tolist() == [0, 1]
 
 
+def test_suspects_name_their_records_source_and_place(tmp_path):
+  # A split of three shards; the records checked, a sample, are counted
+  # over the shards in name order. A row's place, 'shard file:index', is
+  # the record its source names.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  geometry = features.ImageGeometry(height=2, width=2, channels=1)
+  split_uri = tmp_path / 'Split-eval'
+  split_uri.mkdir()
+  for number, size in enumerate((5, 9, 7)):
+    with tf.io.TFRecordWriter(
+        str(split_uri / f'data_tfrecord-{number:05d}-of-00003.gz'),
+        'GZIP') as writer:
+      for index in range(size):
+        writer.write(features.make_example(bytes(4), geometry, 0,
+                                           source=f'img-{number}-{index}'))
+  positions = np.array([0, 3, 4, 5, 12, 13, 14, 19, 20])
+  labels = np.zeros(len(positions), np.int64)
+  probabilities = np.tile([[0.9, 0.1]], (len(positions), 1))
+  doubted = [2, 3, 4, 5, 8]  # Positions 4, 5, 12, 13 and 20.
+  probabilities[doubted] = [[0.2, 0.8], [0.3, 0.7], [0.1, 0.9], [0.4, 0.6],
+                            [0.25, 0.75]]
+  rows = label_check.suspects_rows(
+      'eval', str(split_uri), positions, labels, probabilities, ['a', 'b'],
+      label_check.OUT_OF_SAMPLE, every_other_first=True)
+  assert [(r['source'], r['record']) for r in rows] == [
+      ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7'),
+      ('img-0-4', 'data_tfrecord-00000-of-00003.gz:4'),
+      ('img-2-6', 'data_tfrecord-00002-of-00003.gz:6'),
+      ('img-1-0', 'data_tfrecord-00001-of-00003.gz:0'),
+      ('img-1-8', 'data_tfrecord-00001-of-00003.gz:8')]
+  label_check.write_suspects(str(tmp_path / 'suspects'), rows)
+  assert label_check.read_suspects(str(tmp_path / 'suspects')) == rows
+  with open(tmp_path / 'suspects' / label_check.CSV_FILE) as f:
+    assert [r['record'] for r in csv.DictReader(f)] == [
+        r['record'] for r in rows]
+
+
 def test_a_sample_within_one_fold_takes_one_model():
   assert cross_fit.plan(60_000, 2, 10_000).models == 1
   assert cross_fit.plan(60_000, 2, 40_000).models == 2

@@ -211,7 +211,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     _write_issues(output.uri, flags, small['scores'], shards, split,
                   split_names, small['label'], work_dir)
     held_out = held_out_copies(pairs, split, split_names)
-    _record(output, pairs, split, split_names, flags, held_out)
+    _record(output, pairs, split, split_names, flags, held_out,
+            small['label'])
     return held_out
 
 
@@ -303,10 +304,17 @@ def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
 
 def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
             split_names: List[str], flags: Dict[str, np.ndarray],
-            held_out_index: Dict[str, np.ndarray]) -> None:
+            held_out_index: Dict[str, np.ndarray], labels: np.ndarray
+            ) -> None:
   """Records the counts as custom properties and logs what was found."""
   images = {name: int((split == number).sum())
             for number, name in enumerate(split_names)}
+  # The class balance: read here, where every label already is, it costs
+  # the report nothing.
+  label_counts = {
+      name: {str(label): int(count) for label, count in zip(
+          *np.unique(labels[split == number], return_counts=True))}
+      for number, name in enumerate(split_names)}
   first_split, second_split = split[pairs.first], split[pairs.second]
   copies = {}
   for a, name_a in enumerate(split_names):
@@ -324,7 +332,8 @@ def _record(output: types.Artifact, pairs: matching.Pairs, split: np.ndarray,
   for name, value in ((results.IMAGES_PROPERTY, images),
                       (results.COPIES_PROPERTY, copies),
                       (results.HELD_OUT_PROPERTY, held_out),
-                      (results.ISSUES_PROPERTY, issue_counts)):
+                      (results.ISSUES_PROPERTY, issue_counts),
+                      (results.LABELS_PROPERTY, label_counts)):
     output.set_string_custom_property(name, json.dumps(value))
   found = ', '.join(f'{pair} {count:,}' for pair, count in copies.items())
   notice(f'copies: {found} (list: {output.uri}/{results.COPIES_FILE})')
