@@ -159,8 +159,11 @@ def test_quick_time_to_accuracy_races_the_bare_script(quick):
   assert re.search(r'CPU: .*; flags: .*The Trainer trains in '
                    r'(float32|mixed_bfloat16)', report)
   _, goals = _table(report, heading)
-  assert len(goals) == 3
+  assert len(goals) == 4
   assert all(verdict in ('met', '**not met**') for _, _, verdict in goals)
+  # The checks ran and are priced: DataChecks at least.
+  [checks] = [g for g in goals if g[0].startswith('the checks')]
+  assert float(checks[1].split(' s,')[0]) > 0
   _, rows = _table(report, heading, which=1)
   script, pipeline = rows  # Quick mode: one seed.
   assert (script[0], pipeline[1]) == ('1', 'pipeline, defaults')
