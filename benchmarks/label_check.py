@@ -55,15 +55,15 @@ def unchecked_sources(out: str, checked_records: int):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
   from records import sample  # pylint: disable=g-import-not-at-top
+  from records import shards  # pylint: disable=g-import-not-at-top
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
   unchecked = set()
   for split in ('train', 'validation'):
     files = sorted(glob.glob(os.path.join(
         out, 'pipeline', 'ImageExampleGen', 'examples', '*', f'Split-{split}',
         '*.gz')))
-    records = int(tf.data.TFRecordDataset(files, compression_type='GZIP')
-                  .reduce(0, lambda n, _: n + 1))
-    buckets = sample.sample_buckets(records, checked_records)
+    buckets = sample.sample_buckets(shards.count_records(files),
+                                    checked_records)
     for block in tf.data.TFRecordDataset(files,
                                          compression_type='GZIP').batch(4096):
       keep = (sample.bucket_of(block) >= buckets).numpy()

@@ -239,13 +239,6 @@ def split_files(examples: types.Artifact, split: str) -> List[str]:
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
-def count_records(files: List[str]) -> int:
-  """Counts the records of `files`, reading them without parsing."""
-  return int(tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
-      BATCH_SIZE).reduce(np.int64(0), lambda n, batch: n + tf.size(
-          batch, out_type=tf.int64)))
-
-
 def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
                  batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
   """Returns batches of (positions, serialized records) of a hash sample.
@@ -254,21 +247,11 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   `checked_buckets`: every one by default. Batches come in file order, then
   record order; positions count records over the whole of `files`.
   """
-  def select(index: tf.Tensor, block: tf.Tensor):
-    positions = index * batch_size + tf.range(
-        tf.size(block, out_type=tf.int64))
-    if checked_buckets >= sample.BUCKETS:
-      return positions, block
-    keep = sample.bucket_of(block) < checked_buckets
-    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
-
-  blocks = (tf.data.TFRecordDataset(files, compression_type='GZIP')
-            .batch(batch_size).enumerate().map(select))
-  if checked_buckets < sample.BUCKETS:
-    # A sample's few records of each block, joined again into full batches:
-    # each call of the model has a cost of its own.
-    blocks = blocks.unbatch().batch(batch_size)
-  return blocks.prefetch(1)
+  keep = (None if checked_buckets >= sample.BUCKETS
+          else lambda buckets: buckets < checked_buckets)
+  return sample.kept_batches(
+      tf.data.TFRecordDataset(files, compression_type='GZIP'), batch_size,
+      keep).prefetch(1)
 
 
 def sources_at(split_uri: str, positions: np.ndarray
@@ -519,7 +502,7 @@ class Executor(base_executor.BaseExecutor):
       elif split != train_split:
         serve = serve or load_signature(model_dir,
                                         exec_properties[SIGNATURE_KEY])
-        records = count_records(files)
+        records = shards.count_records(files)
         positions, labels, probabilities = model_probabilities(
             serve, files, exec_properties[PROBABILITIES_KEY],
             sample.sample_buckets(records, checked_records))

@@ -54,10 +54,9 @@ def record_counts(md: queries.Metadata, examples: queries.Artifact
   StatisticsGen's otherwise (runs from before DataChecks), which on a large
   input count only the sample it read (pipeline/scale.py).
   """
-  for execution in reversed(md.consumers(examples.id)):
-    checks = md.output(execution, 'data_checks')
-    if checks is not None and data_checks.IMAGES_PROPERTY in checks.properties:
-      return json.loads(checks.properties[data_checks.IMAGES_PROPERTY])
+  counted = _data_checks_property(md, examples, data_checks.IMAGES_PROPERTY)
+  if counted is not None:
+    return counted
   statistics = statistics_of(md, examples)
   if statistics is None:
     return {}
@@ -71,13 +70,20 @@ def label_counts(md: queries.Metadata, examples: queries.Artifact
                  ) -> Dict[str, Dict[int, int]]:
   """{split: {label: records}} of `examples`, as DataChecks counted them
   reading every record; {} when it did not (runs from before it did)."""
+  counted = _data_checks_property(md, examples, data_checks.LABELS_PROPERTY)
+  return {split: {int(label): count for label, count in counts.items()}
+          for split, counts in (counted or {}).items()}
+
+
+def _data_checks_property(md: queries.Metadata, examples: queries.Artifact,
+                          name: str) -> Optional[Any]:
+  """The JSON property `name` of the newest DataChecks result on
+  `examples` that has it; None if none has."""
   for execution in reversed(md.consumers(examples.id)):
     checks = md.output(execution, 'data_checks')
-    if checks is not None and data_checks.LABELS_PROPERTY in checks.properties:
-      return {split: {int(label): count for label, count in counts.items()}
-              for split, counts in json.loads(
-                  checks.properties[data_checks.LABELS_PROPERTY]).items()}
-  return {}
+    if checks is not None and name in checks.properties:
+      return json.loads(checks.properties[name])
+  return None
 
 
 def statistics_of(md: queries.Metadata, examples: queries.Artifact

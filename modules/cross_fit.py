@@ -38,6 +38,7 @@ from modules import training_plan
 from modules.training_config import TrainingConfig
 from records import features
 from records import sample
+from records import shards
 
 SHUFFLE_RECORDS = 10_000
 PREDICT_BATCH = 512
@@ -84,15 +85,16 @@ def _training_data(files: List[str], fold: int, folds: int,
                    batch_size: int, seed) -> tf.data.Dataset:
   """Returns endless shuffled batches of (images, labels) of the other folds."""
   parse = input_pipeline.parse_and_transform(tf_transform_output)
-  shards = tf.data.Dataset.from_tensor_slices(files).shuffle(
+  paths = tf.data.Dataset.from_tensor_slices(files).shuffle(
       len(files), seed=seed)
 
   # The fold of a block of records at once: a per-record filter costs
   # more than reading them.
   def others(block: tf.Tensor) -> tf.Tensor:
-    return tf.boolean_mask(block, fold_of(sample.bucket_of(block), folds) != fold)
+    return tf.boolean_mask(
+        block, fold_of(sample.bucket_of(block), folds) != fold)
 
-  return (shards.interleave(
+  return (paths.interleave(
       lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
       cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE)
           .batch(PREDICT_BATCH).map(others).unbatch()
@@ -112,19 +114,9 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
   in memory after the first pass, for a caller that reads them again.
   """
   folds, checked = the_plan.folds, the_plan.checked_buckets
-
-  def select(index: tf.Tensor, block: tf.Tensor):
-    buckets = sample.bucket_of(block)
-    keep = (fold_of(buckets, folds) == fold) & (buckets < checked)
-    positions = index * PREDICT_BATCH + tf.range(
-        tf.size(block, out_type=tf.int64))
-    return tf.boolean_mask(positions, keep), tf.boolean_mask(block, keep)
-
-  # A small sample keeps a few records of each block read: joined again
-  # into full blocks, they are parsed and predicted in a few calls, not in
-  # one per block read (each call has a cost of its own).
-  selected = (_records(files).batch(PREDICT_BATCH).enumerate().map(select)
-              .unbatch().batch(PREDICT_BATCH))
+  selected = sample.kept_batches(
+      _records(files), PREDICT_BATCH,
+      lambda buckets: (fold_of(buckets, folds) == fold) & (buckets < checked))
   if cache:
     selected = selected.cache()
   return (selected
@@ -178,7 +170,7 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
       features.IMAGE_KEY]
   geometry = features.ImageGeometry(*image_spec.shape)
   architecture, _ = model_lib.choose(model_config, geometry)
-  records = input_pipeline.count_records(files)
+  records = shards.count_records(files)
   the_plan = plan(records, folds, checked_records)
   examples = fold_budget(config, records, folds, fold_examples)
   steps = max(1, math.ceil(examples / config.batch_size))

@@ -168,11 +168,6 @@ def measure(file_patterns: Union[str, Sequence[str]]) -> SplitSize:
                    disk_bytes=sum(tf.io.gfile.stat(f).length for f in files))
 
 
-def count_records(file_patterns: Union[str, Sequence[str]]) -> int:
-  """Counts the records in gzipped TFRecord files."""
-  return measure(file_patterns).records
-
-
 def plan_split(split: str, size: SplitSize, config: InputConfig,
                training: bool, budget: int) -> InputPlan:
   """Plans to cache the split if it fits `budget` bytes, else to stream it."""

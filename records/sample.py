@@ -11,6 +11,7 @@ so.
 """
 
 import math
+from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -32,3 +33,34 @@ def sample_buckets(records: int, checked_records: int) -> int:
     return 0
   share = checked_records / max(records, 1)
   return BUCKETS if share >= 1 else max(1, math.ceil(share * BUCKETS))
+
+
+def kept_batches(records: tf.data.Dataset, batch_size: int,
+                 keep: Optional[Callable[[tf.Tensor], tf.Tensor]] = None
+                 ) -> tf.data.Dataset:
+  """Returns batches of (positions, serialized records) that `keep` keeps.
+
+  Args:
+    records: serialized records, in the order positions count them.
+    batch_size: records per batch.
+    keep: each record's bucket -> whether it is kept; None keeps every
+      record without hashing it.
+
+  Returns:
+    Batches in record order; positions count over all of `records`.
+  """
+  def select(index: tf.Tensor, block: tf.Tensor):
+    positions = index * batch_size + tf.range(
+        tf.size(block, out_type=tf.int64))
+    if keep is None:
+      return positions, block
+    kept = keep(bucket_of(block))
+    return tf.boolean_mask(positions, kept), tf.boolean_mask(block, kept)
+
+  blocks = records.batch(batch_size).enumerate().map(select)
+  if keep is None:
+    return blocks
+  # A sample keeps a few records of each block read: joined again into
+  # full batches, they reach a model in few calls (each has a cost of its
+  # own), not in one per block read.
+  return blocks.unbatch().batch(batch_size)

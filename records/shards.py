@@ -21,3 +21,10 @@ def split_files(split_uri: str) -> List[str]:
   if not files:
     raise FileNotFoundError(f'{split_uri}: no gzipped TFRecord shards')
   return files
+
+
+def count_records(files: List[str]) -> int:
+  """Counts the records of gzipped TFRecord `files`, without parsing them."""
+  return int(tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
+      4096).reduce(tf.constant(0, tf.int64),
+                   lambda n, batch: n + tf.size(batch, out_type=tf.int64)))

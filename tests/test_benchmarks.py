@@ -278,8 +278,9 @@ def test_time_to_accuracy_prices_the_checks_by_their_own_seconds():
 
   scripts = [tta.ScriptRun(seed=s, wall_s=200.0, epoch_s=[40.0] * 5,
                            test_accuracy=[0.993]) for s in (1, 2)]
-  # Seed 1: 2 + 3 + 1 = 6 s, 6 / (66 - 6) = 10.0%; seed 2: 2 + 3 + 3 = 8 s,
-  # 8 / (80 - 8) = 11.1%. The cell holds the medians: 7.0 s, 10.6%.
+  # A run's cost is DataChecks', LabelCheck's and the Trainer's scoring
+  # seconds, its share that over the run's wall time less them; the cell
+  # holds the medians of the two runs below.
   pipelines = [run(1, 66.0, 3.0, 1.0), run(2, 80.0, 3.0, 3.0)]
   report = tta.SECTION.text((scripts, pipelines), harness.Context('CMD'))
   _, goals = _table(report, '## MNIST time to accuracy')

@@ -22,6 +22,7 @@ from pipeline import knobs
 from pipeline import pipeline
 from records import features
 from records import sample
+from records import shards
 from records import sources
 from tests import datasets
 from tests import local_run
@@ -185,7 +186,7 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
     return {'probabilities': tf.one_hot(
         tf.io.parse_example(batch, spec)[features.LABEL_KEY], classes)}
 
-  assert label_check.count_records(files) == total
+  assert shards.count_records(files) == total
   buckets = sample.sample_buckets(total, cap)
   first = label_check.model_probabilities(serve, files, 'probabilities',
                                           buckets)
