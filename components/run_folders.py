@@ -11,8 +11,10 @@ GetPipeline, and backend/src/v2/driver/driver.go, provisionOutputs):
 The run folder is named by the run id, the Argo workflow's uid
 (backend/src/v2/compiler/argocompiler/argo.go, runID): a random UUID, which
 says nothing of which run came first. So runs are ordered by when they
-started, the oldest modification time among their files (the object
-store's clock on s3://), with the run id to break a tie.
+started: the oldest modification time (the object store's clock on s3://)
+of their large outputs, a file of each, with the run id to break a tie.
+One file an output, not all: on an object store each file's time is a
+request of its own.
 
 The tasks have no ML Metadata of TFX's, so the rule of
 components/keep_runs_rule.py is applied to what the folders show:
@@ -26,12 +28,17 @@ components/keep_runs_rule.py is applied to what the folders show:
     Pusher pushes) holds the files of the served version, byte for byte,
     keeps the large outputs the DAG's lineage walk reaches from the
     Pusher. Its copies of other models (the baseline, the warm start) go;
-  * an unfinished run: one that wrote a file after this run started is
-    still going, or was alongside this one; it is left for a later run.
-    KFP's recurring runs take one run at a time (max concurrency 1), where
-    this never happens.
+  * an unfinished run: one that wrote a large output after this run
+    started is still going, or was alongside this one; it is left for a
+    later run. Runs alongside each other are not otherwise seen: KFP's
+    recurring runs with max concurrency 1 (kubeflow/submit.py's default)
+    take one run at a time.
 A folder that holds no large output has nothing to delete and is not
-counted. The serving directory is never touched, even inside the pipeline
+counted. A run reads no other run's large artifacts, so keeping a run's
+folder keeps what it read: the tasks that write them are never answered
+from KFP's cache (ImageExampleGen, ServedModel and WarmStartModel are never
+cached, kubeflow/open_source_kfp.py, and the others read this run's new
+Examples, so KFP's cache key differs). The serving directory is never touched, even inside the pipeline
 root.
 """
 
@@ -59,7 +66,9 @@ class RunFolder:
   path: str
   # 'task/output' -> its folders (one per attempt of the task).
   outputs: Dict[str, List[str]]
-  first_write: int  # Nanoseconds since the epoch.
+  # Nanoseconds since the epoch: the oldest and newest time of a file of
+  # each large output.
+  first_write: int
   last_write: int
 
 
@@ -147,29 +156,37 @@ def _mtime(path: str) -> int:
   return mtime if mtime is not None else stat.st_mtime_ns
 
 
-def _write_times(path: str) -> Optional[_Times]:
-  """(oldest, newest) modification time of the files under `path`; None if
-  it holds none."""
-  times = [_mtime(_join(folder, name))
-           for folder, _, names in fileio.walk(path) for name in names]
+def _a_file(folder: str) -> Optional[str]:
+  """The first file under `folder`, by name at each level; None if none."""
+  while True:
+    names = sorted(_name(e) for e in fileio.listdir(folder))
+    if not names:
+      return None
+    folder = _join(folder, names[0])
+    if not fileio.isdir(folder):
+      return folder
+
+
+def _write_times(folders: Iterable[str]) -> Optional[_Times]:
+  """(oldest, newest) modification time of a file of each of `folders`;
+  None if they hold none."""
+  files = [path for path in map(_a_file, folders) if path]
+  times = [_mtime(path) for path in files]
   return (min(times), max(times)) if times else None
 
 
 def scan(pipeline_dir: str, large_outputs: Sequence[str],
-         serving_model_dir: str, always: Iterable[str] = ()
-         ) -> List[RunFolder]:
-  """The run folders under `pipeline_dir` that hold a large output, and
-  those named in `always`, oldest first."""
-  always = set(always)
+         serving_model_dir: str) -> List[RunFolder]:
+  """The run folders under `pipeline_dir` that hold a large output, oldest
+  first."""
   runs = []
   for entry in sorted(_name(e) for e in fileio.listdir(pipeline_dir)):
     path = _join(pipeline_dir, entry)
     if _inside(serving_model_dir, path) or not fileio.isdir(path):
       continue
     outputs = _output_folders(path, large_outputs)
-    if not outputs and entry not in always:
-      continue
-    times = _write_times(path)
+    times = _write_times(folder for paths in outputs.values()
+                         for folder in paths)
     if times is None:
       continue
     runs.append(RunFolder(entry, path, outputs, *times))
@@ -205,12 +222,11 @@ def plan(pipeline_dir: str, current_run: str, keep_runs: int,
     raise ValueError(f'keep_runs {keep_runs}: must be 1 or more')
   # Read first: if what is served is unknown, nothing may go.
   version = push_once.newest_version(serving_model_dir)
-  runs = scan(pipeline_dir, large_outputs, serving_model_dir,
-              always=[current_run])
+  runs = scan(pipeline_dir, large_outputs, serving_model_dir)
   [current] = [run for run in runs if run.name == current_run] or [None]
   if current is None:
     raise LayoutError(f'{_join(pipeline_dir, current_run)}: this run\'s '
-                      'folder holds no file: nothing deleted')
+                      'folder holds no large output: nothing deleted')
   others = [run for run in runs if run is not current]
   going = [run for run in others if run.last_write > current.first_write]
   older = [run for run in others if run not in going]

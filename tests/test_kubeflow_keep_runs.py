@@ -145,8 +145,7 @@ def test_the_newest_runs_are_the_ones_that_started_last(tmp_path):
 def test_a_run_still_writing_is_left_for_a_later_run(tmp_path):
   pipeline_dir, serving = _schedule(tmp_path)
   # run-b started before run-a but wrote after run-a started: it is going.
-  write_local(pipeline_dir, {'run-b/Transform/uuid/transform_graph/x': b'g'},
-              3_500)
+  write_local(pipeline_dir, run_files('run-b', ['Trainer/model']), 3_500)
   plan = run_folders.plan(pipeline_dir, 'run-a', 1, LARGE, LINEAGE, MODEL,
                           serving)
   assert plan.going_runs == ['run-b']
