@@ -43,7 +43,6 @@ root.
 """
 
 import dataclasses
-import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from absl import logging
