@@ -38,8 +38,8 @@ counted. A run reads no other run's large artifacts, so keeping a run's
 folder keeps what it read: the tasks that write them are never answered
 from KFP's cache (ImageExampleGen, ServedModel and WarmStartModel are never
 cached, kubeflow/open_source_kfp.py, and the others read this run's new
-Examples, so KFP's cache key differs). The serving directory is never touched, even inside the pipeline
-root.
+Examples, so KFP's cache key differs). The serving directory is never
+touched, even inside the pipeline root.
 """
 
 import dataclasses
