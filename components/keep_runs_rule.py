@@ -1,4 +1,4 @@
-"""--keep-runs K's rule: the disk holds the large artifacts of the newest K runs.
+"""--keep-runs K's rule: the disk holds the newest K runs' large artifacts.
 
 A pipeline run on a schedule writes new Examples and a new model every run.
 After a run, the large artifacts no longer needed are deleted. Two places
