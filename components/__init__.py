@@ -2,7 +2,7 @@
 
 
 def __getattr__(name):
-  """Returns components.LabelSuspects or components.DataCheckResults.
+  """Returns components.LabelSuspects, DataCheckResults or KeptRuns.
 
   These are the import paths their type names encode. TFX's Kubeflow V2
   entrypoint imports a custom artifact class by that name. They are imported
@@ -14,4 +14,7 @@ def __getattr__(name):
   if name == 'DataCheckResults':
     from components.data_checks.component import DataCheckResults  # pylint: disable=g-import-not-at-top
     return DataCheckResults
+  if name == 'KeptRuns':
+    from components.keep_runs import KeptRuns  # pylint: disable=g-import-not-at-top
+    return KeptRuns
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -20,6 +20,9 @@ and only this:
     --data-dir), so a run or a schedule can point at new data;
   * --target kubeflow: the Evaluator's baseline is the served model
     (ServedModel; KFP runs no resolver), see pipeline/pipeline.py;
+  * --keep-runs K (--target kubeflow): a KeepRuns step ends the DAG and
+    deletes the large artifacts of older runs (pipeline/keep_runs.py), where
+    local_runner.py collects after the run;
   * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
     containers of --image (kubeflow/Dockerfile).
 
@@ -156,6 +159,8 @@ def make_parser() -> argparse.ArgumentParser:
       '--allow-local-paths', action='store_true',
       help='Accept local paths for --pipeline-root, --data-dir and '
       '--serving-model-dir (tests; a cluster whose pods share a volume).')
+  # --target kubeflow: a last step of the DAG (pipeline/keep_runs.py).
+  flags.add_runner_flags(kubeflow, knobs_lib.DiskConfig)
   flags.add_flags(
       parser, data_dir_default=None, data_dir_help=(
           'Required. Dataset location on object storage (default of the '
@@ -253,6 +258,7 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   args.serving_model_dir = _location('--serving-model-dir',
                                      args.serving_model_dir,
                                      args.allow_local_paths)
+  _check_keep_runs(args)
   keys = args.s3_credentials_keys.split(',')
   if len(keys) != 2 or not all(keys):
     raise SystemExit(f'error: --s3-credentials-keys '
@@ -261,6 +267,23 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
     knobs = knobs._replace(data=dataclasses.replace(
         knobs.data, schema=_schema_location(knobs.data.schema)))
   return knobs
+
+
+def _check_keep_runs(args: argparse.Namespace) -> None:
+  """Exits unless --keep-runs, if given, can tell run folders apart."""
+  if flags.runner_config(args, knobs_lib.DiskConfig).keep_runs is None:
+    return
+  if args.target != 'kubeflow':
+    raise SystemExit(
+        'error: --keep-runs: --target kubeflow only; Vertex AI lays out '
+        'and keeps its artifacts its own way')
+  runs = f'{args.pipeline_root}/{args.pipeline_name}'
+  serving = args.serving_model_dir.rstrip('/')
+  if serving == runs or serving.startswith(runs + '/'):
+    raise SystemExit(
+        f'error: --keep-runs with --serving-model-dir {serving}: inside '
+        f'{runs}/, where Kubeflow Pipelines puts the run folders; put it '
+        'elsewhere')
 
 
 def trainer_resources(gpus: int, gpu_type: str):
@@ -319,7 +342,9 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
                               shlex.split(args.beam_args)),
           metadata_connection_config=None,  # The cluster's ML Metadata.
           enable_cache=not args.no_cache,
-          vertex_training=_vertex_training(args, workers)))
+          vertex_training=_vertex_training(args, workers)),
+      keep_runs_step=flags.runner_config(args,
+                                         knobs_lib.DiskConfig).keep_runs)
   if args.gpu and not workers > 1:
     [trainer] = [c for c in dag.components if c.id == 'Trainer']
     trainer.with_platform_config(trainer_resources(args.gpu, args.gpu_type))
@@ -396,12 +421,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   job = compile_pipeline(build_pipeline(args, knobs), args)
   write_spec(job, args.output)
   workers = knobs.training.workers
+  keep = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
   print(f'Wrote {args.output}: pipeline {args.pipeline_name!r} for '
         f'{args.target}, {len(task_summary(job))} tasks, image {args.image}\n'
         f'  pipeline root: {args.pipeline_root}\n'
         f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'
         + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else '')
+        + (f'\n  keeps the large artifacts of the newest {keep} runs '
+           '(KeepRuns, last)' if keep else '')
         + (f'\n  Trainer: a Vertex AI custom job of {workers} '
            f'replicas ({args.trainer_machine_type}) in {args.vertex_project}/'
            f'{args.vertex_region}' if workers > 1 else ''))

@@ -14,8 +14,9 @@ are the differences that matter to this pipeline:
   * task names become Argo template names, [a-zA-Z0-9][-a-zA-Z0-9]*;
   * KFP caches a task by its parameters, input artifact ids, command and
     image, which see neither new files under the same data_root nor a new
-    model under the serving directory: ImageExampleGen and ServedModel are
-    never answered from KFP's cache;
+    model under the serving directory: ImageExampleGen, ServedModel (and
+    WarmStartModel) and KeepRuns, which reads the run folders, are never
+    answered from KFP's cache;
   * the executors read and write s3:// themselves, so every task needs the
     object store's credentials in its environment: a Kubernetes secret's
     keys as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, through the
@@ -31,7 +32,8 @@ ENTRYPOINT = 'kubeflow.container_entrypoint'
 # Argo's template names (KFP names templates after tasks).
 TASK_NAME_PATTERN = r'[a-zA-Z0-9][-a-zA-Z0-9]*'
 # Tasks whose result depends on more than KFP's cache key sees.
-NEVER_CACHED = ('ImageExampleGen', 'ServedModel', 'WarmStartModel')
+NEVER_CACHED = ('ImageExampleGen', 'ServedModel', 'WarmStartModel',
+                'KeepRuns')
 
 
 def _executor(spec: Dict[str, Any], task: Dict[str, Any]) -> Dict[str, Any]:

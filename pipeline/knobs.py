@@ -6,7 +6,7 @@ dataset presets (modules/settings.py).
   TuningConfig          TFX's Tuner before it, with --tune (the same)
   EvaluationConfig      when the Evaluator blesses a model
   InfrastructureConfig  how and where the DAG runs: set by the runner
-  DiskConfig            what a local run keeps on disk (local_runner.py's)
+  DiskConfig            what runs keep on disk (the runners' own flag)
 
 A flag reaches its use in two hops: runners/flags.py sets the knob's field
 from the flag (or the `--dataset` preset the knob declares), and
@@ -298,14 +298,17 @@ def parse_keep_runs(value: str) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DiskConfig:
-  """What a local run keeps on disk: local_runner.py's flags, applied after
-  the run (runners/keep_runs.py), not a part of the DAG."""
+  """What runs keep on disk: the runners' flags, applied after a local run
+  (runners/keep_runs.py) or by a last step on Kubeflow Pipelines
+  (pipeline/keep_runs.py)."""
   # Off by default: deleting a user's artifacts is for them to choose.
   keep_runs: Optional[int] = knob(
       None, 'After the run, delete the large artifacts (Examples, models) '
       'of all but the newest K runs of the pipeline; the served model and '
-      'its lineage stay, and ML Metadata keeps every record, marked DELETED '
-      '(see docs/metadata.md) (default: keep everything).',
+      'its lineage stay. Locally ML Metadata keeps every record, marked '
+      'DELETED (docs/metadata.md); on Kubeflow Pipelines a last step '
+      'decides from the run folders (docs/kubeflow.md) (default: keep '
+      'everything).',
       flag='--keep-runs', parse=parse_keep_runs, metavar='K')
 
 

@@ -5,12 +5,15 @@ validation split and warm start in tuning.py, validation.py,
 warm_start.py); this file says what runs, on what, in which order.
 """
 
+from typing import Optional
+
 from tfx import v1 as tfx
 
 from components.data_checks import component as data_checks_component
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.validation_gate import ValidationGate
+from pipeline import keep_runs
 from pipeline import stages
 from pipeline import tuning as tuning_lib
 from pipeline import warm_start
@@ -27,12 +30,16 @@ def create_pipeline(
     evaluation: EvaluationConfig = EvaluationConfig(),
     infrastructure: InfrastructureConfig = InfrastructureConfig(),
     tuning: TuningConfig = TuningConfig(),
+    keep_runs_step: Optional[int] = None,
 ) -> tfx.dsl.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
   Args:
     data_root: where ExampleGen reads (a path, or a RuntimeParameter).
     data, training, evaluation, infrastructure, tuning: pipeline/knobs.py's.
+    keep_runs_step: K, for a last step that keeps the large artifacts of
+      the newest K runs (Kubeflow Pipelines; pipeline/keep_runs.py). A
+      local run collects after the run instead (runners/keep_runs.py).
   """
   example_gen = ImageExampleGen(
       input_base=data_root, options=ImageExampleGenOptions(
@@ -94,13 +101,17 @@ def create_pipeline(
   stages.with_beam_args(infrastructure.analysis_beam_pipeline_args,
                         statistics_gen, data_checks, transform, evaluator)
 
+  nodes = [node for node in (
+      example_gen, statistics_gen, schema_gen, example_validator,
+      data_checks, validation_gate, transform, tuner, warm_start_node,
+      trainer, baseline, evaluator, pusher, label_check) if node]
+  if keep_runs_step is not None:
+    nodes.append(keep_runs.node(nodes, keep_runs_step, serving_model_dir,
+                                pipeline_name))
   return tfx.dsl.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
-      components=[node for node in (
-          example_gen, statistics_gen, schema_gen, example_validator,
-          data_checks, validation_gate, transform, tuner, warm_start_node,
-          trainer, baseline, evaluator, pusher, label_check) if node],
+      components=nodes,
       enable_cache=infrastructure.enable_cache,
       metadata_connection_config=infrastructure.metadata_connection_config,
       beam_pipeline_args=list(infrastructure.beam_pipeline_args))

@@ -1,32 +1,15 @@
 """--keep-runs K: the disk holds the large artifacts of the newest K runs.
 
-A pipeline run on a schedule writes new Examples and a new model every run.
-After a run, `collect` deletes the files of the large artifacts no longer
-needed and keeps every record of them in ML Metadata, marked as TFX's own
-garbage collection marks them: MARKED_FOR_DELETION, then DELETED once the
-files are gone. TFX's resolvers and cache take LIVE artifacts only, so a
-deleted one is never an input again; the inspector lists it as deleted.
-
-Kept on disk:
-  * the large artifacts the newest K runs of the pipeline wrote, reused from
-    the cache, or read, except an older run's model (its baseline or warm
-    start): that one stays only if it is served, so the disk holds K runs;
-    a run counts if it wrote or reused anything under this pipeline root,
-    so on a shared MySQL store other output directories' runs do not;
-  * the served model's lineage: the PushedModel records of the version a
-    model server loads (the newest under the serving directory), and every
-    artifact upstream of them, i.e. the Model they copy, the blessing and
-    evaluation that let it through, and the Examples, transform graph and
-    schema it was trained and evaluated on. The walk stops at other models
-    (an Evaluator's baseline, a warm start's base model): the served model
-    keeps its own lineage, not that of every model before it;
-  * anything an unfinished execution reads;
-  * the small artifacts (statistics, schema, anomalies, evaluations,
-    blessings, data and label checks, training logs): the inspector and the
-    report read them for old runs, and they stay small however large the
-    data grows (BENCHMARKS.md, "Scale": bytes on disk per component).
-The serving directory itself is never touched, nor anything outside the
-pipeline root.
+The rule, what stays and what goes, is components/keep_runs_rule.py's.
+Here it is applied from ML Metadata after a local run: `collect` deletes
+the files of the large artifacts no longer needed and keeps every record of
+them in ML Metadata, marked as TFX's own garbage collection marks them:
+MARKED_FOR_DELETION, then DELETED once the files are gone. TFX's resolvers
+and cache take LIVE artifacts only, so a deleted one is never an input
+again; the inspector lists it as deleted. A run counts if it wrote or
+reused anything under this pipeline root, so on a shared MySQL store other
+output directories' runs do not. An unfinished run is one with a NEW or
+RUNNING execution.
 
 TFX 1.16 has a garbage-collection policy per output channel
 (GarbageCollectionPolicy, set through a private attribute of the channel),
@@ -45,19 +28,12 @@ from typing import Dict, Iterable, List, Optional, Set
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components import keep_runs_rule
 from inspector import queries
 
 _Artifact = metadata_store_pb2.Artifact
-
-# The types whose size grows with the data or the model (BENCHMARKS.md,
-# "Scale": bytes on disk per component): the records (ImageExampleGen's,
-# and DataChecks' eval without its copies of train), the trained model, and
-# the Pusher's copy of it.
-LARGE_TYPES = ('Examples', 'Model', 'PushedModel')
-# Inputs of these types are where the served model's lineage stops, and
-# what a kept run read but does not keep: an earlier model used as a
-# baseline or a starting point.
-_MODEL_TYPES = ('Model',)
+LARGE_TYPES = keep_runs_rule.LARGE_TYPES
+_MODEL_TYPES = keep_runs_rule.MODEL_TYPES
 _UNFINISHED = ('NEW', 'RUNNING')
 
 
@@ -115,27 +91,16 @@ def served_pushes(md: queries.Metadata, pipeline_name: str,
 
 def lineage(md: queries.Metadata,
             pushes: Iterable[queries.Artifact]) -> Set[int]:
-  """Ids of the pushed artifacts, the outputs of every execution upstream of
-  them, and those executions' inputs; the walk does not go through another
-  model (see the module's docstring)."""
-  pushes = list(pushes)
-  served_models = {artifact.id for push in pushes
-                   for execution in md.writers(push.id)
-                   for key, artifact in md.inputs(execution.id)
-                   if key == 'model'}
-  seen: Set[int] = set()
-  frontier = [push.id for push in pushes]
-  while frontier:
-    artifact_id = frontier.pop()
-    if artifact_id in seen:
-      continue
-    seen.add(artifact_id)
-    for execution in md.writers(artifact_id):
-      frontier.extend(a.id for _, a in md.outputs(execution.id))
-      frontier.extend(
-          a.id for _, a in md.inputs(execution.id)
-          if a.type not in _MODEL_TYPES or a.id in served_models)
-  return seen
+  """Ids of the served model's lineage in ML Metadata (keep_runs_rule's
+  walk, from the pushed artifacts)."""
+  return keep_runs_rule.lineage(
+      (push.id for push in pushes),
+      writers=lambda artifact_id: [e.id for e in md.writers(artifact_id)],
+      inputs=lambda execution_id: [(key, a.id) for key, a in
+                                   md.inputs(execution_id)],
+      outputs=lambda execution_id: [a.id for _, a in
+                                    md.outputs(execution_id)],
+      type_name=lambda artifact_id: md.artifacts[artifact_id].type)
 
 
 def plan(md: queries.Metadata, pipeline_name: str, keep_runs: int,

@@ -25,9 +25,12 @@ reproduces:
     MLMD artifact id, their type an empty `instanceSchema` (for artifacts of
     this run) or the `system.Artifact` title (artifacts reused from the
     cache) (v2/metadata/client.go: ToRuntimeArtifact, GetOutputArtifacts...);
-  * output URIs are <pipeline root>/<pipeline>/<run id>/<task>/<output>
-    (v2/metadata/client.go GenerateOutputURI; v2/driver provisionOutputs),
-    and the ExecutorOutput file is local to the container;
+  * output URIs are <pipeline root>/<pipeline>/<run id>/<task>/<uuid>/
+    <output>, a new uuid for each execution of a task, as from KFP 2.4 on
+    (v2/metadata/client.go GetPipeline and GenerateOutputURI; v2/driver
+    provisionOutputs, called with uuid.NewString() from v2/driver/
+    container.go; KFP 2.1 to 2.3 had no uuid), and the ExecutorOutput file
+    is local to the container;
   * a PlatformSpec document after the PipelineSpec gives tasks secrets as
     environment variables (secretAsEnv of kfp-kubernetes; applied by
     v2/driver from the task's KubernetesExecutorConfig);
@@ -295,12 +298,15 @@ class LocalLauncher:
         raise NotImplementedError(f'task {name}: parameter {key}: {kind}')
 
     outputs = executor_input.outputs
+    # KFP's task root: a new uuid for each execution of the task.
+    task_root = '/'.join([self.run_root, name] + (
+        [str(uuid.uuid4())] if self.mode == 'kubeflow' else []))
     for key, definition in component.output_definitions.artifacts.items():
       # KFP names an artifact (its MLMD id) only once it is recorded.
       outputs.artifacts[key].artifacts.add(
           name='' if self.mode == 'kubeflow' else f'{self.run_id}/{name}/{key}',
           type=definition.artifact_type,
-          uri='/'.join([self.run_root, name, key]))
+          uri='/'.join([task_root, key]))
     outputs.output_file = os.path.join(self.local_dir, name,
                                        'executor_output.json')
     return executor_input

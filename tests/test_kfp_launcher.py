@@ -4,12 +4,15 @@ mode), on a two-task spec whose containers record what they were handed."""
 import copy
 import json
 import os
+import re
 
 import pytest
 import yaml
 
 from tests import kfp_launcher
 
+# KFP 2.4 on: a uuid for each execution of a task (kfp_launcher.py).
+UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 MODEL_TYPE = {'instanceSchema': 'title: tfx.Model\ntype: object\n'}
 # Each task: records its ExecutorInput, outputs its artifacts with metadata.
 SCRIPT = '''
@@ -104,12 +107,16 @@ def test_inputs_come_as_ml_metadata_hands_them_and_hooks_are_ignored(
   assert thing['name'] == '1'
   assert thing['type'] == {'instanceSchema': ''}
   assert thing['metadata'] == {'made': 1.0}
-  assert thing['uri'] == f's3://bucket/pipeline-root/tiny/{launcher.run_id}/make/thing'
+  assert re.fullmatch(
+      f's3://bucket/pipeline-root/tiny/{launcher.run_id}/make/{UUID}/thing',
+      thing['uri'])
   # Outputs: the spec's type, no name yet, the ExecutorOutput file local.
   [result] = _seen(launcher, 'use')['outputs']['artifacts']['result'][
       'artifacts']
   assert result['type'] == MODEL_TYPE and 'name' not in result
-  assert result['uri'] == f's3://bucket/pipeline-root/tiny/{launcher.run_id}/use/result'
+  assert re.fullmatch(
+      f's3://bucket/pipeline-root/tiny/{launcher.run_id}/use/{UUID}/result',
+      result['uri'])
   assert _seen(launcher, 'use')['outputs']['outputFile'].startswith(
       launcher.local_dir)
 

@@ -21,10 +21,12 @@ OUR_PATHS = {'components.image_example_gen.executor.Executor',
              'components.push_once.Executor',
              'components.baseline_evaluator.Executor',
              configs.RUN_FN, configs.PREPROCESSING_FN}
-# Besides, per target: the open-source KFP target's entrypoint and baseline.
+# Besides, per target: the open-source KFP target's entrypoint, baseline
+# and --keep-runs step.
 TARGET_PATHS = {
     'kubeflow': {'kubeflow.container_entrypoint',
-                 'components.served_model.Executor'},
+                 'components.served_model.Executor',
+                 'components.keep_runs.Executor'},
     'vertex': {
         'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
         'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver'},
@@ -115,7 +117,8 @@ def test_spec_module_paths_import_from_the_image_layout(tmp_path):
   for target, expected in TARGET_PATHS.items():
     spec = kubeflow_specs.compile_spec(
         tmp_path / f'{target}.yaml', '--target', target,
-        *kubeflow_specs.CLUSTER_PATHS)
+        *kubeflow_specs.CLUSTER_PATHS,
+        *(['--keep-runs', '1'] if target == 'kubeflow' else []))
     target_paths = kubeflow_specs.module_paths(spec)
     assert OUR_PATHS | expected <= target_paths, target
     assert 'tfx.components.trainer.executor.GenericExecutor' in target_paths

@@ -14,19 +14,28 @@ server on loopback, as a cluster's MinIO:
      baseline), blesses nothing, and the served model stays the newest
      version. Its Trainer starts from the served model (--warm-start).
      (Two runs, not three: each costs minutes of CI.)
+Both are compiled with --keep-runs 1, so each ends with the KeepRuns step.
+Between them, a run that failed after ExampleGen leaves its folder (made
+by copying run 1's first outputs to a run id of its own): run 2 collects
+its Examples, keeps run 1's lineage, whose model is the one served, and
+its own outputs.
 """
 
+import json
 import os
 import sys
+import uuid
 
 import pytest
 
+from components import keep_runs
 from kubeflow import kubeflow_runner
 from pipeline import configs
 from tests import datasets
 from tests import kfp_launcher
 from tests import preloaded_python
 from tests import s3_server
+from tests import test_kubeflow_keep_runs as keep_runs_cases
 
 BUCKET = 'pipelines'
 ROOT = f's3://{BUCKET}/tfx'
@@ -60,7 +69,7 @@ def _compile(preloaded, tmp, endpoint, name, threshold, training):
        '--output', path, '--image', 'unused:local', '--pipeline-root', ROOT,
        '--data-dir', DATA, '--span-dir-pattern', 'span-{SPAN}',
        '--s3-endpoint', endpoint, '--accuracy-threshold', str(threshold),
-       *training, *FEW_SHARDS, ONE_PROCESS],
+       '--keep-runs', '1', *training, *FEW_SHARDS, ONE_PROCESS],
       kfp_launcher.task_environment(), str(tmp), log, timeout=300)
   with open(log) as f:
     assert status == 0, f.read()[-3000:]
@@ -84,39 +93,65 @@ def _only(launcher, task, key):
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory):
-  """The two runs, in order, on one S3 server and one KFP backend.
-
-  Yields {'endpoint', 'launchers': [run 1, 2], 'served': the served
-  versions before run 1 and after each run, 'preloaded': the Python the
-  tasks ran in (preloaded_python.py), 'tmp': the fixture's directory}.
-  """
+def cluster(tmp_path_factory):
+  """An S3 server with the bucket, and the Python the tasks run in
+  (preloaded_python.py): {'endpoint', 'preloaded', 'tmp'}."""
   tmp = tmp_path_factory.mktemp('kubeflow_s3')
   with s3_server.running(str(tmp / 's3.log')) as endpoint, \
       preloaded_python.Server(kfp_launcher.task_environment()) as preloaded:
     s3_server.client(endpoint).create_bucket(Bucket=BUCKET)
-    backend = kfp_launcher.Backend()
-    launchers, served = [], [_served_versions(endpoint)]
-    for span, (name, threshold, training, records) in enumerate(RUNS,
-                                                                 start=1):
-      spec = _compile(preloaded, tmp, endpoint, name, threshold, training)
-      # A new span lands before each scheduled run.
-      datasets.write_idx_dataset(str(tmp / f'span-{span}'), records)
-      s3_server.upload_dir(endpoint, str(tmp / f'span-{span}'), BUCKET,
-                           f'data/span-{span}')
-      # The credentials reach the tasks only as the cluster would give
-      # them: the spec's PlatformSpec maps the namespace's secret to env.
-      launcher = kfp_launcher.LocalLauncher(
-          spec, ROOT, mode='kubeflow', backend=backend,
-          log_dir=str(tmp / f'run-{span}'), preloaded=preloaded,
-          secrets={KUBEFLOW_PARSER.get_default('s3_credentials_secret'): dict(
-              zip(KUBEFLOW_PARSER.get_default('s3_credentials_keys').split(','),
-                  (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
-      launcher.run()
-      launchers.append(launcher)
-      served.append(_served_versions(endpoint))
-    yield dict(endpoint=endpoint, launchers=launchers, served=served,
-               preloaded=preloaded, tmp=tmp)
+    yield dict(endpoint=endpoint, preloaded=preloaded, tmp=tmp)
+
+
+def _fail_after_example_gen(endpoint, launcher):
+  """A run that failed after ExampleGen and StatisticsGen: their outputs
+  (run 1's, copied) in a run folder of its own. Returns its run id."""
+  s3 = s3_server.client(endpoint)
+  run_id = uuid.uuid4().hex[:12]
+  prefix = f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/'
+  for key in s3_server.list_keys(endpoint, BUCKET,
+                                 f'{prefix}{launcher.run_id}/'):
+    if key.split('/')[3] in ('ImageExampleGen', 'StatisticsGen'):
+      s3.copy_object(Bucket=BUCKET, Key=key.replace(launcher.run_id, run_id),
+                     CopySource={'Bucket': BUCKET, 'Key': key})
+  return run_id
+
+
+@pytest.fixture(scope='module')
+def runs(cluster):
+  """The two runs, in order, on one S3 server and one KFP backend, and the
+  failed run between them.
+
+  Returns {'endpoint', 'launchers': [run 1, 2], 'served': the served
+  versions before run 1 and after each run, 'failed': the failed run's id,
+  'preloaded': the Python the tasks ran in, 'tmp': the fixture's
+  directory}.
+  """
+  endpoint, preloaded, tmp = (cluster['endpoint'], cluster['preloaded'],
+                              cluster['tmp'])
+  backend = kfp_launcher.Backend()
+  launchers, served, failed = [], [_served_versions(endpoint)], None
+  for span, (name, threshold, training, records) in enumerate(RUNS, start=1):
+    spec = _compile(preloaded, tmp, endpoint, name, threshold, training)
+    # A new span lands before each scheduled run.
+    datasets.write_idx_dataset(str(tmp / f'span-{span}'), records)
+    s3_server.upload_dir(endpoint, str(tmp / f'span-{span}'), BUCKET,
+                         f'data/span-{span}')
+    if launchers:
+      failed = _fail_after_example_gen(endpoint, launchers[-1])
+    # The credentials reach the tasks only as the cluster would give
+    # them: the spec's PlatformSpec maps the namespace's secret to env.
+    launcher = kfp_launcher.LocalLauncher(
+        spec, ROOT, mode='kubeflow', backend=backend,
+        log_dir=str(tmp / f'run-{span}'), preloaded=preloaded,
+        secrets={KUBEFLOW_PARSER.get_default('s3_credentials_secret'): dict(
+            zip(KUBEFLOW_PARSER.get_default('s3_credentials_keys').split(','),
+                (s3_server.ACCESS_KEY, s3_server.SECRET_KEY)))})
+    launcher.run()
+    launchers.append(launcher)
+    served.append(_served_versions(endpoint))
+  return dict(endpoint=endpoint, launchers=launchers, served=served,
+              failed=failed, preloaded=preloaded, tmp=tmp)
 
 
 def test_first_run_reads_s3_writes_every_artifact_there_and_pushes(runs):
@@ -124,12 +159,14 @@ def test_first_run_reads_s3_writes_every_artifact_there_and_pushes(runs):
   assert set(launcher.states.values()) == {'COMPLETE'}
   examples = _only(launcher, 'ImageExampleGen', 'examples')
   assert _span(examples) == 1
-  # Every artifact under <root>/<pipeline>/<run>/<task>/<output>, on S3.
+  # Every artifact under <root>/<pipeline>/<run>/<task>/<uuid>/<output>.
   for task, outputs in launcher.outputs.items():
     for key, artifacts in outputs.items():
       for artifact in artifacts:
-        assert artifact.uri == (f'{ROOT}/{configs.KUBEFLOW_PIPELINE_NAME}/'
-                                f'{launcher.run_id}/{task}/{key}')
+        run_root, attempt, output = artifact.uri.rsplit('/', 2)
+        assert run_root == (f'{ROOT}/{configs.KUBEFLOW_PIPELINE_NAME}/'
+                            f'{launcher.run_id}/{task}')
+        assert output == key and str(uuid.UUID(attempt)) == attempt
   keys = s3_server.list_keys(endpoint, BUCKET, 'tfx/')
   run_prefix = f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{launcher.run_id}/'
   for task in ('ImageExampleGen', 'Transform', 'Trainer', 'Evaluator'):
@@ -199,3 +236,101 @@ def test_second_run_starts_from_the_served_model(runs):
   assert start.metadata['served_from'] == f'{SERVING}/{served}'
   model = _only(launcher, 'Trainer', 'model')
   assert model.metadata['warm_start_from'] == f'{SERVING}/{served}'
+
+
+def _large_outputs(endpoint, run_id):
+  """{'task/output'} of the large outputs a run folder still holds."""
+  found = set()
+  for key in s3_server.list_keys(
+      endpoint, BUCKET, f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{run_id}/'):
+    task, _, output = key.split('/')[3:6]
+    if f'{task}/{output}' in keep_runs_cases.LARGE:
+      found.add(f'{task}/{output}')
+  return found
+
+
+def _kept(endpoint, launcher):
+  """What a run's KeepRuns step recorded (components/keep_runs.py)."""
+  uri = _only(launcher, keep_runs.NODE_ID, keep_runs.KEPT_RUNS_KEY).uri
+  key = f'{uri[len(f"s3://{BUCKET}/"):]}/{keep_runs.RECORD_FILE}'
+  return json.loads(s3_server.client(endpoint).get_object(
+      Bucket=BUCKET, Key=key)['Body'].read())
+
+
+def test_each_run_ends_with_keep_runs_which_keeps_the_served_lineage(runs):
+  endpoint = runs['endpoint']
+  first, second = runs['launchers']
+  for launcher in (first, second):
+    assert launcher.executed[-1] == keep_runs.NODE_ID
+    assert launcher.states[keep_runs.NODE_ID] == 'COMPLETE'
+  assert _kept(endpoint, first)['deleted'] == []  # Nothing before it.
+  kept = _kept(endpoint, second)
+  assert kept['kept_runs'] == [second.run_id]
+  assert kept['served_version'] == runs['served'][2][-1]
+  assert kept['served_runs'] == [first.run_id]
+  # Run 1 pushed the served model: its Examples, model and push stay.
+  assert _large_outputs(endpoint, first.run_id) >= {
+      'ImageExampleGen/examples', 'Trainer/model', 'Pusher/pushed_model'}
+  # Run 2 is the newest run (K=1): all of it stays. (It pushed nothing.)
+  assert _large_outputs(endpoint, second.run_id) == {
+      'ImageExampleGen/examples', 'Trainer/model', 'ServedModel/model',
+      'WarmStartModel/model'}
+
+
+def test_the_next_run_collects_a_failed_run(runs):
+  endpoint, failed = runs['endpoint'], runs['failed']
+  assert _large_outputs(endpoint, failed) == set()
+  # Its small artifacts stay, as every run's.
+  assert s3_server.list_keys(
+      endpoint, BUCKET,
+      f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{failed}/StatisticsGen/')
+
+
+# What KeepRuns decides, on run folders built on the S3 server (the same as
+# tests/test_kubeflow_keep_runs.py's on the local disk), in a task's Python.
+_COLLECT = """
+import json, os, sys
+import tensorflow_io  # s3://, as kubeflow/container_entrypoint.py
+from components import run_folders
+plan = run_folders.collect(*sys.argv[1:3], 1, *map(json.loads, sys.argv[3:5]),
+                           *sys.argv[5:])
+print(json.dumps(plan.__dict__))
+sys.stdout.flush()
+os._exit(0)  # Before tensorflow-io's S3 client aborts the teardown.
+"""
+
+
+def test_on_s3_keep_runs_decides_as_on_a_disk(cluster):
+  endpoint, bucket = cluster['endpoint'], 'decisions'
+  cases = keep_runs_cases
+  s3 = s3_server.client(endpoint)
+  s3.create_bucket(Bucket=bucket)
+  files = {**cases.run_files('run-c', cases.FULL_RUN),
+           **{f'../serving/1700000000/{path}': data for path, data in
+              cases.served_files('run-c').items()},
+           **cases.run_files('run-b', cases.FAILED_RUN),
+           **cases.run_files('run-a', cases.FULL_RUN)}
+  # Written in this order: the object store's clock orders the runs.
+  pipeline = configs.KUBEFLOW_PIPELINE_NAME
+  for path, data in files.items():
+    s3.put_object(Bucket=bucket, Key=os.path.normpath(
+        f'tfx/{pipeline}/{path}'), Body=data)
+  before = set(s3_server.list_keys(endpoint, bucket))
+  script = cluster['tmp'] / 'collect.py'
+  log = cluster['tmp'] / 'collect.log'
+  script.write_text(_COLLECT)
+  cluster['preloaded'].run(
+      [sys.executable, str(script), f's3://{bucket}/tfx/{pipeline}', 'run-a',
+       json.dumps(cases.LARGE), json.dumps(cases.LINEAGE), cases.MODEL,
+       f's3://{bucket}/tfx/serving'],
+      dict(kfp_launcher.task_environment(),
+           **s3_server.pod_environment(endpoint)),
+      str(cluster['tmp']), str(log), timeout=300)
+  lines = [l for l in log.read_text().splitlines() if l.startswith('{')]
+  assert lines, log.read_text()[-3000:]
+  plan = json.loads(lines[-1])
+  gone = before - set(s3_server.list_keys(endpoint, bucket))
+  assert plan['served_runs'] == ['run-c']
+  assert plan['kept_runs'] == ['run-a']
+  assert {key.split('/')[2] + ':' + key.split('/')[3] for key in gone} == {
+      'run-b:ImageExampleGen', 'run-c:ServedModel'}
