@@ -92,6 +92,16 @@ def two_runs(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def first_report(two_runs, tmp_path_factory):
+  """(facts, page path) of `inspect report -2 --html first.html --json`: the
+  report of two_runs' first run (the one that trained and pushed), which
+  tests/test_report.py and tests/test_validation_runs.py read."""
+  page = tmp_path_factory.mktemp('first_report') / 'first.html'
+  return inspect_json(two_runs / 'out', 'report', '-2', '--html',
+                      str(page)), page
+
+
+@pytest.fixture(scope='session')
 def stopped_run(tmp_path_factory):
   """32x32 images against the curated 28x28 schema: the gate stops the run.
   Its output is in ../run.out (stdout, then stderr), and apart in
