@@ -30,10 +30,8 @@ from tests import mlmd
 from tests import tiny_runs
 
 # A learning rate this small leaves the model at its random start (~10%),
-# after a few steps as after many. The gate is the Evaluator's and the
-# Pusher's: no LabelCheck after the Trainer.
-UNTRAINED = ['--learning-rate', '1e-9', '--epochs', '1', '--train-steps', '2',
-             '--no-label-check']
+# after a few steps as after many.
+UNTRAINED = ['--learning-rate', '1e-9', '--epochs', '1', '--train-steps', '2']
 
 
 def _runs_newest(store, type_name):
