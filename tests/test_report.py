@@ -91,10 +91,10 @@ def _curve(page, metric):
 # ------------------------------------------------------------- full run --
 
 
-def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
+def test_the_report_of_a_run_that_trained_and_pushed(two_runs, first_report,
+                                                     tmp_path):
   out = two_runs / 'out'
-  page_path = tmp_path / 'first.html'
-  facts = inspect_json(out, 'report', '-2', '--html', str(page_path))
+  facts, page_path = first_report  # `inspect report -2 --html first.html`.
   page = page_path.read_text()
   _assert_self_contained(page)
 
@@ -210,7 +210,7 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, tmp_path):
     assert name in lineage, name
   # Every input file, in the CSV beside the page that the page links.
   assert '<a href="first-files.csv">first-files.csv</a>' in lineage
-  with open(tmp_path / 'first-files.csv', newline='') as f:
+  with open(page_path.parent / 'first-files.csv', newline='') as f:
     listed = list(csv.DictReader(f))
   assert list(listed[0]) == list(report.FILES_LIST_COLUMNS)
   assert sorted((row['split'], os.path.basename(row['path']))

@@ -1,5 +1,6 @@
 """The scaled MNIST generator (data/scaled_mnist.py): layout, determinism,
-deformation bounds, and a 3x tiny dataset through the whole DAG."""
+deformation bounds, and a 3x tiny dataset through the whole DAG (the run
+tests/tiny_runs.py's tuned_run shares with tests/test_tuning_run.py)."""
 
 import gzip
 import os
@@ -12,7 +13,7 @@ from components.image_example_gen import idx
 from data import scaled_mnist
 from pipeline import configs
 from tests import datasets
-from tests import local_run
+from tests import tiny_runs
 
 
 def _train(directory):
@@ -125,26 +126,21 @@ def test_default_source_is_where_the_pipeline_keeps_mnist():
   assert scaled_mnist.DEFAULT_SOURCE == configs.MNIST_DIR
 
 
-def test_3x_tiny_scaled_dataset_through_the_whole_dag(tmp_path):
-  source = tmp_path / 'mnist'
-  datasets.write_idx_dataset(str(source), {'train': 100, 't10k': 50})
-  data = tmp_path / 'scaled'
-  scaled_mnist.write_idx(str(data), 3, str(source), progress=False)
-  result = local_run.run(
-      '--data-dir', str(data), '--output-dir', str(tmp_path / 'out'),
-      # Threshold 0: the DAG's run to a push is the point, not accuracy.
-      '--accuracy-threshold', '0', '--epochs', '1',
-      '--train-steps', '20', '--batch-size', '32', local_run.ONE_PROCESS)
-  assert result.returncode == 0, result.stderr[-3000:]
+def test_3x_tiny_scaled_dataset_through_the_whole_dag(tuned_run):
+  # tests/tiny_runs.py's tuned_run (its --tune is tests/test_tuning_run.py's
+  # subject): 3 copies of each training image, the eval images as they are.
+  out, stdout = tuned_run
+  source = tiny_runs.SCALED_SOURCE
   train, validation = map(int, re.search(
       r'train: (\d+) records in 16 shards; validation: (\d+) records in 16 '
-      r'shards; eval: 50 records', result.stdout).groups())
-  assert train + validation == 300 and 0 < validation < 60
-  assert os.listdir(tmp_path / 'out' / configs.SERVING_MODEL_DIR_NAME)
+      rf'shards; eval: {source["t10k"]} records', stdout).groups())
+  assert tiny_runs.SCALED_COPIES == 3
+  assert train + validation == 3 * source['train'] and 0 < validation < 60
+  assert os.listdir(out / configs.SERVING_MODEL_DIR_NAME)
   # Transform computed no statistics of its own (StatisticsGen's are the
   # data's; pipeline/pipeline.py says why): its statistics outputs
   # hold no file, where TFX's default writes pre- and post-transform ones.
-  transform_dir = tmp_path / 'out' / configs.PIPELINE_ROOT_NAME / 'Transform'
+  transform_dir = out / configs.PIPELINE_ROOT_NAME / 'Transform'
   for output in ('pre_transform_stats', 'post_transform_stats'):
     assert not [name for _, _, names in os.walk(transform_dir / output)
                 for name in names]

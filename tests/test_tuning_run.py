@@ -5,30 +5,14 @@ import glob
 import json
 import re
 
-import pytest
-
 from modules import model as model_lib
 from modules import tuning
 from modules.training_config import TrainingConfig
 from records import features
-from tests import datasets
-from tests import local_run
 from tests import tiny_runs
 
-TRIALS = 2
-
-
-@pytest.fixture(scope='module')
-def tuned_run(tmp_path_factory):
-  """(output directory, console output) of a tiny run with --tune 2."""
-  tmp = tmp_path_factory.mktemp('tuned')
-  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 200, 't10k': 60})
-  result = local_run.run(
-      '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
-      '--accuracy-threshold', '0', *tiny_runs.TINY_TRAINING,
-      '--tune', str(TRIALS), '--tune-trial-steps', '3')
-  assert result.returncode == 0, result.stderr[-3000:]
-  return tmp / 'out', result.stdout
+# tests/tiny_runs.py's tuned_run (shared with tests/test_scaled_mnist.py).
+TRIALS = tiny_runs.TUNE_TRIALS
 
 
 def _training_plan(out):

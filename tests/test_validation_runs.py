@@ -39,7 +39,8 @@ def _examples(out):
   return _only(out / 'pipeline' / 'ImageExampleGen' / 'examples' / '*')
 
 
-def test_the_trainer_validates_on_the_validation_split(two_runs, tmp_path):
+def test_the_trainer_validates_on_the_validation_split(two_runs,
+                                                       first_report):
   # The first run trained; the second, unchanged, took it from the cache.
   out, stdout = two_runs / 'out', (two_runs / 'run-1.stdout').read_text()
   examples = _examples(out)
@@ -65,10 +66,9 @@ def test_the_trainer_validates_on_the_validation_split(two_runs, tmp_path):
           f'{counts["eval"]} records') in stdout
 
   # TFX's own args say it, and the inspector's report of the run that
-  # trained shows it.
-  page = tmp_path / 'report.html'
-  training = tiny_runs.inspect_json(out, 'report', '-2', '--html',
-                                    str(page))['training']
+  # trained (`inspect report -2 --html`) shows it.
+  facts, page = first_report
+  training = facts['training']
   assert training['settings']['train_splits'] == ['train']
   assert training['settings']['eval_splits'] == ['validation']
   assert training['splits']['validation_split'] == 'validation'

@@ -150,7 +150,10 @@ def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
       '--data-dir', str(two_runs / 'data'), '--output-dir', str(out),
       '--accuracy-threshold', tiny_runs.ACCURACY_THRESHOLD,
       *tiny_runs.TINY_TRAINING, '--warm-start',
-      '--warm-start-learning-rate-factor', '0.5')
+      '--warm-start-learning-rate-factor', '0.5',
+      # What the Trainer started from is the point: no Evaluator, Pusher or
+      # LabelCheck after it.
+      '--to-node', 'Trainer')
   assert result.returncode == 0, result.stderr[-3000:]
   assert (f'warm start from {served} (the same network, geometry and '
           'classes)') in result.stdout

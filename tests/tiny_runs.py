@@ -1,7 +1,8 @@
 """Real runs on tiny data that several test modules inspect, made once per
 test session (tests/conftest.py shares the fixtures): a full run and its
-unchanged re-run in one store, and a run the ValidationGate stopped in
-another. What each run printed is kept beside its output directory."""
+unchanged re-run in one store, a run the ValidationGate stopped in
+another, and a --tune run on a scaled dataset in a third. What each run
+printed is kept beside its output directory."""
 
 import json
 import subprocess
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from components.image_example_gen import validation_split
+from data import scaled_mnist
 from pipeline import configs
 from pipeline.knobs import DataConfig
 from records import features
@@ -27,6 +29,11 @@ TINY_TRAINING = ['--epochs', str(EPOCHS), '--train-steps', '60',
 TRAIN_RECORDS = 300
 EVAL_RECORDS = 100
 ACCURACY_THRESHOLD = '0.3'
+# tuned_run: the Tuner's trials, and the copies of each training image in
+# its data (data/scaled_mnist.py: the image and deformed copies of it).
+TUNE_TRIALS = 2
+SCALED_COPIES = 3
+SCALED_SOURCE = {'train': 100, 't10k': 50}
 
 
 def _split_labels():
@@ -85,6 +92,16 @@ def two_runs(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def first_report(two_runs, tmp_path_factory):
+  """(facts, page path) of `inspect report -2 --html first.html --json`: the
+  report of two_runs' first run (the one that trained and pushed), which
+  tests/test_report.py and tests/test_validation_runs.py read."""
+  page = tmp_path_factory.mktemp('first_report') / 'first.html'
+  return inspect_json(two_runs / 'out', 'report', '-2', '--html',
+                      str(page)), page
+
+
+@pytest.fixture(scope='session')
 def stopped_run(tmp_path_factory):
   """32x32 images against the curated 28x28 schema: the gate stops the run.
   Its output is in ../run.out (stdout, then stderr), and apart in
@@ -100,3 +117,22 @@ def stopped_run(tmp_path_factory):
   (tmp / 'run.stderr').write_text(result.stderr)
   assert result.returncode == 1
   return tmp / 'out'
+
+
+@pytest.fixture(scope='session')
+def tuned_run(tmp_path_factory):
+  """(output directory, console output) of one whole run to a push with
+  --tune TUNE_TRIALS, on SCALED_COPIES copies of a tiny dataset's training
+  images (data/scaled_mnist.py). tests/test_tuning_run.py reads its Tuner,
+  tests/test_scaled_mnist.py its way through the whole DAG."""
+  tmp = tmp_path_factory.mktemp('tuned')
+  datasets.write_idx_dataset(str(tmp / 'source'), SCALED_SOURCE)
+  scaled_mnist.write_idx(str(tmp / 'data'), SCALED_COPIES, str(tmp / 'source'),
+                         progress=False)
+  result = local_run.run(
+      '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
+      # Threshold 0: the run's way to a push is the point, not accuracy.
+      '--accuracy-threshold', '0', *TINY_TRAINING,
+      '--tune', str(TUNE_TRIALS), '--tune-trial-steps', '3')
+  assert result.returncode == 0, result.stderr[-3000:]
+  return tmp / 'out', result.stdout
