@@ -12,7 +12,7 @@ from benchmarks import harness
 from data import drifting_spans
 from data import shapes
 
-SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES = 6, 2000, 400, 32, 5
+SPANS, PER_SPAN, EVAL_PER_SPAN, SIZE, CLASSES = 6, 3000, 800, 32, 5
 QUICK = (3, 50, 25, SIZE, CLASSES)
 # Two spans: the drift is slow, so the span before is close to today's data
 # and doubles what a model from scratch learns from, and a fine-tuned model
