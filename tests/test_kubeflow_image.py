@@ -97,17 +97,31 @@ def test_every_copied_path_exists_and_is_in_the_build_context():
     assert not dockerignored(source), (source, dockerignored(source))
 
 
-def test_the_image_installs_like_the_makefile():
+def _install_options(line, installer_only):
+  """The options of an install command line, less the installer's own."""
+  return {t for t in line.split(' install', 1)[1].split()
+          if t.startswith('--')} - installer_only
+
+
+def test_the_image_installs_what_the_makefile_installs():
+  # The Makefile installs with uv, the image with pip. Their own options
+  # aside (uv compiles bytecode and, with --no-deps, does not check
+  # Requires-Python; pip needs --ignore-requires-python), each file goes in
+  # with the same options.
   with open(os.path.join(PROJECT_DIR, 'Makefile')) as f:
     makefile = f.read()
+  uv_install = re.search(r'^UV_INSTALL = (.*)$', makefile, re.M).group(1)
+  make_lines = [l.replace('$(UV_INSTALL)', uv_install)
+                for l in makefile.splitlines() if l.startswith('\t$(UV_INSTALL)')]
   runs = [rest for keyword, rest in instructions(
-      kubeflow_specs.dockerfile_path()) if keyword == 'RUN']
+      kubeflow_specs.dockerfile_path()) if keyword == 'RUN'
+          and 'pip install' in rest]
   for target in ('-r requirements.lock', '-e .'):
-    [make_line] = [l for l in makefile.splitlines()
-                   if 'pip install' in l and l.rstrip().endswith(target)]
-    flags = set(make_line.split('pip install', 1)[1].split()) - {'--quiet'}
-    assert any(flags == set(run.split('pip install', 1)[1].split())
-               for run in runs if 'pip install' in run), make_line
+    [make_line] = [l for l in make_lines if l.rstrip().endswith(target)]
+    [run] = [r for r in runs if r.rstrip().endswith(target)]
+    assert (_install_options(make_line, {'--quiet', '--python',
+                                         '--compile-bytecode'}) ==
+            _install_options(run, {'--ignore-requires-python'})), make_line
   workdir, _ = copies(kubeflow_specs.dockerfile_path())
   assert workdir == configs.IMAGE_PROJECT_DIR
 
