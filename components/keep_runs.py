@@ -10,6 +10,7 @@ Its KeptRuns output, in this run's folder, tells which runs were kept and
 what was deleted (kept_runs.json, and custom properties).
 """
 
+import dataclasses
 import json
 import os
 from typing import Any, Dict, List
@@ -86,11 +87,7 @@ class Executor(base_executor.BaseExecutor):
     logging.info('%s', collected.describe(keep_runs))
     fileio.makedirs(record.uri)
     with fileio.open(os.path.join(record.uri, RECORD_FILE), 'w') as f:
-      json.dump({'kept_runs': collected.kept_runs,
-                 'served_version': collected.served_version,
-                 'served_runs': collected.served_runs,
-                 'going_runs': collected.going_runs,
-                 'deleted': collected.deleted}, f, indent=2)
+      json.dump(dataclasses.asdict(collected), f, indent=2)
     record.set_int_custom_property('deleted', len(collected.deleted))
     record.set_string_custom_property('kept_runs',
                                       ','.join(collected.kept_runs))

@@ -222,7 +222,7 @@ def plan(pipeline_dir: str, current_run: str, keep_runs: int,
   # Read first: if what is served is unknown, nothing may go.
   version = push_once.newest_version(serving_model_dir)
   runs = scan(pipeline_dir, large_outputs, serving_model_dir)
-  [current] = [run for run in runs if run.name == current_run] or [None]
+  current = next((run for run in runs if run.name == current_run), None)
   if current is None:
     raise LayoutError(f'{_join(pipeline_dir, current_run)}: this run\'s '
                       'folder holds no large output: nothing deleted')
