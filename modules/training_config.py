@@ -58,7 +58,8 @@ class Budget:
       flag='--early-stopping-patience', type=int, metavar='N')
   early_stopping_metric: str = knob(
       'val_accuracy', 'What early stopping watches, and which epoch\'s '
-      'weights it keeps: the Evaluator\'s own measure, on the eval split.')
+      'weights it keeps: the Evaluator\'s measure, on the validation split '
+      '(the eval split makes no choice).')
   # --warm-start (modules/warm_start.py): fine-tuning what the served
   # model learnt needs a fraction of the steps; steps as large as from
   # scratch let it follow the data's drift (BENCHMARKS.md, "A schedule").
