@@ -40,6 +40,10 @@ from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
+# Do's plan, handed to the transforms in exec_properties as TFX's own
+# GenerateExamplesByBeam hands them '_beam_pipeline_args'.
+_PLAN_KEY = '_plan'
+
 
 @dataclasses.dataclass(frozen=True)
 class _Part:
@@ -82,13 +86,13 @@ class _Plan:
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
 def _IdxToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                  split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
+                  split_pattern: str) -> beam.pvalue.PCollection:
   """Reads one IDX split into serialized Examples, one per element.
 
   Image folders never take this way: folder_plan.py hashes them into splits
   by path, where TFX hashes records.
   """
-  del exec_properties  # The plan holds what Do resolved from them.
+  plan = exec_properties[_PLAN_KEY]
   pattern = os.path.join(plan.input_base, split_pattern)
   part = next(part for part in plan.parts if part.pattern == pattern)
   return pipeline | 'Read' >> tfrecord_sink.ReadShards(part.source, part.work)  # pylint: disable=no-value-for-parameter
@@ -256,11 +260,9 @@ def _record(examples, plan: _Plan) -> None:
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   """Reads IDX files or labelled image folders through Apache Beam."""
 
-  _plan: Optional[_Plan] = None
-
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     """The transform TFX's GenerateExamplesByBeam reads a split with."""
-    return functools.partial(_IdxToExample, plan=self._plan)
+    return _IdxToExample
 
   def _write_splits(self, pipeline: beam.Pipeline,
                     exec_properties: Dict[str, Any], plan: _Plan,
@@ -310,7 +312,8 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
           specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config)}
     if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver.resolve(exec_properties, examples)
-    plan = self._plan = _plan(exec_properties, examples.uri)
+    plan = _plan(exec_properties, examples.uri)
+    exec_properties = {**exec_properties, _PLAN_KEY: plan}
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
     progress.reset()
     try:
