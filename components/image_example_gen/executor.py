@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import apache_beam as beam
@@ -43,6 +43,7 @@ from records import features
 # Do's plan, handed to the transforms in exec_properties as TFX's own
 # GenerateExamplesByBeam hands them '_beam_pipeline_args'.
 _PLAN_KEY = '_plan'
+_CONFIG_KEYS = (specs.INPUT_CONFIG_KEY, specs.OUTPUT_CONFIG_KEY)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +191,15 @@ def _log_start(geometry: features.ImageGeometry, encoding: str,
                geometry, encoding, class_names)
 
 
+def _configs(exec_properties: Dict[str, Any]
+             ) -> Tuple[example_gen_pb2.Input, example_gen_pb2.Output]:
+  """The execution's input and output configs."""
+  return tuple(proto_utils.json_to_proto(exec_properties.get(key) or '{}',
+                                         proto)
+               for key, proto in zip(_CONFIG_KEYS, (example_gen_pb2.Input(),
+                                                    example_gen_pb2.Output())))
+
+
 def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
   """Checks the input and plans every part, before Beam starts.
 
@@ -198,10 +208,7 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
     ValueError: a configuration ImageExampleGen does not support.
   """
   options = ImageExampleGenOptions.from_exec_properties(exec_properties)
-  input_config = proto_utils.json_to_proto(
-      exec_properties[specs.INPUT_CONFIG_KEY], example_gen_pb2.Input())
-  output_config = proto_utils.json_to_proto(
-      exec_properties[specs.OUTPUT_CONFIG_KEY], example_gen_pb2.Output())
+  input_config, output_config = _configs(exec_properties)
   input_base = exec_properties[specs.INPUT_BASE_KEY]
   window = span_window.of_execution(exec_properties)
   shortfall = span_window.shortfall(window, options.span_window)
@@ -299,17 +306,11 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     if options.input_format == 'images' and options.eval_percent is not None:
       # Where the pipeline was built without seeing the data.
-      input_config, output_config = folder_layout.fit(
-          exec_properties[specs.INPUT_BASE_KEY],
-          *(proto_utils.json_to_proto(exec_properties.get(key) or '{}', proto)
-            for key, proto in ((specs.INPUT_CONFIG_KEY, example_gen_pb2.Input()),
-                               (specs.OUTPUT_CONFIG_KEY,
-                                example_gen_pb2.Output()))),
-          options.eval_percent)
-      exec_properties = {
-          **exec_properties,
-          specs.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
-          specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config)}
+      fitted = folder_layout.fit(exec_properties[specs.INPUT_BASE_KEY],
+                                 *_configs(exec_properties),
+                                 options.eval_percent)
+      exec_properties = {**exec_properties, **dict(zip(
+          _CONFIG_KEYS, map(proto_utils.proto_to_json, fitted)))}
     if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver.resolve(exec_properties, examples)
     plan = _plan(exec_properties, examples.uri)
