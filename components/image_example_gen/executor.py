@@ -49,7 +49,7 @@ _CONFIG_KEYS = (specs.INPUT_CONFIG_KEY, specs.OUTPUT_CONFIG_KEY)
 @dataclasses.dataclass(frozen=True)
 class _Part:
   """One input written by WriteShards: shard i of each output from work[i]."""
-  label: str
+  label: str  # Its Beam step's.
   source: Any  # idx.Reader or image_folder.Decoder.
   work: List[Any]
   outputs: List[str]  # Output splits.
@@ -135,8 +135,9 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
   for i, (span, split, output, pattern) in enumerate(inputs):
     carve = carve_idx and split.name == validation_split.TRAIN
     idx.log_split(files[pattern], class_names)
+    name = f'{span.folder}/{split.name}' if span.folder else split.name
     parts.append(_Part(
-        label=f'{span.folder}/{split.name}' if span.folder else split.name,
+        label=f'IdxToShards[{name}]',
         source=idx.Reader(files[pattern], encoding, input_base,
                           options.validation_percent if carve else 0),
         work=idx.shard_ranges(files[pattern][0].count, options.num_shards),
@@ -173,7 +174,7 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
   skipped = (image_folder.skipped_files(examples_uri, folders.files)
              if options.skip_bad_images else {})
   parts = [_Part(
-      label=split,
+      label=f'FolderToShards[{split}]',
       source=image_folder.Decoder(
           split, len(files), folders.class_names, geometry,
           split in skipped, encoding, input_base, options.max_image_pixels),
@@ -286,15 +287,16 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
             split_uri(split), plan.options.num_shards)
       return
     for part in plan.parts:
-      skipped = pipeline | f'ToShards[{part.label}]' >> (
+      skipped = pipeline | part.label >> (
           tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
               part.source, part.work, [split_uri(o) for o in part.outputs],
               part.first_shard, part.total_shards))
       if part.skipped_file:
+        split = part.outputs[0]
         _ = (skipped
-             | f'SkippedToJson[{part.label}]' >> beam.Map(json.dumps,
-                                                          sort_keys=True)
-             | f'WriteSkipped[{part.label}]' >> beam.io.WriteToText(
+             | f'SkippedToJson[{split}]' >> beam.Map(json.dumps,
+                                                     sort_keys=True)
+             | f'WriteSkipped[{split}]' >> beam.io.WriteToText(
                  part.skipped_file, num_shards=1, shard_name_template=''))
 
   def Do(self, input_dict: Dict[str, List[Any]],
@@ -332,7 +334,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if options.skip_bad_images:
       image_folder.record_skipped(
           examples, plan.folder_files,
-          {part.label: part.skipped_file for part in plan.parts})
+          {part.outputs[0]: part.skipped_file for part in plan.parts})
     if options.input_format == 'images':
       image_folder.record_os_files(examples, plan.patterns())
     _record(examples, plan)
