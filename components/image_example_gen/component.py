@@ -63,17 +63,12 @@ class ImageExampleGen(FileBasedExampleGen):
       raise ValueError(f'span_window {options.span_window} needs a '
                        'span_dir_pattern (data in span folders)')
     if input_config is None:
-      layout = (folder_layout.detect(input_base, span_dir_pattern)
-                if options.input_format == 'images' and
-                isinstance(input_base, str) else None) or folder_layout.SPLITS
-      if layout == folder_layout.CLASSES and output_config is None:
-        if options.eval_percent is None:
-          raise ValueError(f'{input_base} holds class folders and no train/'
-                           'eval folders: splitting them needs eval_percent')
-        output_config = folder_layout.output_config(layout,
-                                                    options.eval_percent)
       input_config = default_input_config(options.input_format,
-                                          span_dir_pattern, layout)
+                                          span_dir_pattern)
+      if options.input_format == 'images' and isinstance(input_base, str):
+        input_config, output_config = folder_layout.fit(
+            input_base, input_config,
+            output_config or example_gen_pb2.Output(), options.eval_percent)
     super().__init__(
         input_base=input_base,
         input_config=input_config,

@@ -3,14 +3,16 @@
 Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
 configs do not name (validation carved from train, earlier_eval) and writes a
 fixed number of shards per split with tfrecord_sink.py, which never holds a
-split in memory as TFX's sink does.
+split in memory as TFX's sink does. Both formats are planned into parts (an
+input, what reads it, each shard's work, its output splits) before Beam
+starts, and every part is written the same way.
 """
 
 import dataclasses
 import functools
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import apache_beam as beam
@@ -21,7 +23,7 @@ from tfx.components.example_gen import write_split
 from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
-from tfx.types import standard_component_specs
+from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
 from components.image_example_gen import driver
@@ -38,17 +40,28 @@ from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
+# Do's plan, handed to the transforms in exec_properties as TFX's own
+# GenerateExamplesByBeam hands them '_beam_pipeline_args'.
+_PLAN_KEY = '_plan'
+_CONFIG_KEYS = (specs.INPUT_CONFIG_KEY, specs.OUTPUT_CONFIG_KEY)
 
-def _patterns(input_base: str, window: List[span_window.Span]):
-  """(output split, input pattern) of every span's input splits."""
-  return [(span.output_split(split.name, span is window[-1]),
-           os.path.join(input_base, split.pattern))
-          for span in window for split in span.input_config.splits]
+
+@dataclasses.dataclass(frozen=True)
+class _Part:
+  """One input written by WriteShards: shard i of each output from work[i]."""
+  label: str  # Its Beam step's.
+  source: Any  # idx.Reader or image_folder.Decoder.
+  work: List[Any]
+  outputs: List[str]  # Output splits.
+  first_shard: int = 0
+  total_shards: Optional[int] = None
+  pattern: Optional[str] = None  # An IDX input split's.
+  skipped_file: Optional[str] = None  # Where the workers list skips.
 
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
-  """What Do finds before Beam starts, for the transforms that read splits."""
+  """What Do finds before Beam starts: the data's facts and the parts."""
   options: ImageExampleGenOptions
   input_base: str
   window: List[span_window.Span]
@@ -57,68 +70,33 @@ class _Plan:
   geometry: features.ImageGeometry
   encoding: str  # Never 'auto'.
   split_names: List[str]
+  parts: List[_Part]
   geometry_chosen: Optional[str] = None  # None for IDX: files declare it.
-  idx_files: Dict[str, idx.SplitFiles] = dataclasses.field(
-      default_factory=dict)  # {input pattern: its files}
   folder_files: Dict[str, List[str]] = dataclasses.field(
       default_factory=dict)  # {output split: its image files}
-  skipped_files: Dict[str, str] = dataclasses.field(
-      default_factory=dict)  # {output split: where workers list skips}
   carve_idx: bool = False  # The IDX workers carve validation out of train.
 
-
-def _idx_source(plan: _Plan, pattern: str, validation_percent: int = 0):
-  """(tfrecord_sink's source, each shard's work) of an IDX input split."""
-  files = plan.idx_files[pattern]
-  idx.log_split(files, plan.class_names)
-  return (idx.Reader(files, plan.encoding, plan.input_base,
-                            validation_percent),
-          idx.shard_ranges(files[0].count, plan.options.num_shards))
+  def patterns(self):
+    """(output split, input pattern) of every span's input splits."""
+    return [(span.output_split(split.name, span is self.window[-1]),
+             os.path.join(self.input_base, split.pattern))
+            for span in self.window for split in span.input_config.splits]
 
 
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
 @beam.typehints.with_output_types(bytes)
 def _IdxToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
-                  split_pattern: str, plan: _Plan) -> beam.pvalue.PCollection:
+                  split_pattern: str) -> beam.pvalue.PCollection:
   """Reads one IDX split into serialized Examples, one per element.
 
   Image folders never take this way: folder_plan.py hashes them into splits
   by path, where TFX hashes records.
   """
-  del exec_properties  # The plan holds what Do resolved from them.
-  source, work = _idx_source(plan, os.path.join(plan.input_base,
-                                                split_pattern))
-  return pipeline | 'Read' >> tfrecord_sink.ReadShards(source, work)  # pylint: disable=no-value-for-parameter
-
-
-def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
-  """Checks the input and plans every output split, before Beam starts.
-
-  Raises:
-    InputDataError: bad input data, naming the file or folder.
-    ValueError: a configuration ImageExampleGen does not support.
-  """
-  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
-  input_config = proto_utils.json_to_proto(
-      exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
-      example_gen_pb2.Input())
-  output_config = proto_utils.json_to_proto(
-      exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY],
-      example_gen_pb2.Output())
-  input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-  window = span_window.of_execution(exec_properties)
-  shortfall = span_window.shortfall(window, options.span_window)
-  if shortfall:
-    progress.notice(shortfall)
-  if options.input_format == 'idx':
-    fields = _plan_idx(options, input_base, window, input_config,
-                       output_config)
-  else:
-    fields = _plan_folders(options, input_base, window, output_config,
-                           examples_uri)
-  return _Plan(options=options, input_base=input_base, window=window,
-               output_config=output_config, **fields)
+  plan = exec_properties[_PLAN_KEY]
+  pattern = os.path.join(plan.input_base, split_pattern)
+  part = next(part for part in plan.parts if part.pattern == pattern)
+  return pipeline | 'Read' >> tfrecord_sink.ReadShards(part.source, part.work)  # pylint: disable=no-value-for-parameter
 
 
 def _plan_idx(options: ImageExampleGenOptions, input_base: str,
@@ -131,11 +109,15 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
     raise ValueError('a span window of IDX files takes the splits the files '
                      'give; an output_config hash split is not supported '
                      'with it')
-  idx_files = {pattern: idx.split_files(pattern)
-               for _, pattern in _patterns(input_base, window)}
+  inputs = [(span, split, span.output_split(split.name, span is window[-1]),
+             os.path.join(input_base, split.pattern))
+            for span in window for split in span.input_config.splits]
+  files = {pattern: idx.split_files(pattern) for *_, pattern in inputs}
   class_names = list(options.class_names or
-                     idx.class_names_from_labels(idx_files.values()))
-  geometry = idx.dataset_geometry(idx_files.values())
+                     idx.class_names_from_labels(files.values()))
+  geometry = idx.dataset_geometry(files.values())
+  encoding = features.resolve_encoding(options.image_encoding, geometry,
+                                       options.png_min_pixels)
   names = [split.name for split in input_config.splits]
   carve_idx = bool(options.validation_percent and not hash_split and
                    validation_split.TRAIN in names and
@@ -147,10 +129,24 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
                        validation_split.SPLIT)
   if len(window) > 1 and span_window.EVAL_SPLIT in split_names:
     split_names.append(span_window.EARLIER_EVAL_SPLIT)
-  return dict(class_names=class_names, geometry=geometry,
-              split_names=split_names, idx_files=idx_files,
-              carve_idx=carve_idx, encoding=features.resolve_encoding(
-                  options.image_encoding, geometry, options.png_min_pixels))
+  _log_start(geometry, encoding, class_names)
+  outputs = [output for _, _, output, _ in inputs]
+  parts = []
+  for i, (span, split, output, pattern) in enumerate(inputs):
+    carve = carve_idx and split.name == validation_split.TRAIN
+    idx.log_split(files[pattern], class_names)
+    name = f'{span.folder}/{split.name}' if span.folder else split.name
+    parts.append(_Part(
+        label=f'IdxToShards[{name}]',
+        source=idx.Reader(files[pattern], encoding, input_base,
+                          options.validation_percent if carve else 0),
+        work=idx.shard_ranges(files[pattern][0].count, options.num_shards),
+        outputs=[output] + ([validation_split.SPLIT] if carve else []),
+        first_shard=outputs[:i].count(output) * options.num_shards,
+        total_shards=outputs.count(output) * options.num_shards,
+        pattern=pattern))
+  return dict(class_names=class_names, geometry=geometry, encoding=encoding,
+              split_names=split_names, parts=parts, carve_idx=carve_idx)
 
 
 def _plan_folders(options: ImageExampleGenOptions, input_base: str,
@@ -172,54 +168,61 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
     progress.notice(f'images converted to {geometry.height}x{geometry.width}'
                     f'x{geometry.channels}: {chosen}; --image-size and '
                     '--channels set them')
-  return dict(
-      class_names=folders.class_names, geometry=geometry,
-      geometry_chosen=chosen, split_names=list(folders.files),
-      folder_files=folders.files,
-      skipped_files=(image_folder.skipped_files(examples_uri, folders.files)
-                     if options.skip_bad_images else {}),
-      encoding=features.resolve_encoding(options.image_encoding, geometry,
-                                         options.png_min_pixels))
+  encoding = features.resolve_encoding(options.image_encoding, geometry,
+                                       options.png_min_pixels)
+  _log_start(geometry, encoding, folders.class_names)
+  skipped = (image_folder.skipped_files(examples_uri, folders.files)
+             if options.skip_bad_images else {})
+  parts = [_Part(
+      label=f'FolderToShards[{split}]',
+      source=image_folder.Decoder(
+          split, len(files), folders.class_names, geometry,
+          split in skipped, encoding, input_base, options.max_image_pixels),
+      work=image_folder.shard_paths(files, options.num_shards),
+      outputs=[split], skipped_file=skipped.get(split))
+           for split, files in folders.files.items()]
+  return dict(class_names=folders.class_names, geometry=geometry,
+              geometry_chosen=chosen, split_names=list(folders.files),
+              folder_files=folders.files, encoding=encoding, parts=parts)
 
 
-def _write_folders(pipeline: beam.Pipeline, plan: _Plan,
-                   split_uri: Callable[[str], str]) -> None:
-  """Writes each output split of image folders, as folder_plan.py listed it."""
-  for split, files in plan.folder_files.items():
-    skipped_file = plan.skipped_files.get(split)
-    source = image_folder.Decoder(
-        split, len(files), plan.class_names, plan.geometry,
-        bool(skipped_file), plan.encoding, plan.input_base,
-        plan.options.max_image_pixels)
-    skipped = (pipeline
-               | f'FolderToShards[{split}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-                   source, image_folder.shard_paths(
-                       files, plan.options.num_shards), [split_uri(split)]))
-    if skipped_file:
-      _ = (skipped
-           | f'SkippedToJson[{split}]' >> beam.Map(json.dumps, sort_keys=True)
-           | f'WriteSkipped[{split}]' >> beam.io.WriteToText(
-               skipped_file, num_shards=1, shard_name_template=''))
+def _log_start(geometry: features.ImageGeometry, encoding: str,
+               class_names: List[str]) -> None:
+  logging.info('Generating examples of %s images (%s) with classes %s.',
+               geometry, encoding, class_names)
 
 
-def _write_idx(pipeline: beam.Pipeline, plan: _Plan,
-               split_uri: Callable[[str], str]) -> None:
-  """Writes each input split of IDX files (and validation, where carved)."""
-  num_shards = plan.options.num_shards
-  newest = plan.window[-1]
-  inputs = [(span, split, span.output_split(split.name, span is newest))
-            for span in plan.window for split in span.input_config.splits]
-  outputs = [output for _, _, output in inputs]
-  for i, (span, split, output) in enumerate(inputs):
-    carve = plan.carve_idx and split.name == validation_split.TRAIN
-    label = f'{span.folder}/{split.name}' if span.folder else split.name
-    _ = pipeline | f'IdxToShards[{label}]' >> tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
-        *_idx_source(plan, os.path.join(plan.input_base, split.pattern),
-                     plan.options.validation_percent if carve else 0),
-        [split_uri(output)] + ([split_uri(validation_split.SPLIT)] if carve
-                               else []),
-        first_shard=outputs[:i].count(output) * num_shards,
-        total_shards=outputs.count(output) * num_shards)
+def _configs(exec_properties: Dict[str, Any]
+             ) -> Tuple[example_gen_pb2.Input, example_gen_pb2.Output]:
+  """The execution's input and output configs."""
+  return tuple(proto_utils.json_to_proto(exec_properties.get(key) or '{}',
+                                         proto)
+               for key, proto in zip(_CONFIG_KEYS, (example_gen_pb2.Input(),
+                                                    example_gen_pb2.Output())))
+
+
+def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
+  """Checks the input and plans every part, before Beam starts.
+
+  Raises:
+    InputDataError: bad input data, naming the file or folder.
+    ValueError: a configuration ImageExampleGen does not support.
+  """
+  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+  input_config, output_config = _configs(exec_properties)
+  input_base = exec_properties[specs.INPUT_BASE_KEY]
+  window = span_window.of_execution(exec_properties)
+  shortfall = span_window.shortfall(window, options.span_window)
+  if shortfall:
+    progress.notice(shortfall)
+  if options.input_format == 'idx':
+    fields = _plan_idx(options, input_base, window, input_config,
+                       output_config)
+  else:
+    fields = _plan_folders(options, input_base, window, output_config,
+                           examples_uri)
+  return _Plan(options=options, input_base=input_base, window=window,
+               output_config=output_config, **fields)
 
 
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
@@ -265,11 +268,9 @@ def _record(examples, plan: _Plan) -> None:
 class Executor(base_example_gen_executor.BaseExampleGenExecutor):
   """Reads IDX files or labelled image folders through Apache Beam."""
 
-  _plan: Optional[_Plan] = None
-
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     """The transform TFX's GenerateExamplesByBeam reads a split with."""
-    return functools.partial(_IdxToExample, plan=self._plan)
+    return _IdxToExample
 
   def _write_splits(self, pipeline: beam.Pipeline,
                     exec_properties: Dict[str, Any], plan: _Plan,
@@ -277,34 +278,46 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     """Writes every output split's shards."""
     split_uri = functools.partial(artifact_utils.get_split_uri,
                                   examples_channel)
-    if plan.options.input_format == 'images':
-      _write_folders(pipeline, plan, split_uri)
-    elif plan.output_config.split_config.splits:
+    if (plan.options.input_format == 'idx' and
+        plan.output_config.split_config.splits):
       # One input split hashed into output splits: TFX's own code.
       for split, records in self.GenerateExamplesByBeam(
           pipeline, exec_properties).items():
         _ = records | f'WriteSplit[{split}]' >> tfrecord_sink.WriteSplit(  # pylint: disable=no-value-for-parameter
             split_uri(split), plan.options.num_shards)
-    else:
-      _write_idx(pipeline, plan, split_uri)
+      return
+    for part in plan.parts:
+      skipped = pipeline | part.label >> (
+          tfrecord_sink.WriteShards(  # pylint: disable=no-value-for-parameter
+              part.source, part.work, [split_uri(o) for o in part.outputs],
+              part.first_shard, part.total_shards))
+      if part.skipped_file:
+        split = part.outputs[0]
+        _ = (skipped
+             | f'SkippedToJson[{split}]' >> beam.Map(json.dumps,
+                                                     sort_keys=True)
+             | f'WriteSkipped[{split}]' >> beam.io.WriteToText(
+                 part.skipped_file, num_shards=1, shard_name_template=''))
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
     """Checks and plans the input, writes every split, records what it found."""
-    examples_channel = output_dict[standard_component_specs.EXAMPLES_KEY]
+    examples_channel = output_dict[specs.EXAMPLES_KEY]
     examples = artifact_utils.get_single_instance(examples_channel)
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     if options.input_format == 'images' and options.eval_percent is not None:
       # Where the pipeline was built without seeing the data.
-      exec_properties = folder_layout.resolve(exec_properties,
-                                              options.eval_percent)
+      fitted = folder_layout.fit(exec_properties[specs.INPUT_BASE_KEY],
+                                 *_configs(exec_properties),
+                                 options.eval_percent)
+      exec_properties = {**exec_properties, **dict(zip(
+          _CONFIG_KEYS, map(proto_utils.proto_to_json, fitted)))}
     if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver.resolve(exec_properties, examples)
-    plan = self._plan = _plan(exec_properties, examples.uri)
+    plan = _plan(exec_properties, examples.uri)
+    exec_properties = {**exec_properties, _PLAN_KEY: plan}
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
-    logging.info('Generating examples of %s images (%s) with classes %s.',
-                 plan.geometry, plan.encoding, plan.class_names)
     progress.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
@@ -319,10 +332,10 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if plan.carve_idx:
       _check_validation_written(examples_channel, plan)
     if options.skip_bad_images:
-      image_folder.record_skipped(examples, plan.folder_files,
-                                  plan.skipped_files)
+      image_folder.record_skipped(
+          examples, plan.folder_files,
+          {part.outputs[0]: part.skipped_file for part in plan.parts})
     if options.input_format == 'images':
-      image_folder.record_os_files(examples,
-                                   _patterns(plan.input_base, plan.window))
+      image_folder.record_os_files(examples, plan.patterns())
     _record(examples, plan)
     logging.info('Examples generated.')

@@ -14,12 +14,10 @@ import hashlib
 import itertools
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from tfx.proto import example_gen_pb2
-from tfx.types import standard_component_specs
-from tfx.utils import proto_utils
 
 from components.image_example_gen import image_folder
 from components.image_example_gen.span_pattern import check_span_dir_pattern
@@ -94,91 +92,53 @@ def layouts_expected(data_dir: str) -> str:
           f'hash of each path)')
 
 
-def detect(input_base: str, span_dir_pattern: Optional[str] = None
-           ) -> Optional[str]:
+def _detect(input_base: str, span_dir_pattern: Optional[str]) -> Optional[str]:
   """The layout of `input_base` or its span folders; None if none is clear."""
-  try:
-    if span_dir_pattern is None:
-      return layout_of(input_base)
-    spans = sorted(tf.io.gfile.glob(os.path.join(
-        input_base, span_prefix(span_dir_pattern).rstrip('/').replace(
-            '{SPAN}', '*'))), key=_span_order)
-    found = [layout for layout in map(layout_of, spans) if layout]
-    layouts = set(found)
-    if layouts == {SPLITS, SPLITS_WITH_VALIDATION}:
-      # A validation folder is the newest span's to give or not.
-      return found[-1]
-    return layouts.pop() if len(layouts) == 1 else None
-  except (tf.errors.OpError, OSError):
-    return None
+  if span_dir_pattern is None:
+    return layout_of(input_base)
+  spans = sorted(tf.io.gfile.glob(os.path.join(
+      input_base, span_dir_pattern.replace('{SPAN}', '*'))),
+                 key=lambda d: [int(n) for n in re.findall(
+                     r'\d+', os.path.basename(d))])
+  found = [layout for layout in map(layout_of, spans) if layout]
+  if set(found) == {SPLITS, SPLITS_WITH_VALIDATION}:
+    return found[-1]  # A validation folder is the newest span's to give.
+  return found[0] if len(set(found)) == 1 else None
 
 
-def _span_order(folder: str) -> Tuple[int, ...]:
-  return tuple(int(n) for n in re.findall(r'\d+', os.path.basename(folder)))
+def fit(input_base: str, configured: example_gen_pb2.Input,
+        output: example_gen_pb2.Output, eval_percent: Optional[int]
+        ) -> Tuple[example_gen_pb2.Input, example_gen_pb2.Output]:
+  """The input and output configs of the layout on disk.
 
+  Only the splits layout's input config (input_config(SPLITS)) is fitted:
+  the component's default, or what a pipeline built without seeing the data
+  configured; an output_config with splits is kept.
 
-def fit(input_base: str, configured: example_gen_pb2.Input
-        ) -> example_gen_pb2.Input:
-  """The input config of the layout on disk, if the splits one's was set."""
+  Raises:
+    ValueError: class folders without train/eval folders, no output_config
+      splits and no eval_percent to split them.
+  """
   patterns = {split.name: split.pattern for split in configured.splits}
   if sorted(patterns) != sorted(SPLIT_NAMES):
-    return configured
+    return configured, output
   span_dir_pattern = patterns['train'][:-len('train/*/*')].strip('/') or None
   try:
     if input_config(SPLITS, span_dir_pattern) != configured:
-      return configured
+      return configured, output
+    layout = _detect(input_base, span_dir_pattern)
   except ValueError:  # A span folder TFX's driver has already resolved.
-    return configured
-  layout = detect(input_base, span_dir_pattern)
+    return configured, output
+  except (tf.errors.OpError, OSError):
+    return configured, output
   if layout not in (CLASSES, SPLITS_WITH_VALIDATION):
-    return configured
-  return input_config(layout, span_dir_pattern)
-
-
-def resolve(exec_properties: Dict[str, Any],
-            eval_percent: int) -> Dict[str, Any]:
-  """Execution properties whose input and output configs fit the data."""
-  configured = proto_utils.json_to_proto(
-      exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
-      example_gen_pb2.Input())
-  if proto_utils.json_to_proto(
-      exec_properties.get(standard_component_specs.OUTPUT_CONFIG_KEY)
-      or '{}',
-      example_gen_pb2.Output()).split_config.splits:
-    return exec_properties
-  fitted = fit(exec_properties[standard_component_specs.INPUT_BASE_KEY],
-               configured)
-  if fitted == configured:
-    return exec_properties
-  fitted_properties = {
-      **exec_properties,
-      standard_component_specs.INPUT_CONFIG_KEY: proto_utils.proto_to_json(
-          fitted)}
-  if len(fitted.splits) == 1:  # The classes layout.
-    fitted_properties[standard_component_specs.OUTPUT_CONFIG_KEY] = (
-        proto_utils.proto_to_json(output_config(CLASSES, eval_percent)))
-  return fitted_properties
-
-
-def span_siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
-  """{span: folder} of the folders named like span `span`'s `folder`.
-
-  E.g. span-6 and span-12 beside span-7; empty if `folder` is not one folder
-  name holding the number `span`.
-  """
-  runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
-  if not folder or '/' in folder or not runs:
-    return {}
-  number = runs[-1]
-  sibling = re.compile(re.escape(folder[:number.start()]) + r'(\d+)' +
-                       re.escape(folder[number.end():]))
-  found = {}
-  for name in sorted(tf.io.gfile.listdir(input_base)):
-    match = sibling.fullmatch(name.rstrip('/'))
-    if match:
-      found.setdefault(int(match.group(1)),
-                       os.path.join(input_base, name.rstrip('/')))
-  return found
+    return configured, output
+  if layout == CLASSES and not output.split_config.splits:
+    if eval_percent is None:
+      raise ValueError(f'{input_base} holds class folders and no train/'
+                       'eval folders: splitting them needs eval_percent')
+    output = output_config(layout, eval_percent)
+  return input_config(layout, span_dir_pattern), output
 
 
 def partition(files: Sequence[str], data_dir: str,

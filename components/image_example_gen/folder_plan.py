@@ -91,8 +91,7 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
   if span <= 0 or folder is None:
     return
   try:
-    window = span_window.resolve(input_base, input_config, span, 2,
-                                 span_window.fit_images)
+    window = span_window.resolve(input_base, input_config, span, 2, 'images')
   except ValueError:  # Not one span folder with the span's number.
     return
   if len(window) < 2:

@@ -26,7 +26,8 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
   """Measures the input of `input_config` under `input_base`, unread."""
   records = size = train = 0
   if input_format == 'images':
-    input_config = folder_layout.fit(input_base, input_config)
+    input_config, _ = folder_layout.fit(  # The input splits only.
+        input_base, input_config, example_gen_pb2.Output(), eval_percent=0)
   for split in input_config.splits:
     split_records = 0
     # {SPAN}, {SPAN:4}, {VERSION}, {YYYY}...: any span, version or date.

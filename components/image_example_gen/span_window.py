@@ -1,14 +1,16 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
 TFX's driver resolves the newest span; the window adds the N-1 newest earlier
-span folders that hold data. Their eval goes to EARLIER_EVAL_SPLIT, so a
-model is judged on today's data.
+span folders that hold data: folders named like the newest's with another
+number (span-6 and span-12 beside span-7). Their eval goes to
+EARLIER_EVAL_SPLIT, so a model is judged on today's data.
 """
 
 import dataclasses
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional
+import re
+from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 from tfx.components.example_gen import utils as example_gen_utils
@@ -45,27 +47,52 @@ def span_folder(input_config: example_gen_pb2.Input) -> Optional[str]:
   return folders.pop()
 
 
+def _siblings(input_base: str, folder: str, span: int) -> Dict[int, str]:
+  """{span: folder name} of the folders named like span `span`'s `folder`."""
+  runs = [m for m in re.finditer(r'\d+', folder) if int(m.group()) == span]
+  if not folder or '/' in folder or not runs:
+    return {}
+  sibling = re.compile(re.escape(folder[:runs[-1].start()]) + r'(\d+)' +
+                       re.escape(folder[runs[-1].end():]))
+  found = {}
+  for name in sorted(tf.io.gfile.listdir(input_base)):
+    match = sibling.fullmatch(name.rstrip('/'))
+    if match:
+      found.setdefault(int(match.group(1)), name.rstrip('/'))
+  return found
+
+
+def _fit(input_base: str, name: str, config: example_gen_pb2.Input,
+         input_format: str) -> Optional[example_gen_pb2.Input]:
+  """The input config of an earlier span's folder `name`; None: no data."""
+  if input_format == 'idx':  # The newest span's patterns, if any match.
+    return config if any(tf.io.gfile.glob(os.path.join(
+        input_base, split.pattern)) for split in config.splits) else None
+  layout = folder_layout.layout_of(os.path.join(input_base, name))
+  if layout is None:
+    return None
+  config = folder_layout.input_config(layout)
+  for split in config.splits:
+    split.pattern = f'{name}/{split.pattern}'
+  return config
+
+
 def resolve(input_base: str, input_config: example_gen_pb2.Input,
-            newest: int, size: int,
-            fit: Callable[[str, example_gen_pb2.Input],
-                          Optional[example_gen_pb2.Input]]) -> List[Span]:
+            newest: int, size: int, input_format: str) -> List[Span]:
   """The window's spans, oldest first: span `newest` and earlier spans on disk.
 
   Args:
     input_config: span `newest`'s, as TFX's driver resolved it.
     size: the most spans in the window.
-    fit: (an earlier span's folder, `input_config` moved there) -> the input
-      config to read it with, or None to pass the span over.
 
   Raises:
     ValueError: a window of more than one span, and the split patterns do not
       all start with one span folder holding the span number.
   """
-  if size == 1:
-    folder = (span_folder(input_config) or '') if newest else ''
-    return [Span(newest, folder, input_config)]
   folder = span_folder(input_config)
-  siblings = folder_layout.span_siblings(input_base, folder or '', newest)
+  if size == 1:
+    return [Span(newest, (folder or '') if newest else '', input_config)]
+  siblings = _siblings(input_base, folder or '', newest)
   if not siblings:
     patterns = [split.pattern for split in input_config.splits]
     raise ValueError(
@@ -75,38 +102,15 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
   for number in sorted((n for n in siblings if n < newest), reverse=True):
     if len(window) == size:
       break
-    name = os.path.basename(siblings[number])
     config = example_gen_pb2.Input()
     config.CopyFrom(input_config)
     for split in config.splits:
-      split.pattern = f'{name}/{split.pattern.strip("/").split("/", 1)[1]}'
-    config = fit(siblings[number], config)
+      split.pattern = (f'{siblings[number]}/'
+                       f'{split.pattern.strip("/").split("/", 1)[1]}')
+    config = _fit(input_base, siblings[number], config, input_format)
     if config is not None:
-      window.append(Span(number, name, config))
+      window.append(Span(number, siblings[number], config))
   return window[::-1]
-
-
-def fit_images(folder: str, config: example_gen_pb2.Input
-               ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for image folders: the input config of its layout."""
-  del config  # The folder's own layout instead.
-  layout = folder_layout.layout_of(folder)
-  if layout is None:
-    return None
-  config = folder_layout.input_config(layout)
-  for split in config.splits:
-    split.pattern = f'{os.path.basename(folder)}/{split.pattern}'
-  return config
-
-
-def fit_idx(folder: str, config: example_gen_pb2.Input
-            ) -> Optional[example_gen_pb2.Input]:
-  """resolve's `fit` for IDX files: the newest span's patterns, if any match."""
-  input_base = os.path.dirname(folder)
-  if any(tf.io.gfile.glob(os.path.join(input_base, split.pattern))
-         for split in config.splits):
-    return config
-  return None
 
 
 def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
@@ -127,8 +131,7 @@ def of_execution(exec_properties: Dict[str, Any]) -> List[Span]:
           exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
           example_gen_pb2.Input()),
       exec_properties[example_gen_utils.SPAN_PROPERTY_NAME],
-      options.span_window,
-      fit_idx if options.input_format == 'idx' else fit_images)
+      options.span_window, options.input_format)
 
 
 def encode_spans(window: List[Span]) -> str:
