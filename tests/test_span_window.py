@@ -89,6 +89,21 @@ def test_idx_window_reads_the_newest_spans_eval_apart(tmp_path):
         standard_component_specs.EXAMPLE_SPLITS_KEY: splits}) == line
 
 
+def test_progress_counts_each_span_of_an_idx_window_apart(tmp_path,
+                                                         monkeypatch):
+  monkeypatch.setattr(example_gen_progress, 'INTERVAL_SECONDS', 0)
+  _idx_spans(tmp_path / 'data', {1: (10, 5), 2: (12, 6)})
+  with absl_lines(example_gen_progress.PROGRESS_LINE) as lines:
+    _run(tmp_path / 'data', tmp_path / 'out', 2, validation_percent=0)
+  assert {f'ImageExampleGen: span-{span}/{name}-images-idx3-ubyte.gz: '
+          f'{n} of {n} images read (100%)'
+          for span, name, n in ((1, 'train', 10), (2, 'train', 12),
+                                (1, 't10k', 5), (2, 't10k', 6))} <= set(
+                                    lines), lines
+  assert all(int(line.rsplit('(', 1)[1].rstrip('%)')) <= 100
+             for line in lines), lines
+
+
 def _images(data, span, classes, splits=('train', 'eval'), per_class=3):
   for split in splits:
     for name in classes:

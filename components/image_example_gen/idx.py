@@ -332,8 +332,8 @@ class Reader:
     self._per_chunk = max(1, CHUNK_BYTES // self._images.item_size)
     self._validation_percent = validation_percent
     self._readers = None  # Opened when first used: Beam pickles the Reader.
-    self._progress = progress.SplitProgress(
-        os.path.basename(self._images.path), self._images.count)
+    # Named as the sources are: the spans of a window have the same names.
+    self._progress = progress.SplitProgress(name, self._images.count)
 
   def _examples(self, images: np.ndarray, labels: np.ndarray,
                 indices: np.ndarray) -> List[bytes]:
