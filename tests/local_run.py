@@ -5,7 +5,8 @@ libraries of the DAG's components, the same for every run. `run` starts each
 run as a fork of a Python that has already imported them, one per test
 process (tests/preloaded_python.py): the same program, with its own process,
 arguments, environment, output and exit status. A test of what a run does
-or prints as it starts asks for a Python of the run's own (`fresh`).
+or prints as it starts asks for a Python of the run's own (`fresh`). The
+inspector's commands run the same way (`python`: tests/tiny_runs.py).
 """
 
 import atexit
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from tests import preloaded_python
 
@@ -59,8 +60,11 @@ def _preloaded() -> preloaded_python.Server:
   return _servers[0]
 
 
-def _run_preloaded(command: List[str],
-                   timeout: int) -> subprocess.CompletedProcess:
+def python(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
+  """Runs `python ARGS` (a script, or -m MODULE) in the project's folder as
+  a fork of this process's preloaded Python, with this process's
+  environment; its stdout and stderr apart."""
+  command = [sys.executable, *args]
   with tempfile.TemporaryDirectory() as tmp:
     stdout, stderr = os.path.join(tmp, 'stdout'), os.path.join(tmp, 'stderr')
     status = _preloaded().run(command, dict(os.environ), PROJECT_DIR, stdout,
@@ -81,16 +85,16 @@ def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
     preloaded one (see above); so is every run with `env` or
     `obey_permissions`.
   """
-  command = [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
-             *args]
+  script = os.path.join(PROJECT_DIR, 'local_runner.py')
   if fresh or env or obey_permissions:
     prefix = (_OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0
               else [])
     result = subprocess.run(
-        [*prefix, *command], capture_output=True, text=True, cwd=PROJECT_DIR,
-        timeout=timeout, env={**os.environ, **(env or {})})
+        [*prefix, sys.executable, script, *args], capture_output=True,
+        text=True, cwd=PROJECT_DIR, timeout=timeout,
+        env={**os.environ, **(env or {})})
   else:
-    result = _run_preloaded(command, timeout)
+    result = python([script, *args], timeout)
   print(result.stdout, result.stderr)
   return result
 

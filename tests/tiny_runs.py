@@ -7,8 +7,6 @@ directory."""
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -60,11 +58,10 @@ CLASS_RECORDS = {split: np.bincount(labels, minlength=10).tolist()
 
 
 def inspect(out_dir, *args, expect_rc=0):
-  """Runs the CLI on `out_dir`'s store; returns the completed process."""
-  result = subprocess.run(
-      [sys.executable, '-m', 'inspector', '--output-dir', str(out_dir),
-       *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
-      timeout=300)
+  """Runs the CLI on `out_dir`'s store, as a fork of the preloaded Python
+  (tests/local_run.py); returns the completed process."""
+  result = local_run.python(['-m', 'inspector', '--output-dir', str(out_dir),
+                             *args], timeout=300)
   assert result.returncode == expect_rc, result.stderr[-3000:]
   # Whatever the command, the libraries' deprecation warnings are not shown.
   assert 'deprecat' not in result.stderr.lower(), result.stderr[-3000:]
