@@ -23,7 +23,7 @@ from tests import preloaded_python
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Single-process Beam, for the runs that are about something else.
 ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
-# What every run imports before its first component (runners/startup.py).
+# The libraries every run imports before its first component.
 _PRELOADED = ('tfx.v1', 'tfx.components', 'apache_beam', 'tensorflow_transform',
               'tensorflow_data_validation', 'tensorflow_model_analysis',
               'tf_keras')
