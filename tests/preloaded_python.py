@@ -120,8 +120,10 @@ def _child(request) -> None:
       runpy.run_path(argv[0], run_name='__main__')
     status = 0
   except SystemExit as e:
-    status = e.code if isinstance(e.code, int) else (0 if e.code is None
-                                                      else 1)
+    if e.code is None or isinstance(e.code, int):
+      status = e.code or 0
+    else:  # As Python does with sys.exit('message'): said on stderr.
+      print(e.code, file=sys.stderr)
   except BaseException:  # pylint: disable=broad-except
     traceback.print_exc()
   finally:
