@@ -4,7 +4,8 @@ test` runs the tests on 2 xdist workers (tests/xdist_groups.py)."""
 
 # pylint: disable=unused-import
 from tests.tiny_models import grey_model
-from tests.tiny_runs import first_report, stopped_run, tuned_run, two_runs
+from tests.tiny_runs import (first_report, stopped_run, tuned_run, two_runs,
+                              warm_run)
 from tests.xdist_groups import pytest_collection_modifyitems
 
 import pytest

@@ -1,15 +1,33 @@
-"""Running local_runner.py the way a user does: as a program."""
+"""Running local_runner.py the way a user does: as a program.
 
+A run's first seconds of CPU go to importing TFX, TensorFlow, Beam and the
+libraries of the DAG's components, the same for every run. `run` starts each
+run as a fork of a Python that has already imported them, one per test
+process (tests/preloaded_python.py): the same program, with its own process,
+arguments, environment, output and exit status. A test of what a run does
+or prints as it starts asks for a Python of the run's own (`fresh`). The
+inspector's commands run the same way (`python`: tests/tiny_runs.py).
+"""
+
+import atexit
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from typing import Dict, Optional
+import tempfile
+from typing import Dict, List, Optional, Sequence
+
+from tests import preloaded_python
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Single-process Beam, for the runs that are about something else.
 ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
+# The libraries every run imports before its first component.
+_PRELOADED = ('tfx.v1', 'tfx.components', 'apache_beam', 'tensorflow_transform',
+              'tensorflow_data_validation', 'tensorflow_model_analysis',
+              'tf_keras')
+_servers: List[preloaded_python.Server] = []  # This process's, once started.
 
 
 # Root reads any file whatever its mode; without these two capabilities it
@@ -30,19 +48,53 @@ def permissions_enforceable() -> str:
   return ''
 
 
+def _preloaded() -> preloaded_python.Server:
+  """This process's preloaded Python, started on first use."""
+  if not _servers:
+    # Started as local_runner.py starts TensorFlow (runners/startup.py
+    # quiet_tensorflow), before it loads.
+    env = dict(os.environ)
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    _servers.append(preloaded_python.Server(env, modules=_PRELOADED))
+    atexit.register(_servers[0].close)
+  return _servers[0]
+
+
+def python(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
+  """Runs `python ARGS` (a script, or -m MODULE) in the project's folder as
+  a fork of this process's preloaded Python, with this process's
+  environment; its stdout and stderr apart."""
+  command = [sys.executable, *args]
+  with tempfile.TemporaryDirectory() as tmp:
+    stdout, stderr = os.path.join(tmp, 'stdout'), os.path.join(tmp, 'stderr')
+    status = _preloaded().run(command, dict(os.environ), PROJECT_DIR, stdout,
+                              timeout, stderr_path=stderr)
+    with open(stdout) as out, open(stderr) as err:
+      return subprocess.CompletedProcess(command, status, out.read(),
+                                         err.read())
+
+
 def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
-        env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+        env: Optional[Dict[str, str]] = None,
+        fresh: bool = False) -> subprocess.CompletedProcess:
   """Runs local_runner.py with `args`; its output is printed for pytest -rA.
 
   obey_permissions: when root, run without root's power to read any file.
   env: variables to set on top of this process's environment.
+  fresh: in a Python started for the run, as a user's is, not a fork of the
+    preloaded one (see above); so is every run with `env` or
+    `obey_permissions`.
   """
-  prefix = _OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0 else []
-  result = subprocess.run(
-      [*prefix, sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
-       *args],
-      capture_output=True, text=True, cwd=PROJECT_DIR, timeout=timeout,
-      env={**os.environ, **(env or {})})
+  script = os.path.join(PROJECT_DIR, 'local_runner.py')
+  if fresh or env or obey_permissions:
+    prefix = (_OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0
+              else [])
+    result = subprocess.run(
+        [*prefix, sys.executable, script, *args], capture_output=True,
+        text=True, cwd=PROJECT_DIR, timeout=timeout,
+        env={**os.environ, **(env or {})})
+  else:
+    result = python([script, *args], timeout)
   print(result.stdout, result.stderr)
   return result
 

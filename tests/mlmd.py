@@ -39,6 +39,11 @@ def live_artifacts(store, type_name: str) -> List[metadata_store_pb2.Artifact]:
           if a.state == metadata_store_pb2.Artifact.LIVE]
 
 
+def newest(store, type_name: str) -> metadata_store_pb2.Artifact:
+  """The newest artifact of a type, whatever its state."""
+  return max(store.get_artifacts_by_type(type_name), key=lambda a: a.id)
+
+
 def wait_for_execution(output_dir: str, node_id: str, state: str = 'RUNNING',
                        timeout: float = 300, process=None) -> None:
   """Polls the store of a run in progress until `node_id` has an execution

@@ -10,6 +10,10 @@ arguments, environment, working directory and log, and its own exit
 status, whose third-party imports are already done. The project's own
 modules and tensorflow-io are imported by each task, as in a container.
 
+tests/local_run.py runs local_runner.py the same way, for the same
+reason: one server per test process, with TFX, Beam and the libraries of
+the DAG's components imported.
+
 The server reads one JSON request a line on stdin and answers on stdout
 with the child's pid, then its exit status.
 """
@@ -25,7 +29,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What TFX's Kubeflow entrypoint imports, and the libraries of the
@@ -55,9 +59,12 @@ class Server:
             (command[1] == '-m' or not command[1].startswith('-')))
 
   def run(self, command: List[str], env: Dict[str, str], cwd: str,
-          log_path: str, timeout: float) -> int:
+          log_path: str, timeout: float,
+          stderr_path: Optional[str] = None) -> int:
     """Runs `command` (see `runs`) with its output to `log_path`; returns
     its exit status.
+
+    stderr_path: where its stderr goes apart, when given.
 
     Raises:
       subprocess.TimeoutExpired: it ran longer than `timeout` (killed).
@@ -65,7 +72,8 @@ class Server:
     if not self.runs(command):
       raise ValueError(f'not a python -m or script command: {command}')
     request = memoryview(json.dumps(dict(
-        argv=command[1:], env=env, cwd=cwd, log=log_path)).encode() + b'\n')
+        argv=command[1:], env=env, cwd=cwd, log=log_path,
+        stderr=stderr_path)).encode() + b'\n')
     while request:  # Unbuffered: a pipe takes part of a long line at a time.
       request = request[self._process.stdin.write(request):]
     # Unbuffered reads too, line by line: select() sees what is unread.
@@ -93,9 +101,11 @@ def _child(request) -> None:
   process; exits with its status."""
   status = 1
   try:
-    log = os.open(request['log'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    log = os.open(request['log'], flags)
     os.dup2(log, 1)
-    os.dup2(log, 2)
+    os.dup2(os.open(request['stderr'], flags) if request.get('stderr')
+            else log, 2)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.chdir(request['cwd'])
     os.environ.clear()
@@ -110,8 +120,10 @@ def _child(request) -> None:
       runpy.run_path(argv[0], run_name='__main__')
     status = 0
   except SystemExit as e:
-    status = e.code if isinstance(e.code, int) else (0 if e.code is None
-                                                      else 1)
+    if e.code is None or isinstance(e.code, int):
+      status = e.code or 0
+    else:  # As Python does with sys.exit('message'): said on stderr.
+      print(e.code, file=sys.stderr)
   except BaseException:  # pylint: disable=broad-except
     traceback.print_exc()
   finally:

@@ -170,7 +170,7 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
     result = run('--data-dir', str(data), '--input-format', layout,
                  '--output-dir', str(tmp_path / 'out'), *class_names,
                  *([ONE_PROCESS] if damage != 'corrupt' else []),
-                 obey_permissions=True)
+                 obey_permissions=damage == 'unreadable')
   finally:
     if damage == 'unreadable':
       (data / 'train' / 'fish').chmod(0o755)  # So that pytest can clean up.

@@ -15,6 +15,9 @@ import os, sys
 print(os.getpid(), sys.argv[1:], os.environ.get('TASK'), os.getcwd())
 if sys.argv[1] == 'fail':
   raise ValueError('the task failed')
+if sys.argv[1] == 'refuse':
+  print('refusing', file=sys.stderr)
+  sys.exit('error: refused')
 sys.exit(int(sys.argv[1]))
 '''
 
@@ -25,13 +28,16 @@ def server():
     yield started
 
 
-def _run(server, tmp_path, *args, timeout=60):
+def _run(server, tmp_path, *args, timeout=60, stderr=False):
+  """(status, log) of SCRIPT; (status, log, stderr apart) with `stderr`."""
   script = tmp_path / 'task.py'
   script.write_text(SCRIPT)
-  log = tmp_path / 'task.log'
+  log, apart = tmp_path / 'task.log', tmp_path / 'task.err'
   status = server.run([sys.executable, str(script), *args],
                       dict(os.environ, TASK='t1'), str(tmp_path), str(log),
-                      timeout)
+                      timeout, stderr_path=str(apart) if stderr else None)
+  if stderr:
+    return status, log.read_text(), apart.read_text()
   return status, log.read_text()
 
 
@@ -45,6 +51,15 @@ def test_a_script_gets_its_arguments_environment_directory_and_status(
   status, log = _run(server, tmp_path, 'fail')
   assert status == 1
   assert 'ValueError: the task failed' in log
+
+
+def test_stderr_goes_apart_when_asked_and_an_exit_message_is_said(
+    server, tmp_path):
+  # sys.exit('message'), as Python ends it: the message on stderr, status 1.
+  status, log, stderr = _run(server, tmp_path, 'refuse', stderr=True)
+  assert status == 1
+  assert log.endswith(f"['refuse'] t1 {tmp_path}\n")  # Its stdout only.
+  assert stderr == 'refusing\nerror: refused\n'
 
 
 def test_a_module_runs_as_main(server, tmp_path):

@@ -10,8 +10,6 @@ or pushes on it, and the earlier spans' artifacts stay as they were.
 import hashlib
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 
@@ -21,6 +19,7 @@ from records import features
 from tests import datasets
 from tests import local_run
 from tests import mlmd
+from tests import tiny_runs
 
 MODEL_HALF = ['Transform', 'Trainer', 'Evaluator', 'Pusher']
 # Enough training settings for a run to get through quickly if it ever got
@@ -123,10 +122,7 @@ def test_new_spans_that_drift_are_stopped_at_the_gate(tmp_path):
                     key=lambda a: a.id)
     assert anomalies.custom_properties['blessed'].struct_value['train'] == 0
     # The inspection tool tells the same story about the run.
-    inspected = subprocess.run(
-        [sys.executable, '-m', 'inspector', '--output-dir', str(out),
-         'anomalies', 'latest'], capture_output=True, text=True,
-        cwd=local_run.PROJECT_DIR, check=True).stdout
+    inspected = tiny_runs.inspect(out, 'anomalies', 'latest').stdout
     for feature in drifted_features:
       assert re.search(rf'\b{feature}\b', inspected), (drift, inspected)
     states = mlmd.execution_states(store)

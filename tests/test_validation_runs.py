@@ -2,25 +2,18 @@
 chooses, the eval split nothing; --validation-percent 0 chooses nothing.
 
 The run with a validation split is tests/tiny_runs.py's first of
-`two_runs` (the defaults, which the inspection tests share)."""
+`two_runs` (the defaults, which the inspection tests share); the run with
+--validation-percent 0 is its `warm_run` (to the Trainer, on a copy of
+two_runs' output and data, warm-started: tests/test_warm_start.py's)."""
 
 import glob
 import json
+import os
 
-from tests import datasets
 from tests import examples_io
 from tests import local_run
+from tests import mlmd
 from tests import tiny_runs
-
-TO_TRAINER = ['--to-node', 'Trainer']
-
-
-def _run(tmp, *args):
-  datasets.write_idx_dataset(str(tmp / 'data'), {'train': 200, 't10k': 40})
-  result = local_run.run('--data-dir', str(tmp / 'data'), '--output-dir',
-                         str(tmp / 'out'), *tiny_runs.TINY_TRAINING, *args)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return tmp / 'out', result.stdout
 
 
 def _only(pattern):
@@ -32,6 +25,14 @@ def _training_plan(out):
   with open(_only(out / 'pipeline' / 'Trainer' / 'model' / '*' /
                   'Format-Serving' / 'assets.extra' /
                   'training_plan.json')) as f:
+    return json.load(f)
+
+
+def _newest_training_plan(out):
+  """The training plan of the newest Model in `out`'s store."""
+  model = mlmd.newest(mlmd.open_store(str(out)), 'Model')
+  with open(os.path.join(model.uri, 'Format-Serving', 'assets.extra',
+                         'training_plan.json')) as f:
     return json.load(f)
 
 
@@ -83,19 +84,24 @@ def test_the_tflite_check_reads_the_eval_split(two_runs):
     assert json.load(f)['eval_records'] == tiny_runs.EVAL_RECORDS
 
 
-def test_validation_percent_0_makes_no_choice(tmp_path):
-  out, stdout = _run(tmp_path, '--validation-percent', '0', *TO_TRAINER)
-  assert not examples_io.split_files(_examples(out), 'validation')
-  plan = _training_plan(out)
+def test_validation_percent_0_makes_no_choice(warm_run):
+  out, stdout = warm_run
+  examples = mlmd.newest(mlmd.open_store(str(out)), 'Examples').uri
+  assert examples.startswith(str(out))  # This run's, not two_runs'.
+  assert examples_io.split_files(examples, 'train')
+  assert not examples_io.split_files(examples, 'validation')
+  plan = _newest_training_plan(out)
   assert plan['validation_split'] is None
-  assert plan['records'] == {'train': 200}
+  assert plan['records'] == {'train': tiny_runs.TRAIN_RECORDS}
   stopping = plan['early_stopping']
   assert not stopping['enabled'] and stopping['split'] is None
   assert stopping['kept_epoch'] == stopping['epochs_run'] == tiny_runs.EPOCHS
-  assert ('  Trainer: trains on train (200 records); no validation split: '
-          'early stopping off, the last epoch kept') in stdout
-  assert ('Training: trained 2 of 2 epochs; no validation split: early '
-          'stopping off, the last epoch kept.') in stdout
+  assert (f'  Trainer: trains on train ({tiny_runs.TRAIN_RECORDS} records); '
+          'no validation split: early stopping off, the last epoch kept'
+          ) in stdout
+  assert (f'Training: trained {tiny_runs.EPOCHS} of {tiny_runs.EPOCHS} '
+          'epochs; no validation split: early stopping off, the last epoch '
+          'kept.') in stdout
 
 
 def test_tune_without_a_validation_split_is_refused(tmp_path):

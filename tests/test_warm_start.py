@@ -4,13 +4,12 @@ The served model is the one tests/tiny_runs.py's `two_runs` pushed. The
 loading function is checked on it directly: the weights it gives are the
 served model's, a class added (in sorted order, so shifting the others)
 keeps the known classes' classifier columns, and a served model that does
-not fit says why and gives none. Then one run with --warm-start on a copy
-of that output directory starts from it.
+not fit says why and gives none. Then a run with --warm-start on a copy
+of that output directory (tests/tiny_runs.py's warm_run) starts from it.
 """
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -24,7 +23,6 @@ from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start as pipeline_warm_start
 from records import features
 from tests import kubeflow_specs
-from tests import local_run
 from tests import mlmd
 from tests import serving
 from tests import tiny_runs
@@ -146,21 +144,13 @@ def test_a_warm_start_gets_a_fine_tuning_budget():
   assert training_plan.patience_for(Budget(patience=0), warm=True) == 0
 
 
-def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
-  out = tmp_path / 'out'
-  shutil.copytree(two_runs / 'out', out)
+def test_a_warm_run_starts_from_the_served_model(warm_run):
+  # tests/tiny_runs.py's warm_run: on a copy of two_runs' output, to the
+  # Trainer (its --validation-percent 0 is tests/test_validation_runs.py's).
+  out, stdout = warm_run
   served = serving.latest_pushed_model(str(out / 'serving_model'))
-  result = local_run.run(
-      '--data-dir', str(two_runs / 'data'), '--output-dir', str(out),
-      '--accuracy-threshold', tiny_runs.ACCURACY_THRESHOLD,
-      *tiny_runs.TINY_TRAINING, '--warm-start',
-      '--warm-start-learning-rate-factor', '0.5',
-      # What the Trainer started from is the point: no Evaluator, Pusher or
-      # LabelCheck after it.
-      '--to-node', 'Trainer')
-  assert result.returncode == 0, result.stderr[-3000:]
   assert (f'warm start from {served} (the same network, geometry and '
-          'classes)') in result.stdout
+          'classes)') in stdout
   store = mlmd.open_store(str(out))
   [model] = [m for m in mlmd.live_artifacts(store, 'Model')
              if pipeline_warm_start.WARM_START_FROM_PROPERTY in
@@ -172,7 +162,7 @@ def test_a_warm_run_starts_from_the_served_model(two_runs, tmp_path):
     plan = json.load(f)
   assert (plan['start'], plan['warm_start_from']) == ('warm', served)
   assert plan['learning_rate'] == pytest.approx(
-      TrainingConfig().learning_rate * 0.5)
+      TrainingConfig().learning_rate * tiny_runs.WARM_LEARNING_RATE_FACTOR)
 
 
 def test_on_kubeflow_the_trainer_gets_the_served_model(tmp_path):

@@ -43,8 +43,11 @@ def pushed(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('run')
   written = datasets.write_idx_dataset(str(tmp / 'data'),
                                        {'train': 300, 't10k': 100}, GEOMETRY)
+  # In a Python of its own, as a user's (tests/local_run.py): the console
+  # test below reads what the run printed from its very start.
   result = run('--data-dir', str(tmp / 'data'), '--output-dir',
-               str(tmp / 'out'), '--accuracy-threshold', '0.3', *TINY_TRAINING)
+               str(tmp / 'out'), '--accuracy-threshold', '0.3', *TINY_TRAINING,
+               fresh=True)
   return tmp, written, result
 
 

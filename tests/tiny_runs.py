@@ -1,12 +1,12 @@
 """Real runs on tiny data that several test modules inspect, made once per
 test session (tests/conftest.py shares the fixtures): a full run and its
-unchanged re-run in one store, a run the ValidationGate stopped in
-another, and a --tune run on a scaled dataset in a third. What each run
-printed is kept beside its output directory."""
+unchanged re-run in one store, a warm-started run on a copy of it, a run
+the ValidationGate stopped in another, and a --tune run on a scaled
+dataset in a third. What each run printed is kept beside its output
+directory."""
 
 import json
-import subprocess
-import sys
+import shutil
 
 import numpy as np
 import pytest
@@ -34,6 +34,8 @@ ACCURACY_THRESHOLD = '0.3'
 TUNE_TRIALS = 2
 SCALED_COPIES = 3
 SCALED_SOURCE = {'train': 100, 't10k': 50}
+# warm_run: the factor --warm-start-learning-rate-factor gives.
+WARM_LEARNING_RATE_FACTOR = 0.5
 
 
 def _split_labels():
@@ -56,11 +58,10 @@ CLASS_RECORDS = {split: np.bincount(labels, minlength=10).tolist()
 
 
 def inspect(out_dir, *args, expect_rc=0):
-  """Runs the CLI on `out_dir`'s store; returns the completed process."""
-  result = subprocess.run(
-      [sys.executable, '-m', 'inspector', '--output-dir', str(out_dir),
-       *args], capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
-      timeout=300)
+  """Runs the CLI on `out_dir`'s store, as a fork of the preloaded Python
+  (tests/local_run.py); returns the completed process."""
+  result = local_run.python(['-m', 'inspector', '--output-dir', str(out_dir),
+                             *args], timeout=300)
   assert result.returncode == expect_rc, result.stderr[-3000:]
   # Whatever the command, the libraries' deprecation warnings are not shown.
   assert 'deprecat' not in result.stderr.lower(), result.stderr[-3000:]
@@ -99,6 +100,33 @@ def first_report(two_runs, tmp_path_factory):
   page = tmp_path_factory.mktemp('first_report') / 'first.html'
   return inspect_json(two_runs / 'out', 'report', '-2', '--html',
                       str(page)), page
+
+
+@pytest.fixture(scope='session')
+def warm_run(two_runs, tmp_path_factory):
+  """(output directory, console output) of one run to the Trainer on a copy
+  of two_runs' output and data, with --warm-start (from the model two_runs
+  pushed, at half the learning rate) and --validation-percent 0 (all of
+  train trains, no validation split). tests/test_warm_start.py reads where
+  its Trainer started, tests/test_validation_runs.py what it chose without
+  a validation split: one run serves both, as a run's cost hardly depends
+  on what it trains.
+
+  Its ImageExampleGen runs again (another split of the same files), so
+  the copy holds two of each artifact up to the Trainer: the run's own are
+  the newest (mlmd.newest)."""
+  out = tmp_path_factory.mktemp('warm') / 'out'
+  shutil.copytree(two_runs / 'out', out)
+  result = local_run.run(
+      '--data-dir', str(two_runs / 'data'), '--output-dir', str(out),
+      '--accuracy-threshold', ACCURACY_THRESHOLD, *TINY_TRAINING,
+      '--warm-start', '--warm-start-learning-rate-factor',
+      str(WARM_LEARNING_RATE_FACTOR), '--validation-percent', '0',
+      # What the Trainer started from and chose is the point: no
+      # Evaluator, Pusher or LabelCheck after it.
+      '--to-node', 'Trainer')
+  assert result.returncode == 0, result.stderr[-3000:]
+  return out, result.stdout
 
 
 @pytest.fixture(scope='session')
