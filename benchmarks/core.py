@@ -7,7 +7,7 @@ DAG, fresh, then re-run with nothing changed.
 import dataclasses
 import os
 import shutil
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from benchmarks import harness
 from benchmarks import reference_tutorial
@@ -16,6 +16,9 @@ from benchmarks.harness import Figure, figures, timed
 RERUN_GOAL_S = 30.0
 INPUT_BATCH_SIZE = 256
 SKIPPED = 'left out (--skip-dag)'
+# Quick mode re-runs up to the Trainer: past it, the first re-run
+# evaluates again, against the model the fresh run blessed.
+QUICK_RERUN = ('--to-node', 'Trainer')
 
 
 @dataclasses.dataclass
@@ -60,6 +63,7 @@ class Dag:
   rerun: Dict[str, Figure]
   rerun_cached: Dict[str, bool]  # component -> reused from the cache
   resolvers: List[str]  # Nodes with no execution to cache.
+  rerun_args: Tuple[str, ...] = ()  # The re-runs' flags on top.
 
 
 @dataclasses.dataclass
@@ -196,20 +200,19 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
       'in memory': in_memory.batch(batch_size).cache().repeat().prefetch(
           tf.data.AUTOTUNE),
   }
-  feeds = {}
-  for name, dataset in datasets.items():
-    # As modules/trainer.run_fn builds and compiles it (on CPU).
-    model = model_lib.build_cnn(geometry, num_classes, training.model)
-    model.compile(
-        optimizer=keras.optimizers.Adam(training.learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
-    feeds[name] = (model.make_train_function(), iter(dataset))
+  # As modules/trainer.run_fn builds and compiles it (on CPU): one model
+  # and one traced step, fed by either.
+  model = model_lib.build_cnn(geometry, num_classes, training.model)
+  model.compile(
+      optimizer=keras.optimizers.Adam(training.learning_rate),
+      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+  step = model.make_train_function()
+  feeds = {name: iter(dataset) for name, dataset in datasets.items()}
 
   def steps_of(name: str, n: int) -> None:
-    step, iterator = feeds[name]
     for _ in range(n):
-      logs = step(iterator)
+      logs = step(feeds[name])
     float(logs['loss'])  # Waits for the last step.
 
   for name in feeds:
@@ -222,7 +225,8 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
   return Training(batch_size=batch_size, steps=steps, rate=rate)
 
 
-def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int) -> Dag:
+def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int,
+              rerun_args: Tuple[str, ...] = ()) -> Dag:
   """Section 4: `fresh_runs` fresh runs, each followed by re-runs."""
   first: Dict[str, Figure] = {}
   rerun: Dict[str, Figure] = {}
@@ -232,7 +236,7 @@ def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int) -> Dag:
     for n in range(1 + ctx.repetitions):
       if n:
         local_run = harness.run_local_runner(ctx.data_dir, output_dir,
-                                             *runner_args)
+                                             *runner_args, *rerun_args)
       measured = rerun if n else first
       for name, (seconds, was_cached) in local_run.nodes.items():
         measured.setdefault(name, Figure()).add(seconds)
@@ -243,25 +247,33 @@ def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int) -> Dag:
   return Dag(command=['local_runner.py', '--data-dir', ctx.data_dir_shown,
                       '--output-dir', 'FRESH_DIR', *runner_args],
              components=components, first=first, rerun=rerun,
-             rerun_cached=cached,
+             rerun_cached=cached, rerun_args=rerun_args,
              resolvers=[n for n in components if n.endswith('resolver')])
 
 
 def measure(ctx: harness.Context) -> Core:
   """The four sections, one after the other."""
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
   args = ctx.args
   train_steps, warmup = ctx.pick((args.train_steps, args.warmup_steps), (5, 2))
   print('1/4 conversion ...', flush=True)
-  # Quick mode leaves out the tenth (its steady state reads n/a) and
-  # analyses in one process, as the pipeline does a small input.
+  # Quick mode leaves out the tenth (its steady state reads n/a).
   conv = convert(ctx.data_dir, ctx.work_dir, ctx.repetitions,
                  tenth=not ctx.quick)
   train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
-  transform_output = transform_analysis.analyze(
-      train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
-      ctx.pick(harness.BEAM_ARGS, harness.IN_MEMORY))
+  dag = None
+  if ctx.quick and not args.skip_dag:
+    # The DAG first, to read its transform graph: one analysis fewer.
+    print('4/4 whole DAG ...', flush=True)
+    dag = whole_dag(ctx, harness.QUICK_ARGS, 1, QUICK_RERUN)
+    transform_output = tft.TFTransformOutput(harness.newest_artifact(
+        ctx.path('dag-0'), 'Transform', 'transform_graph'))
+  else:
+    transform_output = transform_analysis.analyze(
+        train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
+        ctx.pick(harness.BEAM_ARGS, harness.IN_MEMORY))
   num_classes = len(features.read_class_names(
       os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
   print('2/4 input pipeline ...', flush=True)
@@ -270,10 +282,10 @@ def measure(ctx: harness.Context) -> Core:
   print('3/4 training ...', flush=True)
   training = train(train_pattern, transform_output, num_classes, train_steps,
                    warmup, ctx.repetitions)
-  print(f'4/4 whole DAG{": skipped" if args.skip_dag else " ..."}',
-        flush=True)
-  dag = None if args.skip_dag else whole_dag(
-      ctx, ctx.pick((), harness.QUICK_ARGS), ctx.pick(args.dag_runs, 1))
+  if dag is None:
+    print(f'4/4 whole DAG{": skipped" if args.skip_dag else " ..."}',
+          flush=True)
+    dag = None if args.skip_dag else whole_dag(ctx, (), args.dag_runs)
   return Core(conv, inputs, training, dag)
 
 

@@ -154,6 +154,18 @@ def test_core_shows_goals_and_four_tables_with_their_ratios():
       ['ImageExampleGen', '0.4', '0.0', 'yes'],
       ['resolver', '0.0', '0.0', 'n/a (a resolver)'],
       ['Trainer', '34.0', '0.0', '**no**'], ['whole run', '50.0', '5.0', '']]
+  # Quick mode's re-run stops at the Trainer: what it left out reads '-'.
+  dag = core.Dag(
+      command=['local_runner.py'], components=['Trainer', 'Evaluator'],
+      first={'Trainer': figure(34.0), 'Evaluator': figure(5.0),
+             whole_run: figure(50.0)},
+      rerun={'Trainer': figure(0.0), whole_run: figure(5.0)},
+      rerun_cached={'Trainer': True}, resolvers=[],
+      rerun_args=core.QUICK_RERUN)
+  text = core.SECTION.text(core.Core(conversion, inputs, training, dag), CTX)
+  assert _rows(text, 'component')[:2] == [['Trainer', '34.0', '0.0', 'yes'],
+                                          ['Evaluator', '5.0', '-', '-']]
+  assert 're-run(s) with nothing changed (`--to-node Trainer`: past' in text
   text = core.SECTION.text(core.Core(conversion, inputs, training, None), CTX)
   assert _rows(text, 'goal')[-1] == [
       're-run with nothing changed <= 30 s',
