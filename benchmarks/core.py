@@ -200,19 +200,20 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
       'in memory': in_memory.batch(batch_size).cache().repeat().prefetch(
           tf.data.AUTOTUNE),
   }
-  # As modules/trainer.run_fn builds and compiles it (on CPU): one model
-  # and one traced step, fed by either.
-  model = model_lib.build_cnn(geometry, num_classes, training.model)
-  model.compile(
-      optimizer=keras.optimizers.Adam(training.learning_rate),
-      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
-  step = model.make_train_function()
-  feeds = {name: iter(dataset) for name, dataset in datasets.items()}
+  feeds = {}
+  for name, dataset in datasets.items():
+    # As modules/trainer.run_fn builds and compiles it (on CPU).
+    model = model_lib.build_cnn(geometry, num_classes, training.model)
+    model.compile(
+        optimizer=keras.optimizers.Adam(training.learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+    feeds[name] = (model.make_train_function(), iter(dataset))
 
   def steps_of(name: str, n: int) -> None:
+    step, iterator = feeds[name]
     for _ in range(n):
-      logs = step(feeds[name])
+      logs = step(iterator)
     float(logs['loss'])  # Waits for the last step.
 
   for name in feeds:
@@ -253,27 +254,19 @@ def whole_dag(ctx: harness.Context, runner_args, fresh_runs: int,
 
 def measure(ctx: harness.Context) -> Core:
   """The four sections, one after the other."""
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
   args = ctx.args
   train_steps, warmup = ctx.pick((args.train_steps, args.warmup_steps), (5, 2))
   print('1/4 conversion ...', flush=True)
-  # Quick mode leaves out the tenth (its steady state reads n/a).
+  # Quick mode leaves out the tenth (its steady state reads n/a) and
+  # analyses in one process, as the pipeline does a small input.
   conv = convert(ctx.data_dir, ctx.work_dir, ctx.repetitions,
                  tenth=not ctx.quick)
   train_pattern = os.path.join(conv.our_examples_uri, 'Split-train', '*')
-  dag = None
-  if ctx.quick and not args.skip_dag:
-    # The DAG first, to read its transform graph: one analysis fewer.
-    print('4/4 whole DAG ...', flush=True)
-    dag = whole_dag(ctx, harness.QUICK_ARGS, 1, QUICK_RERUN)
-    transform_output = tft.TFTransformOutput(harness.newest_artifact(
-        ctx.path('dag-0'), 'Transform', 'transform_graph'))
-  else:
-    transform_output = transform_analysis.analyze(
-        train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
-        ctx.pick(harness.BEAM_ARGS, harness.IN_MEMORY))
+  transform_output = transform_analysis.analyze(
+      train_pattern, features.MNIST_GEOMETRY, ctx.path('transform'),
+      ctx.pick(harness.BEAM_ARGS, harness.IN_MEMORY))
   num_classes = len(features.read_class_names(
       os.path.join(conv.our_examples_uri, features.CLASS_NAMES_FILE)))
   print('2/4 input pipeline ...', flush=True)
@@ -282,10 +275,11 @@ def measure(ctx: harness.Context) -> Core:
   print('3/4 training ...', flush=True)
   training = train(train_pattern, transform_output, num_classes, train_steps,
                    warmup, ctx.repetitions)
-  if dag is None:
-    print(f'4/4 whole DAG{": skipped" if args.skip_dag else " ..."}',
-          flush=True)
-    dag = None if args.skip_dag else whole_dag(ctx, (), args.dag_runs)
+  print(f'4/4 whole DAG{": skipped" if args.skip_dag else " ..."}',
+        flush=True)
+  dag = None if args.skip_dag else whole_dag(
+      ctx, ctx.pick((), harness.QUICK_ARGS), ctx.pick(args.dag_runs, 1),
+      ctx.pick((), QUICK_RERUN))
   return Core(conv, inputs, training, dag)
 
 
