@@ -118,7 +118,6 @@ def render(results: Dict[int, Result], ctx: harness.Context) -> Dict:
   del ctx  # The template reads it.
   return dict(
       results=results, some=next(iter(results.values())),
-      batch_size=harness.TRAINING.batch_size,
       keras=next((r for r in results.values() if 'keras' in r.rates), None),
       default=harness.DATA.image_encoding,
       defaults=[f'{r.geometry} {harness.default_encoding(r.geometry)}'

@@ -109,24 +109,25 @@ class Section:
     heading: The block's first line, or a function of the Context giving
       it.
     measure: Context -> the section's measurements.
-    render: (measurements, Context) -> the lines after the heading, the
-      machine line and the command; with `template`, the names the
-      template reads instead (None: the measurements, a dict).
-    template: The file in benchmarks/templates that holds the words.
+    template: The file in benchmarks/templates that holds the words. It
+      reads `ctx`, `row`, `goal`, `whole_run`, `training` (the Trainer's
+      knobs) and `cores`, and the names `render` gives it.
+    render: (measurements, Context) -> those names (None: the
+      measurements, a dict).
   """
   heading: Union[str, Callable[[Context], str]]
   measure: Callable[[Context], Any]
-  render: Optional[Callable[[Any, Context], Any]] = None
-  template: Optional[str] = None
+  template: str
+  render: Optional[Callable[[Any, Context], Dict[str, Any]]] = None
 
   def text(self, results, ctx: Context) -> str:
     """The block's Markdown, from the measurements."""
     heading = self.heading(ctx) if callable(self.heading) else self.heading
-    body = self.render(results, ctx) if self.render else results
-    if self.template:
-      body = TEMPLATES.get_template(self.template).render(
-          ctx=ctx, row=row, goal=goal, **body).rstrip('\n').split('\n')
-    return '\n'.join([heading, '', header(ctx.command), '', *body]) + '\n'
+    body = TEMPLATES.get_template(self.template).render(
+        ctx=ctx, row=row, goal=goal, whole_run=WHOLE_RUN, training=TRAINING,
+        cores=os.cpu_count(),
+        **(self.render(results, ctx) if self.render else results))
+    return '\n\n'.join([heading, header(ctx.command), body.rstrip('\n')]) + '\n'
 
   def run(self, ctx: Context) -> str:
     """Measures, then renders."""

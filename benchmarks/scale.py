@@ -344,7 +344,7 @@ def render(measured_rows: Tuple[Sequence[Row], Optional[StreamResult]],
   measured = [r for r in rows if not r.skipped]
   steps, batch = (rows[0].train_steps, rows[0].batch_size) if rows else (0, 0)
   return dict(rows=rows, stream=stream, measured=measured, steps=steps,
-              batch=batch, sample_s=SAMPLE_S, whole_run=WHOLE_RUN,
+              batch=batch, sample_s=SAMPLE_S,
               goals=goals(rows, stream), components=list(dict.fromkeys(
                   c for r in measured for c in r.seconds if c != WHOLE_RUN)))
 

@@ -48,10 +48,13 @@ BACKBONE_FLAGS = ('--input-format', 'images', '--image-size',
 BACKBONE_QUICK_FLAGS = ('--train-steps', '4', harness.ONE_PROCESS)
 
 
-def shapes_command(per_class: int, eval_per_class: int, size: int) -> str:
-  """The data.shapes command that writes a section's images."""
-  return (f'`python -m data.shapes --per-class {per_class} --eval-per-class '
-          f'{eval_per_class} --size {size}`')
+def shapes_data(per_class: int, eval_per_class: int, size: int) -> Dict:
+  """What a template reads of a section's images: the data.shapes command
+  that writes them, and how many there are."""
+  return dict(command=(f'`python -m data.shapes --per-class {per_class} '
+                       f'--eval-per-class {eval_per_class} --size {size}`'),
+              train=per_class * len(shapes.SHAPES),
+              evaluation=eval_per_class * len(shapes.SHAPES))
 
 
 def held_out_images(out: str, per_class: int):
@@ -96,11 +99,8 @@ def measure_shapes(ctx: harness.Context) -> Dict[str, Any]:
 
 def render_shapes(r: Dict[str, Any], ctx: harness.Context) -> Dict:
   """What templates/shapes.md.j2 reads: the run's row, its curve."""
-  return dict(r, flags=(*RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS)),
-              command=shapes_command(r['per_class'], r['eval_per_class'],
-                                     SIZE),
-              train=r['per_class'] * len(shapes.SHAPES),
-              evaluation=r['eval_per_class'] * len(shapes.SHAPES),
+  return dict(r, **shapes_data(r['per_class'], r['eval_per_class'], SIZE),
+              flags=(*RUNNER_FLAGS, *ctx.pick((), QUICK_FLAGS)),
               epoch_median=median(r['epoch_s']))
 
 
@@ -216,7 +216,7 @@ def render_colour(r: Dict[str, Any], ctx: harness.Context) -> Dict:
       speed=now.images_per_s / reference_rate, speed_goal=SPEED_GOAL,
       accuracy_slack=ACCURACY_SLACK, time_goal=TIME_GOAL, test_seed=TEST_SEED,
       flags=(*RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,))),
-      command=shapes_command(per_class, eval_per_class, SIZE),
+      command=shapes_data(per_class, eval_per_class, SIZE)['command'],
       cpu_flags=harness.cpu_flags('none of them'),
       now_stopping=early_stopping.describe(now.plan['early_stopping']))
 
@@ -263,10 +263,8 @@ def measure_backbones(ctx: harness.Context) -> Dict[str, Any]:
 def render_backbones(r: Dict[str, Any], ctx: harness.Context) -> Dict:
   """What templates/backbones.md.j2 reads: each network's epochs."""
   del ctx  # The measurements say it all.
-  return dict(r, command=shapes_command(r['per_class'], r['eval_per_class'],
-                                        BACKBONE_SIZE),
-              train=r['per_class'] * len(shapes.SHAPES),
-              evaluation=r['eval_per_class'] * len(shapes.SHAPES))
+  return dict(r, **shapes_data(r['per_class'], r['eval_per_class'],
+                               BACKBONE_SIZE))
 
 
 BACKBONES = harness.Section(

@@ -41,13 +41,5 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
               seconds=local_run.seconds)
 
 
-def render(r: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
-  """What templates/tuning.md.j2 reads: the trials, the winner marked."""
-  del ctx  # The template reads it.
-  return dict(r, batch_size=harness.TRAINING.batch_size,
-              cores=os.cpu_count())
-
-
 SECTION = harness.Section(heading='## Tuning: TFX\'s Tuner on MNIST',
-                          measure=measure, render=render,
-                          template='tuning.md.j2')
+                          measure=measure, template='tuning.md.j2')

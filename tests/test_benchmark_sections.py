@@ -101,3 +101,73 @@ def test_shapes_and_backbones_show_their_runs():
   assert _rows(text, 'network') == [[
       'small-gap-cnn', '--model small-gap-cnn', '1.0', '2.0', '50.0%']]
   assert '500 training and 100 eval images' in text
+
+
+def test_core_shows_goals_and_four_tables_with_their_ratios():
+  from benchmarks import core  # pylint: disable=g-import-not-at-top
+  figure = lambda *values: harness.Figure(list(values))  # pylint: disable=unnecessary-lambda-assignment
+  conversion = core.Conversion(
+      examples=70_000, seconds={'reference': figure(7.0), 'ours': figure(0.35)},
+      rate={'reference': figure(10_000.0), 'ours': figure(200_000.0)},
+      marginal_rate={'reference': 10_000.0, 'ours': None},
+      bytes={'reference': 200e6, 'ours': 10e6},
+      reference_files={'train': []}, our_examples_uri='')
+  rates = {'reference': 20_000.0, 'ours, cold': 160_000.0,
+           'bare read': 400_000.0, 'ours, cached': 240_000.0}
+  inputs = core.Input(
+      batch_size=256, examples=60_000,
+      rate={name: figure(r) for name, r in rates.items()},
+      cpu_seconds={name: figure(0.5) for name in rates},
+      stage_cpu_seconds={'parse': figure(0.1), 'transform': figure(0.1)})
+  training = core.Training(batch_size=128, steps=100, rate={
+      'ours': figure(2_850.0, 2_800.0, 2_900.0), 'in memory': figure(3_000.0)})
+  whole_run = harness.WHOLE_RUN
+  dag = core.Dag(
+      command=['local_runner.py'], components=['ImageExampleGen', 'resolver',
+                                               'Trainer'],
+      first={'ImageExampleGen': figure(0.4), 'resolver': figure(0.0),
+             'Trainer': figure(34.0), whole_run: figure(50.0)},
+      rerun={'ImageExampleGen': figure(0.0), 'resolver': figure(0.0),
+             'Trainer': figure(0.0), whole_run: figure(5.0)},
+      rerun_cached={'ImageExampleGen': True, 'resolver': True,
+                    'Trainer': False}, resolvers=['resolver'])
+  text = core.SECTION.text(core.Core(conversion, inputs, training, dag), CTX)
+  assert text.startswith('# Benchmarks\n')
+  assert _rows(text, 'goal') == [
+      ["conversion: ours >= 10x the reference's examples/s",
+       '20.0x (steady state, without fixed costs: n/a)', 'met'],
+      ["conversion: ours <= 0.3x the reference's bytes", '0.050x', 'met'],
+      ['input: ours >= 5x the reference (cold epoch)', '8.0x', 'met'],
+      ['input: ours >= 80% of the bare read (cold epoch)', '40%',
+       '**not met**'],
+      ['training: fed by ours >= 95% of fed from memory', '95%', 'met'],
+      ['re-run with nothing changed <= 30 s', '5.0 s', 'met']]
+  assert _rows(text, ' | wall time (s)')[2] == [
+      'ours / reference', '0.05x', '20.0x', 'n/a', '0.050x']
+  assert _rows(text, 'input |')[1] == ['ours, cold', '160,000', '8.0x', '40%',
+                                     '0.50']
+  assert _rows(text, 'reading') == [['0.500', '0.100', '0.100', '-0.200',
+                                     '0.500']]
+  assert _rows(text, 'fed by') == [['ours', '2,850 (2,800-2,900)', '95%'],
+                                   ['in memory', '3,000', '100%']]
+  assert _rows(text, 'component') == [
+      ['ImageExampleGen', '0.4', '0.0', 'yes'],
+      ['resolver', '0.0', '0.0', 'n/a (a resolver)'],
+      ['Trainer', '34.0', '0.0', '**no**'], ['whole run', '50.0', '5.0', '']]
+  # Quick mode's re-run stops at the Trainer: what it left out reads '-'.
+  dag = core.Dag(
+      command=['local_runner.py'], components=['Trainer', 'Evaluator'],
+      first={'Trainer': figure(34.0), 'Evaluator': figure(5.0),
+             whole_run: figure(50.0)},
+      rerun={'Trainer': figure(0.0), whole_run: figure(5.0)},
+      rerun_cached={'Trainer': True}, resolvers=[],
+      rerun_args=core.QUICK_RERUN)
+  text = core.SECTION.text(core.Core(conversion, inputs, training, dag), CTX)
+  assert _rows(text, 'component')[:2] == [['Trainer', '34.0', '0.0', 'yes'],
+                                          ['Evaluator', '5.0', '-', '-']]
+  assert 're-run(s) with nothing changed (`--to-node Trainer`: past' in text
+  text = core.SECTION.text(core.Core(conversion, inputs, training, None), CTX)
+  assert _rows(text, 'goal')[-1] == [
+      're-run with nothing changed <= 30 s',
+      'not measured: left out (--skip-dag)', '']
+  assert 'Not measured: left out (--skip-dag).' in text

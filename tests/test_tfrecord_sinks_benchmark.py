@@ -71,3 +71,26 @@ def test_a_run_writes_its_section(tmp_path):
     assert all(re.fullmatch(r'\d+\.\d+', c)
                for c in (wall, cpu, peak, output_gb)), row
   assert re.search(r'- mnist: wall \d+\.\d\dx, CPU \d+\.\d\dx', block)
+
+
+def test_the_section_shows_each_sink_per_input_and_their_ratios():
+  def run(wall, cpu, killed=()):
+    return tfrecord_sinks.Run(
+        wall=harness.Figure([wall, wall + 2]), cpu=harness.Figure([cpu]),
+        peak_gib=harness.Figure([1.5]), output_bytes=2 * 10**9,
+        load=['1.0', '2.0'], killed=list(killed))
+
+  text = tfrecord_sinks.SECTION.text(dict(
+      results={'mnist10': {tfrecord_sinks.BEAM: run(30.0, 60.0),
+                           tfrecord_sinks.OURS: run(10.0, 30.0)},
+               'mnist100': {tfrecord_sinks.BEAM: tfrecord_sinks.Run(
+                   killed=['90']), tfrecord_sinks.OURS: run(100.0, 300.0)}},
+      cap_bytes=4 * 10**9, capped=True, beam=tfrecord_sinks.BEAM,
+      ours=tfrecord_sinks.OURS), harness.Context('python -m benchmarks CMD'))
+  assert 'under a 4.00 GB memory limit per run (a cgroup)' in text
+  assert (f'| mnist10 | {tfrecord_sinks.BEAM} | 2 | 31.0 (30.0-32.0) | 60.0 '
+          '| 1.50 | 2.00 | 1.0, 2.0 |') in text
+  assert (f'| mnist100 | {tfrecord_sinks.BEAM} | 0; OOM-killed after 90 s '
+          '| - | - | - | - |  |') in text
+  assert '- mnist10: wall 2.82x, CPU 2.00x' in text  # 31 / 11 s, 60 / 30 s.
+  assert '- mnist100: wall -, CPU -' in text
