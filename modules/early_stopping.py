@@ -26,14 +26,14 @@ import tf_keras as keras
 from modules.training_config import Budget
 
 
-def callback(budget: Budget, epochs: int,
-             patience: int) -> Optional[keras.callbacks.EarlyStopping]:
-  """The callback for a run of `epochs` planned epochs that stops after
-  `patience` epochs without improvement (None: no early stopping)."""
-  if not patience:
+def callback(budget: Budget,
+             epochs: int) -> Optional[keras.callbacks.EarlyStopping]:
+  """The callback for a run of `epochs` planned epochs (None: no early
+  stopping)."""
+  if not budget.patience:
     return None
   return keras.callbacks.EarlyStopping(
-      monitor=budget.early_stopping_metric, patience=patience,
+      monitor=budget.early_stopping_metric, patience=budget.patience,
       restore_best_weights=True,
       start_from_epoch=unwatched_epochs(budget, epochs))
 
@@ -89,9 +89,8 @@ def describe(result: Dict[str, Any]) -> str:
   if not result['enabled']:
     return f'trained {ran}; early stopping off'
   if result['stopped_early']:
-    patience = result['patience']
     ran = (f'stopped after {ran}: {result["monitor"]} had not improved for '
-           f'{patience} epoch{"s" if patience > 1 else ""}')
+           f'{result["patience"]} epochs')
   else:
     ran = f'trained all {ran}'
   if result['kept_value'] is None:

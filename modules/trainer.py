@@ -337,8 +337,7 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities."""
   # Nothing to choose the epoch on without a validation split.
-  stopper = (early_stopping.callback(config.budget, plan.epochs,
-                                     plan.patience)
+  stopper = (early_stopping.callback(config.budget, plan.epochs)
              if data.validation else None)
   scored = epoch_scores(fn_args, data.train_plan.size.records,
                         data.transform_output, outputs.model_run_dir, task,

@@ -65,9 +65,8 @@ class Budget:
   # scratch let it follow the data's drift (BENCHMARKS.md, "A schedule").
   warm_start_epochs_fraction: float = knob(
       0.2, '--warm-start: the epochs are this share of the from-scratch '
-      'budget\'s (at least one) unless --epochs says how many, and so is '
-      'the early-stopping patience (default: %(default)s).',
-      flag='--warm-start-epochs-fraction',
+      'budget\'s (at least one) unless --epochs says how many (default: '
+      '%(default)s).', flag='--warm-start-epochs-fraction',
       parse=parse_fraction, metavar='FRACTION')
   warm_start_learning_rate_factor: float = knob(
       1.0, '--warm-start: the peak learning rate is this share of '

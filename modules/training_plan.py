@@ -11,9 +11,7 @@ fields, modules/training_config.py).
 
 A warm start (modules/warm_start.py) fine-tunes the served model: a share
 of those epochs (at least one), one cycle of the same schedule over them at
-its own peak learning rate, and the same share of the early-stopping
-patience, which a few epochs would never use up (Budget's warm_start_*
-fields).
+its own peak learning rate (Budget's warm_start_* fields).
 """
 
 import dataclasses
@@ -35,7 +33,6 @@ class TrainingPlan:
   epochs: int
   warmup_fraction: float
   train_records: int
-  patience: int  # Early stopping's, in epochs; 0: none.
   # The peak learning rate is --learning-rate times this.
   learning_rate_factor: float = 1.0
   # Where training starts: the served model's path, or '' for from
@@ -80,14 +77,6 @@ def epochs_for(budget: Budget, train_records: int, warm: bool = False) -> int:
   return epochs
 
 
-def patience_for(budget: Budget, warm: bool = False) -> int:
-  """Early stopping's patience: the budget's, a share of it if warm."""
-  if warm and budget.patience:
-    return max(1, math.ceil(budget.patience *
-                            budget.warm_start_epochs_fraction))
-  return budget.patience
-
-
 def plan(budget: Budget, model: model_lib.ModelConfig,
          geometry: features.ImageGeometry, train_records: int,
          warm_start_from: str = '', start_why: str = '') -> TrainingPlan:
@@ -101,7 +90,6 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
       augment_why=augment_why,
       epochs=epochs_for(budget, train_records, warm),
       warmup_fraction=budget.warmup_fraction, train_records=train_records,
-      patience=patience_for(budget, warm),
       learning_rate_factor=(budget.warm_start_learning_rate_factor if warm
                             else 1.0),
       warm_start_from=warm_start_from, start_why=start_why)

@@ -35,7 +35,7 @@ def _fit(budget: Budget, epochs: int, validation_agrees: bool = False):
   weights = []
   record = keras.callbacks.LambdaCallback(
       on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
-  stopper = early_stopping.callback(budget, epochs, budget.patience)
+  stopper = early_stopping.callback(budget, epochs)
   history = model.fit(x, y, batch_size=32, epochs=epochs,
                       validation_data=(xv, yv), verbose=0,
                       callbacks=[record, *([stopper] if stopper else [])])
@@ -97,7 +97,7 @@ def test_epochs_at_a_high_learning_rate_do_not_count():
 
 def test_patience_zero_trains_every_epoch_and_keeps_the_last():
   budget = Budget(patience=0)
-  assert early_stopping.callback(budget, 10, budget.patience) is None
+  assert early_stopping.callback(budget, 10) is None
   model, weights, history, stopper = _fit(budget, epochs=3)
   assert len(history.epoch) == 3
   assert _same(model.get_weights(), weights[-1])

@@ -138,10 +138,6 @@ def test_a_warm_start_gets_a_fine_tuning_budget():
   assert plan.describe_start() == 'warm start from serving/1 (why)'
   cold = training_plan.plan(budget, ModelConfig(), MNIST_GEOMETRY, 60_000)
   assert (cold.epochs, cold.learning_rate_factor) == (3, 1.0)
-  # Patience shrinks with the epochs: 6 warm epochs would never use 5 up.
-  assert (cold.patience, plan.patience) == (5, 1)
-  assert training_plan.patience_for(Budget(patience=12), warm=True) == 3
-  assert training_plan.patience_for(Budget(patience=0), warm=True) == 0
 
 
 def test_a_warm_run_starts_from_the_served_model(warm_run):
