@@ -43,7 +43,6 @@ from records import features
 # Do's plan, handed to the transforms in exec_properties as TFX's own
 # GenerateExamplesByBeam hands them '_beam_pipeline_args'.
 _PLAN_KEY = '_plan'
-_CONFIG_KEYS = (specs.INPUT_CONFIG_KEY, specs.OUTPUT_CONFIG_KEY)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,10 +194,10 @@ def _log_start(geometry: features.ImageGeometry, encoding: str,
 def _configs(exec_properties: Dict[str, Any]
              ) -> Tuple[example_gen_pb2.Input, example_gen_pb2.Output]:
   """The execution's input and output configs."""
-  return tuple(proto_utils.json_to_proto(exec_properties.get(key) or '{}',
-                                         proto)
-               for key, proto in zip(_CONFIG_KEYS, (example_gen_pb2.Input(),
-                                                    example_gen_pb2.Output())))
+  def config(key, proto):
+    return proto_utils.json_to_proto(exec_properties.get(key) or '{}', proto)
+  return (config(specs.INPUT_CONFIG_KEY, example_gen_pb2.Input()),
+          config(specs.OUTPUT_CONFIG_KEY, example_gen_pb2.Output()))
 
 
 def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
@@ -308,11 +307,13 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     options = ImageExampleGenOptions.from_exec_properties(exec_properties)
     if options.input_format == 'images' and options.eval_percent is not None:
       # Where the pipeline was built without seeing the data.
-      fitted = folder_layout.fit(exec_properties[specs.INPUT_BASE_KEY],
-                                 *_configs(exec_properties),
-                                 options.eval_percent)
-      exec_properties = {**exec_properties, **dict(zip(
-          _CONFIG_KEYS, map(proto_utils.proto_to_json, fitted)))}
+      input_config, output_config = folder_layout.fit(
+          exec_properties[specs.INPUT_BASE_KEY], *_configs(exec_properties),
+          options.eval_percent)
+      exec_properties = {
+          **exec_properties,
+          specs.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
+          specs.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config)}
     if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver.resolve(exec_properties, examples)
     plan = _plan(exec_properties, examples.uri)
