@@ -107,12 +107,14 @@ def decode_file(data: tf.Tensor, geometry: features.ImageGeometry) -> tf.Tensor:
       jpeg, lambda: tf.io.decode_jpeg(data, dct_method='INTEGER_ACCURATE'),
       lambda: tf.io.decode_image(data, expand_animations=False,
                                  dtype=tf.uint8))
-  orientation = tf.case(
-      [(jpeg, lambda: image_orientation.jpeg_orientation(data)),
+  # The two formats' metadata, then one reading of it.
+  metadata = tf.case(
+      [(jpeg, lambda: image_orientation.jpeg_metadata(data)),
        (tf.equal(tf.strings.substr(data, 0, len(_PNG)), _PNG),
-        lambda: image_orientation.png_orientation(data))],
-      default=lambda: tf.constant(image_orientation.NONE))
-  image = image_orientation.transpose(image, orientation)
+        lambda: image_orientation.png_metadata(data))],
+      default=image_orientation.Metadata.none)
+  image = image_orientation.transpose(
+      image, image_orientation.orientation_of(metadata))
   image = _resize(_to_channels(_to_rgb(image), geometry.channels), geometry)
   pixels = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
   return tf.ensure_shape(pixels, geometry.shape)

@@ -19,9 +19,10 @@ text chunks, since a damaged zlib stream would fail the request, nor
 `Raw profile type exif` text.
 """
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
-NONE = 1  # EXIF's "upright": no transposition.
 # Walks are bounded: JPEG markers (and junk bytes) before the scan, PNG
 # chunks. Real files need tens; past this, the rest of a file is not read.
 MAX_STEPS = 4096
@@ -37,6 +38,21 @@ _TYPE_SIZES = (0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4, 0, 0, 8)
 _PNG_CHUNK_TYPE = '[A-Za-z0-9_]{4}'  # Pillow's is_cid.
 _PNG_METADATA = (b'eXIf', b'tEXt', b'zTXt', b'iTXt')
 _XMP_ORIENTATION = r'tiff:Orientation(?:="|>)([0-9])'
+
+
+class Metadata(NamedTuple):
+  """What a file says about its orientation (string and bool tensors)."""
+  exif: tf.Tensor  # The EXIF data, empty without.
+  has_exif: tf.Tensor
+  xmp: tf.Tensor  # The XMP packet, empty without.
+  has_xmp: tf.Tensor
+  broken: tf.Tensor  # Pillow fails to open the file: no orientation.
+
+  @classmethod
+  def none(cls) -> 'Metadata':
+    """No metadata: for files of other formats."""
+    empty, false = tf.constant(b''), tf.constant(False)
+    return cls(empty, false, empty, false, false)
 
 
 def _int(value) -> tf.Tensor:
@@ -78,36 +94,37 @@ def _value(data, pos, type_, big_endian) -> tf.Tensor:
   def ratio(num, den):
     # Pillow's IFDRational: num/den, NaN for a zero denominator; whole
     # numbers only matter, so test divisibility exactly.
+    safe = tf.where(tf.equal(den, 0), _int(1), den)
     whole = tf.logical_and(tf.not_equal(den, 0),
-                           tf.equal(tf.math.floormod(num, tf.where(
-                               den == 0, _int(1), den)), 0))
-    return tf.where(whole, f64(tf.math.floordiv(num, tf.where(
-        den == 0, _int(1), den))), nan)
+                           tf.equal(tf.math.floormod(num, safe), 0))
+    return tf.where(whole, f64(tf.math.floordiv(num, safe)), nan)
 
   def u32_at(offset):
     return _unsigned(data, pos + offset, 4, big_endian)
 
-  branches = {
-      3: lambda: f64(u(2)),                                    # SHORT
-      4: lambda: f64(u(4)),                                    # LONG
-      6: lambda: f64(_signed(u(1), 8)),                        # SBYTE
-      8: lambda: f64(_signed(u(2), 16)),                       # SSHORT
-      9: lambda: f64(_signed(u(4), 32)),                       # SLONG
-      13: lambda: f64(u(4)),                                   # IFD
-      16: lambda: f64(u(8)),                                   # LONG8
-      5: lambda: ratio(u32_at(0), u32_at(4)),                  # RATIONAL
-      10: lambda: ratio(_signed(u32_at(0), 32),                # SRATIONAL
-                        _signed(u32_at(4), 32)),
-      11: lambda: f64(tf.bitcast(tf.cast(u(4), tf.uint32), tf.float32)),
-      12: lambda: tf.bitcast(u(8), tf.float64),                # DOUBLE
+  # Every type's reading of the bytes, then the entry's type picks one: a
+  # few more ops than a switch, but no branch functions, each of which
+  # costs every load of the SavedModel.
+  values = {
+      3: f64(u(2)),                                            # SHORT
+      4: f64(u(4)),                                            # LONG
+      6: f64(_signed(u(1), 8)),                                # SBYTE
+      8: f64(_signed(u(2), 16)),                               # SSHORT
+      9: f64(_signed(u(4), 32)),                               # SLONG
+      13: f64(u(4)),                                           # IFD
+      16: f64(u(8)),                                           # LONG8
+      5: ratio(u32_at(0), u32_at(4)),                          # RATIONAL
+      10: ratio(_signed(u32_at(0), 32), _signed(u32_at(4), 32)),  # SRATIONAL
+      11: f64(tf.bitcast(tf.cast(u(4), tf.uint32), tf.float32)),  # FLOAT
+      12: tf.bitcast(u(8), tf.float64),                        # DOUBLE
   }
-  types = list(branches)
+  types = list(values)
   index = tf.constant([types.index(t) if t in types else len(types)
                        for t in range(len(_TYPE_SIZES))], tf.int32)
   type_ = tf.where(tf.logical_and(type_ >= 0, type_ < len(_TYPE_SIZES)),
                    type_, 0)
-  return tf.switch_case(tf.gather(index, type_),
-                        list(branches.values()) + [lambda: nan])
+  return tf.gather(tf.stack([*values.values(), nan]),
+                   tf.gather(index, type_))
 
 
 def _find_nul(data: tf.Tensor) -> tf.Tensor:
@@ -167,7 +184,7 @@ def tiff_orientation(exif: tf.Tensor):
     keep = tf.logical_and(tf.logical_and(considered, tf.logical_not(stop)),
                           tf.logical_and(unit > 0, tf.logical_and(
                               length > 0, tf.logical_not(too_much))))
-    seen = tf.cond(keep, lambda: tf.concat([seen, [tag]], 0), lambda: seen)
+    seen = tf.concat([seen, tf.boolean_mask([tag], [keep])], 0)
     position = tf.where(outside, offset, entry + 8)
     found = tf.where(tf.logical_and(keep, tf.equal(tag, _ORIENTATION_TAG)),
                      tf.stack([type_, position]), found)
@@ -185,9 +202,8 @@ def tiff_orientation(exif: tf.Tensor):
                         tf.TensorShape([])),
       maximum_iterations=65536)
   tagged = tf.logical_and(readable, found[0] >= 0)
-  value = tf.cond(tagged,
-                  lambda: _value(exif, found[1], found[0], big_endian),
-                  lambda: tf.constant(float('nan'), tf.float64))
+  value = tf.where(tagged, _value(exif, found[1], found[0], big_endian),
+                   tf.constant(float('nan'), tf.float64))
   return _whole(value), tagged, readable
 
 
@@ -209,19 +225,27 @@ def _xmp_orientation(xmp: tf.Tensor) -> tf.Tensor:
                                tf.int32), 0)
 
 
-def _orientation(exif, has_exif, xmp, has_xmp, broken) -> tf.Tensor:
-  """Pillow's getexif: EXIF's orientation, else XMP's if EXIF has none."""
-  orientation, tagged, readable = tf.cond(
-      has_exif, lambda: tiff_orientation(exif),
-      lambda: (tf.constant(0), tf.constant(False), tf.constant(True)))
-  from_xmp = tf.logical_and(has_xmp, tf.logical_not(tagged))
-  orientation = tf.where(from_xmp, _xmp_orientation(xmp), orientation)
-  return tf.where(tf.logical_or(broken, tf.logical_not(readable)), 0,
-                  orientation)
+def orientation_of(metadata: Metadata) -> tf.Tensor:
+  """Pillow's getexif: EXIF's orientation, else XMP's if EXIF has none.
+
+  Returns:
+    int32: the orientation, 0 if none.
+  """
+  # Read whether or not there is EXIF (`exif` is then empty), since a
+  # tf.cond costs every load of the SavedModel more than the reading.
+  orientation, tagged, readable = tiff_orientation(metadata.exif)
+  orientation = tf.where(metadata.has_exif, orientation, 0)
+  tagged = tf.logical_and(metadata.has_exif, tagged)
+  readable = tf.logical_or(tf.logical_not(metadata.has_exif), readable)
+  from_xmp = tf.logical_and(metadata.has_xmp, tf.logical_not(tagged))
+  orientation = tf.where(from_xmp, _xmp_orientation(metadata.xmp),
+                         orientation)
+  return tf.where(tf.logical_or(metadata.broken, tf.logical_not(readable)),
+                  0, orientation)
 
 
-def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
-  """Returns the orientation Pillow reads in a JPEG file (int32), 0 if none."""
+def jpeg_metadata(data: tf.Tensor) -> Metadata:
+  """The EXIF and XMP data Pillow reads in a JPEG file."""
   size = _int(tf.strings.length(data))
 
   def read_app1(payload, exif, has_exif, xmp, has_xmp):
@@ -273,7 +297,7 @@ def jpeg_orientation(data: tf.Tensor) -> tf.Tensor:
       lambda *state: tf.logical_not(state[-1]), step,
       (_int(2), empty, false, empty, false, false, false),
       maximum_iterations=MAX_STEPS)
-  return _orientation(exif, has_exif, xmp, has_xmp, broken)
+  return Metadata(exif, has_exif, xmp, has_xmp, broken)
 
 
 def _same_chunks(data: tf.Tensor, pos: tf.Tensor,
@@ -292,8 +316,8 @@ def _same_chunks(data: tf.Tensor, pos: tf.Tensor,
   return tf.maximum(tf.reduce_min(tf.concat([differ[:, 0], [count]], 0)), 1)
 
 
-def png_orientation(data: tf.Tensor) -> tf.Tensor:
-  """Returns the orientation Pillow reads in a PNG file (int32), 0 if none."""
+def png_metadata(data: tf.Tensor) -> Metadata:
+  """The EXIF and XMP data Pillow reads in a PNG file."""
   size = _int(tf.strings.length(data))
 
   def read_metadata(kind, payload, exif, has_exif, xmp, has_xmp):
@@ -362,7 +386,7 @@ def png_orientation(data: tf.Tensor) -> tf.Tensor:
       lambda *state: tf.logical_not(state[-1]),
       step, (_int(8), false, empty, false, empty, false, false, false),
       maximum_iterations=MAX_STEPS)
-  return _orientation(exif, has_exif, xmp, has_xmp, broken)
+  return Metadata(exif, has_exif, xmp, has_xmp, broken)
 
 
 def transpose(image: tf.Tensor, orientation: tf.Tensor) -> tf.Tensor:
@@ -370,16 +394,15 @@ def transpose(image: tf.Tensor, orientation: tf.Tensor) -> tf.Tensor:
 
   An `orientation` other than 2-8 leaves it unchanged.
   """
-  branches = [
-      lambda: image,
-      lambda: tf.image.flip_left_right(image),                    # 2
-      lambda: tf.image.rot90(image, 2),                           # 3
-      lambda: tf.image.flip_up_down(image),                       # 4
-      lambda: tf.image.transpose(image),                          # 5
-      lambda: tf.image.rot90(image, 3),                           # 6
-      lambda: tf.image.rot90(tf.image.transpose(image), 2),       # 7
-      lambda: tf.image.rot90(image, 1),                           # 8
-  ]
+  # Each orientation as flips (of rows, of columns), then a transposition
+  # or not: no branch functions, which would cost every load of the
+  # SavedModel (8 branches, and 4 more inside each tf.image.rot90).
+  flips = tf.constant([[False, False], [False, False], [False, True],
+                       [True, True], [True, False], [False, False],
+                       [True, False], [True, True], [False, True]])
+  transposed = tf.constant([False] * 5 + [True] * 4)
   index = tf.where(tf.logical_and(orientation >= 2, orientation <= 8),
-                   orientation - 1, 0)
-  return tf.switch_case(index, branches)
+                   orientation, 0)
+  image = tf.reverse(image, tf.boolean_mask([0, 1], flips[index]))
+  return tf.transpose(image, tf.where(transposed[index], [1, 0, 2],
+                                      [0, 1, 2]))

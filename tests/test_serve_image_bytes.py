@@ -354,8 +354,11 @@ def _pillow_orientation(data):
 @pytest.mark.filterwarnings('ignore:.*(EXIF|Tag|tag|Truncated).*:UserWarning')
 def test_damaged_exif_is_read_as_pillow_reads_it():
   """Seeded random damage to EXIF data, read by the graph and by Pillow."""
-  readers = {'JPEG': tf.function(image_orientation.jpeg_orientation),
-             'PNG': tf.function(image_orientation.png_orientation)}
+  readers = {
+      format_: tf.function(lambda data, read=read: image_orientation
+                           .orientation_of(read(data)))
+      for format_, read in (('JPEG', image_orientation.jpeg_metadata),
+                            ('PNG', image_orientation.png_metadata))}
   rng = np.random.default_rng(35)
   pixels = np.zeros((4, 3, 3), np.uint8)
   sources = [_exif(6)[6:], _exif(8, '>')[6:], _MALFORMED[
