@@ -17,7 +17,8 @@ Training reads each shard in blocks of READ_BLOCK records (see there
 why). Then both go on alike: blocks of PARSE_BLOCK records -> parse each
 block at once (`tf.io.parse_example`) -> apply the transform graph to it ->
 cut into batches -> prefetch. Evaluation reads in a deterministic order,
-unshuffled.
+unshuffled. Training takes whichever shard or batch is ready first, but in
+a seeded run (--seed), which must repeat.
 
 The cache holds the raw serialized records, not the transformed floats,
 which take 4 bytes a pixel where a record holds 1. Parsing and the
@@ -285,7 +286,8 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
                  shuffle_buffer: Optional[int] = None,
                  cache: bool = True,
                  repeat: bool = False,
-                 cycle_length: Optional[int] = None) -> tf.data.Dataset:
+                 cycle_length: Optional[int] = None,
+                 ordered: bool = False) -> tf.data.Dataset:
   """Returns a dataset of (images, labels) batches of a split.
 
   Images are float32 [batch, H, W, C], labels int64 [batch].
@@ -302,6 +304,9 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
     cache: whether to cache the raw records in memory.
     repeat: whether to repeat the records without end.
     cycle_length: shards read at once (default: all of them).
+    ordered: whether training too reads and parses in a fixed order, so
+      that a seeded run repeats. Else it takes whichever shard or batch is
+      ready first.
 
   Raises:
     ValueError: training without a shuffle_buffer, or no file matches.
@@ -309,6 +314,7 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   if training and not shuffle_buffer:
     raise ValueError('training needs a shuffle_buffer of at least 1 record')
   files = list_files(file_patterns)
+  ordered = ordered or not training
   dataset = tf.data.Dataset.from_tensor_slices(files)
   if training:  # A new order of shards each epoch (each iteration).
     dataset = dataset.shuffle(len(files), reshuffle_each_iteration=True)
@@ -317,7 +323,7 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   dataset = dataset.interleave(
       lambda path: _read_shard(path, read_block),
       cycle_length=min(cycle_length or len(files), len(files)),
-      num_parallel_calls=AUTOTUNE, deterministic=not training)
+      num_parallel_calls=AUTOTUNE, deterministic=ordered)
   streamed_training = training and not cache
   if cache:
     dataset = dataset.cache()
@@ -334,7 +340,7 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
   dataset = (dataset.rebatch(parse_size) if streamed_training
              else dataset.batch(parse_size))
   dataset = dataset.map(parse_and_transform(tf_transform_output),
-                        num_parallel_calls=AUTOTUNE, deterministic=not training)
+                        num_parallel_calls=AUTOTUNE, deterministic=ordered)
   if parse_size != batch_size:
     dataset = dataset.rebatch(batch_size)
   # Without tf.data's autotuner: Keras drops each epoch's iterator, and
@@ -355,7 +361,8 @@ def _read_shard(path: tf.Tensor, block: Optional[int]) -> tf.data.Dataset:
 def make_planned_dataset(file_patterns: Union[str, Sequence[str]],
                          tf_transform_output: tft.TFTransformOutput,
                          batch_size: int, plan: InputPlan,
-                         repeat: bool = False) -> tf.data.Dataset:
+                         repeat: bool = False,
+                         ordered: bool = False) -> tf.data.Dataset:
   """Returns make_dataset's dataset as `plan` (plan_inputs) decided."""
   return make_dataset(file_patterns, tf_transform_output, batch_size,
-                      repeat=repeat, **plan.dataset_args())
+                      repeat=repeat, ordered=ordered, **plan.dataset_args())

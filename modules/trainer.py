@@ -97,7 +97,7 @@ def run_fn(fn_args: FnArgs) -> None:
     if start.warm:
       start.apply(model)
   datasets = make_datasets(fn_args, data, device_plan.global_batch_size,
-                           plan.epochs, task)
+                           plan.epochs, task, ordered=config.seed is not None)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
             callbacks(fn_args, config, plan, data, device_plan, outputs,
                       task))
@@ -306,16 +306,17 @@ class Datasets:
 
 
 def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
-                  epochs: int, task: Optional[cluster.Task]) -> Datasets:
+                  epochs: int, task: Optional[cluster.Task],
+                  ordered: bool) -> Datasets:
   """The training and validation batches, each worker reading its own
-  files of each split."""
+  files of each split; `ordered`: in a fixed order (a seeded run)."""
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / epochs)
                      if fn_args.train_steps else None)
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, data.transform_output, batch_size,
-      data.train_plan, repeat=bool(steps_per_epoch))
+      data.train_plan, repeat=bool(steps_per_epoch), ordered=ordered)
   validation = input_pipeline.make_planned_dataset(
       fn_args.eval_files, data.transform_output, batch_size,
       data.validation_plan) if data.validation_plan else None

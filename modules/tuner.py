@@ -164,7 +164,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
   return TunerFnResult(tuner=tuner, fit_kwargs=dict(
       train=input_pipeline.make_planned_dataset(
           fn_args.train_files, tf_transform_output, config.batch_size,
-          train_plan, repeat=True),
+          train_plan, repeat=True, ordered=config.seed is not None),
       evaluation=input_pipeline.make_planned_dataset(
           fn_args.eval_files, tf_transform_output, config.batch_size,
           validation_plan),

@@ -139,6 +139,36 @@ def test_eval_dataset_is_deterministic_and_interleaves_shards(grey):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize('cache', [True, False], ids=['cached', 'streamed'])
+def test_a_seeded_run_reads_its_training_data_in_the_same_order(grey, cache):
+  examples, output = grey
+  train = os.path.join(examples.uri, 'Split-train', '*')
+
+  def two_epochs(ordered):
+    tf.random.set_seed(1)  # As keras.utils.set_random_seed does (--seed).
+    dataset = input_pipeline.make_dataset(
+        train, output, batch_size=4, training=True, shuffle_buffer=16,
+        cache=cache, ordered=ordered)
+    return dataset, [l.numpy().tolist() for _ in range(2) for _, l in dataset]
+
+  dataset, labels = two_epochs(ordered=True)
+  assert labels == two_epochs(ordered=True)[1]
+  assert labels[:16] != labels[16:]  # Still a new order each epoch.
+  # Parallel reads and parses wait for their turn: nothing is taken
+  # because it was ready first. Unordered, they are.
+  assert _parallel_steps_deterministic(dataset) == {'true'}
+  unordered, _ = two_epochs(ordered=False)
+  assert _parallel_steps_deterministic(unordered) == {'false'}
+
+
+def _parallel_steps_deterministic(dataset):
+  """The `deterministic` settings of a dataset's parallel steps."""
+  graph = tf.compat.v1.GraphDef.FromString(
+      dataset._as_serialized_graph().numpy())  # pylint: disable=protected-access
+  return {node.attr['deterministic'].s.decode() for node in graph.node
+          if node.op.startswith('Parallel')}
+
+
 def test_no_files_is_a_clear_error(tmp_path, grey):
   with pytest.raises(ValueError, match='no files match'):
     input_pipeline.make_dataset(str(tmp_path / 'nothing-*'), grey[1], 4, False)
