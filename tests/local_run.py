@@ -60,15 +60,18 @@ def _preloaded() -> preloaded_python.Server:
   return _servers[0]
 
 
-def python(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
+def python(args: Sequence[str], timeout: float,
+           env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
   """Runs `python ARGS` (a script, or -m MODULE) in the project's folder as
   a fork of this process's preloaded Python, with this process's
-  environment; its stdout and stderr apart."""
+  environment and `env` on top; its stdout and stderr apart. Variables read
+  as the preloaded libraries load do not take (see `run`'s `fresh`)."""
   command = [sys.executable, *args]
   with tempfile.TemporaryDirectory() as tmp:
     stdout, stderr = os.path.join(tmp, 'stdout'), os.path.join(tmp, 'stderr')
-    status = _preloaded().run(command, dict(os.environ), PROJECT_DIR, stdout,
-                              timeout, stderr_path=stderr)
+    status = _preloaded().run(command, {**os.environ, **(env or {})},
+                              PROJECT_DIR, stdout, timeout,
+                              stderr_path=stderr)
     with open(stdout) as out, open(stderr) as err:
       return subprocess.CompletedProcess(command, status, out.read(),
                                          err.read())

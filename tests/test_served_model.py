@@ -102,10 +102,10 @@ def test_a_file_instead_of_the_directory_is_an_error(tmp_path):
     served_model.served_version(str(tmp_path / 'serving'))
 
 
-# Run in a process of its own: as a user without root's power to read any
-# file, or with the S3 settings in its environment before tensorflow-io
-# reads them. `mode`: 'lookup' (served_version of each directory) or
-# 'component' (ServedModel run by LocalDagRunner, as the pipeline runs it).
+# Run in a process of its own: a fork of the preloaded Python with the S3
+# settings in its environment (tensorflow-io reads them as it first opens
+# s3://), or one started as a user without root's power to read any file. `mode`: 'lookup' (served_version of each directory) or 'component'
+# (ServedModel run by LocalDagRunner, as the pipeline runs it).
 _PROBE = """
 import os, sys
 import tensorflow_io  # s3://, as kubeflow/container_entrypoint.py
@@ -135,12 +135,16 @@ os._exit(status)  # Before tensorflow-io's S3 client aborts the teardown.
 
 
 def _probe(mode, serving_dirs, root, env=None, obey_permissions=False):
-  prefix = (local_run._OBEY_PERMISSIONS  # pylint: disable=protected-access
-            if obey_permissions and os.geteuid() == 0 else [])
-  result = subprocess.run(
-      [*prefix, sys.executable, '-c', _PROBE, mode, str(root), *serving_dirs],
-      capture_output=True, text=True, cwd=local_run.PROJECT_DIR, timeout=300,
-      env={**os.environ, **(env or {})})
+  script = root / 'probe.py'
+  script.write_text(_PROBE)
+  args = [str(script), mode, str(root), *serving_dirs]
+  if obey_permissions and os.geteuid() == 0:
+    result = subprocess.run(
+        [*local_run._OBEY_PERMISSIONS, sys.executable, *args],  # pylint: disable=protected-access
+        capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
+        timeout=300)
+  else:
+    result = local_run.python(args, 300, env)
   print(result.stdout, result.stderr[-3000:])
   return result
 
