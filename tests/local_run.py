@@ -77,6 +77,20 @@ def python(args: Sequence[str], timeout: float,
                                          err.read())
 
 
+def fresh_python(args: Sequence[str], timeout: float,
+                 env: Optional[Dict[str, str]] = None,
+                 obey_permissions: bool = False) -> subprocess.CompletedProcess:
+  """Runs `python ARGS` in the project's folder in a Python started for it,
+  with this process's environment and `env` on top; its stdout and stderr
+  apart. obey_permissions: when root, without root's power to read any
+  file."""
+  prefix = (_OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0
+            else [])
+  return subprocess.run(
+      [*prefix, sys.executable, *args], capture_output=True, text=True,
+      cwd=PROJECT_DIR, timeout=timeout, env={**os.environ, **(env or {})})
+
+
 def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
         env: Optional[Dict[str, str]] = None,
         fresh: bool = False) -> subprocess.CompletedProcess:
@@ -90,12 +104,7 @@ def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
   """
   script = os.path.join(PROJECT_DIR, 'local_runner.py')
   if fresh or env or obey_permissions:
-    prefix = (_OBEY_PERMISSIONS if obey_permissions and os.geteuid() == 0
-              else [])
-    result = subprocess.run(
-        [*prefix, sys.executable, script, *args], capture_output=True,
-        text=True, cwd=PROJECT_DIR, timeout=timeout,
-        env={**os.environ, **(env or {})})
+    result = fresh_python([script, *args], timeout, env, obey_permissions)
   else:
     result = python([script, *args], timeout)
   print(result.stdout, result.stderr)

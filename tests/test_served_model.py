@@ -6,8 +6,6 @@ permissions, an S3 server that does not answer) fails the step, never
 passes for "nothing served" (the Pusher reads it with the same function)."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 from tfx import v1 as tfx
@@ -104,7 +102,8 @@ def test_a_file_instead_of_the_directory_is_an_error(tmp_path):
 
 # Run in a process of its own: a fork of the preloaded Python with the S3
 # settings in its environment (tensorflow-io reads them as it first opens
-# s3://), or one started as a user without root's power to read any file. `mode`: 'lookup' (served_version of each directory) or 'component'
+# s3://), or one started as a user without root's power to read any file.
+# `mode`: 'lookup' (served_version of each directory) or 'component'
 # (ServedModel run by LocalDagRunner, as the pipeline runs it).
 _PROBE = """
 import os, sys
@@ -138,13 +137,8 @@ def _probe(mode, serving_dirs, root, env=None, obey_permissions=False):
   script = root / 'probe.py'
   script.write_text(_PROBE)
   args = [str(script), mode, str(root), *serving_dirs]
-  if obey_permissions and os.geteuid() == 0:
-    result = subprocess.run(
-        [*local_run._OBEY_PERMISSIONS, sys.executable, *args],  # pylint: disable=protected-access
-        capture_output=True, text=True, cwd=local_run.PROJECT_DIR,
-        timeout=300)
-  else:
-    result = local_run.python(args, 300, env)
+  result = (local_run.fresh_python(args, 300, env, obey_permissions=True)
+            if obey_permissions else local_run.python(args, 300, env))
   print(result.stdout, result.stderr[-3000:])
   return result
 
