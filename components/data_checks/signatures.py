@@ -119,8 +119,9 @@ def thumbnails(small: np.ndarray) -> np.ndarray:
 def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
   """Returns the SCORE_DTYPE [N] scores of images and their thumbnails.
 
-  The brightness percentiles are the thumbnail's. A few odd pixels do not
-  make an image dark or bright, and sorting 256 values per image is cheap.
+  The brightness percentiles are the thumbnail's: a few odd pixels do not
+  make an image dark or bright. A partition finds them, where a sort costs
+  ten times as much.
   Sharpness is the variance of the Laplacian over the variance of the
   pixels, so that contrast alone does not make an image look sharp.
 
@@ -135,7 +136,7 @@ def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
   last = small.shape[1] - 1
   low, high = (round(last * LOW_PERCENTILE / 100),
                round(last * HIGH_PERCENTILE / 100))
-  ordered = np.sort(small, axis=1)
+  ordered = np.partition(small, (low, high), axis=1)
   result['low'] = ordered[:, low]
   result['high'] = ordered[:, high]
   result['spread'] = result['high'] - result['low']
