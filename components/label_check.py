@@ -266,28 +266,31 @@ def sources_at(split_uri: str, positions: np.ndarray
   found: Dict[int, Tuple[str, str]] = {}
   if not len(wanted):
     return found
+  files = shards.split_files(split_uri)
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
-  start = 0  # The position of the shard's first record.
-  for path in shards.split_files(split_uri):
+  # One dataset over the shards (a dataset per shard costs more to set up
+  # than to read), and only the few batches holding a wanted record parsed.
+  batches = (tf.data.Dataset.from_tensor_slices(files).enumerate()
+             .flat_map(lambda number, path: tf.data.TFRecordDataset(
+                 path, compression_type='GZIP').batch(BATCH_SIZE).map(
+                     lambda batch: (number, batch)))
+             .prefetch(1))
+  start = 0  # The position of the batch's first record.
+  shard, offset = -1, 0  # Its shard, and its first record's index there.
+  for number, batch in batches:
+    size = int(tf.size(batch))
+    if int(number) != shard:
+      shard, offset = int(number), 0
+    here = wanted[(wanted >= start) & (wanted < start + size)]
+    if len(here):
+      names = tf.io.parse_example(tf.gather(batch, here - start),
+                                  spec)[features.SOURCE_KEY].numpy()
+      for position, name in zip(here.tolist(), names):
+        found[position] = (name.decode(), f'{os.path.basename(files[shard])}:'
+                           f'{offset + position - start}')
+    start, offset = start + size, offset + size
     if start > wanted[-1]:
       break
-    batches = (tf.data.TFRecordDataset(path, compression_type='GZIP')
-               .batch(BATCH_SIZE)
-               .map(lambda records: tf.io.parse_example(
-                   records, spec)[features.SOURCE_KEY])
-               .prefetch(1))
-    index = 0  # Within the shard.
-    for names in batches.as_numpy_iterator():
-      here = wanted[(wanted >= start + index) &
-                    (wanted < start + index + len(names))]
-      for position in here.tolist():
-        offset = position - start
-        found[position] = (names[offset - index].decode(),
-                           f'{os.path.basename(path)}:{offset}')
-      index += len(names)
-      if start + index > wanted[-1]:
-        break
-    start += index
   return found
 
 
