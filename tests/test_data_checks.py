@@ -19,6 +19,7 @@ from tfx.types import standard_artifacts
 
 from components.data_checks import executor as data_checks_executor
 from components.data_checks import issues
+from components.data_checks import shard_signatures
 from components.data_checks import signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
@@ -30,6 +31,7 @@ from inspector import report
 from inspector import store
 from pipeline import configs
 from records import data_checks as results
+from records import features
 from records import sources
 from tests import artifacts
 from tests import kubeflow_specs
@@ -309,3 +311,35 @@ def test_eval_copies_drop_has_the_evaluator_read_eval_without_them(tmp_path):
       'artifacts']['examples']['taskOutputArtifact']
   assert examples == {'outputArtifactKey': 'examples_without_copies',
                       'producerTask': 'DataChecks'}
+
+
+def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
+    tmp_path):
+  # Small shards are read as one group (one tf.data reader); each still gets
+  # its own signatures, an empty one too, and a damaged one is named.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  geometry = features.ImageGeometry(height=4, width=4, channels=1)
+  paths = []
+  for number, size in enumerate((3, 0, 2)):
+    paths.append(str(tmp_path / f'shard-{number}.gz'))
+    with tf.io.TFRecordWriter(paths[-1], 'GZIP') as writer:
+      for index in range(size):
+        writer.write(features.make_example(
+            bytes([index * 40 + number]) * 16, geometry, index,
+            source=f'img-{number}-{index}'))
+  [group] = shard_signatures.groups(paths)
+  assert group == list(enumerate(paths))
+  work = tmp_path / 'work'
+  work.mkdir()
+  shard_signatures.write_shards(group, str(work), geometry, 'raw')
+  assert [shard_signatures.read_small(str(work), n, ['label'])[
+      'label'].tolist() for n in range(3)] == [[0, 1, 2], [], [0, 1]]
+  assert shard_signatures.read_sources(str(work), 2).tolist() == [
+      b'img-2-0', b'img-2-1']
+
+  # The second shard: the first one's records, cut in the middle.
+  records = (tmp_path / 'shard-0.gz').read_bytes()
+  (tmp_path / 'shard-1.gz').write_bytes(records[:len(records) // 2])
+  with pytest.raises(ValueError, match=re.escape(paths[1]) +
+                     ': cannot read its records as images'):
+    shard_signatures.write_shards(group, str(work), geometry, 'raw')

@@ -1,7 +1,7 @@
 """DataChecks' executor: signatures in Beam, then matching over them.
 
-Beam computes each shard's signatures (shard_signatures.py), one shard per
-element, in as many workers as the pipeline's Beam options give. The
+Beam computes each shard's signatures (shard_signatures.py), a group of
+shards per element, in as many workers as the pipeline's Beam options give. The
 executor then joins them. The 64-bit hashes, digests, labels and scores are
 held in memory, a few dozen bytes an image. The thumbnails go to a memmap
 in the execution's temporary folder. The executor then matches
@@ -186,11 +186,11 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     """Writes each shard's signatures into work_dir, in Beam; returns counts."""
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline
-           | 'Shards' >> beam.Create(list(enumerate(entries)))
+           | 'Shards' >> beam.Create(shard_signatures.groups(
+               [path for _, path in entries]))
            | 'Spread' >> beam.Reshuffle()
-           | 'Signatures' >> beam.MapTuple(
-               lambda number, entry: shard_signatures.write_shard(
-                   number, entry[1], work_dir, geometry, encoding)))
+           | 'Signatures' >> beam.Map(shard_signatures.write_shards,
+                                      work_dir, geometry, encoding))
     return [len(shard_signatures.read_small(work_dir, number, ['label'])[
         'label']) for number in range(len(entries))]
 

@@ -1,7 +1,7 @@
-"""Signatures of one shard of Examples, written to files in a work folder.
+"""Signatures of shards of Examples, written to files in a work folder.
 
-A Beam DoFn gets a shard's path and reads it with tf.data in batches.
-Memory holds one batch of images, and the shard's compact signatures and
+A Beam DoFn gets a group of shards and reads them with tf.data in batches.
+Memory holds one batch of images, and a shard's compact signatures and
 sources. The sources (records/features.py) say which input each record came
 from, and are read in the same parse. The thumbnails go to a file of their
 own, batch by batch, for the executor to join into one memmap. The work
@@ -9,8 +9,9 @@ folder may be on any filesystem TensorFlow knows.
 """
 
 import io
+import itertools
 import os
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -30,6 +31,9 @@ _DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
            SOURCE: np.bytes_}
 # tf.data reads ahead while numpy works on the batch before.
 _PREFETCH = 2
+# Shards are read in groups of at least this many bytes: setting up a
+# tf.data reader costs about as much as reading 3,000 MNIST records.
+GROUP_BYTES = 64 * 2**20
 
 
 def work_paths(work_dir: str, shard_number: int) -> Tuple[str, str]:
@@ -57,11 +61,25 @@ def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
       return arrays[SOURCE]
 
 
-def _batches(path: str, geometry: features.ImageGeometry, encoding: str):
-  """Yields (uint8 [B, H, W, C] images, labels [B], sources [B]) of the shard.
+def groups(paths: List[str]) -> List[List[Tuple[int, str]]]:
+  """Numbers the shards and groups neighbours into GROUP_BYTES or more."""
+  found, group, size = [], [], 0
+  for number, path in enumerate(paths):
+    group.append((number, path))
+    size += tf.io.gfile.stat(path).length
+    if size >= GROUP_BYTES:
+      found.append(group)
+      group, size = [], 0
+  return found + [group] if group else found
+
+
+def _batches(paths: List[str], geometry: features.ImageGeometry,
+             encoding: str):
+  """Yields (index in `paths`, uint8 [B, H, W, C] images, labels [B],
+  sources [B]) of the shards, in order; no batch spans two shards.
 
   Batches are parsed eagerly, since a traced tf.data map would be traced
-  again for every shard.
+  again for every group.
   """
   spec = {key: tf.io.FixedLenFeature([], tf.int64)
           for key in (features.HEIGHT_KEY, features.WIDTH_KEY,
@@ -69,14 +87,18 @@ def _batches(path: str, geometry: features.ImageGeometry, encoding: str):
   spec[features.IMAGE_KEY] = tf.io.FixedLenFeature([], tf.string)
   # Examples written before records named their source read as ''.
   spec[features.SOURCE_KEY] = tf.io.FixedLenFeature([], tf.string, b'')
-  compression = 'GZIP' if path.endswith('.gz') else ''
-  dataset = tf.data.TFRecordDataset(path, compression_type=compression)
-  for serialized in dataset.batch(BATCH_SIZE).prefetch(_PREFETCH):
+  compression = 'GZIP' if paths[0].endswith('.gz') else ''
+  batches = tf.data.Dataset.from_tensor_slices(paths).enumerate().flat_map(
+      lambda index, path: tf.data.TFRecordDataset(
+          path, compression_type=compression).batch(BATCH_SIZE).map(
+              lambda serialized: (index, serialized)))
+  for index, serialized in batches.prefetch(_PREFETCH):
+    index = int(index)
     parsed = tf.io.parse_example(serialized, spec)
     labels = parsed[features.LABEL_KEY].numpy()
     sources = parsed[features.SOURCE_KEY].numpy().astype(np.bytes_)
     if encoding != 'raw':
-      yield (decode.decode_images(parsed, geometry, encoding).numpy(),
+      yield (index, decode.decode_images(parsed, geometry, encoding).numpy(),
              labels, sources)
       continue
     sizes = [parsed[key].numpy() for key in (
@@ -85,40 +107,70 @@ def _batches(path: str, geometry: features.ImageGeometry, encoding: str):
     if (any((size != expected).any()
             for size, expected in zip(sizes, geometry.shape)) or
         (lengths != geometry.num_bytes).any()):
-      raise ValueError(f'{path}: records whose images are not raw pixels '
-                       f'of the Examples\' geometry {geometry}')
+      raise ValueError(f'{paths[index]}: records whose images are not raw '
+                       f'pixels of the Examples\' geometry {geometry}')
     # In TensorFlow, without a Python bytes object per image.
     pixels = tf.io.decode_raw(parsed[features.IMAGE_KEY], tf.uint8).numpy()
-    yield pixels.reshape(len(pixels), *geometry.shape), labels, sources
+    yield index, pixels.reshape(len(pixels), *geometry.shape), labels, sources
 
 
-def write_shard(shard_number: int, path: str, work_dir: str,
-                geometry: features.ImageGeometry, encoding: str) -> int:
-  """Writes the signatures of shard `path`; returns its record count.
+class _ShardWriter:
+  """Writes one shard's signatures: thumbnails batch by batch, the rest at
+  the end."""
+
+  def __init__(self, work_dir: str, shard_number: int):
+    thumbnails_path, self._small_path = work_paths(work_dir, shard_number)
+    self._thumbnails = tf.io.gfile.GFile(thumbnails_path, 'wb')
+    self._small: Dict[str, list] = {name: [] for name in _DTYPES}
+
+  def add(self, images: np.ndarray, labels: np.ndarray,
+          sources: np.ndarray) -> None:
+    result = signatures.compute(images)
+    self._thumbnails.write(result.thumbnail.tobytes())
+    for name in ('digest', 'phash', 'ahash', 'scores'):
+      self._small[name].append(getattr(result, name))
+    self._small['label'].append(labels.astype(np.int32))
+    self._small[SOURCE].append(sources)
+
+  def close(self) -> None:
+    self._thumbnails.close()
+    arrays = {name: (np.concatenate(parts) if parts else
+                     np.zeros(0, _DTYPES[name]))
+              for name, parts in self._small.items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    with tf.io.gfile.GFile(self._small_path, 'wb') as f:
+      f.write(buffer.getvalue())
+
+
+def write_shards(group: List[Tuple[int, str]], work_dir: str,
+                 geometry: features.ImageGeometry, encoding: str) -> None:
+  """Writes the signatures of a group of (shard number, path).
 
   Raises:
     ValueError: a record cannot be read as an image of `geometry`, naming
       the file.
   """
-  thumbnails_path, small_path = work_paths(work_dir, shard_number)
-  small: Dict[str, list] = {name: [] for name in _DTYPES}
+  paths = [path for _, path in group]
+  current = 0  # The shard being read: a reading error is in it or after.
+  written = set()
   try:
-    with tf.io.gfile.GFile(thumbnails_path, 'wb') as thumbnails:
-      for images, labels, sources in _batches(path, geometry, encoding):
-        result = signatures.compute(images)
-        thumbnails.write(result.thumbnail.tobytes())
-        for name in ('digest', 'phash', 'ahash', 'scores'):
-          small[name].append(getattr(result, name))
-        small['label'].append(labels.astype(np.int32))
-        small[SOURCE].append(sources)
-  except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
-    raise ValueError(f'{path}: cannot read its records as images of '
-                     f'{geometry}: {e.message.splitlines()[0]}') from None
-  arrays = {name: (np.concatenate(parts) if parts else
-                   np.zeros(0, _DTYPES[name]))
-            for name, parts in small.items()}
-  buffer = io.BytesIO()
-  np.savez(buffer, **arrays)
-  with tf.io.gfile.GFile(small_path, 'wb') as f:
-    f.write(buffer.getvalue())
-  return len(arrays['label'])
+    for current, batches in itertools.groupby(
+        _batches(paths, geometry, encoding), key=lambda batch: batch[0]):
+      writer = _ShardWriter(work_dir, group[current][0])
+      for _, images, labels, sources in batches:
+        writer.add(images, labels, sources)
+      writer.close()
+      written.add(current)
+  except (tf.errors.InvalidArgumentError, tf.errors.DataLossError):
+    for path in paths[current:]:  # Which file: each read on its own.
+      try:
+        for _ in _batches([path], geometry, encoding):
+          pass
+      except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+        raise ValueError(f'{path}: cannot read its records as images of '
+                         f'{geometry}: {e.message.splitlines()[0]}') from None
+    raise
+  for index, (number, _) in enumerate(group):
+    if index not in written:  # A shard without a record.
+      _ShardWriter(work_dir, number).close()
