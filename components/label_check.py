@@ -268,19 +268,13 @@ def sources_at(split_uri: str, positions: np.ndarray
     return found
   files = shards.split_files(split_uri)
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
-  # One dataset over the shards (a dataset per shard costs more to set up
-  # than to read), and only the few batches holding a wanted record parsed.
-  batches = (tf.data.Dataset.from_tensor_slices(files).enumerate()
-             .flat_map(lambda number, path: tf.data.TFRecordDataset(
-                 path, compression_type='GZIP').batch(BATCH_SIZE).map(
-                     lambda batch: (number, batch)))
-             .prefetch(1))
   start = 0  # The position of the batch's first record.
   shard, offset = -1, 0  # Its shard, and its first record's index there.
-  for number, batch in batches:
-    size = int(tf.size(batch))
-    if int(number) != shard:
-      shard, offset = int(number), 0
+  # Only the few batches holding a wanted record are parsed.
+  for number, batch in shards.numbered_batches(files, BATCH_SIZE).prefetch(1):
+    size, number = int(tf.size(batch)), int(number)
+    if number != shard:
+      shard, offset = number, 0
     here = wanted[(wanted >= start) & (wanted < start + size)]
     if len(here):
       names = tf.io.parse_example(tf.gather(batch, here - start),

@@ -28,3 +28,17 @@ def count_records(files: List[str]) -> int:
   return int(tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
       4096).reduce(tf.constant(0, tf.int64),
                    lambda n, batch: n + tf.size(batch, out_type=tf.int64)))
+
+
+def numbered_batches(files: List[str], batch_size: int) -> tf.data.Dataset:
+  """Returns (index in `files`, serialized records) batches of the files.
+
+  One reader goes through the files in order, since setting one up costs
+  more than reading a small shard. No batch spans two files. Files ending
+  in .gz are read as gzipped.
+  """
+  compression = 'GZIP' if files[0].endswith('.gz') else ''
+  return tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
+      lambda index, path: tf.data.TFRecordDataset(
+          path, compression_type=compression).batch(batch_size).map(
+              lambda batch: (index, batch)))

@@ -19,6 +19,7 @@ import tensorflow as tf
 from components.data_checks import signatures
 from records import decode
 from records import features
+from records import shards
 
 BATCH_SIZE = 4096
 THUMBNAILS_SUFFIX = '.thumbnails'
@@ -87,11 +88,7 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
   spec[features.IMAGE_KEY] = tf.io.FixedLenFeature([], tf.string)
   # Examples written before records named their source read as ''.
   spec[features.SOURCE_KEY] = tf.io.FixedLenFeature([], tf.string, b'')
-  compression = 'GZIP' if paths[0].endswith('.gz') else ''
-  batches = tf.data.Dataset.from_tensor_slices(paths).enumerate().flat_map(
-      lambda index, path: tf.data.TFRecordDataset(
-          path, compression_type=compression).batch(BATCH_SIZE).map(
-              lambda serialized: (index, serialized)))
+  batches = shards.numbered_batches(paths, BATCH_SIZE)
   for index, serialized in batches.prefetch(_PREFETCH):
     index = int(index)
     parsed = tf.io.parse_example(serialized, spec)
