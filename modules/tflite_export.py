@@ -103,7 +103,9 @@ def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
 
 def tflite_probabilities(model_content: bytes, images: np.ndarray) -> np.ndarray:
   """Runs a .tflite file's model on uint8 images [N, H, W, C]."""
-  interpreter = tf.lite.Interpreter(model_content=model_content)
+  # Left unset, the interpreter runs on one core: half the speed on two.
+  interpreter = tf.lite.Interpreter(model_content=model_content,
+                                    num_threads=os.cpu_count())
   [inputs], [outputs] = (interpreter.get_input_details(),
                          interpreter.get_output_details())
   out = []
