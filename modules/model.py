@@ -135,6 +135,10 @@ def compile_for_training(model: keras.Model, config: TrainingConfig,
           config.learning_rate, config.budget.warmup_fraction, total_steps)),
       loss=loss(num_classes, config.label_smoothing),
       metrics=[keras.metrics.SparseCategoricalAccuracy(name='accuracy')])
+  # Adam makes its variables at the first step unless they exist. A
+  # tf.function that makes variables is traced twice, so the first epoch
+  # would trace the training step once more than needed.
+  model.optimizer.build(model.trainable_variables)
 
 
 def loss(num_classes: int, label_smoothing: float = 0.0):

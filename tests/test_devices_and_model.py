@@ -371,3 +371,16 @@ def test_training_steps_run_nothing_through_autograph():
                 loss=model_lib.loss(3, label_smoothing=0.1))
   assert _library_calls_converted_fitting(ours) == []
   assert _library_calls_converted_fitting(plain)  # Keras alone converts.
+
+
+def test_the_first_epoch_traces_the_training_step_once():
+  model = model_lib.build(architectures.SMALL_BN_CNN,
+                          features.ImageGeometry(8, 8, 1), 3, CONFIG)
+  model_lib.compile_for_training(model, TrainingConfig(), 3, total_steps=4)
+  images = np.zeros((8, 8, 8, 1), np.float32)
+  batches = tf.data.Dataset.from_tensor_slices(
+      (images, np.arange(8) % 3)).batch(4)
+  model.fit(batches, epochs=1, verbose=0)
+  # Adam's variables were made before the step: a step that makes them
+  # is traced twice.
+  assert model.train_function.experimental_get_tracing_count() == 1
