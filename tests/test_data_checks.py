@@ -13,6 +13,7 @@ import re
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
+import tensorflow as tf
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
@@ -317,7 +318,6 @@ def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
     tmp_path):
   # Small shards are read as one group (one tf.data reader); each still gets
   # its own signatures, an empty one too, and a damaged one is named.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   geometry = features.ImageGeometry(height=4, width=4, channels=1)
   paths = []
   for number, size in enumerate((3, 0, 2)):
