@@ -75,12 +75,14 @@ sampled).
 """
 
 import csv
+import dataclasses
+import functools
 import io
 import json
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from absl import logging
 import numpy as np
@@ -458,6 +460,89 @@ class LabelCheckSpec(component_spec.ComponentSpec):
   }
 
 
+@dataclasses.dataclass(frozen=True)
+class _Scores:
+  """The probabilities that judge a split's records checked, and how."""
+  positions: np.ndarray
+  labels: np.ndarray
+  probabilities: np.ndarray
+  records: int  # In the split.
+  method: str
+  averaged_over_run: bool = False
+  seconds_in_trainer: float = 0.0
+
+
+def _method(name: str, checked: int, records: int, detail: str = '') -> str:
+  """A method's name, with its detail and the sample's size, if sampled."""
+  notes = [detail] if detail else []
+  if checked != records:
+    notes.append(f'a sample of {checked:,} of {records:,} records')
+  return f'{name} ({", ".join(notes)})' if notes else name
+
+
+def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
+                 exec_properties: Dict[str, Any], num_classes: int,
+                 serve: Callable[[], Callable[..., Any]]
+                 ) -> Union[_Scores, str]:
+  """Scores `split` the way its place in training allows.
+
+  Args:
+    split: the split's name.
+    input_dict: the executor's inputs.
+    exec_properties: the executor's parameters.
+    num_classes: the number of classes.
+    serve: returns the Trainer's serving signature, loaded once.
+
+  Returns:
+    The split's scores, or why it was not checked.
+  """
+  examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
+  files = split_files(examples, split)
+  checked_records = int(exec_properties[CHECKED_RECORDS_KEY])
+  folds = int(exec_properties[FOLDS_KEY])
+  if split == exec_properties[EVAL_SPLIT_KEY]:
+    scores = model_probabilities(serve(), files,
+                                 exec_properties[PROBABILITIES_KEY])
+    return _Scores(*scores, records=len(scores[1]), method=OUT_OF_SAMPLE)
+  if not checked_records:
+    logging.info('LabelCheck: split %s not checked: 0 records asked for.',
+                 split)
+    return 'not checked: 0 records asked for'
+  if split != exec_properties[TRAIN_SPLIT_KEY]:
+    records = shards.count_records(files)
+    scores = model_probabilities(
+        serve(), files, exec_properties[PROBABILITIES_KEY],
+        sample.sample_buckets(records, checked_records))
+    return _Scores(*scores, records=records, method=_method(
+        OUT_OF_SAMPLE, len(scores[1]), records))
+  if folds >= 2:
+    cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
+        import_utils.import_func_from_module(
+            *exec_properties[CROSS_FIT_FN_KEY].rsplit('.', 1)))
+    *scores, records = cross_fit(
+        files=files, transform_graph_uri=artifact_utils.get_single_uri(
+            input_dict[TRANSFORM_GRAPH_KEY]),
+        num_classes=num_classes, folds=folds,
+        fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
+        checked_records=checked_records,
+        custom_config=json_utils.loads(
+            exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {})
+    return _Scores(*scores, records=records, method=_method(
+        CROSS_FIT, len(scores[1]), records, f'{folds} folds'))
+  run = (epoch_probabilities.read(artifact_utils.get_single_uri(
+      input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY) else None)
+  if run is None:
+    logging.info('LabelCheck: split %s not checked: the Trainer\'s model '
+                 'trained on it, and its run kept no probabilities of it.',
+                 split)
+    return 'not checked: the model trained on it'
+  return _Scores(
+      run.positions, run.labels, run.probabilities, records=run.records,
+      method=_method(TRAINING_RUN, len(run.labels), run.records,
+                     f'averaged over {run.epochs} epochs'),
+      averaged_over_run=True, seconds_in_trainer=run.seconds)
+
+
 class Executor(base_executor.BaseExecutor):
   """Scores every split out of sample and writes the ranked suspects."""
 
@@ -466,95 +551,38 @@ class Executor(base_executor.BaseExecutor):
          exec_properties: Dict[str, Any]) -> None:
     """Scores each split and writes its suspects and their counts."""
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
-    model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
-    transform_graph = artifact_utils.get_single_instance(
-        input_dict[TRANSFORM_GRAPH_KEY])
     output = artifact_utils.get_single_instance(output_dict[SUSPECTS_KEY])
-    train_split = exec_properties[TRAIN_SPLIT_KEY]
-    eval_split = exec_properties[EVAL_SPLIT_KEY]
-    checked_records = int(exec_properties[CHECKED_RECORDS_KEY])
-    folds = int(exec_properties[FOLDS_KEY])
-    custom_config = json_utils.loads(
-        exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {}
     class_names = class_names_of(examples)
-    model_dir = path_utils.serving_model_path(model.uri)
-
-    rows, counts, checked, totals, methods = [], {}, {}, {}, {}
-    seconds, serve = {}, None
+    model_dir = path_utils.serving_model_path(
+        artifact_utils.get_single_uri(input_dict[MODEL_KEY]))
+    serve = functools.cache(lambda: load_signature(
+        model_dir, exec_properties[SIGNATURE_KEY]))
+    rows, counts, checked, totals, methods, seconds = [], {}, {}, {}, {}, {}
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
-      files = split_files(examples, split)
-      averaged_over_run = False
-      if split != eval_split and not checked_records:
-        logging.info('LabelCheck: split %s not checked: 0 records asked '
-                     'for.', split)
-        methods[split] = 'not checked: 0 records asked for'
+      scores = _score_split(split, input_dict, exec_properties,
+                            len(class_names), serve)
+      if isinstance(scores, str):
+        methods[split] = scores
         continue
-      if split == eval_split:
-        serve = serve or load_signature(model_dir,
-                                        exec_properties[SIGNATURE_KEY])
-        positions, labels, probabilities = model_probabilities(
-            serve, files, exec_properties[PROBABILITIES_KEY])
-        records, method = len(labels), OUT_OF_SAMPLE
-      elif split != train_split:
-        serve = serve or load_signature(model_dir,
-                                        exec_properties[SIGNATURE_KEY])
-        records = shards.count_records(files)
-        positions, labels, probabilities = model_probabilities(
-            serve, files, exec_properties[PROBABILITIES_KEY],
-            sample.sample_buckets(records, checked_records))
-        method = (OUT_OF_SAMPLE if len(labels) == records else
-                  f'{OUT_OF_SAMPLE} (a sample of {len(labels):,} of '
-                  f'{records:,} records)')
-      elif folds >= 2:
-        cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
-            import_utils.import_func_from_module(
-                *exec_properties[CROSS_FIT_FN_KEY].rsplit('.', 1)))
-        positions, labels, probabilities, records = cross_fit(
-            files=files, transform_graph_uri=transform_graph.uri,
-            num_classes=len(class_names), folds=folds,
-            fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
-            checked_records=checked_records,
-            custom_config=custom_config)
-        method = (f'{CROSS_FIT} ({folds} folds)' if len(labels) == records
-                  else f'{CROSS_FIT} ({folds} folds, a sample of '
-                  f'{len(labels):,} of {records:,} records)')
-      else:
-        scored = (epoch_probabilities.read(artifact_utils.get_single_uri(
-            input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY)
-                  else None)
-        if scored is None:
-          logging.info('LabelCheck: split %s not checked: the Trainer\'s '
-                       'model trained on it, and its run kept no '
-                       'probabilities of it.', split)
-          methods[split] = 'not checked: the model trained on it'
-          continue
-        positions, labels, probabilities, records = (
-            scored.positions, scored.labels, scored.probabilities,
-            scored.records)
-        started -= scored.seconds  # The check's time in the Trainer.
-        averaged_over_run = True
-        method = (f'{TRAINING_RUN} (averaged over {scored.epochs} epochs)'
-                  if len(labels) == records else
-                  f'{TRAINING_RUN} (averaged over {scored.epochs} epochs, a '
-                  f'sample of {len(labels):,} of {records:,} records)')
       split_rows = suspects_rows(
-          split, artifact_utils.get_split_uri([examples], split), positions,
-          labels, probabilities, class_names, method,
-          every_other_first=averaged_over_run)
-      seconds[split] = round(time.monotonic() - started, 2)
+          split, artifact_utils.get_split_uri([examples], split),
+          scores.positions, scores.labels, scores.probabilities, class_names,
+          scores.method, every_other_first=scores.averaged_over_run)
+      seconds[split] = round(
+          time.monotonic() - started + scores.seconds_in_trainer, 2)
       logging.info('LabelCheck: %s: %d suspects of %d records (%s) in '
-                   '%.1f s.', split, len(split_rows), len(labels), method,
-                   seconds[split])
+                   '%.1f s.', split, len(split_rows), len(scores.labels),
+                   scores.method, seconds[split])
       rows += split_rows
       counts[split], checked[split], totals[split], methods[split] = (
-          len(split_rows), len(labels), records, method)
+          len(split_rows), len(scores.labels), scores.records, scores.method)
     write_suspects(output.uri, rows)
-    output.set_string_custom_property(SUSPECTS_PROPERTY, json.dumps(counts))
-    output.set_string_custom_property(CHECKED_PROPERTY, json.dumps(checked))
-    output.set_string_custom_property(RECORDS_PROPERTY, json.dumps(totals))
-    output.set_string_custom_property(METHODS_PROPERTY, json.dumps(methods))
-    output.set_string_custom_property(SECONDS_PROPERTY, json.dumps(seconds))
+    for key, value in ((SUSPECTS_PROPERTY, counts),
+                       (CHECKED_PROPERTY, checked),
+                       (RECORDS_PROPERTY, totals), (METHODS_PROPERTY, methods),
+                       (SECONDS_PROPERTY, seconds)):
+      output.set_string_custom_property(key, json.dumps(value))
     output.set_int_custom_property('suspects_total', len(rows))
 
 
