@@ -40,11 +40,6 @@ from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 
-# Do's plan, handed to the transforms in exec_properties as TFX's own
-# GenerateExamplesByBeam hands them '_beam_pipeline_args'.
-_PLAN_KEY = '_plan'
-
-
 @dataclasses.dataclass(frozen=True)
 class _Part:
   """One input written by WriteShards: shard i of each output from work[i]."""
@@ -54,7 +49,6 @@ class _Part:
   outputs: List[str]  # Output splits.
   first_shard: int = 0
   total_shards: Optional[int] = None
-  pattern: Optional[str] = None  # An IDX input split's.
   skipped_file: Optional[str] = None  # Where the workers list skips.
 
 
@@ -89,13 +83,18 @@ def _IdxToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                   split_pattern: str) -> beam.pvalue.PCollection:
   """Reads one IDX split into serialized Examples, one per element.
 
-  Image folders never take this way: folder_plan.py hashes them into splits
-  by path, where TFX hashes records.
+  TFX's GenerateExamplesByBeam reads with it where output_config hashes an
+  input split into splits. Image folders never take this way: folder_plan.py
+  hashes them into splits by path, where TFX hashes records.
   """
-  plan = exec_properties[_PLAN_KEY]
-  pattern = os.path.join(plan.input_base, split_pattern)
-  part = next(part for part in plan.parts if part.pattern == pattern)
-  return pipeline | 'Read' >> tfrecord_sink.ReadShards(part.source, part.work)  # pylint: disable=no-value-for-parameter
+  options = ImageExampleGenOptions.from_exec_properties(exec_properties)
+  input_base = exec_properties[specs.INPUT_BASE_KEY]
+  files = idx.split_files(os.path.join(input_base, split_pattern))
+  encoding = features.resolve_encoding(
+      options.image_encoding, idx.geometry(files[0]), options.png_min_pixels)
+  return pipeline | 'Read' >> tfrecord_sink.ReadShards(  # pylint: disable=no-value-for-parameter
+      idx.Reader(files, encoding, input_base),
+      idx.shard_ranges(files[0].count, options.num_shards))
 
 
 def _plan_idx(options: ImageExampleGenOptions, input_base: str,
@@ -142,8 +141,7 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
         work=idx.shard_ranges(files[pattern][0].count, options.num_shards),
         outputs=[output] + ([validation_split.SPLIT] if carve else []),
         first_shard=outputs[:i].count(output) * options.num_shards,
-        total_shards=outputs.count(output) * options.num_shards,
-        pattern=pattern))
+        total_shards=outputs.count(output) * options.num_shards))
   return dict(class_names=class_names, geometry=geometry, encoding=encoding,
               split_names=split_names, parts=parts, carve_idx=carve_idx)
 
@@ -317,7 +315,6 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
     if not driver.driver_ran(exec_properties):  # Kubeflow Pipelines.
       exec_properties = driver.resolve(exec_properties, examples)
     plan = _plan(exec_properties, examples.uri)
-    exec_properties = {**exec_properties, _PLAN_KEY: plan}
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
     progress.reset()
     try:
