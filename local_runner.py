@@ -31,9 +31,9 @@ from runners import interrupted_runs
 from runners import local_store
 from runners import run_report
 from runners import schema_history
-from runners import startup
+from pipeline import startup
 
-# Heavy imports wait for the function that needs them (runners/startup.py).
+# Heavy imports wait for the function that needs them (pipeline/startup.py).
 # pylint: disable=g-import-not-at-top
 
 

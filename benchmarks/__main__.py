@@ -25,7 +25,9 @@ import shutil
 import sys
 import tempfile
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from pipeline import startup
+
+startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each section's `module:attribute`, a harness.Section; imported when run:

@@ -20,7 +20,9 @@ import sys
 import time
 from typing import Optional, Sequence
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from pipeline import startup
+
+startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 
 def arrays(pattern: str, transform_output):

@@ -26,12 +26,12 @@ and exit status 1.
 import argparse
 import contextlib
 import json
-import os
 import sys
 from typing import Any, Optional, Sequence
 
-# TensorFlow's C++ start-up chatter is noise for a query tool.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from pipeline import startup
+
+startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 # pylint: disable=g-import-not-at-top
 from inspector import artifacts as artifacts_lib

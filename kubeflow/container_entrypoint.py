@@ -37,7 +37,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from google.protobuf import json_format
 
 from pipeline import s3_clients
-from runners import startup
+from pipeline import startup
 
 TFX_EXECUTOR_MODULE = (
     'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
@@ -117,7 +117,7 @@ def _register_s3() -> None:
 
 def _import_executor(argv: List[str]) -> None:
   """What the task will import anyway, imported first without the garbage
-  collector (runners/startup.py says why): TFX's components, which
+  collector (pipeline/startup.py says why): TFX's components, which
   TFX's entrypoint imports, and the module of the task's executor class."""
   with startup.without_gc():
     _register_s3()

@@ -53,18 +53,18 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 from urllib import parse
 
-# The project first on the path, as a script too (runners/startup.py).
+# The project first on the path, as a script too (pipeline/startup.py).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The project's imports follow that line; heavy ones wait for the function
-# that needs them (runners/startup.py).
+# that needs them (pipeline/startup.py).
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from kubeflow import open_source_kfp
 from kubeflow import vertex_training
 from pipeline import configs
 from pipeline import knobs as knobs_lib
 from runners import flags
-from runners import startup
+from pipeline import startup
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 TARGETS = ('kubeflow', 'vertex')

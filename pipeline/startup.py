@@ -1,5 +1,6 @@
-"""What the entry files (local_runner.py, kubeflow/kubeflow_runner.py and the
-Kubeflow task entrypoint) do to start fast and end fast, and why.
+"""What the entry files (local_runner.py, kubeflow/kubeflow_runner.py, the
+Kubeflow task entrypoint, the inspector, predict and benchmark commands) do
+to start fast and end fast, and why.
 
 * TensorFlow's C++ start-up chatter is noise on the console:
   `quiet_tensorflow` turns it off before TensorFlow loads (it reads the

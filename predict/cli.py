@@ -19,13 +19,13 @@ Exit status 1 if the model is missing or no file could be predicted, else 0.
 """
 
 import argparse
-import os
 import sys
 import time
 from typing import List, Optional, Sequence
 
-# TensorFlow's C++ start-up chatter is noise for a command-line tool.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from pipeline import startup
+
+startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 # pylint: disable=g-import-not-at-top
 import numpy as np

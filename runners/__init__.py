@@ -2,5 +2,4 @@
 DAG's flags (flags.py), the console progress and summary (run_summary.py),
 the HTML report written at the end of a run (run_report.py),
 recovery from killed runs (interrupted_runs.py), the schema of the last
-validated run (schema_history.py), and the start-up tricks of every entry
-file, the Kubeflow compiler and task entrypoint too (startup.py)."""
+validated run (schema_history.py)."""

@@ -51,7 +51,7 @@ def permissions_enforceable() -> str:
 def _preloaded() -> preloaded_python.Server:
   """This process's preloaded Python, started on first use."""
   if not _servers:
-    # Started as local_runner.py starts TensorFlow (runners/startup.py
+    # Started as local_runner.py starts TensorFlow (pipeline/startup.py
     # quiet_tensorflow), before it loads.
     env = dict(os.environ)
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')

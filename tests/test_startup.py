@@ -1,4 +1,4 @@
-"""runners/startup.py: a block run without the garbage collector, what it
+"""pipeline/startup.py: a block run without the garbage collector, what it
 leaves behind frozen, the collector as it was before; an exit that leaves
 what exists uncollected; TensorFlow's C++ log level set unless given."""
 
@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from runners import startup
+from pipeline import startup
 from tests.local_run import PROJECT_DIR
 
 
@@ -37,7 +37,7 @@ def test_a_collector_that_was_off_stays_off():
 
 def test_exit_leaves_the_status_and_runs_exit_handlers():
   program = ('import atexit, gc\n'
-             'from runners import startup\n'
+             'from pipeline import startup\n'
              'atexit.register(lambda: print(gc.get_freeze_count() > 0))\n'
              'startup.exit_without_gc(3)\n')
   result = subprocess.run([sys.executable, '-c', program], cwd=PROJECT_DIR,
