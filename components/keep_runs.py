@@ -102,6 +102,17 @@ class KeepRuns(base_component.BaseComponent):
   def __init__(self, keep_runs: int, serving_model_dir: str,
                pipeline_name: str, large_outputs: List[str],
                lineage_outputs: List[str], model_output: str):
+    """Builds the step; pipeline/keep_runs.py reads its outputs off the DAG.
+
+    Args:
+      keep_runs: how many of the newest runs keep their large artifacts.
+      serving_model_dir: where the Pusher pushes; the served model's run
+        keeps what made it.
+      pipeline_name: the pipeline's name, its folder under the root.
+      large_outputs: 'task/output' of every large artifact.
+      lineage_outputs: those of them a pushed model was made from.
+      model_output: 'task/output' of the model the Pusher pushes.
+    """
     super().__init__(spec=KeepRunsSpec(
         keep_runs=keep_runs, serving_model_dir=serving_model_dir,
         pipeline_name=pipeline_name,

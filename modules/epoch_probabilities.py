@@ -76,6 +76,16 @@ class EpochProbabilities(keras.callbacks.Callback):
   def __init__(self, files: List[str], records: int, checked_records: int,
                tf_transform_output: tft.TFTransformOutput, output_dir: str,
                planned_epochs: int):
+    """Makes the callback over a hash sample of the training split.
+
+    Args:
+      files: the training split's record files, in order.
+      records: the records in them.
+      checked_records: about how many records to check.
+      tf_transform_output: the transform graph that makes model inputs.
+      output_dir: where the average is written.
+      planned_epochs: the epochs planned, from which the stride follows.
+    """
     super().__init__()
     self._stride = stride(planned_epochs)
     self._planned_epochs = planned_epochs

@@ -52,6 +52,15 @@ class TrialTuner(base_tuner.BaseTuner):
 
   def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
                split: str, **kwargs):
+    """Makes the tuner.
+
+    Args:
+      oracle: the KerasTuner oracle that proposes trials.
+      config: the run's training settings, which a trial overrides.
+      fn_args: TFX's FnArgs of the Tuner.
+      split: the split each trial is scored on.
+      **kwargs: KerasTuner's BaseTuner arguments.
+    """
     super().__init__(oracle, **kwargs)
     self._config = config
     self._fn_args = fn_args

@@ -54,6 +54,15 @@ class ImageExampleGen(FileBasedExampleGen):
     The layout of image folders is looked at here, so that TFX's driver
     fingerprints the right files.
 
+    Args:
+      input_base: the folder of the input files (or of their span folders).
+      options: what to read and how to write it.
+      span_dir_pattern: each span's folder under input_base, e.g.
+        'span-{SPAN}'; None: no spans.
+      input_config: the input splits, as for any FileBasedExampleGen.
+      output_config: the output splits and their hash buckets.
+      range_config: which spans to read, as for any FileBasedExampleGen.
+
     Raises:
       ValueError: a span window without span folders, or class folders
         without train/eval folders and no eval_percent to split them.

@@ -321,6 +321,14 @@ class Reader:
   def __init__(self, files: SplitFiles, encoding: str,
                input_base: Optional[str] = None,
                validation_percent: int = 0):
+    """Makes the source of one input split.
+
+    Args:
+      files: the split's images and labels files, validated.
+      encoding: the records' image encoding (features.IMAGE_ENCODINGS).
+      input_base: sources are paths relative to it; None: file names.
+      validation_percent: the share of records hashed into validation.
+    """
     self._images, self._labels = files
     self._encoding = encoding
     # A record's source: its place in the images file, as MNIST's

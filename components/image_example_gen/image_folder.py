@@ -213,6 +213,18 @@ class Decoder:
   def __init__(self, label: str, count: int, class_names: Sequence[str],
                geometry: features.ImageGeometry, skip_bad: bool,
                encoding: str, input_base: str, max_pixels: Optional[int]):
+    """Makes the source of one output split.
+
+    Args:
+      label: the split's name in progress lines.
+      count: the split's images, for progress lines.
+      class_names: label i's class folder name.
+      geometry: what every image is converted to.
+      skip_bad: list an unreadable image in place of raising.
+      encoding: the records' image encoding (features.IMAGE_ENCODINGS).
+      input_base: sources are paths relative to it.
+      max_pixels: images claiming more are refused before decoding.
+    """
     self._class_names = list(class_names)
     self._geometry = geometry
     self._skip_bad = skip_bad
