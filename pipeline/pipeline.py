@@ -10,8 +10,6 @@ from typing import Optional
 from tfx import v1 as tfx
 
 from components.data_checks import component as data_checks_component
-from components.image_example_gen.component import ImageExampleGen
-from components.image_example_gen.options import ImageExampleGenOptions
 from components.validation_gate import ValidationGate
 from pipeline import keep_runs
 from pipeline import stages
@@ -41,22 +39,7 @@ def create_pipeline(
       the newest K runs (Kubeflow Pipelines; pipeline/keep_runs.py). A
       local run collects after the run instead (runners/keep_runs.py).
   """
-  example_gen = ImageExampleGen(
-      input_base=data_root, options=ImageExampleGenOptions(
-          input_format=data.input_format, class_names=data.class_names,
-          geometry=data.image_geometry, num_shards=data.num_shards,
-          skip_bad_images=data.skip_bad_images,
-          image_encoding=data.image_encoding,
-          png_min_pixels=data.png_min_pixels, infer_size=data.infer_size,
-          infer_channels=data.infer_channels, eval_percent=data.eval_percent,
-          validation_percent=data.validation_percent,
-          max_image_pixels=data.max_image_pixels if data.images else None,
-          span_window=data.span_window),
-      span_dir_pattern=data.span_dir_pattern)
-  if infrastructure.example_gen_beam_pipeline_args:
-    example_gen.with_beam_pipeline_args(
-        list(infrastructure.example_gen_beam_pipeline_args))
-
+  example_gen = stages.example_gen(data_root, data, infrastructure)
   examples = example_gen.outputs['examples']
   statistics_gen = stages.statistics_gen(examples, infrastructure)
   statistics = statistics_gen.outputs['statistics']

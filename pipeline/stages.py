@@ -13,6 +13,8 @@ from tfx.v1.extensions import google_cloud_ai_platform
 from components import baseline_evaluator
 from components import blessing_rule
 from components import push_once
+from components.image_example_gen.component import ImageExampleGen
+from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
 from components.label_check import LabelCheck
@@ -24,6 +26,27 @@ from pipeline import validation
 from pipeline import warm_start
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
 from records import features
+
+
+def example_gen(data_root, data: DataConfig,
+                infrastructure: InfrastructureConfig) -> ImageExampleGen:
+  """ImageExampleGen, reading `data_root` (a path or a RuntimeParameter)."""
+  node = ImageExampleGen(
+      input_base=data_root, options=ImageExampleGenOptions(
+          input_format=data.input_format, class_names=data.class_names,
+          geometry=data.image_geometry, num_shards=data.num_shards,
+          skip_bad_images=data.skip_bad_images,
+          image_encoding=data.image_encoding,
+          png_min_pixels=data.png_min_pixels, infer_size=data.infer_size,
+          infer_channels=data.infer_channels, eval_percent=data.eval_percent,
+          validation_percent=data.validation_percent,
+          max_image_pixels=data.max_image_pixels if data.images else None,
+          span_window=data.span_window),
+      span_dir_pattern=data.span_dir_pattern)
+  if infrastructure.example_gen_beam_pipeline_args:
+    node.with_beam_pipeline_args(
+        list(infrastructure.example_gen_beam_pipeline_args))
+  return node
 
 
 def statistics_gen(examples,
