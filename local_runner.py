@@ -26,12 +26,12 @@ from ml_metadata import metadata_store
 from inspector import store as inspect_store
 from pipeline import configs
 from pipeline import knobs as knobs_lib
+from pipeline import startup
 from runners import flags
 from runners import interrupted_runs
 from runners import local_store
 from runners import run_report
 from runners import schema_history
-from pipeline import startup
 
 # Heavy imports wait for the function that needs them (pipeline/startup.py).
 # pylint: disable=g-import-not-at-top

@@ -63,8 +63,8 @@ from kubeflow import open_source_kfp
 from kubeflow import vertex_training
 from pipeline import configs
 from pipeline import knobs as knobs_lib
-from runners import flags
 from pipeline import startup
+from runners import flags
 
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 TARGETS = ('kubeflow', 'vertex')
