@@ -120,6 +120,10 @@ PROBABILITIES_KEY = 'probabilities_key'
 
 CSV_FILE = 'suspects.csv'
 JSON_FILE = 'suspects.json'
+# The eval records the model gets wrong, most confident first.
+MISTAKES_FILE = 'mistakes.json'
+MISTAKES_LISTED = 10_000  # At most; the property counts them all.
+MISTAKES_PROPERTY = 'mistakes'  # {split: records the model gets wrong}.
 CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
                'suggested_name', 'score', 'given_probability',
                'suggested_probability', 'method', 'record')
@@ -391,6 +395,63 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
   return rows
 
 
+def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
+                  labels: np.ndarray, probabilities: np.ndarray,
+                  class_names: List[str], suspects: List[Dict[str, Any]]
+                  ) -> Tuple[List[Dict[str, Any]], int]:
+  """Returns the records the model predicts wrong, most confident first.
+
+  Args:
+    split: the split's name.
+    split_uri: the split's folder.
+    positions, labels, probabilities: of the records scored, as
+      `model_probabilities` returns them; the model's own probabilities.
+    class_names: the classes' names.
+    suspects: the split's suspects rows; a mistake among them is marked
+      `suspect` (a likely label error rather than a model error).
+
+  Returns:
+    At most MISTAKES_LISTED rows, and how many records the model gets wrong.
+  """
+  predicted = np.argmax(probabilities, axis=1) if len(labels) else labels
+  wrong = np.flatnonzero(predicted != labels)
+  confidence = probabilities[wrong, predicted[wrong]]
+  listed = wrong[np.argsort(-confidence, kind='stable')][:MISTAKES_LISTED]
+  named = sources_at(split_uri, positions[listed])
+  doubted = {row['record'] for row in suspects}
+
+  def name(label: int) -> str:
+    return class_names[label] if 0 <= label < len(class_names) else str(label)
+
+  rows = []
+  for rank, i in enumerate(listed.tolist()):
+    given, guess = int(labels[i]), int(predicted[i])
+    source, record = named[int(positions[i])]
+    rows.append({
+        'split': split, 'rank': rank + 1, 'source': source,
+        'given': given, 'given_name': name(given),
+        'predicted': guess, 'predicted_name': name(guess),
+        'predicted_probability': round(float(probabilities[i, guess]), 6),
+        'given_probability': round(float(probabilities[i, given]), 6),
+        'suspect': record in doubted, 'record': record})
+  return rows, len(wrong)
+
+
+def read_mistakes(uri: str) -> List[Dict[str, Any]]:
+  """Reads the rows of mistakes_rows a LabelSuspects artifact holds.
+
+  Raises:
+    ValueError: `uri` holds no mistakes.json (LabelCheck wrote none before
+      it listed mistakes).
+  """
+  path = os.path.join(uri, MISTAKES_FILE)
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f'{path}: no such file (a LabelSuspects artifact of a '
+                     'run before LabelCheck listed the model\'s mistakes?)')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
 def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
   """Writes suspects.csv and suspects.json under `uri`."""
   text = io.StringIO()
@@ -558,6 +619,7 @@ class Executor(base_executor.BaseExecutor):
     serve = functools.cache(lambda: load_signature(
         model_dir, exec_properties[SIGNATURE_KEY]))
     rows, counts, checked, totals, methods, seconds = [], {}, {}, {}, {}, {}
+    mistakes, mistakes_count = [], {}
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
       scores = _score_split(split, input_dict, exec_properties,
@@ -575,10 +637,19 @@ class Executor(base_executor.BaseExecutor):
                    '%.1f s.', split, len(split_rows), len(scores.labels),
                    scores.method, seconds[split])
       rows += split_rows
+      if split == exec_properties[EVAL_SPLIT_KEY]:
+        split_mistakes, mistakes_count[split] = mistakes_rows(
+            split, artifact_utils.get_split_uri([examples], split),
+            scores.positions, scores.labels, scores.probabilities,
+            class_names, split_rows)
+        mistakes += split_mistakes
       counts[split], checked[split], totals[split], methods[split] = (
           len(split_rows), len(scores.labels), scores.records, scores.method)
     write_suspects(output.uri, rows)
+    with tf.io.gfile.GFile(os.path.join(output.uri, MISTAKES_FILE), 'w') as f:
+      json.dump(mistakes, f, indent=1)
     for key, value in ((SUSPECTS_PROPERTY, counts),
+                       (MISTAKES_PROPERTY, mistakes_count),
                        (CHECKED_PROPERTY, checked),
                        (RECORDS_PROPERTY, totals), (METHODS_PROPERTY, methods),
                        (SECONDS_PROPERTY, seconds)):

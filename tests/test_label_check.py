@@ -287,6 +287,26 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   assert result['checked']['eval'] == EVAL
 
 
+def test_the_models_eval_mistakes_are_listed_most_confident_first(
+    planted_run):
+  out, planted = planted_run
+  [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
+  mistakes = label_check.read_mistakes(str(uri))
+  suspects = {r['record'] for r in label_check.read_suspects(str(uri))
+              if r['split'] == 'eval'}
+  assert mistakes and {r['split'] for r in mistakes} == {'eval'}
+  assert all(r['predicted'] != r['given'] for r in mistakes)
+  confidence = [r['predicted_probability'] for r in mistakes]
+  assert confidence == sorted(confidence, reverse=True)
+  assert all(r['predicted_probability'] > r['given_probability']
+             for r in mistakes)
+  # The planted labels the model contradicts are mistakes, and those it
+  # doubts enough to list are marked as likely label errors.
+  assert len(planted['t10k'] & {r['source'] for r in mistakes}) >= 9
+  marked = {r['record'] for r in mistakes if r['suspect']}
+  assert marked and marked <= suspects
+
+
 def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
   out, planted = planted_run
   path = tmp_path / 'review.csv'
