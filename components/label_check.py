@@ -1,77 +1,9 @@
-"""LabelCheck: the images whose given class the trained model most doubts.
+"""LabelCheck: per split, the records whose given class a held-out model doubts.
 
-A record in the wrong class trains and evaluates as if it were right, and
-nothing else in the DAG shows it. This component runs after the Trainer.
-For each split of the Examples it lists the suspects, the records whose
-given label the model finds unlikely. They are ranked, each with the class
-the model suggests.
-
-Scores never come from a model at a moment it had memorised the record
-it judges:
-  * Every split but the training one is scored by the Trainer's model (its
-    serving signature on the serialized records), which never trained on
-    them. The eval split is scored whole: its labels judge the model that
-    is pushed. Any other (validation) is scored on a sample of about
-    `checked_records`, chosen by a hash of their bytes as the training
-    sample is (records/sample.py), or whole where it is smaller.
-  * The training split is scored, by default, from the Trainer's own run.
-    At the end of a few epochs spread over the run, the Trainer predicted
-    a sample of the split (at most `checked_records`, chosen by a hash of
-    their bytes; modules/epoch_probabilities.py). The averaged
-    probabilities are scored. A wrong label is learnt late, if at all, so
-    its given class stays unlikely over most of the run. This is the idea
-    of the area under the margin (Pleiss et al., NeurIPS 2020). It needs
-    no extra model.
-  * With folds K >= 2 the training split is cross-fitted. The records are
-    put in K folds by a stable hash of their bytes. For each fold that
-    holds some of the sample, a model of the project's own network and
-    input code trains on the other folds within a small budget. It then
-    predicts the sample's records of its own fold. `cross_fit_fn` names
-    the function that does it (modules/cross_fit.py).
-
-Who is a suspect follows confident learning (Northcutt, Jiang and Chuang,
-"Confident Learning: Estimating Uncertainty in Dataset Labels", JAIR 2021),
-as cleanlab's `filter.find_label_issues(filter_by='low_self_confidence')`
-does it.
-  * Each class's threshold is the mean probability of that class over the
-    records labelled with it.
-  * A record's likely class is the most probable of the classes whose
-    probability reaches their threshold.
-  * The (given, likely) counts, each row calibrated to the records given
-    that label, estimate how many records are labelled wrong (cleanlab's
-    `count.num_label_issues`, 'off_diagonal_calibrated').
-  * That many records, plus two square roots of it since the estimate is a
-    noisy count, are the suspects. They are those of least self-confidence
-    (the probability of the given class) among the records whose most
-    probable class is not the given one.
-Suspects are ranked least self-confident first. The class suggested is the
-most probable other one.
-
-On a sample, the thresholds, the confident joint and so the estimate are
-those of the sample: the estimate counts the wrong labels among the
-records checked, not in the whole split. A hash of the bytes chooses the
-sample regardless of the label, so the whole split holds about
-records / records checked times as many.
-
-Probabilities averaged over a training run are low for every class in its
-early epochs. So few records reach the thresholds, and the estimate falls
-far short. For such probabilities every record whose most probable class is
-not the given one is a suspect. That is the area under the margin's flag at
-threshold 0.
-
-Out of core: the records stream through the model in batches, a sample's
-through a hash filter after a pass that counts the split. Memory keeps one
-label and one row of class probabilities per record checked, which the
-per-class thresholds need whole.
-
-Each suspect is named by its `source` feature (records/features.py). It is
-read back for the suspects only, in one more pass over the split's sources.
-
-The artifact (type components.LabelSuspects) holds suspects.csv and
-suspects.json, both sorted by split, then rank. Its custom properties hold
-the counts per split, the records checked and in the split, and which
-method scored each split (with the sample's size where a split was
-sampled).
+Held-out splits are scored by the Trainer's model, the training split by
+cross-fitting or from the Trainer's run; components/label_scores.py picks the
+suspects. The eval records the model gets wrong are listed too. The method and
+why: docs/label-check.md.
 """
 
 import csv
@@ -98,6 +30,7 @@ from tfx.utils import import_utils
 from tfx.utils import json_utils
 from tfx.utils import path_utils
 
+from components import label_scores
 from records import epoch_probabilities
 from records import features
 from records import sample
@@ -134,12 +67,17 @@ CHECKED_PROPERTY = 'records_checked'
 RECORDS_PROPERTY = 'records'  # {split: records in it}.
 METHODS_PROPERTY = 'methods'
 SECONDS_PROPERTY = 'seconds'  # {split: wall time of its check}.
+# {split: wrong labels cleanlab estimates}, of the calibrated splits only.
+ESTIMATES_PROPERTY = 'estimated_wrong'
+TEMPERATURES_PROPERTY = 'temperatures'  # {split: the calibration's}.
 OUT_OF_SAMPLE = 'out_of_sample'  # The Trainer's model, never trained on it.
 CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
 # The Trainer's run: probabilities averaged over its epochs.
 TRAINING_RUN = 'training_run'
 # Records per call of the model.
 BATCH_SIZE = 512
+# Folds of a training split small enough to cross-fit when none are given.
+AUTO_FOLDS = 2
 
 
 class LabelSuspects(types.Artifact):
@@ -147,97 +85,6 @@ class LabelSuspects(types.Artifact):
   # Kubeflow's form for a custom type, module.Class: the path TFX's
   # container entrypoint imports the class by (components/__init__.py).
   TYPE_NAME = 'components.LabelSuspects'
-
-
-def confident_thresholds(labels: np.ndarray, probabilities: np.ndarray
-                         ) -> np.ndarray:
-  """Returns each class's mean probability over the records labelled with it.
-
-  A class without records gets 1, which nothing reaches.
-  """
-  classes = probabilities.shape[1]
-  sums = np.zeros(classes)
-  np.add.at(sums, labels, probabilities[np.arange(len(labels)), labels])
-  counts = np.bincount(labels, minlength=classes)
-  return np.where(counts > 0, sums / np.maximum(counts, 1), 1.0)
-
-
-def confident_joint(labels: np.ndarray, probabilities: np.ndarray
-                    ) -> np.ndarray:
-  """Counts [given, likely] over the records that have a likely class.
-
-  A record's likely class is the most probable of the classes whose
-  probability reaches their threshold. This is cleanlab's
-  count.compute_confident_joint, before calibration.
-  """
-  classes = probabilities.shape[1]
-  # cleanlab's 1e-6 slack: a record exactly at a threshold reaches it.
-  confident = probabilities >= confident_thresholds(labels, probabilities) - 1e-6
-  likely = np.argmax(np.where(confident, probabilities, -1.0), axis=1)
-  counted = confident.any(axis=1)
-  joint = np.zeros((classes, classes), np.int64)
-  np.add.at(joint, (labels[counted], likely[counted]), 1)
-  return joint
-
-
-def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
-  """Estimates how many records are labelled wrong.
-
-  The estimate sums the confident joint's off-diagonal counts, each row
-  calibrated to the records given that label. This is cleanlab's
-  count.num_label_issues, estimation_method='off_diagonal_calibrated'.
-  """
-  joint = confident_joint(labels, probabilities).astype(np.float64)
-  given = np.bincount(labels, minlength=joint.shape[0])
-  rows = joint.sum(axis=1, keepdims=True)
-  calibrated = joint / np.maximum(rows, 1) * given[:, None]
-  np.fill_diagonal(calibrated, 0)
-  return int(round(calibrated.sum()))
-
-
-def list_length(estimate: int) -> int:
-  """Returns how many suspects to list for `estimate` wrong labels.
-
-  The estimate is a count, noisy by about its square root, so two of those
-  are added. A reviewer then misses few, and the ranked list's tail costs a
-  glance.
-  """
-  return int(math.ceil(estimate + 2 * math.sqrt(estimate)))
-
-
-def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
-                  every_other_first: bool = False
-                  ) -> Tuple[np.ndarray, np.ndarray]:
-  """Finds the suspects by confident learning (see the module docstring).
-
-  Args:
-    labels: int [N] given classes.
-    probabilities: float [N, classes], out-of-sample or averaged over a
-      training run.
-    every_other_first: list every record whose most probable class is not
-      the given one, not confident learning's estimate of how many are
-      wrong. For probabilities averaged over a training run: a negative
-      margin on average, the area under the margin's flag at threshold 0.
-      There every class's probabilities are low in early epochs, so few
-      records reach the class thresholds the estimate counts with.
-
-  Returns:
-    The indices of the suspects, most doubtful first, and their suggested
-    classes.
-  """
-  labels = np.asarray(labels, np.int64)
-  if not len(labels):
-    return np.zeros(0, np.int64), np.zeros(0, np.int64)
-  given_probability = probabilities[np.arange(len(labels)), labels]
-  # Never a record whose given class is the model's top one.
-  candidates = np.flatnonzero(np.argmax(probabilities, axis=1) != labels)
-  order = np.argsort(given_probability[candidates], kind='stable')
-  indices = candidates[order]
-  if not every_other_first:
-    indices = indices[:list_length(estimated_issues(labels, probabilities))]
-  others = probabilities[indices].copy()
-  others[np.arange(len(indices)), labels[indices]] = -1.0
-  return indices, np.argmax(others, axis=1)
 
 
 def split_files(examples: types.Artifact, split: str) -> List[str]:
@@ -355,8 +202,8 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
 def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
                   class_names: List[str], method: str,
-                  every_other_first: bool = False
-                  ) -> List[Dict[str, Any]]:
+                  averaged_over_run: bool = False
+                  ) -> Tuple[List[Dict[str, Any]], label_scores.Suspects]:
   """Returns one row per suspect of the split, most doubtful first.
 
   Args:
@@ -368,11 +215,16 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
     probabilities: their class probabilities.
     class_names: the classes' names.
     method: how the probabilities were made.
-    every_other_first: list every record another class leads (the rule for
-      probabilities averaged over a training run), see `find_suspects`.
+    averaged_over_run: the probabilities are averaged over a training run
+      (label_scores.find_suspects says what changes).
+
+  Returns:
+    The rows, and the suspects they were made from.
   """
-  ranked, suggested = find_suspects(
-      labels, probabilities, every_other_first=every_other_first)
+  found = label_scores.find_suspects(labels, probabilities,
+                                     averaged_over_run=averaged_over_run)
+  ranked, suggested = found.indices, found.suggested
+  probabilities = found.probabilities
   named = sources_at(split_uri, positions[ranked])
 
   def name(label: int) -> str:
@@ -392,7 +244,7 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
         'method': method,
         # Where the record is, 'shard file:index' in the split's folder.
         'record': named[int(positions[i])][1]})
-  return rows
+  return rows, found
 
 
 def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
@@ -495,7 +347,8 @@ class LabelCheckSpec(component_spec.ComponentSpec):
   """LabelCheck's parameters, inputs and output."""
   PARAMETERS = {
       TRAIN_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
-      FOLDS_KEY: component_spec.ExecutionParameter(type=int),
+      # None: cross-fitted where the split is small (_training_folds).
+      FOLDS_KEY: component_spec.ExecutionParameter(type=int, optional=True),
       FOLD_EXAMPLES_KEY: component_spec.ExecutionParameter(type=int),
       CHECKED_RECORDS_KEY: component_spec.ExecutionParameter(type=int),
       EVAL_SPLIT_KEY: component_spec.ExecutionParameter(type=str),
@@ -541,6 +394,27 @@ def _method(name: str, checked: int, records: int, detail: str = '') -> str:
   return f'{name} ({", ".join(notes)})' if notes else name
 
 
+def _training_folds(files: List[str], exec_properties: Dict[str, Any]
+                    ) -> Tuple[int, str]:
+  """Returns the folds that score the training split (0: the Trainer's run).
+
+  Without folds given, a split of at most AUTO_FOLDS x fold_examples records
+  is cross-fitted: each fold's model then sees the other folds' records
+  within its budget. A larger one is scored from the Trainer's run.
+
+  Returns:
+    The folds, and why where they were chosen here (', auto: ...').
+  """
+  folds = exec_properties.get(FOLDS_KEY)
+  if folds is not None:
+    return int(folds), ''
+  records = shards.count_records(files)
+  most = AUTO_FOLDS * int(exec_properties[FOLD_EXAMPLES_KEY])
+  if records <= most:
+    return AUTO_FOLDS, f', auto: {records:,} records, at most {most:,}'
+  return 0, f', auto: {records:,} records, over {most:,}'
+
+
 def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                  exec_properties: Dict[str, Any], num_classes: int,
                  serve: Callable[[], Callable[..., Any]]
@@ -560,7 +434,6 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
   examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
   files = split_files(examples, split)
   checked_records = int(exec_properties[CHECKED_RECORDS_KEY])
-  folds = int(exec_properties[FOLDS_KEY])
   if split == exec_properties[EVAL_SPLIT_KEY]:
     scores = model_probabilities(serve(), files,
                                  exec_properties[PROBABILITIES_KEY])
@@ -576,6 +449,7 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
         sample.sample_buckets(records, checked_records))
     return _Scores(*scores, records=records, method=_method(
         OUT_OF_SAMPLE, len(scores[1]), records))
+  folds, why = _training_folds(files, exec_properties)
   if folds >= 2:
     cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
         import_utils.import_func_from_module(
@@ -589,7 +463,7 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
         custom_config=json_utils.loads(
             exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {})
     return _Scores(*scores, records=records, method=_method(
-        CROSS_FIT, len(scores[1]), records, f'{folds} folds'))
+        CROSS_FIT, len(scores[1]), records, f'{folds} folds{why}'))
   run = (epoch_probabilities.read(artifact_utils.get_single_uri(
       input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY) else None)
   if run is None:
@@ -600,7 +474,7 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
   return _Scores(
       run.positions, run.labels, run.probabilities, records=run.records,
       method=_method(TRAINING_RUN, len(run.labels), run.records,
-                     f'averaged over {run.epochs} epochs'),
+                     f'averaged over {run.epochs} epochs{why}'),
       averaged_over_run=True, seconds_in_trainer=run.seconds)
 
 
@@ -619,7 +493,7 @@ class Executor(base_executor.BaseExecutor):
     serve = functools.cache(lambda: load_signature(
         model_dir, exec_properties[SIGNATURE_KEY]))
     rows, counts, checked, totals, methods, seconds = [], {}, {}, {}, {}, {}
-    mistakes, mistakes_count = [], {}
+    mistakes, mistakes_count, estimates, temperatures = [], {}, {}, {}
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
       scores = _score_split(split, input_dict, exec_properties,
@@ -627,15 +501,21 @@ class Executor(base_executor.BaseExecutor):
       if isinstance(scores, str):
         methods[split] = scores
         continue
-      split_rows = suspects_rows(
+      split_rows, found = suspects_rows(
           split, artifact_utils.get_split_uri([examples], split),
           scores.positions, scores.labels, scores.probabilities, class_names,
-          scores.method, every_other_first=scores.averaged_over_run)
+          scores.method, averaged_over_run=scores.averaged_over_run)
+      if found.estimate >= 0:
+        estimates[split] = found.estimate
+        temperatures[split] = round(found.temperature, 4)
       seconds[split] = round(
           time.monotonic() - started + scores.seconds_in_trainer, 2)
-      logging.info('LabelCheck: %s: %d suspects of %d records (%s) in '
-                   '%.1f s.', split, len(split_rows), len(scores.labels),
-                   scores.method, seconds[split])
+      logging.info('LabelCheck: %s: %d suspects of %d records (%s; %d '
+                   'classified as another class, %s wrong labels estimated) '
+                   'in %.1f s.', split, len(split_rows), len(scores.labels),
+                   scores.method, found.disagreements,
+                   found.estimate if found.estimate >= 0 else 'no',
+                   seconds[split])
       rows += split_rows
       if split == exec_properties[EVAL_SPLIT_KEY]:
         split_mistakes, mistakes_count[split] = mistakes_rows(
@@ -650,6 +530,8 @@ class Executor(base_executor.BaseExecutor):
       json.dump(mistakes, f, indent=1)
     for key, value in ((SUSPECTS_PROPERTY, counts),
                        (MISTAKES_PROPERTY, mistakes_count),
+                       (ESTIMATES_PROPERTY, estimates),
+                       (TEMPERATURES_PROPERTY, temperatures),
                        (CHECKED_PROPERTY, checked),
                        (RECORDS_PROPERTY, totals), (METHODS_PROPERTY, methods),
                        (SECONDS_PROPERTY, seconds)):
@@ -671,7 +553,9 @@ class LabelCheck(base_component.BaseComponent):
     cross_fit_fn: module path of the function that cross-fits the training
       split (modules/cross_fit.py's `cross_fit`).
     folds: folds of the training split for cross-fitting; 0 scores it from
-      `model_run` instead.
+      `model_run` instead; None cross-fits AUTO_FOLDS folds where the split
+      holds at most AUTO_FOLDS x `fold_examples` records, and reads
+      `model_run` otherwise.
     fold_examples: examples each fold's model trains on (its budget).
     checked_records: training and validation records checked at most,
       each split a sample chosen by a hash of their bytes (all of a smaller
@@ -690,12 +574,13 @@ class LabelCheck(base_component.BaseComponent):
   def __init__(self, examples: types.BaseChannel, model: types.BaseChannel,
                model_run: Optional[types.BaseChannel],
                transform_graph: types.BaseChannel, cross_fit_fn: str,
-               folds: int, fold_examples: int, checked_records: int,
+               folds: Optional[int], fold_examples: int,
+               checked_records: int,
                signature_name: str,
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
                train_split: str = 'train', eval_split: str = 'eval'):
-    if folds < 0 or folds == 1:
+    if folds is not None and (folds < 0 or folds == 1):
       raise ValueError(f'LabelCheck: folds must be 0 (the training split '
                        f'scored from the Trainer\'s run) or at least 2, got '
                        f'{folds}')

@@ -104,9 +104,14 @@ def _plant_sideways(out: str, sideways_dir: str, source: str,
 
 
 def plant(source: str, root: str, copies: int, wrong_labels: int,
-          sideways: int, seed: int = 0) -> Dict[str, object]:
+          sideways: int, seed: int = 0,
+          eval_wrong_labels: Optional[int] = None) -> Dict[str, object]:
   """Copies `source` to `root`/data, plants the faults; returns the
-  manifest."""
+  manifest.
+
+  Of the `wrong_labels`, `eval_wrong_labels` are planted in eval (half by
+  default), the others in train.
+  """
   if os.path.exists(root):
     raise ValueError(f'{root} exists: planting needs a new folder')
   out = os.path.join(root, DATA_DIR)
@@ -118,8 +123,12 @@ def plant(source: str, root: str, copies: int, wrong_labels: int,
   rng = np.random.default_rng(seed)
   train, evaluation = _images(out, 'train'), _images(out, 'eval')
   classes = sorted({_class_of(p) for p in train})
-  wanted = {'train': wrong_labels - wrong_labels // 2,
-            'eval': wrong_labels // 2}
+  in_eval = wrong_labels // 2 if eval_wrong_labels is None else (
+      eval_wrong_labels)
+  if not 0 <= in_eval <= wrong_labels:
+    raise ValueError(f'{in_eval} wrong labels in eval is not within the '
+                     f'{wrong_labels} planted')
+  wanted = {'train': wrong_labels - in_eval, 'eval': in_eval}
   if copies + wanted['train'] > len(train) or (
       sideways + wanted['eval'] > len(evaluation)):
     raise ValueError(f'{source} is too small for {copies} copies, '
@@ -164,6 +173,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument('--wrong-labels', type=int, default=30,
                       help='Images moved to a wrong class, half in train, '
                       'half in eval (default: %(default)s).')
+  parser.add_argument('--eval-wrong-labels', type=int, default=None,
+                      help='Of the wrong labels, how many go to eval '
+                      '(default: half).')
   parser.add_argument('--sideways', type=int, default=50,
                       help='Eval images written sideways with their EXIF '
                       'orientation (default: %(default)s).')
@@ -171,7 +183,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   args = parser.parse_args(argv)
   try:
     manifest = plant(args.source, args.out, args.copies, args.wrong_labels,
-                     args.sideways, args.seed)
+                     args.sideways, args.seed, args.eval_wrong_labels)
   except ValueError as e:
     print(f'error: {e}', file=sys.stderr)
     return 1

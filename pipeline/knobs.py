@@ -232,11 +232,13 @@ class EvaluationConfig:
       True, 'Skip LabelCheck, which lists per split the images whose given '
       'class a model that never trained on them doubts (default: run it).',
       flag='--no-label-check', action='store_false')
-  label_check_folds: int = knob(
-      0, 'LabelCheck: 0 scores the training split from the Trainer\'s own '
-      'run (each record\'s class probabilities averaged over its epochs, '
-      'no extra model); K >= 2 by K-fold cross-fitting instead, a model '
-      'trained per fold (default: %(default)s).',
+  label_check_folds: Optional[int] = knob(
+      None, 'LabelCheck: how the training split is scored. K >= 2: by K-fold '
+      'cross-fitting, a model trained per fold; 0: from the Trainer\'s own '
+      'run (each record\'s class probabilities averaged over its epochs, no '
+      'extra model) (default: 2 folds for a training split of at most twice '
+      '--label-check-train-examples records, the Trainer\'s run for a larger '
+      'one).',
       flag='--label-check-folds', type=int, metavar='K')
   label_check_train_examples: int = knob(
       10_000, 'LabelCheck with --label-check-folds K: examples each fold\'s '

@@ -163,8 +163,15 @@ def _suspects(props) -> str:
   parts = [f'{split} {count:,}' + (
       f' of {checked[split]:,} checked' if checked.get(split, 0) <
       records.get(split, 0) else '') for split, count in counts.items()]
+  by_method: Dict[str, List[str]] = {}
+  for split, method in read('methods').items():
+    if split in counts:  # A split not checked says so in its method.
+      by_method.setdefault(method.split(' (')[0], []).append(split)
+  scored = '; '.join(f'{", ".join(splits)} by {method}'
+                     for method, splits in by_method.items())
   return (f'{sum(counts.values()):,} suspects ({", ".join(parts)}): '
-          'python -m inspector labels')
+          'python -m inspector labels' + (f'\nscored: {scored}' if scored
+                                          else ''))
 
 
 def _left_out(props, shown: int = 5) -> List[str]:

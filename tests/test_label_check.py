@@ -58,36 +58,6 @@ def write_planted_dataset(directory: str, seed: int = 7):
   return planted
 
 
-def test_confident_learning_flags_what_another_class_claims():
-  rng = np.random.default_rng(0)
-  labels = np.repeat(np.arange(3), 50)
-  probabilities = np.full((150, 3), 0.05)
-  probabilities[np.arange(150), labels] = rng.uniform(0.7, 0.9, 150)
-  # Two wrong labels: the model is sure of another class; one doubtful but
-  # still most probable in its own class: not a suspect.
-  probabilities[[10, 70]] = [[0.02, 0.95, 0.03], [0.9, 0.05, 0.05]]
-  probabilities[120] = [0.3, 0.25, 0.45]
-  probabilities /= probabilities.sum(axis=1, keepdims=True)
-  ranked, suggested = label_check.find_suspects(labels, probabilities)
-  assert ranked.tolist() == [10, 70]  # Least self-confidence first.
-  assert suggested.tolist() == [1, 0]
-
-
-def test_averaged_probabilities_list_every_record_another_class_leads():
-  # Averaged over a run from its first epochs: every class is unlikely at
-  # first, so nothing reaches confident learning's thresholds.
-  labels = np.repeat(np.arange(3), 50)
-  probabilities = np.full((150, 3), 0.3)
-  probabilities[np.arange(150), labels] = 0.4
-  # Two records where another class leads, below its threshold.
-  probabilities[[5, 60]] = [[0.3, 0.38, 0.32], [0.39, 0.28, 0.33]]
-  assert not len(label_check.find_suspects(labels, probabilities)[0])
-  ranked, suggested = label_check.find_suspects(labels, probabilities,
-                                                every_other_first=True)
-  assert ranked.tolist() == [60, 5]  # Least self-confidence first.
-  assert suggested.tolist() == [0, 1]
-
-
 def test_suspects_name_their_records_source_and_place(tmp_path):
   # A split of three shards; the records checked, a sample, are counted
   # over the shards in name order. A row's place, 'shard file:index', is
@@ -109,9 +79,9 @@ def test_suspects_name_their_records_source_and_place(tmp_path):
   doubted = [2, 3, 4, 5, 8]  # Positions 4, 5, 12, 13 and 20.
   probabilities[doubted] = [[0.2, 0.8], [0.3, 0.7], [0.1, 0.9], [0.4, 0.6],
                             [0.25, 0.75]]
-  rows = label_check.suspects_rows(
+  rows, _ = label_check.suspects_rows(
       'eval', str(split_uri), positions, labels, probabilities, ['a', 'b'],
-      label_check.OUT_OF_SAMPLE, every_other_first=True)
+      label_check.OUT_OF_SAMPLE, averaged_over_run=True)
   assert [(r['source'], r['record']) for r in rows] == [
       ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7'),
       ('img-0-4', 'data_tfrecord-00000-of-00003.gz:4'),
@@ -217,26 +187,6 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   assert sample.sample_buckets(total, 0) == 0
 
 
-def test_the_estimate_on_a_sample_counts_the_sample():
-  # Confident learning's estimate of wrong labels on a hash-like sample (one
-  # chosen regardless of the label) is a count of the sample's: about its
-  # share of the whole split's.
-  rng = np.random.default_rng(3)
-  records, classes = 20_000, 5
-  labels = rng.integers(0, classes, records)
-  probabilities = rng.dirichlet(np.ones(classes), records) * 0.3
-  likely = labels.copy()
-  wrong = rng.random(records) < 0.04
-  likely[wrong] = (labels[wrong] + rng.integers(1, classes, wrong.sum())
-                   ) % classes
-  probabilities[np.arange(records), likely] += 0.7
-  whole = label_check.estimated_issues(labels, probabilities)
-  assert abs(whole - wrong.sum()) < 0.2 * wrong.sum()
-  chosen = rng.random(records) < 0.1
-  part = label_check.estimated_issues(labels[chosen], probabilities[chosen])
-  assert abs(part - whole * chosen.mean()) < 0.25 * whole * chosen.mean()
-
-
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
   for planned in range(1, 61):
     step = epoch_probabilities.stride(planned)
@@ -262,7 +212,8 @@ def planted_run(tmp_path_factory):
   result = local_run.run(
       '--data-dir', str(tmp / 'data'), '--output-dir', str(tmp / 'out'),
       '--accuracy-threshold', '0.3', '--epochs', '4', '--train-steps', '80',
-      '--batch-size', '32', '--seed', '1', local_run.ONE_PROCESS)
+      '--batch-size', '32', '--seed', '1', '--label-check-train-examples',
+      '2560', local_run.ONE_PROCESS)
   assert result.returncode == 0, result.stderr[-3000:]
   return tmp / 'out', planted
 
@@ -272,9 +223,11 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   result = tiny_runs.inspect_json(out, 'labels')
   assert result['methods']['eval'] == 'out_of_sample'
   assert result['methods']['validation'] == 'out_of_sample'
-  # By default the Trainer's run scores the training split, whole where
+  # By default a training split this small is cross-fitted, whole where
   # it is smaller than the sample.
-  assert result['methods']['train'] == 'training_run (averaged over 2 epochs)'
+  train = result['checked']['train']
+  assert result['methods']['train'] == (
+      f'cross_fit (2 folds, auto: {train:,} records, at most 5,120)')
   for prefix, sources in planted.items():
     listed = [r['source'] for r in result['rows']
               if r['split'] in SPLITS[prefix]]
