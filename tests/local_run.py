@@ -91,6 +91,16 @@ def fresh_python(args: Sequence[str], timeout: float,
       cwd=PROJECT_DIR, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def _cheap_label_check(args) -> List[str]:
+  """`args`, scoring the training split from the Trainer's run where no
+  LabelCheck flag is given: the default cross-fitting of a split as small as
+  the tests' costs two model builds a run (tests/test_label_check.py runs
+  the default)."""
+  if any(a.startswith(('--label-check', '--no-label-check')) for a in args):
+    return list(args)
+  return [*args, '--label-check-folds', '0']
+
+
 def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
         env: Optional[Dict[str, str]] = None,
         fresh: bool = False) -> subprocess.CompletedProcess:
@@ -103,6 +113,7 @@ def run(*args: str, timeout: int = 900, obey_permissions: bool = False,
     `obey_permissions`.
   """
   script = os.path.join(PROJECT_DIR, 'local_runner.py')
+  args = _cheap_label_check(args)
   if fresh or env or obey_permissions:
     result = fresh_python([script, *args], timeout, env, obey_permissions)
   else:
@@ -115,7 +126,8 @@ def start(*args: str, env: Optional[dict] = None) -> subprocess.Popen:
   """Starts local_runner.py in a process group of its own (see `kill`);
   `env`: its environment, when not this one (e.g. tests/pause.py's)."""
   return subprocess.Popen(
-      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'), *args],
+      [sys.executable, os.path.join(PROJECT_DIR, 'local_runner.py'),
+       *_cheap_label_check(args)],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
       cwd=PROJECT_DIR, start_new_session=True, env=env)
 
