@@ -1,9 +1,8 @@
 """LabelCheck: per split, the records whose given class a held-out model doubts.
 
 Held-out splits are scored by the Trainer's model, the training split by
-cross-fitting or from the Trainer's run; components/label_scores.py picks the
-suspects. The eval records the model gets wrong are listed too. The method and
-why: docs/label-check.md.
+cross-fitting or from the Trainer's run; label_scores.py picks the suspects.
+The eval records the model gets wrong are listed too (docs/label-check.md).
 """
 
 import csv
