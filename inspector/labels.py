@@ -103,7 +103,6 @@ def short(source: str, length: int = 24) -> str:
 
 
 _PAD = 6
-_CELL_MIN = 56
 _FONT_SIZE = 12
 
 
@@ -112,13 +111,14 @@ def draw_suspects(rows: List[Dict[str, Any]],
                   ) -> Image.Image:
   """A grid of the suspects' images, each captioned with its rank and
   source, 'given -> suggested' and its score, in rank order."""
+  from inspector import images  # pylint: disable=g-import-not-at-top
   font = ImageFont.load_default(size=_FONT_SIZE)
   shown = [r for r in rows if r.get('source') in pictures]
   if not shown:
     raise InspectError('no suspects\' images to draw')
   height = max(pictures[r['source']].shape[0] for r in shown)
   width = max(pictures[r['source']].shape[1] for r in shown)
-  scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
+  scale = images.scale_for(pictures[r['source']] for r in shown)
   captions = [(f'#{r["rank"]} {short(r["source"])}',
                f'{r["given_name"]} -> {r["suggested_name"]}',
                f'score {r["score"]:.3f}') for r in shown]
@@ -134,12 +134,7 @@ def draw_suspects(rows: List[Dict[str, Any]],
   for n, (row, caption) in enumerate(zip(shown, captions)):
     left = _PAD + (n % columns) * cell_w
     top = _PAD + (n // columns) * cell_h
-    pixels = pictures[row['source']]
-    image = Image.fromarray(
-        pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
-        'L' if pixels.shape[-1] == 1 else 'RGB').convert('RGB')
-    canvas.paste(image.resize((image.width * scale, image.height * scale),
-                              Image.NEAREST), (left, top))
+    canvas.paste(images.as_rgb(pictures[row['source']], scale), (left, top))
     for i, line in enumerate(caption):
       draw.text((left, top + height * scale + 2 + i * line_h), line,
                 fill=(20, 20, 20), font=font)

@@ -8,12 +8,10 @@ the report still comes. Sections of components that did not run are
 {'status': 'not_run'} with the reason.
 """
 
-import base64
 import contextlib
 import csv
 import datetime
 import functools
-import io
 import itertools
 import json
 import logging
@@ -234,14 +232,10 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
   from inspector import images  # pylint: disable=g-import-not-at-top
   canvas, _, classes = images.sample_grid(examples, SAMPLES_SPLIT,
                                           SAMPLES_PER_CLASS)
-  png = io.BytesIO()
-  canvas.save(png, format='PNG')
   return {'split': SAMPLES_SPLIT, 'per_class': SAMPLES_PER_CLASS,
           'counts': {c['name'] or str(c['label']): c['count']
                      for c in classes},
-          'png': 'data:image/png;base64,' + base64.b64encode(
-              png.getvalue()).decode('ascii'),
-          'width': canvas.width, 'height': canvas.height}
+          **images.inline_png(canvas)}
 
 
 def training_section(md: queries.Metadata, run: queries.Run
@@ -360,14 +354,10 @@ def labels_section(md: queries.Metadata, run: queries.Run
 
 def _thumbnails(examples: queries.Artifact, split: str,
                 rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+  from inspector import images  # pylint: disable=g-import-not-at-top
   from inspector import labels  # pylint: disable=g-import-not-at-top
-  canvas = labels.draw_suspects(rows, labels.images_at(examples, split,
-                                                      rows))
-  png = io.BytesIO()
-  canvas.save(png, format='PNG')
-  return {'png': 'data:image/png;base64,' + base64.b64encode(
-      png.getvalue()).decode('ascii'),
-          'width': canvas.width, 'height': canvas.height}
+  return images.inline_png(labels.draw_suspects(
+      rows, labels.images_at(examples, split, rows)))
 
 
 def history_section(md: queries.Metadata, run: queries.Run
