@@ -15,6 +15,7 @@ from tfx.types import standard_artifacts
 
 from components import label_check
 from components.image_example_gen import idx
+from inspector import labels as inspector_labels
 from modules import cross_fit
 from modules import epoch_probabilities
 from modules import training_config
@@ -324,6 +325,54 @@ def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
   text = tiny_runs.inspect(out, 'labels').stdout
   assert 'eval:' in text and 'out_of_sample' in text
   assert first['source'] in text
+
+
+def _mistakes_file(out):
+  [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
+  return uri / label_check.MISTAKES_FILE
+
+
+def test_the_inspector_lists_the_models_mistakes(planted_run, tmp_path):
+  out, planted = planted_run
+  listed = label_check.read_mistakes(str(_mistakes_file(out).parent))
+  path = tmp_path / 'wrong.csv'
+  tiny_runs.inspect(out, 'mistakes', '--csv', str(path))
+  with open(path, newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert list(rows[0]) == list(inspector_labels.MISTAKES_CSV_COLUMNS)
+  # Every mistake listed, most confident first, those LabelCheck also
+  # doubts marked.
+  assert [r['record'] for r in rows] == [r['record'] for r in listed]
+  confidence = [float(r['predicted_probability']) for r in rows]
+  assert confidence == sorted(confidence, reverse=True)
+  assert all(r['given'] != r['predicted'] for r in rows)
+  suspects = {r['source'] for r in tiny_runs.inspect_json(
+      out, 'labels', '--split', 'eval')['rows']}
+  marked = {r['source'] for r in rows if r['suspect'] == 'True'}
+  assert marked and marked == suspects & {r['source'] for r in rows}
+  assert planted['t10k'] & marked
+  # --pair: the mistakes of one (true, predicted) pair, by name or label;
+  # the pairs counted most frequent first.
+  result = tiny_runs.inspect_json(out, 'mistakes')
+  counts = [p['count'] for p in result['pairs']]
+  assert counts == sorted(counts, reverse=True)
+  assert sum(counts) == result['listed'] == len(rows)
+  assert result['counts'] == {'eval': len(rows)}
+  first = result['pairs'][0]
+  for pair in (f'{first["given"]},{first["predicted"]}',
+               f'{first["given_name"]},{first["predicted_name"]}'):
+    only = tiny_runs.inspect_json(out, 'mistakes', '--pair', pair)['rows']
+    assert [r['record'] for r in only] == [
+        r['record'] for r in rows if (r['given'], r['predicted']) == (
+            str(first['given']), str(first['predicted']))]
+  text = tiny_runs.inspect(out, 'mistakes').stdout
+  assert f'the model gets {len(rows):,} records wrong' in text
+  assert rows[0]['source'] in text and 'label doubted' in text
+  error = tiny_runs.inspect(out, 'mistakes', '--pair', '1', expect_rc=1)
+  assert 'give TRUE,PREDICTED' in error.stderr
+  error = tiny_runs.inspect(out, 'mistakes', '--pair', '0,zebra',
+                            expect_rc=1)
+  assert "'zebra' is no class" in error.stderr
 
 
 def test_the_report_shows_the_suspects(planted_run, tmp_path):
