@@ -12,6 +12,7 @@
   python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
   python -m inspector report latest --html report.html   # the run on one page
   python -m inspector labels --csv suspects.csv  # doubtful labels to review
+  python -m inspector mistakes --csv wrong.csv   # eval images the model gets wrong
   python -m inspector history --csv runs.csv     # every run, one line each
 
 The store is OUT/metadata.db of --output-dir (default: the project's
@@ -167,6 +168,20 @@ def _labels_text(out, result) -> None:
   labels.text(out, result)
 
 
+def _mistakes(md: queries.Metadata, args) -> Any:
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  result = labels.mistakes(md, md.run(args.run), args.pair)
+  if args.csv:
+    labels.write_csv(args.csv, result['rows'], labels.MISTAKES_CSV_COLUMNS)
+    result['csv'] = {'path': args.csv, 'rows': len(result['rows'])}
+  return result
+
+
+def _mistakes_text(out, result) -> None:
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  labels.mistakes_text(out, result)
+
+
 def _history(md: queries.Metadata, args) -> Any:
   from inspector import history  # pylint: disable=g-import-not-at-top
   if args.limit is not None and args.limit < 1:
@@ -316,6 +331,18 @@ def make_parser() -> argparse.ArgumentParser:
   sub.add_argument('--split', default=None, help='Only this split.')
   _csv_argument(sub, 'Write every suspect to FILE, for review: split, '
                 'rank, source file, given and suggested class, score.')
+
+  sub = command('mistakes', _mistakes, 'The eval records the model gets '
+                'wrong, as LabelCheck listed them: most confident first, '
+                'counted per (true, predicted) class, each marked when '
+                'LabelCheck also doubts its label.', text=_mistakes_text)
+  _run_argument(sub)
+  sub.add_argument('--pair', default=None, metavar='TRUE,PREDICTED',
+                   help='Only the mistakes of this true and predicted '
+                   'class, by name or label, e.g. 3,5.')
+  _csv_argument(sub, 'Write every mistake listed to FILE: split, rank, '
+                'source file, true and predicted class, both probabilities, '
+                'whether LabelCheck doubts the label, the record.')
 
   sub = command('history', _history, 'The runs of a pipeline, newest first, '
                 'one line each: spans, records per split, the chosen and the '

@@ -69,8 +69,7 @@ def summary(md: queries.Metadata, run: queries.Run,
 def report_facts(md: queries.Metadata, run: queries.Run,
                  examples: queries.Artifact) -> Dict[str, Any]:
   """The report's: the counts, and a picture of the first pairs."""
-  import base64  # pylint: disable=g-import-not-at-top
-  import io  # pylint: disable=g-import-not-at-top
+  from inspector import images  # pylint: disable=g-import-not-at-top
   facts = summary(md, run, REPORT_PAIRS)
   facts['cached'] = run.execution(NODE).cached
   if facts['pairs']:
@@ -78,11 +77,7 @@ def report_facts(md: queries.Metadata, run: queries.Run,
         examples, facts['pairs'],
         f'DataChecks {facts["data_checks"]["id"]}: the first '
         f'{len(facts["pairs"])} pairs')
-    png = io.BytesIO()
-    canvas.save(png, format='PNG')
-    facts.update(png='data:image/png;base64,' + base64.b64encode(
-        png.getvalue()).decode('ascii'), width=canvas.width,
-                 height=canvas.height)
+    facts.update(images.inline_png(canvas))
   return facts
 
 

@@ -6,6 +6,8 @@ come from the artifact's property, or the file beside the splits. The grid
 is drawn with Pillow at whole scale factors, so every pixel stays exact.
 """
 
+import base64
+import io
 import math
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -253,12 +255,31 @@ def _text_size(text: str, font) -> tuple:
   return right - left, bottom - top
 
 
-def _as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
+def scale_for(pictures: Iterable[np.ndarray]) -> int:
+  """The whole factor that brings the largest of `pictures` to at least
+  _CELL_MIN pixels (1 if it is that large)."""
+  side = max(max(p.shape[:2]) for p in pictures)
+  return max(1, math.ceil(_CELL_MIN / side))
+
+
+def as_rgb(pixels: np.ndarray, scale: int) -> Image.Image:
+  """HxWxC uint8 pixels as an RGB picture, `scale` times larger with every
+  pixel kept exact."""
   image = Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
                           'L' if pixels.shape[-1] == 1 else 'RGB')
   image = image.convert('RGB')
   return image.resize((image.width * scale, image.height * scale),
                       Image.NEAREST)
+
+
+def inline_png(picture: Image.Image) -> Dict[str, Any]:
+  """{png: a data: URI of `picture` as PNG, width, height}, for a page
+  that holds its pictures."""
+  png = io.BytesIO()
+  picture.save(png, format='PNG')
+  return {'png': 'data:image/png;base64,' + base64.b64encode(
+      png.getvalue()).decode('ascii'),
+          'width': picture.width, 'height': picture.height}
 
 
 def sample_grid(examples: queries.Artifact, split: str, per_class: int
@@ -287,7 +308,7 @@ def draw_samples_grid(images: Dict[int, List[np.ndarray]],
     raise InspectError(f'no images to draw for {title}')
   height = max(s[0] for s in shapes)
   width = max(s[1] for s in shapes)
-  scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
+  scale = scale_for(i for row in images.values() for i in row)
   cell_w, cell_h = width * scale, height * scale
   labels = sorted(images)
   captions = [f'{label}: {names[label]}' if label < len(names)
@@ -308,7 +329,7 @@ def draw_samples_grid(images: Dict[int, List[np.ndarray]],
       draw.text((caption_w, top + cell_h // 2), '(none in this split)',
                 fill=_GRID, font=font, anchor='lm')
     for column, pixels in enumerate(images[label]):
-      canvas.paste(_as_rgb(pixels, scale),
+      canvas.paste(as_rgb(pixels, scale),
                    (caption_w + column * (cell_w + _PAD), top))
   # Where image (row r, column c) is: left + c * step_x, top + r * step_y,
   # scaled `scale` times.

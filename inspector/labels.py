@@ -5,14 +5,15 @@ LabelSuspects artifact: one row per suspect, per split, most doubtful first.
 Each names its record's source (records/features.py): the image's path
 under the input folder, or `<IDX images file>:<index>`; and, in runs since
 LabelCheck recorded it, its place in the Examples, `<shard file>:<index>`
-within the split's folder, by which its image is read back.
+within the split's folder, by which its image is read back. Beside it,
+mistakes.json lists the eval records the model gets wrong, the same way.
 """
 
 import csv
 import json
 import math
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -23,12 +24,23 @@ from inspector.store import InspectError
 
 NODE = 'LabelCheck'
 OUTPUT_KEY = 'suspects'
-SUSPECTS_FILE = 'suspects.json'  # As components/label_check.py writes it.
+# As components/label_check.py writes them.
+SUSPECTS_FILE = 'suspects.json'
+MISTAKES_FILE = 'mistakes.json'
+MISTAKES_PROPERTY = 'mistakes'  # {split: records the model gets wrong}.
 # The reviewer's CSV: where the image is, what it is said to be, what the
 # model says, and how sure.
 CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
                'suggested_name', 'score', 'method')
+MISTAKES_CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name',
+                        'predicted', 'predicted_name', 'predicted_probability',
+                        'given_probability', 'suspect', 'record')
 THUMBNAILS_PER_SPLIT = 12
+
+
+class NoMistakesListed(InspectError):
+  """A LabelSuspects artifact without mistakes.json: LabelCheck wrote it
+  before it listed the model's mistakes."""
 
 
 def suspects_artifact(md: queries.Metadata, run: queries.Run
@@ -67,10 +79,84 @@ def suspects(md: queries.Metadata, run: queries.Run,
           'rows': rows}
 
 
-def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
+def mistakes(md: queries.Metadata, run: queries.Run,
+             pair: Optional[str] = None) -> Dict[str, Any]:
+  """The eval records the run's model gets wrong, most confident first (of
+  the (true, predicted) `pair` 'TRUE,PREDICTED', class names or labels, or
+  all), with every pair's count.
+
+  Raises:
+    NoMistakesListed: the run's LabelCheck wrote no mistakes.json.
+    InspectError: the run has no LabelCheck output, or `pair` names no
+      two classes.
+  """
+  artifact = suspects_artifact(md, run)
+  path = os.path.join(artifact.uri, MISTAKES_FILE)
+  if not files.exists(path):
+    raise NoMistakesListed(
+        f'LabelSuspects {artifact.id}: {path} is missing (LabelCheck of '
+        'this run predates the list of the model\'s mistakes)')
+  rows = json.loads(files.read_bytes(path))
+  counts = _json_property(artifact, MISTAKES_PROPERTY)
+  pairs = confusions(rows)
+  result = {'suspects': {'id': artifact.id, 'uri': artifact.uri},
+            'counts': counts, 'listed': len(rows),
+            'pairs': [{k: v for k, v in p.items() if k != 'rows'}
+                      for p in pairs]}
+  if pair is not None:
+    from inspector import images  # pylint: disable=g-import-not-at-top
+    names = images.class_names(md.run_output(run, 'ImageExampleGen',
+                                             'examples'))
+    given, predicted = _pair(pair, names)
+    rows = [r for r in rows
+            if (r['given'], r['predicted']) == (given, predicted)]
+    result['pair'] = {'given': given, 'given_name': names[given],
+                      'predicted': predicted,
+                      'predicted_name': names[predicted]}
+  return {**result, 'rows': rows}
+
+
+def _pair(text: str, names: List[str]) -> Tuple[int, int]:
+  """The labels (true, predicted) of --pair's 'TRUE,PREDICTED'."""
+  parts = text.split(',')
+  if len(parts) != 2:
+    raise InspectError(f'--pair {text!r}: give TRUE,PREDICTED, two classes '
+                       'by name or label, e.g. 3,5')
+  labels = []
+  for part in (p.strip() for p in parts):
+    if part in names:
+      labels.append(names.index(part))
+    elif part.isdigit() and int(part) < len(names):
+      labels.append(int(part))
+    else:
+      raise InspectError(f'--pair {text!r}: {part!r} is no class (classes: '
+                         f'{", ".join(names)})')
+  return labels[0], labels[1]
+
+
+def confusions(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  """The (true, predicted) pairs of the mistakes in `rows`, most frequent
+  first (ties in the confusion matrix's order), each with its count, how
+  many of them LabelCheck doubts, and its rows in their order."""
+  found: Dict[Tuple[int, int], Dict[str, Any]] = {}
+  for r in rows:
+    group = found.setdefault((r['given'], r['predicted']), {
+        'given': r['given'], 'given_name': r['given_name'],
+        'predicted': r['predicted'], 'predicted_name': r['predicted_name'],
+        'count': 0, 'doubted': 0, 'rows': []})
+    group['count'] += 1
+    group['doubted'] += bool(r['suspect'])
+    group['rows'].append(r)
+  return [found[key] for key in sorted(
+      found, key=lambda key: (-found[key]['count'], key))]
+
+
+def write_csv(path: str, rows: List[Dict[str, Any]],
+              columns: Tuple[str, ...] = CSV_COLUMNS) -> None:
+  """Writes `rows` to `path` as CSV, one column of each of `columns`."""
   files.check_directory(path)
   with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction='ignore',
+    writer = csv.DictWriter(f, fieldnames=columns, extrasaction='ignore',
                             lineterminator='\n')
     writer.writeheader()
     writer.writerows(rows)
@@ -78,10 +164,11 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
 
 def images_at(examples: queries.Artifact, split: str,
               rows: List[Dict[str, Any]]) -> Dict[str, np.ndarray]:
-  """{source: HxWxC uint8} of the suspects in `rows`, all of `split`.
+  """{source: HxWxC uint8} of the records in `rows` (suspects or
+  mistakes), all of `split`.
 
   A row names its record's place ('shard file:index') in `record`, so only
-  the shards holding the suspects are read, each up to its last one. Rows
+  the shards holding them are read, each up to its last one. Suspects
   written before LabelCheck named the place are found by their source,
   reading the split until all are found.
   """
@@ -103,7 +190,6 @@ def short(source: str, length: int = 24) -> str:
 
 
 _PAD = 6
-_CELL_MIN = 56
 _FONT_SIZE = 12
 
 
@@ -112,13 +198,14 @@ def draw_suspects(rows: List[Dict[str, Any]],
                   ) -> Image.Image:
   """A grid of the suspects' images, each captioned with its rank and
   source, 'given -> suggested' and its score, in rank order."""
+  from inspector import images  # pylint: disable=g-import-not-at-top
   font = ImageFont.load_default(size=_FONT_SIZE)
   shown = [r for r in rows if r.get('source') in pictures]
   if not shown:
     raise InspectError('no suspects\' images to draw')
   height = max(pictures[r['source']].shape[0] for r in shown)
   width = max(pictures[r['source']].shape[1] for r in shown)
-  scale = max(1, math.ceil(_CELL_MIN / max(height, width)))
+  scale = images.scale_for(pictures[r['source']] for r in shown)
   captions = [(f'#{r["rank"]} {short(r["source"])}',
                f'{r["given_name"]} -> {r["suggested_name"]}',
                f'score {r["score"]:.3f}') for r in shown]
@@ -134,12 +221,7 @@ def draw_suspects(rows: List[Dict[str, Any]],
   for n, (row, caption) in enumerate(zip(shown, captions)):
     left = _PAD + (n % columns) * cell_w
     top = _PAD + (n // columns) * cell_h
-    pixels = pictures[row['source']]
-    image = Image.fromarray(
-        pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
-        'L' if pixels.shape[-1] == 1 else 'RGB').convert('RGB')
-    canvas.paste(image.resize((image.width * scale, image.height * scale),
-                              Image.NEAREST), (left, top))
+    canvas.paste(images.as_rgb(pictures[row['source']], scale), (left, top))
     for i, line in enumerate(caption):
       draw.text((left, top + height * scale + 2 + i * line_h), line,
                 fill=(20, 20, 20), font=font)
@@ -168,6 +250,44 @@ def text(out, result: Dict[str, Any], top: int = 20) -> None:
     for r in rows:
       table.add_row(str(r['rank']), r.get('source', ''), r['given_name'],
                     r['suggested_name'], f'{r["score"]:.3f}')
+    out.print(table)
+  written = result.get('csv')
+  if written:
+    out.print(f'wrote {written["path"]} ({written["rows"]:,} rows)')
+
+
+def mistakes_text(out, result: Dict[str, Any], top: int = 20) -> None:
+  """The count per split, the pairs most frequent first, then the most
+  confident mistakes (of --pair's, if given)."""
+  from inspector import render  # pylint: disable=g-import-not-at-top
+  out.print(f'LabelSuspects {result["suspects"]["id"]} '
+            f'{result["suspects"]["uri"]}')
+  for split, count in result['counts'].items():
+    out.print(f'  {split}: the model gets {count:,} records wrong'
+              + (f' (the {result["listed"]:,} most confident listed)'
+                 if result['listed'] < count else ''))
+  if result['pairs']:
+    table = render._table(  # pylint: disable=protected-access
+        'true', 'predicted', 'mistakes', 'label doubted',
+        right=('mistakes', 'label doubted'),
+        title='by (true, predicted) class, most frequent first')
+    for p in result['pairs'][:top]:
+      table.add_row(p['given_name'], p['predicted_name'], f'{p["count"]:,}',
+                    f'{p["doubted"]:,}')
+    out.print(table)
+  pair = result.get('pair')
+  rows = result['rows'][:top]
+  if rows:
+    table = render._table(  # pylint: disable=protected-access
+        'rank', 'source', 'true', 'predicted', 'probability', '',
+        right=('rank', 'probability'),
+        title=f'the {len(rows)} most confident' + (
+            f' of {pair["given_name"]} -> {pair["predicted_name"]}'
+            if pair else ''))
+    for r in rows:
+      table.add_row(str(r['rank']), r['source'], r['given_name'],
+                    r['predicted_name'], f'{r["predicted_probability"]:.3f}',
+                    'label doubted' if r['suspect'] else '')
     out.print(table)
   written = result.get('csv')
   if written:

@@ -8,12 +8,10 @@ the report still comes. Sections of components that did not run are
 {'status': 'not_run'} with the reason.
 """
 
-import base64
 import contextlib
 import csv
 import datetime
 import functools
-import io
 import itertools
 import json
 import logging
@@ -34,6 +32,10 @@ FILES_LIST_SUFFIX = '-files.csv'
 FILES_LIST_COLUMNS = ('execution', 'split', 'path', 'bytes', 'modified')
 # The history drawn in a run's report: at most this many runs, up to it.
 HISTORY_RUNS = 30
+# The model's mistakes beside the confusion matrix: the most frequent
+# (true, predicted) pairs, and the most confident images of each.
+MISTAKE_PAIRS = 10
+MISTAKES_PER_PAIR = 8
 
 
 def _attempt(what: str, build: Callable[..., Dict[str, Any]], *args
@@ -234,14 +236,10 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
   from inspector import images  # pylint: disable=g-import-not-at-top
   canvas, _, classes = images.sample_grid(examples, SAMPLES_SPLIT,
                                           SAMPLES_PER_CLASS)
-  png = io.BytesIO()
-  canvas.save(png, format='PNG')
   return {'split': SAMPLES_SPLIT, 'per_class': SAMPLES_PER_CLASS,
           'counts': {c['name'] or str(c['label']): c['count']
                      for c in classes},
-          'png': 'data:image/png;base64,' + base64.b64encode(
-              png.getvalue()).decode('ascii'),
-          'width': canvas.width, 'height': canvas.height}
+          **images.inline_png(canvas)}
 
 
 def training_section(md: queries.Metadata, run: queries.Run
@@ -293,6 +291,8 @@ def evaluation_section(md: queries.Metadata, run: queries.Run
                             evaluator),
       'on_device': _attempt('the TensorFlow Lite files', evaluation.on_device,
                             model),
+      'mistakes': _label_check_not_run(run) or _attempt(
+          'the images the model gets wrong', mistakes_part, md, run),
       'push': _not_run(run, 'Pusher', md) or _attempt('the push', _push, md, run),
   }
 
@@ -327,16 +327,23 @@ def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
           'cached': run.execution('Pusher').cached}
 
 
-def labels_section(md: queries.Metadata, run: queries.Run
-                   ) -> Dict[str, Any]:
-  """LabelCheck's suspects: per split the method, the counts, and
-  thumbnails of the most doubtful."""
+def _label_check_not_run(run: queries.Run) -> Optional[Dict[str, Any]]:
+  """{'status': 'not_run', 'reason'} when the run has no LabelCheck output:
+  turned off, or not got to."""
   from inspector import labels  # pylint: disable=g-import-not-at-top
   if run.execution(labels.NODE) is None and run.state == 'COMPLETE' and (
       run.execution('Pusher')):
     return {'status': 'not_run',
             'reason': 'LabelCheck was turned off (--no-label-check)'}
-  not_run = _not_run(run, labels.NODE)
+  return _not_run(run, labels.NODE)
+
+
+def labels_section(md: queries.Metadata, run: queries.Run
+                   ) -> Dict[str, Any]:
+  """LabelCheck's suspects: per split the method, the counts, and
+  thumbnails of the most doubtful."""
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  not_run = _label_check_not_run(run)
   if not_run:
     return not_run
   found = labels.suspects(md, run)
@@ -360,14 +367,44 @@ def labels_section(md: queries.Metadata, run: queries.Run
 
 def _thumbnails(examples: queries.Artifact, split: str,
                 rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+  from inspector import images  # pylint: disable=g-import-not-at-top
   from inspector import labels  # pylint: disable=g-import-not-at-top
-  canvas = labels.draw_suspects(rows, labels.images_at(examples, split,
-                                                      rows))
-  png = io.BytesIO()
-  canvas.save(png, format='PNG')
-  return {'png': 'data:image/png;base64,' + base64.b64encode(
-      png.getvalue()).decode('ascii'),
-          'width': canvas.width, 'height': canvas.height}
+  return images.inline_png(labels.draw_suspects(
+      rows, labels.images_at(examples, split, rows)))
+
+
+def mistakes_part(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
+  """The eval images the model gets wrong, as LabelCheck listed them: the
+  MISTAKE_PAIRS most frequent (true, predicted) pairs, each with its
+  MISTAKES_PER_PAIR most confident mistakes as thumbnails; a one-line
+  reason instead for a run whose LabelCheck listed none."""
+  from inspector import images  # pylint: disable=g-import-not-at-top
+  from inspector import labels  # pylint: disable=g-import-not-at-top
+  try:
+    found = labels.mistakes(md, run)
+  except labels.NoMistakesListed as e:
+    return {'status': 'not_recorded', 'reason': str(e)}
+  pairs = labels.confusions(found['rows'])
+  shown = [dict(p, rows=p['rows'][:MISTAKES_PER_PAIR], more=max(
+      0, p['count'] - MISTAKES_PER_PAIR)) for p in pairs[:MISTAKE_PAIRS]]
+  rows = [r for p in shown for r in p['rows']]
+  pictures = {}
+  if rows:
+    pictures = labels.images_at(
+        md.run_output(run, 'ImageExampleGen', 'examples'), rows[0]['split'],
+        rows)
+  scale = images.scale_for(pictures.values()) if pictures else 1
+  for p in shown:
+    p['rows'] = [dict(r, **(images.inline_png(images.as_rgb(
+        pictures[r['source']], scale)) if r['source'] in pictures else {}))
+                 for r in p['rows']]
+  # One split: LabelCheck lists the mistakes of the split it evaluates.
+  split, count = next(iter(found['counts'].items()),
+                      ('eval', found['listed']))
+  return {'status': 'ok', 'run': run.name, 'suspects': found['suspects'],
+          'split': split, 'count': count, 'listed': found['listed'],
+          'pairs': shown, 'more_pairs': len(pairs) - len(shown),
+          'more_images': sum(p['count'] for p in pairs[MISTAKE_PAIRS:])}
 
 
 def history_section(md: queries.Metadata, run: queries.Run

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from inspector import artifacts
 from inspector import charts
 from inspector import history
+from inspector import labels
 from inspector import lineage
 from inspector import render
 
@@ -48,6 +49,7 @@ _ENV.filters.update(
     short_time=render.short_time,
     timestamp=lambda seconds: render.timestamp(int(seconds * 1000)),
     flatten=_flatten, summary=artifacts.summary_text,
+    short_source=lambda source: labels.short(source, 32),
     split_facts=lineage.split_facts, more_files=lineage.more_files)
 _ENV.globals.update(
     STATE_COLOURS=charts.STATE_COLOURS, NOT_RUN='NOT RUN',

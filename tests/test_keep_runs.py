@@ -146,6 +146,14 @@ def test_the_inspector_lists_every_run_and_the_deleted_artifacts(kept):
   page = out / 'middle.html'
   tiny_runs.inspect(out, 'report', '-2', '--html', str(page))
   assert 'deleted to free disk (--keep-runs)' in page.read_text()
+  # Run with --no-label-check: beside the confusion matrix, one line on
+  # why no mistakes are shown.
+  evaluation = page.read_text().split('id="evaluation"', 1)[1].split(
+      '</section>', 1)[0]
+  mistakes = evaluation.split('<h3>Images the model gets wrong</h3>', 1)[1]
+  assert mistakes.split('</div>', 1)[0].strip() == (
+      '<div class="notrun"><b>Not run.</b> LabelCheck was turned off '
+      '(--no-label-check)')
 
 
 def test_nothing_is_deleted_when_what_is_served_cannot_be_read(tmp_path):

@@ -1,10 +1,13 @@
 """LabelCheck finds labels planted wrong, in a real pipeline run on tiny
 data, names their source files, and the inspector lists them for review."""
 
+import collections
 import csv
 import glob
+import html as html_lib
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -15,6 +18,10 @@ from tfx.types import standard_artifacts
 
 from components import label_check
 from components.image_example_gen import idx
+from inspector import cli
+from inspector import labels as inspector_labels
+from inspector import report
+from inspector import report_page
 from modules import cross_fit
 from modules import epoch_probabilities
 from modules import training_config
@@ -279,16 +286,153 @@ def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
   assert first['source'] in text
 
 
-def test_the_report_shows_the_suspects(planted_run, tmp_path):
+@pytest.fixture(scope='module')
+def planted_report(planted_run, tmp_path_factory):
+  """(facts, page) of `inspect report --html report.html --json` of
+  planted_run."""
   out, _ = planted_run
-  page = tmp_path / 'report.html'
+  page = tmp_path_factory.mktemp('planted_report') / 'report.html'
   facts = json.loads(tiny_runs.inspect(out, 'report', '--html', str(page),
                                        '--json').stdout)
+  return facts, page
+
+
+def test_the_report_shows_the_suspects(planted_report):
+  facts, page = planted_report
   labels = facts['labels']
   assert labels['status'] == 'ok', labels
   assert set(labels['splits']) == {'train', 'validation', 'eval'}
   html = page.read_text()
   assert 'id="labels"' in html and 'suspect images' in html
+
+
+def _mistakes_file(out):
+  [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
+  return uri / label_check.MISTAKES_FILE
+
+
+def test_the_inspector_lists_the_models_mistakes(planted_run, tmp_path):
+  out, planted = planted_run
+  listed = label_check.read_mistakes(str(_mistakes_file(out).parent))
+  path = tmp_path / 'wrong.csv'
+  tiny_runs.inspect(out, 'mistakes', '--csv', str(path))
+  with open(path, newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert list(rows[0]) == list(inspector_labels.MISTAKES_CSV_COLUMNS)
+  # Every mistake listed, most confident first, those LabelCheck also
+  # doubts marked.
+  assert [r['record'] for r in rows] == [r['record'] for r in listed]
+  confidence = [float(r['predicted_probability']) for r in rows]
+  assert confidence == sorted(confidence, reverse=True)
+  assert all(r['given'] != r['predicted'] for r in rows)
+  suspects = {r['source'] for r in tiny_runs.inspect_json(
+      out, 'labels', '--split', 'eval')['rows']}
+  marked = {r['source'] for r in rows if r['suspect'] == 'True'}
+  assert marked and marked == suspects & {r['source'] for r in rows}
+  assert planted['t10k'] & marked
+  # --pair: the mistakes of one (true, predicted) pair, by name or label;
+  # the pairs counted most frequent first.
+  result = tiny_runs.inspect_json(out, 'mistakes')
+  counts = [p['count'] for p in result['pairs']]
+  assert counts == sorted(counts, reverse=True)
+  assert sum(counts) == result['listed'] == len(rows)
+  assert result['counts'] == {'eval': len(rows)}
+  first = result['pairs'][0]
+  for pair in (f'{first["given"]},{first["predicted"]}',
+               f'{first["given_name"]},{first["predicted_name"]}'):
+    only = tiny_runs.inspect_json(out, 'mistakes', '--pair', pair)['rows']
+    assert [r['record'] for r in only] == [
+        r['record'] for r in rows if (r['given'], r['predicted']) == (
+            str(first['given']), str(first['predicted']))]
+  text = tiny_runs.inspect(out, 'mistakes').stdout
+  assert f'the model gets {len(rows):,} records wrong' in text
+  assert rows[0]['source'] in text and 'label doubted' in text
+  error = tiny_runs.inspect(out, 'mistakes', '--pair', '1', expect_rc=1)
+  assert 'give TRUE,PREDICTED' in error.stderr
+  error = tiny_runs.inspect(out, 'mistakes', '--pair', '0,zebra',
+                            expect_rc=1)
+  assert "'zebra' is no class" in error.stderr
+
+
+def _figures(html):
+  """(source, whether it shows a picture, whether it is badged 'label
+  doubted') of each thumbnail of the model's mistakes, per pair heading."""
+  part = html.split('<h3>Images the model gets wrong</h3>', 1)[1].split(
+      '<h3>', 1)[0]
+  groups = {}
+  for heading, body in re.findall(r'<h4 class="pair">(.*?)</h4>(.*?)(?=<h4|$)',
+                                  part, re.S):
+    pair = re.sub(r'\s+', ' ', re.sub(r'<[^>]+>', ' ', heading)).split()
+    groups[' '.join(pair[:3])] = [
+        (html_lib.unescape(source), '<img src="data:image/png;base64,' in f,
+         'class="badge">label doubted<' in f)
+        for source, f in re.findall(r'<figure[^>]* title="([^"]*)">(.*?)'
+                                    r'</figure>', body, re.S)]
+  return groups
+
+
+def test_the_report_shows_the_mistakes_by_pair(planted_run, planted_report):
+  out, _ = planted_run
+  facts, page = planted_report
+  listed = label_check.read_mistakes(str(_mistakes_file(out).parent))
+  part = facts['evaluation']['mistakes']
+  assert part['status'] == 'ok', part
+  # Beside the confusion matrix: the pairs most frequent first, each its
+  # most confident mistakes, a thumbnail each, the doubted labels badged.
+  pairs = collections.Counter((r['given_name'], r['predicted_name'])
+                              for r in listed)
+  ordered = sorted(pairs, key=lambda p: -pairs[p])
+  groups = _figures(page.read_text().split('id="evaluation"', 1)[1])
+  assert len(groups) == min(len(pairs), report.MISTAKE_PAIRS)
+  assert [pairs[tuple(g.split(' → '))] for g in groups] == [
+      pairs[p] for p in ordered][:len(groups)]
+  for group, shown in groups.items():
+    given, predicted = group.split(' → ')
+    expected = [r for r in listed if (r['given_name'], r['predicted_name'])
+                == (given, predicted)][:report.MISTAKES_PER_PAIR]
+    assert shown == [(r['source'], True, r['suspect']) for r in expected]
+  assert any(doubted for shown in groups.values() for *_, doubted in shown)
+
+
+def test_the_mistakes_view_is_bounded_and_says_how_many_more(
+    planted_run, planted_report, monkeypatch):
+  out, _ = planted_run
+  facts, _ = planted_report
+  monkeypatch.setattr(report, 'MISTAKE_PAIRS', 2)
+  monkeypatch.setattr(report, 'MISTAKES_PER_PAIR', 1)
+  md = cli.open_metadata(cli.make_parser().parse_args(
+      ['--output-dir', str(out), 'runs']))
+  run = md.run('latest')
+  part = report.mistakes_part(md, run)
+  pairs = part['pairs']
+  assert [len(p['rows']) for p in pairs] == [1, 1]
+  html = report_page.page({**facts, 'evaluation': {
+      **facts['evaluation'], 'mistakes': part}})
+  view = html.split('<h3>Images the model gets wrong</h3>', 1)[1]
+  assert (f'… {pairs[0]["count"] - 1} more: <code>python -m inspector '
+          f'mistakes {run.name} --pair {pairs[0]["given"]},'
+          f'{pairs[0]["predicted"]}</code>') in view
+  assert (f'{part["more_pairs"]} more pairs ({part["more_images"]} images) '
+          'not shown') in view
+  assert f'python -m inspector mistakes {run.name} --csv FILE' in view
+  # A run whose LabelCheck predates the list: one line saying so, in the
+  # report and from the inspector.
+  path = _mistakes_file(out)
+  moved = path.with_suffix('.moved')
+  os.rename(path, moved)
+  try:
+    part = report.mistakes_part(md, run)
+    error = tiny_runs.inspect(out, 'mistakes', expect_rc=1)
+  finally:
+    os.rename(moved, path)
+  assert part['status'] == 'not_recorded'
+  assert f'{path} is missing' in error.stderr
+  html = report_page.page({**facts, 'evaluation': {
+      **facts['evaluation'], 'mistakes': part}})
+  view = html.split('<h3>Images the model gets wrong</h3>', 1)[1].split(
+      '</div>', 1)[0]
+  assert '<b>Not recorded.</b> LabelSuspects' in view
+  assert 'predates the list of the model&#39;s mistakes' in view
 
 
 def test_cross_fitting_scores_train_and_every_other_split_is_checked(
