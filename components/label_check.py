@@ -74,7 +74,6 @@ method scored each split (with the sample's size where a split was
 sampled).
 """
 
-import csv
 import dataclasses
 import functools
 import io
@@ -98,6 +97,7 @@ from tfx.utils import import_utils
 from tfx.utils import json_utils
 from tfx.utils import path_utils
 
+from records import csv_cells
 from records import epoch_probabilities
 from records import features
 from records import sample
@@ -394,7 +394,8 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
 def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
   """Writes suspects.csv and suspects.json under `uri`."""
   text = io.StringIO()
-  writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator='\n')
+  writer = csv_cells.DictWriter(text, fieldnames=CSV_COLUMNS,
+                                lineterminator='\n')
   writer.writeheader()
   writer.writerows(rows)
   tf.io.gfile.makedirs(uri)

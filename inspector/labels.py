@@ -8,7 +8,6 @@ LabelCheck recorded it, its place in the Examples, `<shard file>:<index>`
 within the split's folder, by which its image is read back.
 """
 
-import csv
 import json
 import math
 import os
@@ -20,6 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from inspector import files
 from inspector import queries
 from inspector.store import InspectError
+from records import csv_cells
 
 NODE = 'LabelCheck'
 OUTPUT_KEY = 'suspects'
@@ -70,8 +70,8 @@ def suspects(md: queries.Metadata, run: queries.Run,
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
   files.check_directory(path)
   with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction='ignore',
-                            lineterminator='\n')
+    writer = csv_cells.DictWriter(f, fieldnames=CSV_COLUMNS,
+                                  extrasaction='ignore', lineterminator='\n')
     writer.writeheader()
     writer.writerows(rows)
 
