@@ -5,7 +5,6 @@ A `Section` is a heading, a measure function and a template;
 timing, the pipeline's runs, the MNIST files, and BENCHMARKS.md's blocks.
 """
 
-import csv
 import dataclasses
 import datetime
 import glob
@@ -27,6 +26,7 @@ from components.image_example_gen import idx
 from modules.training_config import TrainingConfig
 from pipeline import configs
 from pipeline.knobs import DataConfig
+from records import csv_cells
 from records import features
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -479,9 +479,9 @@ def tool(module: str, *args: str) -> None:
 
 
 def read_csv(path: str) -> List[Dict[str, str]]:
-  """The rows of a CSV file with a header."""
+  """The rows of a CSV file the project wrote, as it was given them."""
   with open(path, newline='', encoding='utf-8') as f:
-    return list(csv.DictReader(f))
+    return list(csv_cells.dict_rows(f))
 
 
 @dataclasses.dataclass

@@ -5,7 +5,6 @@ cross-fitting or from the Trainer's run; label_scores.py picks the suspects.
 The eval records the model gets wrong are listed too (docs/label-check.md).
 """
 
-import csv
 import dataclasses
 import functools
 import io
@@ -30,6 +29,7 @@ from tfx.utils import json_utils
 from tfx.utils import path_utils
 
 from components import label_scores
+from records import csv_cells
 from records import epoch_probabilities
 from records import features
 from records import sample
@@ -306,7 +306,8 @@ def read_mistakes(uri: str) -> List[Dict[str, Any]]:
 def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
   """Writes suspects.csv and suspects.json under `uri`."""
   text = io.StringIO()
-  writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator='\n')
+  writer = csv_cells.DictWriter(text, fieldnames=CSV_COLUMNS,
+                                lineterminator='\n')
   writer.writeheader()
   writer.writerows(rows)
   tf.io.gfile.makedirs(uri)

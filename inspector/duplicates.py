@@ -5,7 +5,6 @@ its files (records/data_checks.py). Used by `python -m
 inspector duplicates` and by the report's data section.
 """
 
-import csv
 import json
 import os
 from typing import Any, Dict, Iterator, List, Optional
@@ -17,6 +16,7 @@ from inspector import files
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import csv_cells
 from records import data_checks as results
 
 NODE = 'DataChecks'
@@ -44,7 +44,7 @@ def pair_rows(artifact: queries.Artifact, limit: Optional[int] = None
   if not files.exists(path):
     raise InspectError(f'DataChecks {artifact.id}: {path} is missing')
   with _open(path) as f:
-    for number, row in enumerate(csv.DictReader(f)):
+    for number, row in enumerate(csv_cells.dict_rows(f)):
       if limit is not None and number >= limit:
         return
       yield row
@@ -87,7 +87,8 @@ def write_csv(md: queries.Metadata, run: queries.Run, path: str) -> int:
   artifact = md.run_output(run, NODE, OUTPUT_KEY)
   count = 0
   with open(path, 'w', newline='', encoding='utf-8') as out:
-    writer = csv.DictWriter(out, results.PAIR_COLUMNS, lineterminator='\n')
+    writer = csv_cells.DictWriter(out, results.PAIR_COLUMNS,
+                                  lineterminator='\n')
     writer.writeheader()
     for row in pair_rows(artifact):
       writer.writerow(row)

@@ -10,7 +10,6 @@ the drift. A run that stopped early has what it got to. Used by `python -m
 inspector history` and by the report's history chart.
 """
 
-import csv
 import json
 import math
 from typing import Any, Dict, List, Optional, Sequence
@@ -22,6 +21,7 @@ from inspector import files
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import csv_cells
 from records import features
 
 # What the window of spans and warm start record (issue 36): the spans an
@@ -331,7 +331,7 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
   columns[columns.index('spans') + 1:columns.index('spans') + 1] = [
       f'records_{s}' for s in splits]
   with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.DictWriter(f, fieldnames=columns, lineterminator='\n')
+    writer = csv_cells.DictWriter(f, fieldnames=columns, lineterminator='\n')
     writer.writeheader()
     for row in rows:
       writer.writerow({

@@ -9,7 +9,6 @@ within the split's folder, by which its image is read back. Beside it,
 mistakes.json lists the eval records the model gets wrong, the same way.
 """
 
-import csv
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from PIL import Image, ImageDraw, ImageFont
 from inspector import files
 from inspector import queries
 from inspector.store import InspectError
+from records import csv_cells
 
 NODE = 'LabelCheck'
 OUTPUT_KEY = 'suspects'
@@ -156,8 +156,9 @@ def write_csv(path: str, rows: List[Dict[str, Any]],
   """Writes `rows` to `path` as CSV, one column of each of `columns`."""
   files.check_directory(path)
   with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.DictWriter(f, fieldnames=columns, extrasaction='ignore',
-                            lineterminator='\n')
+    writer = csv_cells.DictWriter(f, fieldnames=columns,
+                                  extrasaction='ignore', lineterminator='
+')
     writer.writeheader()
     writer.writerows(rows)
 

@@ -9,7 +9,6 @@ the report still comes. Sections of components that did not run are
 """
 
 import contextlib
-import csv
 import datetime
 import functools
 import itertools
@@ -22,6 +21,7 @@ from inspector import artifacts as artifacts_lib
 from inspector import queries
 from inspector import render
 from inspector.store import InspectError
+from records import csv_cells
 from records import data_checks as data_checks_results
 
 SAMPLES_PER_CLASS = 8
@@ -587,7 +587,7 @@ def write(md: queries.Metadata, run: queries.Run, path: str
   files.check_directory(path)
   listing = files_list_path(path)
   with _replaced_whole(listing) as f:
-    rows = csv.writer(f)
+    rows = csv_cells.writer(f)
     rows.writerow(FILES_LIST_COLUMNS)
     facts = gather(md, run, on_file=lambda execution, split, info: (
         rows.writerow([execution, split, info.path, info.size,

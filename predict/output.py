@@ -8,9 +8,10 @@ why the file could not be predicted; then the class columns are empty.
               "probability"}, ...], "error"}
 """
 
-import csv
 import json
 from typing import IO, List, Optional, Sequence, Tuple
+
+from records import csv_cells
 
 FORMATS = ('csv', 'jsonl')
 
@@ -31,7 +32,7 @@ class Writer:
   def __init__(self, stream: IO[str], format_: str, top_k: int):
     self._stream, self._format, self._top_k = stream, format_, top_k
     if format_ == 'csv':
-      self._csv = csv.writer(stream, lineterminator='\n')
+      self._csv = csv_cells.writer(stream, lineterminator='\n')
       header: List[str] = ['path', 'class', 'probability']
       for rank in range(2, top_k + 1):
         header += [f'class_{rank}', f'probability_{rank}']

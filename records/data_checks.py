@@ -24,10 +24,11 @@ Custom properties of the artifact (visible in ML Metadata):
   labels            {split: {label: records}}, every record counted
 """
 
-import csv
 import json
 import os
 from typing import Dict, Iterator, List
+
+from records import csv_cells
 
 COPIES_FILE = 'copies.csv'
 ISSUES_FILE = 'image_issues.csv'
@@ -59,7 +60,7 @@ def count_property(a: str, b: str) -> str:
 def _read_csv(path: str, limit=None) -> Iterator[Dict[str, str]]:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path) as f:
-    for number, row in enumerate(csv.DictReader(f)):
+    for number, row in enumerate(csv_cells.dict_rows(f)):
       if limit is not None and number >= limit:
         return
       yield row

@@ -261,6 +261,41 @@ def test_the_label_counts_are_those_of_every_record_of_each_split(checked):
   assert recorded == read and set(read) == {'train', 'eval'}
 
 
+def test_the_lists_escape_names_a_spreadsheet_would_run(tmp_path):
+  # Class folders and files named as formulas: copies.csv and
+  # image_issues.csv mark them as text; the project reads the names back.
+  from tests.test_review_lists import formula_cells  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(3)
+  classes = ('=HYPERLINK("http:evil","x")', '+cmd')
+  copied = rng.integers(0, 255, (28, 28), dtype=np.uint8)
+  for name in classes:
+    os.makedirs(tmp_path / 'data' / name)
+    for i in range(6):
+      Image.fromarray(rng.integers(0, 255, (28, 28), dtype=np.uint8)).save(
+          tmp_path / 'data' / name / f'-{i}.png')
+    Image.fromarray(copied).save(tmp_path / 'data' / name / '=copy.png')
+  Image.fromarray(np.full((28, 28), 120, np.uint8)).save(
+      tmp_path / 'data' / classes[1] / '@blank.png')
+  examples = artifacts.run_example_gen(
+      tmp_path / 'data', tmp_path / 'examples',
+      ImageExampleGenOptions(input_format='images', num_shards=1,
+                             eval_percent=30))
+  output = run_data_checks(examples, tmp_path / 'checks')
+  for name in (results.COPIES_FILE, results.ISSUES_FILE):
+    assert formula_cells(os.path.join(output.uri, name)) == [], name
+  [pair] = results.read_pairs(output.uri)
+  assert {pair['source_a'], pair['source_b']} == {
+      f'{name}/=copy.png' for name in classes}
+  assert (pair['kind'], float(pair['correlation'])) == ('exact', 1.0)
+  issues = list(results.read_issues(output.uri))
+  assert (f'{classes[1]}/@blank.png', 'near_blank') in {
+      (row['source'], row['issue']) for row in issues}
+  # `inspector duplicates` (its JSON and its --csv) reads the same.
+  artifact = queries.Artifact(id=1, type='DataCheckResults', uri=output.uri,
+                              state='LIVE', created_ms=0, properties={})
+  assert list(duplicates.pair_rows(artifact)) == [pair]
+
+
 def test_the_pairs_images_are_the_records_the_pairs_name(checked):
   # The report draws each pair from its records' places, 'shard:index'; the
   # images there are those of the records' sources, in either split.

@@ -19,6 +19,7 @@ from components.image_example_gen import idx
 from modules import signatures
 from predict import cli
 from predict import inputs
+from records import csv_cells as records_csv
 from records import features
 from tests import local_run
 from tests import tiny_models
@@ -130,6 +131,33 @@ def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
   assert '5 could not be predicted' in stderr
   for path, error in errors.items():
     assert f'  {path}: {error}\n' in stderr
+
+
+def test_names_a_spreadsheet_would_run_are_marked_as_text(
+    served, tmp_path, capsys, monkeypatch):
+  # Paths as the user gives them, relative to where the tool runs; the
+  # JSON Lines keep them as they are.
+  from tests.test_review_lists import formula_cells  # pylint: disable=g-import-not-at-top
+  out, images, _, names = served
+  monkeypatch.chdir(tmp_path)
+  good = ['=HYPERLINK("http:evil","x").png', '+1.png', '@a.png']
+  for i, name in enumerate(good):
+    _write(tmp_path / name, _png(images[i]))
+  bad = _write(tmp_path / '-bad.png', b'junk')
+  paths = good + [os.path.basename(bad)]
+  table, lines = tmp_path / 'rows.csv', tmp_path / 'rows.jsonl'
+  for written in (table, lines):
+    code, _, _ = _run(capsys, '-o', written.name, out, '--', *paths)
+    assert code == 0
+  assert formula_cells(table) == []
+  with open(table, newline='') as f:
+    rows = list(records_csv.dict_rows(f))
+  assert [r['path'] for r in rows] == paths
+  assert [r['class'] for r in rows[:3]] == names[:3]
+  assert all(0 < float(r['probability']) <= 1 for r in rows[:3])
+  assert rows[3]['error'] and rows[3]['class'] == ''
+  with open(lines) as f:
+    assert [json.loads(line)['path'] for line in f] == paths
 
 
 def test_nothing_predicted_is_a_failure(served, tmp_path, capsys):

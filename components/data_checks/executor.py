@@ -9,7 +9,6 @@ in the execution's temporary folder. The executor then matches
 (records/data_checks.py).
 """
 
-import csv
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from components.data_checks import matching
 from components.data_checks import shard_signatures
 from components.data_checks import signatures
 from components.image_transform import image_encoding
+from records import csv_cells
 from records import data_checks as results
 from records import features
 from records import shards
@@ -249,7 +249,7 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
   order = np.lexsort((pairs.second, pairs.first,
                       first_split == second_split))
   with tf.io.gfile.GFile(os.path.join(uri, results.COPIES_FILE), 'w') as f:
-    writer = csv.writer(f, lineterminator='\n')
+    writer = csv_cells.writer(f, lineterminator='\n')
     writer.writerow(results.PAIR_COLUMNS)
     for start in range(0, len(order), 100_000):
       block = order[start:start + 100_000]
@@ -273,7 +273,7 @@ def _write_issues(uri: str, flags: Dict[str, np.ndarray], scores: np.ndarray,
   score_of = {'near_blank': 'spread', 'dark': 'high', 'bright': 'low',
               'blurry': 'sharpness'}
   with tf.io.gfile.GFile(os.path.join(uri, results.ISSUES_FILE), 'w') as f:
-    writer = csv.writer(f, lineterminator='\n')
+    writer = csv_cells.writer(f, lineterminator='\n')
     writer.writerow(results.ISSUE_COLUMNS)
     for issue in issues_lib.ISSUES:
       index = np.flatnonzero(flags[issue])
