@@ -157,8 +157,7 @@ def write_csv(path: str, rows: List[Dict[str, Any]],
   files.check_directory(path)
   with open(path, 'w', newline='', encoding='utf-8') as f:
     writer = csv_cells.DictWriter(f, fieldnames=columns,
-                                  extrasaction='ignore', lineterminator='
-')
+                                  extrasaction='ignore', lineterminator='\n')
     writer.writeheader()
     writer.writerows(rows)
 
