@@ -79,10 +79,10 @@ def test_the_suspects_lists_escape_the_class_and_file_names(tmp_path):
   split_uri = _split_of(tmp_path, sources)
   count = len(sources)
   probabilities = np.tile([[0.1, 0.9]], (count, 1))
-  rows = label_check.suspects_rows(
+  rows, _ = label_check.suspects_rows(
       'eval', str(split_uri), np.arange(count), np.zeros(count, np.int64),
       probabilities, classes, label_check.TRAINING_RUN,
-      every_other_first=True)
+      averaged_over_run=True)
   assert sorted(r['source'] for r in rows) == sorted(sources)
   label_check.write_suspects(str(tmp_path / 'suspects'), rows)
   review = tmp_path / 'review.csv'
