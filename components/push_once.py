@@ -26,6 +26,7 @@ from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
 from components import tfx_workarounds
+from records import served_versions
 
 # Set to 1 on a PushedModel whose model was found already served.
 ALREADY_SERVED_KEY = 'already_served'
@@ -129,8 +130,15 @@ def _check_missing(path: str, root: str) -> None:
     return
 
 
+def _unreadable(base_directory: str,
+                error: Exception) -> ServingDirectoryError:
+  return ServingDirectoryError(
+      f'cannot read the serving directory {base_directory}, so which model '
+      f'is served is unknown: {_cause(error)}')
+
+
 def newest_version(base_directory: str) -> Optional[str]:
-  """Returns the highest numbered version directory under `base_directory`.
+  """Returns the newest version under `base_directory` (served_versions).
 
   Returns None if it does not exist or holds no version.
 
@@ -145,17 +153,26 @@ def newest_version(base_directory: str) -> Optional[str]:
     names = (fileio.listdir(base_directory) if stat and stat.is_directory
              else [])
   except (OSError, tf.errors.OpError) as e:
-    raise ServingDirectoryError(
-        f'cannot read the serving directory {base_directory}, so which model '
-        f'is served is unknown: {_cause(e)}') from e
+    raise _unreadable(base_directory, e) from e
   if stat is None:
     return None
   if not stat.is_directory:
     raise ServingDirectoryError(
         f'serving directory {base_directory}: a file, not a directory of '
         'model versions')
-  versions = [v for v in (name.rstrip('/') for name in names) if v.isdigit()]
-  return max(versions, key=int) if versions else None
+
+  def holds_saved_model(version: str) -> bool:
+    try:
+      fileio.stat(os.path.join(base_directory, version,
+                               served_versions.SAVED_MODEL_FILE))
+    except fileio.NotFoundError:
+      return False
+    return True
+
+  try:
+    return served_versions.newest(names, holds_saved_model)
+  except (OSError, tf.errors.OpError) as e:
+    raise _unreadable(base_directory, e) from e
 
 
 class Executor(pusher_executor.Executor):
