@@ -1,16 +1,16 @@
-"""A Pusher executor that does not push the model already being served.
+"""TFX's Pusher, copying whole or not at all, and not again what is served.
 
-TFX's Pusher copies every blessed model to a new version directory. A re-run
-with nothing changed re-evaluates the same model (its baseline is now the
-model itself, blessed by the first run) and would push it again as a second,
-identical version, which a model server then reloads for nothing. This
-executor skips the copy when the newest version at a filesystem destination
-holds exactly the files of the model, and records that version as the push,
-so ML Metadata still says where the model is served.
-"""
+It copies into a hidden sibling of the version folder and renames that into
+place once complete; it skips the copy when the newest version holds the
+model. docs/serving.md#a-push-is-whole-or-absent says why and what a crash
+leaves."""
 
 import os
+import re
+import socket
+import time
 from typing import Any, Dict, List, Optional
+import uuid
 
 from absl import logging
 import tensorflow as tf
@@ -26,10 +26,17 @@ from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
 from components import tfx_workarounds
+from records import served_versions
 
 # Set to 1 on a PushedModel whose model was found already served.
 ALREADY_SERVED_KEY = 'already_served'
 _CHUNK_BYTES = 1 << 20
+# A push copies into BASE/.push-<start time>-<host>-<pid>-<random>/<version>/
+# first: a name not all digits, so no lookup takes it for a version.
+_STAGING = re.compile(r'\.push-(?P<start>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)'
+                      r'-[0-9a-f]{8}')
+# Older than this, a staging folder is a killed push's, whatever host wrote it.
+_STALE_SECONDS = 3600
 
 
 def _file_sizes(root: str) -> Dict[str, int]:
@@ -129,8 +136,15 @@ def _check_missing(path: str, root: str) -> None:
     return
 
 
+def _unreadable(base_directory: str,
+                error: Exception) -> ServingDirectoryError:
+  return ServingDirectoryError(
+      f'cannot read the serving directory {base_directory}, so which model '
+      f'is served is unknown: {_cause(error)}')
+
+
 def newest_version(base_directory: str) -> Optional[str]:
-  """Returns the highest numbered version directory under `base_directory`.
+  """Returns the newest version under `base_directory` (served_versions).
 
   Returns None if it does not exist or holds no version.
 
@@ -145,21 +159,92 @@ def newest_version(base_directory: str) -> Optional[str]:
     names = (fileio.listdir(base_directory) if stat and stat.is_directory
              else [])
   except (OSError, tf.errors.OpError) as e:
-    raise ServingDirectoryError(
-        f'cannot read the serving directory {base_directory}, so which model '
-        f'is served is unknown: {_cause(e)}') from e
+    raise _unreadable(base_directory, e) from e
   if stat is None:
     return None
   if not stat.is_directory:
     raise ServingDirectoryError(
         f'serving directory {base_directory}: a file, not a directory of '
         'model versions')
-  versions = [v for v in (name.rstrip('/') for name in names) if v.isdigit()]
-  return max(versions, key=int) if versions else None
+
+  def holds_saved_model(version: str) -> bool:
+    try:
+      fileio.stat(os.path.join(base_directory, version,
+                               served_versions.SAVED_MODEL_FILE))
+    except fileio.NotFoundError:
+      return False
+    return True
+
+  try:
+    return served_versions.newest(names, holds_saved_model)
+  except (OSError, tf.errors.OpError) as e:
+    raise _unreadable(base_directory, e) from e
+
+
+def _staging_name() -> str:
+  return (f'.push-{int(time.time())}-{socket.gethostname()}-{os.getpid()}-'
+          f'{uuid.uuid4().hex[:8]}')
+
+
+def _killed(name: str) -> bool:
+  """Whether `name` is a staging folder no push is writing any more.
+
+  It is if a process of this host wrote it and has ended, or if it is older
+  than _STALE_SECONDS (a process of another host cannot be asked).
+  """
+  staging = _STAGING.fullmatch(name)
+  if not staging:
+    return False
+  if time.time() - int(staging['start']) > _STALE_SECONDS:
+    return True
+  if staging['host'] != socket.gethostname():
+    return False
+  try:
+    os.kill(int(staging['pid']), 0)
+  except ProcessLookupError:
+    return True
+  except PermissionError:  # Another user's live process.
+    return False
+  return False
+
+
+def _remove_killed_pushes(base_directory: str) -> None:
+  """Removes the staging folders that killed pushes left in `base_directory`."""
+  if not fileio.exists(base_directory):
+    return
+  for name in sorted(n.rstrip('/') for n in fileio.listdir(base_directory)):
+    if _killed(name):
+      fileio.rmtree(os.path.join(base_directory, name))
+      logging.info('Removed %s, left by a push that was killed.',
+                   os.path.join(base_directory, name))
+
+
+def _move_into_place(staged: str, serving_path: str) -> None:
+  """Moves the whole copy `staged` to `serving_path`.
+
+  On a filesystem that is one rename. An object store has no rename (a
+  folder's is a copy of each object), so the objects are copied within the
+  store, saved_model.pb last as TFX's Pusher does: a lookup takes the
+  version for served only once that is there.
+  """
+  if _store_root(serving_path) is None:
+    fileio.rename(staged, serving_path)
+    return
+  saved_model = os.path.join(staged, served_versions.SAVED_MODEL_FILE)
+  io_utils.copy_dir(staged, serving_path,
+                    deny_regex_patterns=[re.escape(saved_model) + '$'])
+  if fileio.exists(saved_model):
+    io_utils.copy_file(saved_model, os.path.join(
+        serving_path, served_versions.SAVED_MODEL_FILE))
+
+
+def _remove(path: str) -> None:
+  if fileio.exists(path):
+    fileio.rmtree(path)
 
 
 class Executor(pusher_executor.Executor):
-  """TFX's Pusher, minus the push of a model that is already the newest."""
+  """TFX's Pusher, whole or not at all, minus a push of the newest version."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
@@ -168,6 +253,7 @@ class Executor(pusher_executor.Executor):
 
     Raises:
       ServingDirectoryError: the serving directory cannot be read.
+      OSError, tf.errors.OpError: the copy failed (its partial copy removed).
     """
     destination = pusher_pb2.PushDestination()
     proto_utils.json_to_proto(
@@ -177,6 +263,7 @@ class Executor(pusher_executor.Executor):
         and self.CheckBlessing(input_dict)):
       base_directory = destination.filesystem.base_directory
       version = newest_version(base_directory)
+      _remove_killed_pushes(base_directory)
       model_path = self.GetModelPath(input_dict)
       serving_path = version and os.path.join(base_directory, version)
       if version and same_files(model_path, serving_path):
@@ -189,7 +276,42 @@ class Executor(pusher_executor.Executor):
         tfx_workarounds.mark_pushed(model_push, serving_path, version)
         model_push.set_int_custom_property(ALREADY_SERVED_KEY, 1)
         return
+      self._push_whole(destination, input_dict, output_dict, exec_properties)
+      return
     super().Do(input_dict, output_dict, exec_properties)
+
+  def _push_whole(self, destination: pusher_pb2.PushDestination,
+                  input_dict: Dict[str, List[types.Artifact]],
+                  output_dict: Dict[str, List[types.Artifact]],
+                  exec_properties: Dict[str, Any]) -> None:
+    """TFX's push into a staging folder, then moved to its version."""
+    base_directory = destination.filesystem.base_directory
+    staging = os.path.join(base_directory, _staging_name())
+    destination.filesystem.base_directory = staging
+    try:
+      super().Do(input_dict, output_dict, {
+          **exec_properties,
+          standard_component_specs.PUSH_DESTINATION_KEY:
+              proto_utils.proto_to_json(destination)})
+      model_push = artifact_utils.get_single_instance(
+          output_dict[standard_component_specs.PUSHED_MODEL_KEY])
+      version = model_push.get_string_custom_property(
+          tfx_workarounds.PUSHED_VERSION_KEY)
+      serving_path = os.path.join(base_directory, version)
+      if fileio.exists(serving_path):  # As TFX's Pusher does.
+        logging.info('Destination directory %s already exists, skipping '
+                     'current push.', serving_path)
+      else:
+        _move_into_place(os.path.join(staging, version), serving_path)
+      tfx_workarounds.mark_pushed(model_push, serving_path, version)
+    except BaseException as e:
+      try:
+        _remove(staging)
+      except Exception as removing:  # pylint: disable=broad-except
+        e.add_note(f'Removing the partial copy {staging} failed too '
+                   f'({_cause(removing)}); the next push removes it.')
+      raise
+    _remove(staging)
 
 
 class Pusher(pusher_component.Pusher):

@@ -6,8 +6,9 @@ from typing import List
 from modules import signatures
 from pipeline import configs
 from records import features
+from records import served_versions
 
-SAVED_MODEL_FILE = 'saved_model.pb'
+SAVED_MODEL_FILE = served_versions.SAVED_MODEL_FILE
 # Where a pipeline run pushes its models: OUT/<this>/<version>/.
 SERVING_MODEL_DIR = configs.SERVING_MODEL_DIR_NAME
 
@@ -21,10 +22,10 @@ class ModelNotFound(Exception):
 
 
 def _newest_version(directory: str) -> str:
-  versions = [entry for entry in os.listdir(directory) if entry.isdigit() and
-              os.path.isfile(os.path.join(directory, entry, SAVED_MODEL_FILE))]
-  return (os.path.join(directory, max(versions, key=int)) if versions
-          else '')
+  version = served_versions.newest(
+      os.listdir(directory), lambda v: os.path.isfile(
+          os.path.join(directory, v, SAVED_MODEL_FILE)))
+  return os.path.join(directory, version) if version else ''
 
 
 def locate(path: str) -> str:

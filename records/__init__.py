@@ -2,6 +2,7 @@
 
 features.py holds the feature keys and image geometry and writes Examples.
 decode.py decodes them in TensorFlow. image_conversion.py converts image
-files with Pillow as ImageExampleGen does. This package imports nothing of
-the project.
+files with Pillow as ImageExampleGen does. served_versions.py says which
+folders of a serving directory are served versions. This package imports
+nothing of the project.
 """

@@ -223,6 +223,7 @@ def _record_runs(store, root, serving_dir, runs):
                                                models[run - 1])], [])
     destination = serving_dir / str(run)
     destination.mkdir(parents=True)
+    (destination / 'saved_model.pb').write_bytes(b'graph')  # A whole push.
     push_dir = root / 'Pusher' / 'pushed_model' / str(run)
     push_dir.mkdir(parents=True)
     pushed = pb.Artifact(type_id=type_ids['PushedModel'], uri=str(push_dir),

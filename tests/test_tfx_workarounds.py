@@ -58,6 +58,7 @@ def test_driver_runs_before_the_cache_and_outputs_go_where_assumed(tmp_path):
   root = tmp_path / 'pipeline'
   serving_dir = tmp_path / 'serving'
   os.makedirs(serving_dir / '7')
+  (serving_dir / '7' / 'saved_model.pb').write_bytes(b'a model')  # Served.
   tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
       pipeline_name='workarounds_test', pipeline_root=str(root),
       components=[served_model.ServedModel(

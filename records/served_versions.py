@@ -1,0 +1,32 @@
+"""Which folders of a serving directory are served versions.
+
+The Pusher, ServedModel, --keep-runs and the predict tool all ask this
+module, so none of them takes a half-pushed copy for a served model
+(docs/serving.md#a-push-is-whole-or-absent says why).
+"""
+
+import re
+from typing import Callable, Iterable, Optional
+
+SAVED_MODEL_FILE = 'saved_model.pb'
+# TF Serving loads only version folders named by digits.
+_VERSION = re.compile('[0-9]+')
+
+
+def newest(names: Iterable[str],
+           holds_saved_model: Callable[[str], bool]) -> Optional[str]:
+  """Returns the highest numbered name whose folder holds a SavedModel.
+
+  Names not all digits (a push still copying, or left by a killed one) and
+  folders without saved_model.pb (copied last) are not versions.
+
+  Args:
+    names: a serving directory's entries (a trailing '/' is ignored).
+    holds_saved_model: whether the entry of that name holds saved_model.pb.
+
+  Returns:
+    The version, None if there is none.
+  """
+  versions = sorted((name for name in (n.rstrip('/') for n in names)
+                     if _VERSION.fullmatch(name)), key=int, reverse=True)
+  return next((v for v in versions if holds_saved_model(v)), None)

@@ -1,0 +1,188 @@
+"""A push is whole or absent: a push that fails (a full filesystem) or is
+killed half-way leaves no version folder, nothing any served-version lookup
+takes for served, and the next push removes what a killed one left.
+
+The pushes run the project's Pusher executor on a blessed model
+(tests/pushes.py); a push killed is held by tests/pause.py with every file
+but saved_model.pb copied, then SIGKILLed."""
+
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from components import push_once
+from components import served_model
+from predict import served_model as predict_model
+from tests import local_run
+from tests import pause
+from tests import pushes
+from tests import s3_server
+
+MODEL = {'saved_model.pb': b'graph',
+         'variables/variables.index': b'index',
+         'variables/variables.data-00000-of-00001': b'weights',
+         'assets.extra/class_names.txt': b'0\n1\n'}
+# TFX's Pusher copies saved_model.pb last, on its own: held there, the
+# push has copied every other file.
+LAST_COPY = 'tfx.utils.io_utils:copy_file'
+NOTHING = {'pusher': None, 'served model': None, 'predict': None}
+
+
+def _served(serving_dir):
+  """What each served-version lookup of the project answers."""
+  try:
+    found = os.path.basename(predict_model.locate(str(serving_dir)))
+  except predict_model.ModelNotFound:
+    found = None
+  return {'pusher': push_once.newest_version(str(serving_dir)),
+          'served model': served_model.served_version(str(serving_dir)),
+          'predict': found}
+
+
+def _files(root):
+  files = {}
+  for folder, _, names in os.walk(root):
+    for name in names:
+      with open(os.path.join(folder, name), 'rb') as f:
+        files[os.path.relpath(os.path.join(folder, name), root)] = f.read()
+  return files
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+  """A serving directory on a 64 KiB tmpfs, unmounted afterwards."""
+  if os.geteuid() != 0:
+    pytest.skip('mounting a tmpfs needs root')
+  path = tmp_path / 'serving'
+  path.mkdir()
+  mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs',
+                            str(path)], capture_output=True, text=True)
+  if mounted.returncode:
+    pytest.skip(f'cannot mount a tmpfs: {mounted.stderr.strip()}')
+  try:
+    yield path
+  finally:
+    subprocess.run(['umount', str(path)], check=True)
+
+
+def test_a_push_that_fills_the_filesystem_leaves_nothing(tmp_path,
+                                                        small_filesystem):
+  big = {**MODEL,
+         'variables/variables.data-00000-of-00001': os.urandom(256 * 1024)}
+  model = pushes.write_model(str(tmp_path / 'model'), big)
+  with pytest.raises(Exception) as failed:
+    pushes.push(model, str(small_filesystem), str(tmp_path / 'pushed'))
+  # Where, and why.
+  assert str(small_filesystem) in str(failed.value)
+  assert 'No space left on device' in str(failed.value)
+  assert os.listdir(small_filesystem) == []
+  assert _served(small_filesystem) == NOTHING
+
+
+@dataclasses.dataclass
+class HeldPush:
+  """A push in a process of its own, held before saved_model.pb is copied."""
+  model: str
+  serving_dir: pathlib.Path
+  child: subprocess.Popen
+  staging: str  # Its copy's folder in serving_dir.
+
+
+@pytest.fixture
+def held_push(tmp_path):
+  """A HeldPush of MODEL to tmp_path/serving; killed in the end if alive."""
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  serving_dir = tmp_path / 'serving'
+  child = subprocess.Popen(
+      [sys.executable, '-m', 'tests.pushes', model, str(serving_dir),
+       str(tmp_path / 'held-pushed')],
+      env=pause.environment(LAST_COPY, str(tmp_path / 'pause')),
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      cwd=local_run.PROJECT_DIR, start_new_session=True)
+  try:
+    pause.reached(child, str(tmp_path / 'pause'))
+    [staging] = os.listdir(serving_dir)
+    yield HeldPush(model, serving_dir, child, staging)
+  finally:
+    if child.poll() is None:
+      local_run.kill(child)
+
+
+def test_a_killed_push_is_never_served_and_the_next_push_removes_it(
+    tmp_path, held_push):
+  serving_dir, staging = held_push.serving_dir, held_push.staging
+  assert not staging.isdigit()
+  [version] = os.listdir(serving_dir / staging)
+  copied = _files(serving_dir / staging / version)
+  assert copied and 'saved_model.pb' not in copied  # Half-way.
+  assert _served(serving_dir) == NOTHING  # Copying: not served yet.
+  local_run.kill(held_push.child)
+  assert os.listdir(serving_dir) == [staging]
+  assert _served(serving_dir) == NOTHING
+
+  pushed = pushes.push(held_push.model, str(serving_dir),
+                       str(tmp_path / 'pushed'))
+  [version] = os.listdir(serving_dir)  # The killed push's copy is gone.
+  assert _files(serving_dir / version) == MODEL
+  assert pushed.get_string_custom_property('pushed_destination') == str(
+      serving_dir / version)
+  assert set(_served(serving_dir).values()) == {version}
+
+
+def test_a_push_leaves_a_running_push_alone_and_a_rerun_is_not_pushed_again(
+    tmp_path, held_push):
+  serving_dir, staging = held_push.serving_dir, held_push.staging
+  pushes.push(held_push.model, str(serving_dir), str(tmp_path / 'pushed'))
+  listed = set(os.listdir(serving_dir))
+  assert staging in listed  # Still being written: left alone.
+  [version] = listed - {staging}
+  assert _files(serving_dir / version) == MODEL
+  local_run.kill(held_push.child)
+  # The same model again: already served, and the killed push's copy goes.
+  again = pushes.push(held_push.model, str(serving_dir),
+                      str(tmp_path / 'again'))
+  assert again.get_int_custom_property(push_once.ALREADY_SERVED_KEY) == 1
+  assert again.get_string_custom_property('pushed_version') == version
+  assert os.listdir(serving_dir) == [version]
+
+
+def test_a_version_folder_without_saved_model_pb_is_not_served(tmp_path):
+  # As TFX's own Pusher leaves one that failed half-way (it copies in place,
+  # saved_model.pb last).
+  serving_dir = tmp_path / 'serving'
+  pushes.write_model(str(tmp_path / 'old'), MODEL)
+  os.makedirs(serving_dir)
+  os.rename(tmp_path / 'old' / 'Format-Serving', serving_dir / '4')
+  os.makedirs(serving_dir / '5' / 'variables')
+  assert set(_served(serving_dir).values()) == {'4'}
+
+
+def _objects(endpoint):
+  listed = s3_server.client(endpoint).list_objects_v2(Bucket='models')
+  return sorted(o['Key'] for o in listed.get('Contents', []))
+
+
+def test_on_s3_the_version_appears_whole_and_its_staging_copy_goes(
+    tmp_path_factory, tmp_path):
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  log = tmp_path_factory.mktemp('s3') / 's3.log'
+  with s3_server.running(str(log)) as endpoint:
+    s3_server.client(endpoint).create_bucket(Bucket='models')
+    runs = [local_run.python(
+        ['-m', 'tests.pushes', model, 's3://models/serving',
+         str(tmp_path / name)], 300, s3_server.pod_environment(endpoint))
+            for name in ('pushed', 'again')]
+    objects = _objects(endpoint)
+  for run in runs:
+    print(run.stdout, run.stderr[-3000:])
+    assert run.returncode == 0
+  first, again = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+  version = first['pushed_version']
+  assert objects == sorted(f'serving/{version}/{path}' for path in MODEL)
+  assert first['pushed_destination'] == f's3://models/serving/{version}'
+  assert again['already_served'] == 1 and again['pushed_version'] == version
