@@ -222,6 +222,7 @@ def planted_run(tmp_path_factory):
       '--batch-size', '32', '--seed', '1', '--label-check-train-examples',
       '2560', local_run.ONE_PROCESS)
   assert result.returncode == 0, result.stderr[-3000:]
+  (tmp / 'console.txt').write_text(result.stdout)
   return tmp / 'out', planted
 
 
@@ -265,6 +266,13 @@ def test_the_models_eval_mistakes_are_listed_most_confident_first(
   assert len(planted['t10k'] & {r['source'] for r in mistakes}) >= 9
   marked = {r['record'] for r in mistakes if r['suspect']}
   assert marked and marked <= suspects
+
+
+def test_the_console_says_which_method_scored_which_split(planted_run):
+  out, _ = planted_run
+  console = (out.parent / 'console.txt').read_text()
+  assert ('scored: train by cross_fit; validation, eval by out_of_sample'
+          in console), console[-2000:]
 
 
 def test_the_review_csv_names_each_suspect(planted_run, tmp_path):
