@@ -15,17 +15,23 @@ standard deviation, so brightness and contrast do not count. They must
 differ at every pixel by less than MAX_DIFFERENCE. Images of one class look
 alike and correlate almost as well as copies do, but somewhere a stroke of
 one lies beside the other's. A copy's differences are small everywhere.
-Copies shrunk well below the dataset's image size and blown up again lose
-their strokes' edges too. They look like any other same-class image and are
-not found.
+
+Crops and rescales move every pixel of a thumbnail. The object hashes and
+thumbnails (signatures.py) are those of the square about each image's
+object, which a crop keeping the object or a rescale leaves in place. They
+give candidates of their own, sorted by the object thumbnails' average
+hashes. Scaled to their spread, different people's "1"s come closer to each
+other than in the whole frame, so the object thumbnails must also differ by
+less than MAX_OBJECT_RMS on average (root mean square): resampling moves
+every pixel a little, another "1" a few pixels a lot.
 
 Memory holds the hashes and a few index arrays of the same length, 8 bytes
-per image each. The thumbnails are read from a memmap, a block of candidate
+per image each. The thumbnails are read from memmaps, a block of candidate
 pairs at a time.
 """
 
 import dataclasses
-from typing import Iterator, Tuple
+from typing import Iterator, NamedTuple, Tuple
 
 import numpy as np
 
@@ -35,6 +41,11 @@ BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
+MAX_OBJECT_RMS = 0.08
+# A crop keeps at least 1 / MAX_CROP_SCALE of each side; the object's
+# place may be off by CROP_SLACK of a side.
+MAX_CROP_SCALE = 1.5
+CROP_SLACK = 0.01
 _BLOCK = 1 << 16
 
 
@@ -105,6 +116,15 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
   return difference / signatures.THUMB_SCALE
 
 
+def root_mean_squares(thumbs: np.ndarray, first: np.ndarray,
+                      second: np.ndarray) -> np.ndarray:
+  """Returns the root mean square difference of each pair's thumbnails."""
+  a = thumbs[first].astype(np.float32)
+  a -= thumbs[second]
+  return np.sqrt(np.einsum('ij,ij->i', a, a) / a.shape[1]
+                 ) / signatures.THUMB_SCALE
+
+
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
                  ) -> np.ndarray:
   """Returns the correlation of the thumbnails of each (verified) pair."""
@@ -129,29 +149,74 @@ class Pairs:
     return len(self.first)
 
 
+class Objects(NamedTuple):
+  """The images' object hashes and average hashes (uint64 [N]), thumbnails,
+  squares ([N, 3]: centre row, centre column, reach) and image size."""
+  hashes: np.ndarray
+  second_hashes: np.ndarray
+  thumbs: np.ndarray
+  squares: np.ndarray
+  size: Tuple[int, int]
+
+
+def as_crops(objects: Objects, first: np.ndarray, second: np.ndarray
+             ) -> np.ndarray:
+  """Tells the pairs whose objects sit as in a crop of one resized.
+
+  The larger object's image must be the smaller one's, cut to a window
+  inside its frame (within CROP_SLACK of its side) and resized back. An
+  object moved in the frame at the same scale is not a copy.
+  """
+  a = objects.squares[first].astype(np.float32)
+  b = objects.squares[second].astype(np.float32)
+  larger = b[:, 2] < a[:, 2]
+  a[larger], b[larger] = b[larger], a[larger].copy()
+  scale = b[:, 2] / np.maximum(a[:, 2], 1e-6)
+  inside = scale <= MAX_CROP_SCALE
+  for axis, side in enumerate(objects.size):
+    offset = a[:, axis] - b[:, axis] / scale
+    slack = CROP_SLACK * side
+    inside &= (offset >= -slack) & (offset <= side * (1 - 1 / scale) + slack)
+  return inside
+
+
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
-                usable: np.ndarray) -> Pairs:
+                usable: np.ndarray, objects: Objects) -> Pairs:
   """Finds the exact and near copies among all images.
 
   Exact copies have equal digests. Near copies, among `usable` images only,
-  have near hashes and verified thumbnails. Each pair comes once, with
-  first < second. Candidates are verified a block at a time, so only
-  verified pairs are kept.
+  have near hashes and verified thumbnails, of the whole image or of its
+  object. Each pair comes once, with first < second. Candidates are
+  verified a block at a time, so only verified pairs are kept. A pair's
+  difference and correlation are those of its whole thumbnails if they
+  pass, else of its object thumbnails.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   for first, second in candidates(hashes, second_hashes, usable):
     keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
+  for first, second in candidates(objects.hashes, objects.second_hashes,
+                                  usable):
+    keep = compare(objects.thumbs, first, second) < MAX_DIFFERENCE
+    first, second = first[keep], second[keep]
+    keep = as_crops(objects, first, second)
+    first, second = first[keep], second[keep]
+    keep = root_mean_squares(objects.thumbs, first, second) < MAX_OBJECT_RMS
+    keys.append(_pair_keys(first[keep], second[keep], count))
   first, second = _unique_pairs(keys, count)
   difference = compare(thumbs, first, second)
+  whole = difference < MAX_DIFFERENCE
+  difference = np.where(whole, difference,
+                        compare(objects.thumbs, first, second))
+  correlation = np.where(whole, correlations(thumbs, first, second),
+                         correlations(objects.thumbs, first, second))
   exact = digests[first] == digests[second]
   return Pairs(first, second,
                popcount(hashes[first] ^ hashes[second]).astype(np.int8),
                np.where(exact, 0.0, difference).astype(np.float32),
-               np.where(exact, 1.0, correlations(thumbs, first, second)
-                        ).astype(np.float32),
+               np.where(exact, 1.0, correlation).astype(np.float32),
                exact)
 
 
