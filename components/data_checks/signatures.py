@@ -45,8 +45,9 @@ SHARPNESS_SIZE = 64
 # The object's square reaches this many radii of gyration from its centre.
 OBJECT_REACH = 1.9
 # Pixels count towards the object by how far they are from the background
-# beyond this many times the median such distance (the background's noise).
-OBJECT_NOISE = 3.0
+# beyond this many times the upper quartile of such distances (the
+# background's noise, if the object covers less than a quarter).
+OBJECT_NOISE = 5.0
 
 
 @functools.lru_cache(maxsize=None)
