@@ -10,12 +10,13 @@ writes the same bytes.
 """
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
+
+from data import shapes
 
 CLASSES = ('disc', 'box', 'bar')
 WIDTH, HEIGHT = 640, 480
@@ -57,14 +58,9 @@ def draw(kind: str, rng: np.random.Generator) -> Image.Image:
 def write(out: str, per_class: int, eval_per_class: int, seed: int = 0
           ) -> None:
   """Writes the folder under `out` (see the module docstring)."""
-  for split, count in (('train', per_class), ('eval', eval_per_class)):
-    for number, kind in enumerate(CLASSES):
-      rng = np.random.default_rng([seed, split == 'eval', number])
-      folder = os.path.join(out, split, kind)
-      os.makedirs(folder, exist_ok=True)
-      for i in range(count):
-        draw(kind, rng).save(os.path.join(folder, f'{i:05d}.jpg'),
-                             quality=90)
+  shapes.write_classes(out, per_class, eval_per_class, seed, CLASSES,
+                       lambda kind, rng, path: draw(kind, rng).save(
+                           path + '.jpg', quality=90))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
