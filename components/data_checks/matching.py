@@ -23,7 +23,10 @@ give candidates of their own, sorted by the object thumbnails' average
 hashes. Scaled to their spread, different people's "1"s come closer to each
 other than in the whole frame, so the object thumbnails must also differ by
 less than MAX_OBJECT_RMS on average (root mean square): resampling moves
-every pixel a little, another "1" a few pixels a lot.
+every pixel a little, another "1" a few pixels a lot. The pair must sit as
+a crop would place it (as_crops), and the whole frames must agree once the
+uncropped one is cut to that window (MAX_CONTEXT_RMS): a plain object
+looks like any other of its shape on its own, not with its background.
 
 Memory holds the hashes and a few index arrays of the same length, 8 bytes
 per image each. The thumbnails are read from memmaps, a block of candidate
@@ -46,6 +49,9 @@ MAX_OBJECT_RMS = 0.08
 # place may be off by CROP_SLACK of a side.
 MAX_CROP_SCALE = 1.5
 CROP_SLACK = 0.01
+# The whole thumbnails, one cut to the window the objects imply: two plain
+# objects alike on different backgrounds differ there.
+MAX_CONTEXT_RMS = 0.35
 _BLOCK = 1 << 16
 
 
@@ -159,6 +165,22 @@ class Objects(NamedTuple):
   size: Tuple[int, int]
 
 
+def _crop_windows(objects: Objects, first: np.ndarray, second: np.ndarray
+                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """(whole image, cropped image, scale, [N, 2] window start) of each pair
+  taken as a crop: the image whose object is larger is the other's window
+  from start (pixels, per axis) of 1 / scale of each side, resized."""
+  a = objects.squares[first].astype(np.float32)
+  b = objects.squares[second].astype(np.float32)
+  larger = b[:, 2] < a[:, 2]
+  whole = np.where(larger, second, first)
+  cropped = np.where(larger, first, second)
+  a[larger], b[larger] = b[larger], a[larger].copy()
+  scale = b[:, 2] / np.maximum(a[:, 2], 1e-6)
+  start = a[:, :2] - b[:, :2] / scale[:, None]
+  return whole, cropped, scale, start
+
+
 def as_crops(objects: Objects, first: np.ndarray, second: np.ndarray
              ) -> np.ndarray:
   """Tells the pairs whose objects sit as in a crop of one resized.
@@ -167,17 +189,36 @@ def as_crops(objects: Objects, first: np.ndarray, second: np.ndarray
   inside its frame (within CROP_SLACK of its side) and resized back. An
   object moved in the frame at the same scale is not a copy.
   """
-  a = objects.squares[first].astype(np.float32)
-  b = objects.squares[second].astype(np.float32)
-  larger = b[:, 2] < a[:, 2]
-  a[larger], b[larger] = b[larger], a[larger].copy()
-  scale = b[:, 2] / np.maximum(a[:, 2], 1e-6)
+  _, _, scale, start = _crop_windows(objects, first, second)
   inside = scale <= MAX_CROP_SCALE
   for axis, side in enumerate(objects.size):
-    offset = a[:, axis] - b[:, axis] / scale
     slack = CROP_SLACK * side
-    inside &= (offset >= -slack) & (offset <= side * (1 - 1 / scale) + slack)
+    inside &= ((start[:, axis] >= -slack) &
+               (start[:, axis] <= side * (1 - 1 / scale) + slack))
   return inside
+
+
+def context_differences(objects: Objects, thumbs: np.ndarray,
+                        first: np.ndarray, second: np.ndarray) -> np.ndarray:
+  """Returns the root mean square difference of the whole thumbnails, the
+  uncropped one cut to the window the objects imply and resized first."""
+  if not len(first):
+    return np.zeros(0, np.float32)
+  whole, cropped, scale, start = _crop_windows(objects, first, second)
+  size = signatures.THUMB
+  views = []
+  for axis, side in enumerate(objects.size):
+    low = start[:, axis] * size / side
+    views.append(signatures.window_weights(low, low + size / scale, size,
+                                           size))
+  rows, columns = views
+  cut = (rows @ thumbs[whole].reshape(-1, size, size).astype(np.float32)
+         ) @ columns.transpose(0, 2, 1)
+  cut /= np.maximum(rows.sum(axis=2)[:, :, None] *
+                    columns.sum(axis=2)[:, None, :], 1e-6)
+  cut = signatures.thumbnails(cut).astype(np.float32)
+  return np.sqrt(((cut - thumbs[cropped]) ** 2).mean(axis=1)
+                 ) / signatures.THUMB_SCALE
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
@@ -204,6 +245,9 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
     keep = as_crops(objects, first, second)
     first, second = first[keep], second[keep]
     keep = root_mean_squares(objects.thumbs, first, second) < MAX_OBJECT_RMS
+    first, second = first[keep], second[keep]
+    keep = context_differences(objects, thumbs, first, second
+                               ) < MAX_CONTEXT_RMS
     keys.append(_pair_keys(first[keep], second[keep], count))
   first, second = _unique_pairs(keys, count)
   difference = compare(thumbs, first, second)

@@ -182,7 +182,7 @@ def _laplacian(grey_images: np.ndarray) -> np.ndarray:
   return result
 
 
-def _window_weights(low: np.ndarray, high: np.ndarray, source: int,
+def window_weights(low: np.ndarray, high: np.ndarray, source: int,
                     target: int) -> np.ndarray:
   """Returns [N, target, source] area weights of windows [low, high) (pixels).
 
@@ -248,8 +248,8 @@ def object_views(grey_images: np.ndarray, squares: np.ndarray, size: int
     size: the side of the views.
   """
   background, row, column, reach = squares.T
-  rows = _window_weights(row - reach, row + reach, grey_images.shape[1], size)
-  columns = _window_weights(column - reach, column + reach,
+  rows = window_weights(row - reach, row + reach, grey_images.shape[1], size)
+  columns = window_weights(column - reach, column + reach,
                             grey_images.shape[2], size)
   covered = rows.sum(axis=2)[:, :, None] * columns.sum(axis=2)[:, None, :]
   cell = (2 * reach / size)**2
