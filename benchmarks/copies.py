@@ -1,11 +1,9 @@
 """DataChecks on planted copies of every kind, before and now, side by side.
 
-Digits: MNIST with copies of training images added to t10k; photos: a
-folder of 640x480 photo-like JPEGs (data/photos.py) with copies planted
-(data/planted.py). Each is checked by the DataChecks of BEFORE (a revision,
-read with `git archive`) and of this tree, one after the other, through
-benchmarks/data_checks.py; the pairs are scored against the planted list.
-"""
+MNIST with copies of training images added to t10k, and photo-like JPEGs
+(data/photos.py) with copies planted (data/planted.py), checked by the
+DataChecks of BEFORE (from `git archive`) and of this tree, one after the
+other; the pairs found are scored against the planted list."""
 
 import io
 import os
@@ -133,7 +131,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                  plant_photos(ctx.path('copies-photos'), photos_per_kind,
                               per_class, eval_per_class))}
   trees = {'before': before_tree(ctx.work_dir), 'now': harness.PROJECT_DIR}
-  results = {}
+  results, loads = {}, [harness.loads()]
   for name, (input_format, data_dir, wanted) in datasets.items():
     for version, tree in trees.items():
       print(f'  copies: {name}, DataChecks {version}', flush=True)
@@ -141,10 +139,12 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
                              ctx.path(f'copies-{name}-{version}'),
                              input_format)
       results[name, version] = dict(score(wanted, pairs), seconds=seconds)
+  loads.append(harness.loads())
   return dict(before=BEFORE, kinds=planted.ALL_COPY_KINDS,
               digits_images=digits_images,
               digits_copies=digits_per_kind * len(planted.ALL_COPY_KINDS),
               photos=(per_class, eval_per_class, photos_per_kind),
+              loads=loads,
               results=[(name, version, results[name, version])
                        for name in datasets for version in trees])
 

@@ -1,12 +1,9 @@
-"""A folder of photo-like JPEGs: an object on a textured background.
+"""A folder of 640x480 photo-like JPEGs, one object on a textured background.
 
   python -m data.photos --out DIR [--per-class 40] [--eval-per-class 10]
 
-writes DIR/train/<class>/<n>.jpg and DIR/eval/<class>/<n>.jpg at 640x480:
-a background of soft colour blotches with fine noise, and one object (a
-disc, a box or a bar, the class) in its own colour inside the central 60%
-of the frame, so a crop to 80% of the frame keeps it whole. The same seed
-writes the same bytes.
+The object (a disc, a box or a bar: the class) lies inside the frame's
+central 60%, so a crop to 80% keeps it whole. The same seed, the same bytes.
 """
 
 import argparse

@@ -188,6 +188,7 @@ def test_copies_scores_each_kind_and_the_pairs_not_planted():
   text = copies.SECTION.text(dict(
       before='abc1234', kinds=copies.planted.ALL_COPY_KINDS,
       digits_images=70_500, digits_copies=500, photos=(60, 15, 20),
+      loads=['1.0, 1.0, 1.0', '2.0, 1.5, 1.0'],
       results=[('digits', 'before', dict(scored, seconds=2.5)),
                ('digits', 'now', dict(scored, seconds=3.31))]), CTX)
   assert _rows(text, 'data') == [
