@@ -9,7 +9,6 @@ import dataclasses
 import functools
 import io
 import json
-import math
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
