@@ -79,6 +79,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   """MNIST's confirmed errors, then the two planted folders."""
   flags = ctx.pick((), QUICK_FLAGS)
   sizes = ctx.pick(FULL, QUICK)
+  load_before = os.getloadavg()[0]
   print('  real data: MNIST, default flags', flush=True)
   measured = {'mnist': mnist_confirmed(ctx, flags), 'flags': flags}
   for name, source in (('mnist-folder', ctx.data_dir),
@@ -88,6 +89,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
       continue
     print(f'  real data: {name}, planted labels', flush=True)
     measured[name] = planted_folder(ctx, name, source, sizes, flags)
+  measured['load'] = (load_before, os.getloadavg()[0])
   return measured
 
 
@@ -95,6 +97,7 @@ def render(measured: Dict[str, Any], ctx: harness.Context) -> Dict[str, Any]:
   """The template's names."""
   del ctx
   return dict(mnist=measured['mnist'], flags=measured['flags'],
+              load=measured['load'],
               measured_folders={k: measured[k] for k in ('mnist-folder',
                                                          'fashion-folder')})
 
