@@ -389,6 +389,15 @@ def test_shrunk_digits_are_found_where_the_16x16_thumbnails_miss_them():
   assert (others > matching.MAX_FINE_RMS).all(), others
 
 
+def test_cropped_thin_ones_are_found_each_with_its_own_original():
+  rng = np.random.default_rng(0)
+  thin = [glyph(points, width=6) for points in ONES]
+  # A border of 1-3 pixels cut and enlarged back: on the 16x16 object
+  # thumbnails a thin stroke's copy is as far from it as another "1" is.
+  cropped = [planted.copy_image(one, 'crop', rng)[0] for one in thin]
+  assert pairs_of(thin + cropped) == {(0, 3), (1, 4), (2, 5)}
+
+
 def test_image_issues_name_blank_dark_bright_and_blurry_images():
   images = strokes(40, seed=3).astype(np.float64)
   blank = np.full((28, 28), 120.0)
