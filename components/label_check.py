@@ -294,10 +294,16 @@ def read_mistakes(uri: str) -> List[Dict[str, Any]]:
     ValueError: `uri` holds no mistakes.json (LabelCheck wrote none before
       it listed mistakes).
   """
-  path = os.path.join(uri, MISTAKES_FILE)
+  return _read_rows(uri, MISTAKES_FILE, 'a LabelSuspects artifact of a run '
+                    'before LabelCheck listed the model\'s mistakes?')
+
+
+def _read_rows(uri: str, name: str, missing: str) -> List[Dict[str, Any]]:
+  """The rows of JSON file `name` under `uri`; `missing` says why it may not
+  be there."""
+  path = os.path.join(uri, name)
   if not tf.io.gfile.exists(path):
-    raise ValueError(f'{path}: no such file (a LabelSuspects artifact of a '
-                     'run before LabelCheck listed the model\'s mistakes?)')
+    raise ValueError(f'{path}: no such file ({missing})')
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
@@ -325,12 +331,7 @@ def read_suspects(uri: str) -> List[Dict[str, Any]]:
   Raises:
     ValueError: `uri` holds no suspects.json.
   """
-  path = os.path.join(uri, JSON_FILE)
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f'{path}: no such file (is this a LabelSuspects '
-                     'artifact?)')
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  return _read_rows(uri, JSON_FILE, 'is this a LabelSuspects artifact?')
 
 
 def class_names_of(examples: types.Artifact) -> List[str]:
