@@ -21,8 +21,8 @@ from components.image_example_gen import idx
 from data import photos
 from data import planted
 
-# DataChecks before the fine thumbnails verified shrinks and crops.
-BEFORE = '9021afb'
+# DataChecks before copies were found by their objects.
+BEFORE = 'd825e22'
 # Copies per kind: digits, photos; photos per class: train, eval.
 FULL = (100, 20, 60, 15)
 QUICK = (5, 2, 6, 2)

@@ -27,6 +27,7 @@ from components.data_checks import drop_copies
 from components.data_checks import issues as issues_lib
 from components.data_checks import matching
 from components.data_checks import shard_signatures
+from components.data_checks import signatures
 from components.image_transform import image_encoding
 from records import csv_cells
 from records import data_checks as results
@@ -199,7 +200,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
              geometry: features.ImageGeometry) -> Dict[str, np.ndarray]:
     """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
-    thumbs, object_thumbs, fine_thumbs = (
+    thumbs, object_thumbs = (
         _join_thumbnails(shards, work_dir, local_dir, field)
         for field in shard_signatures.THUMBNAIL_FILES)
     flags = issues_lib.flags(
@@ -210,8 +211,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         ~flags['near_blank'], matching.Objects(
             small['object_phash'], small['object_ahash'], object_thumbs,
             small['object_square'].reshape(-1, 3), (geometry.height,
-                                                     geometry.width)),
-        fine_thumbs)
+                                                     geometry.width)))
     split = shards.split_of(np.arange(shards.total), split_names)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
@@ -243,7 +243,7 @@ def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str,
           shard_signatures.thumbnails_path(work_dir, number, field),
           'rb') as f:
         shutil.copyfileobj(f, joined, 1 << 24)
-  size = shard_signatures.THUMBNAIL_BYTES[field]
+  size = signatures.THUMB * signatures.THUMB
   if not shards.total:
     return np.zeros((0, size), np.int8)
   return np.memmap(path, np.int8, 'r', shape=(shards.total, size))

@@ -28,15 +28,6 @@ a crop would place it (as_crops), and the whole frames must agree once the
 uncropped one is cut to that window (MAX_CONTEXT_RMS): a plain object
 looks like any other of its shape on its own, not with its background.
 
-A shrink and enlarge blurs a small image by about as much as two people's
-"1"s differ on a 16x16 thumbnail. Candidates that fail the checks above by
-little are verified on the fine thumbnails (FINE x FINE, a digit's own
-size) too, modelling the change: a shrunk copy is its original shrunk and
-enlarged again (shrink_differences), a cropped one is its original cut to
-the window the objects imply, searched over a few fractions of a pixel
-(fine_crop_differences). Either must then agree almost exactly, where
-another "1" still differs at its strokes.
-
 Memory holds the hashes and a few index arrays of the same length, 8 bytes
 per image each. The thumbnails are read from memmaps, a block of candidate
 pairs at a time.
@@ -61,21 +52,6 @@ CROP_SLACK = 0.01
 # The whole thumbnails, one cut to the window the objects imply: two plain
 # objects alike on different backgrounds differ there.
 MAX_CONTEXT_RMS = 0.35
-# Candidates within this of each other at every pixel of the 16x16
-# thumbnails are verified on the fine ones (signatures.FINE) too.
-MAX_LOOSE_DIFFERENCE = 1.0
-# A shrunk and enlarged copy is its original blurred: the original, shrunk
-# by one of these factors and enlarged back, must come within MAX_FINE_RMS.
-SHRINK_FACTORS = (0.6, 0.75, 0.9)
-# A cropped copy, against the window of its original the objects imply,
-# shifted by these fine pixels and scaled by these ratios (the objects'
-# place is known to a fraction of a pixel), must come within
-# MAX_FINE_CROP_RMS: a straight stroke cropped and enlarged is much like a
-# longer, wider one, so this bound is the tighter.
-CROP_SHIFTS = (-0.5, 0.0, 0.5)
-CROP_SCALES = (0.97, 1.0, 1.03)
-MAX_FINE_RMS = 0.12
-MAX_FINE_CROP_RMS = 0.10
 _BLOCK = 1 << 16
 
 
@@ -223,28 +199,16 @@ def as_crops(objects: Objects, first: np.ndarray, second: np.ndarray
 
 
 def context_differences(objects: Objects, thumbs: np.ndarray,
-                        first: np.ndarray, second: np.ndarray,
-                        shift: Tuple[float, float] = (0.0, 0.0),
-                        scaled: float = 1.0) -> np.ndarray:
+                        first: np.ndarray, second: np.ndarray) -> np.ndarray:
   """Returns the root mean square difference of the whole thumbnails, the
-  uncropped one cut to the window the objects imply and resized first.
-
-  Args:
-    objects: the images' Objects.
-    thumbs: square thumbnails of any side, [N, side * side].
-    first: indices of the pairs' first images.
-    second: indices of their second images.
-    shift: moves the window by this many thumbnail pixels (rows, columns).
-    scaled: scales the crop the objects imply by this ratio.
-  """
+  uncropped one cut to the window the objects imply and resized first."""
   if not len(first):
     return np.zeros(0, np.float32)
   whole, cropped, scale, start = _crop_windows(objects, first, second)
-  scale = scale * scaled
-  size = round(np.sqrt(thumbs.shape[1]))
+  size = signatures.THUMB
   views = []
   for axis, side in enumerate(objects.size):
-    low = start[:, axis] * size / side + shift[axis]
+    low = start[:, axis] * size / side
     views.append(signatures.window_weights(low, low + size / scale, size,
                                            size))
   rows, columns = views
@@ -257,80 +221,28 @@ def context_differences(objects: Objects, thumbs: np.ndarray,
                  ) / signatures.THUMB_SCALE
 
 
-def fine_crop_differences(objects: Objects, fine_thumbs: np.ndarray,
-                          first: np.ndarray, second: np.ndarray
-                          ) -> np.ndarray:
-  """Returns the least context difference of the fine thumbnails over the
-  windows CROP_SHIFTS and CROP_SCALES make of the one the objects imply."""
-  best = np.full(len(first), np.inf, np.float32)
-  for scaled in CROP_SCALES:
-    for row in CROP_SHIFTS:
-      for column in CROP_SHIFTS:
-        best = np.minimum(best, context_differences(
-            objects, fine_thumbs, first, second, (row, column), scaled))
-  return best
-
-
-def shrink_differences(fine_thumbs: np.ndarray, first: np.ndarray,
-                       second: np.ndarray) -> np.ndarray:
-  """Returns the least root mean square difference of each pair's fine
-  thumbnails, one of the two shrunk by a SHRINK_FACTORS factor and enlarged
-  back (area weights down, linear up) and normalised again."""
-  if not len(first):
-    return np.zeros(0, np.float32)
-  size = signatures.FINE
-  views = [fine_thumbs[index].reshape(-1, size, size).astype(np.float32)
-           for index in (first, second)]
-  best = np.full(len(first), np.inf, np.float32)
-  for factor in SHRINK_FACTORS:
-    small = max(1, round(size * factor))
-    blur = signatures.linear_matrix(small, size) @ signatures.area_matrix(
-        size, small)
-    for sharp, other in (views, views[::-1]):
-      blurred = signatures.thumbnails(blur @ sharp @ blur.T)
-      difference = (blurred.astype(np.float32) -
-                    other.reshape(len(other), -1))
-      best = np.minimum(best, np.sqrt(
-          np.einsum('ij,ij->i', difference, difference) /
-          difference.shape[1]) / signatures.THUMB_SCALE)
-  return best
-
-
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
-                usable: np.ndarray, objects: Objects,
-                fine_thumbs: np.ndarray) -> Pairs:
+                usable: np.ndarray, objects: Objects) -> Pairs:
   """Finds the exact and near copies among all images.
 
   Exact copies have equal digests. Near copies, among `usable` images only,
   have near hashes and verified thumbnails, of the whole image or of its
   object. Each pair comes once, with first < second. Candidates are
-  verified a block at a time, so only verified pairs are kept;
-  `fine_thumbs` are the fine thumbnails, a memmap is fine. A pair's
+  verified a block at a time, so only verified pairs are kept. A pair's
   difference and correlation are those of its whole thumbnails if they
   pass, else of its object thumbnails.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   for first, second in candidates(hashes, second_hashes, usable):
-    difference = compare(thumbs, first, second)
-    keep = difference < MAX_DIFFERENCE
-    keys.append(_pair_keys(first[keep], second[keep], count))
-    loose = ~keep & (difference < MAX_LOOSE_DIFFERENCE)
-    first, second = first[loose], second[loose]
-    keep = shrink_differences(fine_thumbs, first, second) < MAX_FINE_RMS
+    keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
   for first, second in candidates(objects.hashes, objects.second_hashes,
                                   usable):
-    keep = compare(objects.thumbs, first, second) < MAX_LOOSE_DIFFERENCE
+    keep = compare(objects.thumbs, first, second) < MAX_DIFFERENCE
     first, second = first[keep], second[keep]
     keep = as_crops(objects, first, second)
-    first, second = first[keep], second[keep]
-    keep = fine_crop_differences(objects, fine_thumbs, first, second
-                                 ) < MAX_FINE_CROP_RMS
-    keys.append(_pair_keys(first[keep], second[keep], count))
-    first, second = first[~keep], second[~keep]
-    keep = compare(objects.thumbs, first, second) < MAX_DIFFERENCE
     first, second = first[keep], second[keep]
     keep = root_mean_squares(objects.thumbs, first, second) < MAX_OBJECT_RMS
     first, second = first[keep], second[keep]

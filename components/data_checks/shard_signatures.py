@@ -24,15 +24,9 @@ from records import shards
 BATCH_SIZE = 4096
 THUMBNAILS_SUFFIX = '.thumbnails'
 OBJECT_THUMBNAILS_SUFFIX = '.object_thumbnails'
-FINE_THUMBNAILS_SUFFIX = '.fine_thumbnails'
 # Each thumbnail file: the Signatures field it holds, and its suffix.
 THUMBNAIL_FILES = {'thumbnail': THUMBNAILS_SUFFIX,
-                   'object_thumbnail': OBJECT_THUMBNAILS_SUFFIX,
-                   'fine_thumbnail': FINE_THUMBNAILS_SUFFIX}
-# The bytes of one image's thumbnail, per field.
-THUMBNAIL_BYTES = {'thumbnail': signatures.THUMB**2,
-                   'object_thumbnail': signatures.THUMB**2,
-                   'fine_thumbnail': signatures.FINE**2}
+                   'object_thumbnail': OBJECT_THUMBNAILS_SUFFIX}
 SMALL_SUFFIX = '.npz'
 # The small arrays' entry of the sources: read on its own, for the few
 # records the results name.

@@ -16,9 +16,6 @@ For each image:
              apart from the background) scaled to its spread: a crop that
              keeps the object, or a rescale, leaves them as they were;
              and where that square is
-  fine_thumbnail
-             the same as thumbnail at FINE x FINE: fine enough to tell a
-             digit's blur by a shrink from another digit (matching.py)
   scores     what the image issues are judged on (issues.py): the spread,
              low and high percentiles of brightness, and the sharpness
 
@@ -38,9 +35,6 @@ HASH_SIZE = 8
 HASH_INPUT = 32
 THUMB = 16
 THUMB_SCALE = 16
-# The fine thumbnail's side: a small image's own (MNIST's), where a shrink
-# and enlarge blurs what a 16x16 thumbnail no longer shows.
-FINE = 28
 # Brightness percentiles of an image (of 0..255): its dark and bright ends.
 LOW_PERCENTILE, HIGH_PERCENTILE = 1, 99
 SCORE_FIELDS = ('mean', 'low', 'high', 'spread', 'sharpness')
@@ -70,19 +64,6 @@ def area_matrix(source: int, target: int) -> np.ndarray:
     for s in range(int(np.floor(low)), min(int(np.ceil(high)), source)):
       weights[t, s] = min(high, s + 1) - max(low, s)
   return weights / weights.sum(axis=1, keepdims=True)
-
-
-@functools.lru_cache(maxsize=None)
-def linear_matrix(source: int, target: int) -> np.ndarray:
-  """Returns [target, source] weights of a linear (triangle) enlargement."""
-  at = np.clip((np.arange(target) + 0.5) * source / target - 0.5, 0,
-               source - 1)
-  low = np.floor(at).astype(int)
-  high = np.minimum(low + 1, source - 1)
-  weights = np.zeros((target, source), np.float32)
-  np.add.at(weights, (np.arange(target), low), 1 - (at - low))
-  np.add.at(weights, (np.arange(target), high), at - low)
-  return weights
 
 
 def grey(images: np.ndarray) -> np.ndarray:
@@ -288,7 +269,6 @@ class Signatures(NamedTuple):
   object_ahash: np.ndarray      # uint64
   object_thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
   object_square: np.ndarray     # float16 [N, 3]: centre row, column, reach
-  fine_thumbnail: np.ndarray    # int8 [N, FINE * FINE]
 
 
 def compute(images: np.ndarray) -> Signatures:
@@ -303,5 +283,4 @@ def compute(images: np.ndarray) -> Signatures:
                     scores(grey_images, small), perceptual_hashes(objects),
                     average_hashes(small_objects),
                     thumbnails(small_objects),
-                    squares[:, 1:].astype(np.float16),
-                    thumbnails(resize(grey_images, FINE, FINE)))
+                    squares[:, 1:].astype(np.float16))
