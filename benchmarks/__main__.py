@@ -6,7 +6,6 @@
   .venv/bin/python -m benchmarks --section colour-time-to-accuracy
   .venv/bin/python -m benchmarks --section trust   # the checks on planted faults
   .venv/bin/python -m benchmarks --section real-data  # on data the project did not make
-  .venv/bin/python -m benchmarks --section copies  # planted copies, before/now
   .venv/bin/python -m benchmarks --section schedule  # spans, warm start
   .venv/bin/python -m benchmarks --section predict-speed --model outputs/
   .venv/bin/python -m benchmarks --section tfrecord-sinks --data-dir mnist10 \
@@ -40,8 +39,7 @@ SECTIONS = {'core': 'core:SECTION',
             'colour-time-to-accuracy': 'shapes:COLOUR_TIME_TO_ACCURACY',
             'backbones': 'shapes:BACKBONES', 'encodings': 'encodings:SECTION',
             'scale': 'scale:SECTION', 'tuning': 'tuning:SECTION',
-            'trust': 'trust:SECTION', 'copies': 'copies:SECTION',
-            'schedule': 'schedule:SECTION',
+            'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION',
             'predict-speed': 'predict_speed:SECTION',
             'tfrecord-sinks': 'tfrecord_sinks:SECTION',
             'real-data': 'real_data:SECTION'}

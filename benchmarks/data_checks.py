@@ -1,10 +1,9 @@
 """DataChecks on a dataset: its cost, what it found, pictures of the pairs.
 
   python -m benchmarks.data_checks --data-dir DIR [--work-dir DIR]
-      [--input-format idx|images] [--png pairs.png] [--beam-args "..."]
+      [--png pairs.png] [--beam-args "..."]
 
-Converts DIR (IDX files, or class folders: sizes and channels chosen from
-the images) once with ImageExampleGen
+Converts DIR (IDX files) once with ImageExampleGen
 (tests/example_gen_standalone.py), then times the DataChecks executor's Do
 on the Examples in this process: Beam's signatures of every shard, then
 matching and the files. Prints the wall time, the CPU time of this
@@ -44,17 +43,13 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', default=None)
-  parser.add_argument('--input-format', default='idx',
-                      choices=('idx', 'images'))
   parser.add_argument('--png', default=None)
   parser.add_argument('--beam-args', default='--direct_running_mode=in_memory')
   args = parser.parse_args(argv)
   work = args.work_dir or tempfile.mkdtemp(prefix='data-checks-bench-')
   examples = artifacts.run_example_gen(
       args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format=args.input_format, num_shards=16,
-                             infer_size=args.input_format == 'images',
-                             infer_channels=args.input_format == 'images'))
+      ImageExampleGenOptions(input_format='idx', num_shards=16))
   artifacts.IN_MEMORY[:] = shlex.split(args.beam_args)
   start_wall, start_cpu = time.monotonic(), _cpu_seconds()
   output = test_data_checks.run_data_checks(

@@ -1,17 +1,11 @@
 """An image folder with known faults planted in it, and the list of them.
 
   python -m data.planted --source DIR --out DIR [--copies 30] [--wrong-labels 30]
-      [--copy-kinds exact,jpeg,brightened,crop,shrink]
 
 copies DIR (the `train/<class>/<image>` and `eval/<class>/<image>` layout,
 e.g. written by `python -m data.shapes`) to OUT/data and plants:
-  copies        train images copied into eval under their own class, as
-                many of each kind: exact bytes, re-encoded as JPEG,
-                brightened (the default three), and on demand cropped (a
-                small image: a border of 1-3 pixels cut, resized back; a
-                photo: 80-90% of its width and height at a random offset)
-                or shrunk (a small image: to 3/4 and back; a photo: to
-                half its size);
+  copies        train images copied into eval under their own class: exact
+                bytes, re-encoded as JPEG, and brightened, a third each;
   wrong labels  images moved to another class's folder, in train and eval;
   sideways      eval images (in OUT/sideways/, not in the data) stored
                 rotated with the EXIF orientation that turns them upright,
@@ -25,7 +19,7 @@ import json
 import os
 import shutil
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
@@ -34,10 +28,6 @@ MANIFEST = 'planted.json'
 DATA_DIR = 'data'
 SIDEWAYS_DIR = 'sideways'
 COPY_KINDS = ('exact', 'jpeg', 'brightened')
-ALL_COPY_KINDS = COPY_KINDS + ('crop', 'shrink')
-# Images at most this side are small (digits): crops cut a border of a few
-# pixels and shrunk copies come back to their size.
-SMALL_SIDE = 64
 # EXIF orientation 6: the stored pixels are the upright image turned a
 # quarter anticlockwise; a viewer turns them a quarter clockwise.
 _ORIENTATION_TAG = 0x0112
@@ -62,43 +52,7 @@ def _class_of(relative: str) -> str:
   return relative.split(os.sep)[1]
 
 
-def copy_image(image: Image.Image, kind: str, rng: np.random.Generator
-               ) -> Tuple[Image.Image, str]:
-  """Returns a `kind` copy (not 'exact') of `image`, and its file suffix."""
-  width, height = image.size
-  small = max(width, height) <= SMALL_SIDE
-  if kind == 'jpeg':
-    return image, '.jpg'
-  if kind == 'brightened':
-    return ImageEnhance.Brightness(image).enhance(_BRIGHTEN), '.png'
-  if kind == 'crop' and small:
-    border = int(rng.integers(1, 4))
-    return image.crop((border, border, width - border, height - border)
-                      ).resize((width, height)), '.png'
-  if kind == 'crop':
-    share = rng.uniform(0.8, 0.9)
-    cut_width, cut_height = round(width * share), round(height * share)
-    left = int(rng.integers(0, width - cut_width + 1))
-    top = int(rng.integers(0, height - cut_height + 1))
-    return image.crop((left, top, left + cut_width, top + cut_height)), '.png'
-  if kind == 'shrink' and small:
-    return image.resize((round(width * 0.75), round(height * 0.75))).resize(
-        (width, height)), '.png'
-  if kind == 'shrink':
-    return image.resize((round(width / 2), round(height / 2))), '.png'
-  raise ValueError(f'unknown copy kind {kind!r}; known: {ALL_COPY_KINDS}')
-
-
-def save_copy(image: Image.Image, suffix: str, path: str) -> None:
-  """Saves a copy_image result: JPEG at quality 75, else PNG."""
-  if suffix == '.jpg':
-    image.save(path, 'JPEG', quality=_JPEG_QUALITY)
-  else:
-    image.save(path, 'PNG')
-
-
-def _plant_copy(out: str, source: str, kind: str, index: int,
-                rng: np.random.Generator) -> str:
+def _plant_copy(out: str, source: str, kind: str, index: int) -> str:
   """Writes a `kind` copy of train image `source` into eval; its path."""
   stem = f'planted-copy-{index:04d}'
   folder = os.path.join('eval', _class_of(source))
@@ -107,9 +61,14 @@ def _plant_copy(out: str, source: str, kind: str, index: int,
     shutil.copyfile(os.path.join(out, source), os.path.join(out, target))
     return target
   with Image.open(os.path.join(out, source)) as image:
-    copy, suffix = copy_image(image.convert('RGB'), kind, rng)
-  target = os.path.join(folder, stem + suffix)
-  save_copy(copy, suffix, os.path.join(out, target))
+    image = image.convert('RGB')
+    if kind == 'jpeg':
+      target = os.path.join(folder, stem + '.jpg')
+      image.save(os.path.join(out, target), quality=_JPEG_QUALITY)
+    else:
+      target = os.path.join(folder, stem + '.png')
+      ImageEnhance.Brightness(image).enhance(_BRIGHTEN).save(
+          os.path.join(out, target))
   return target
 
 
@@ -146,7 +105,6 @@ def _plant_sideways(out: str, sideways_dir: str, source: str,
 
 def plant(source: str, root: str, copies: int, wrong_labels: int,
           sideways: int, seed: int = 0,
-          copy_kinds: Sequence[str] = COPY_KINDS,
           eval_wrong_labels: Optional[int] = None) -> Dict[str, object]:
   """Copies `source` to `root`/data, plants the faults; returns the
   manifest.
@@ -154,10 +112,6 @@ def plant(source: str, root: str, copies: int, wrong_labels: int,
   Of the `wrong_labels`, `eval_wrong_labels` are planted in eval (half by
   default), the others in train.
   """
-  unknown = set(copy_kinds) - set(ALL_COPY_KINDS)
-  if unknown or not copy_kinds:
-    raise ValueError(f'copy kinds {sorted(unknown) or "none"}: known are '
-                     f'{", ".join(ALL_COPY_KINDS)}')
   if os.path.exists(root):
     raise ValueError(f'{root} exists: planting needs a new folder')
   out = os.path.join(root, DATA_DIR)
@@ -190,16 +144,12 @@ def plant(source: str, root: str, copies: int, wrong_labels: int,
             eval_pick[wanted['eval']:wanted['eval'] + sideways]]
 
   sideways_dir = os.path.join(root, SIDEWAYS_DIR)
-  # Crops and shrinks draw from a generator of their own: the other faults
-  # stay those the same seed planted before there were such kinds.
-  copy_rng = np.random.default_rng([seed, 1])
   manifest = {
       'seed': seed,
-      'copies': [{'train': s, 'eval': _plant_copy(out, s, str(kind), i,
-                                                  copy_rng),
-                  'kind': str(kind)}
+      'copies': [{'train': s, 'eval': _plant_copy(out, s, kind, i),
+                  'kind': kind}
                  for i, (s, kind) in enumerate(
-                     zip(copy_sources, np.resize(copy_kinds, copies)))],
+                     zip(copy_sources, np.resize(COPY_KINDS, copies)))],
       'wrong_labels': [_plant_wrong_label(out, s, classes, rng)
                        for s in mislabel],
       'sideways': [_plant_sideways(out, sideways_dir, s, i)
@@ -229,15 +179,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument('--sideways', type=int, default=50,
                       help='Eval images written sideways with their EXIF '
                       'orientation (default: %(default)s).')
-  parser.add_argument('--copy-kinds', default=','.join(COPY_KINDS),
-                      help='Comma-separated, of ' + ', '.join(ALL_COPY_KINDS) +
-                      ' (default: %(default)s).')
   parser.add_argument('--seed', type=int, default=0)
   args = parser.parse_args(argv)
   try:
     manifest = plant(args.source, args.out, args.copies, args.wrong_labels,
-                     args.sideways, args.seed, args.copy_kinds.split(','),
-                     args.eval_wrong_labels)
+                     args.sideways, args.seed, args.eval_wrong_labels)
   except ValueError as e:
     print(f'error: {e}', file=sys.stderr)
     return 1

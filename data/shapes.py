@@ -15,7 +15,7 @@ import argparse
 import math
 import os
 import sys
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -133,32 +133,18 @@ def draw(shape: str, size: int, rng: np.random.Generator,
   return image
 
 
-def write_classes(out: str, per_class: int, eval_per_class: int, seed: int,
-                  classes: Sequence[str],
-                  save: Callable[[str, np.random.Generator, str], None]
-                  ) -> None:
-  """Writes OUT/train/<class>/<n> and OUT/eval/<class>/<n> images.
-
-  `save(class, rng, path)` draws one image and saves it at `path` (no
-  suffix).
-  """
-  for split, count in (('train', per_class), ('eval', eval_per_class)):
-    for c, name in enumerate(classes):
-      # A generator per (seed, split, class): the same image whatever else
-      # is written, e.g. with fewer classes or another count of others.
-      rng = np.random.default_rng([seed, split == 'eval', c])
-      folder = os.path.join(out, split, name)
-      os.makedirs(folder, exist_ok=True)
-      for i in range(count):
-        save(name, rng, os.path.join(folder, f'{i:05d}'))
-
-
 def write(out: str, per_class: int, size: int, eval_per_class: int,
           seed: int = 0, shapes: Sequence[str] = SHAPES) -> None:
   """Writes the dataset under `out` (see the module docstring)."""
-  write_classes(out, per_class, eval_per_class, seed, shapes,
-                lambda shape, rng, path: draw(shape, size, rng).save(
-                    path + '.png'))
+  for split, count in (('train', per_class), ('eval', eval_per_class)):
+    for c, shape in enumerate(shapes):
+      # A generator per (seed, split, class): the same image whatever else
+      # is written, e.g. with fewer classes or another count of others.
+      rng = np.random.default_rng([seed, split == 'eval', c])
+      folder = os.path.join(out, split, shape)
+      os.makedirs(folder, exist_ok=True)
+      for i in range(count):
+        draw(shape, size, rng).save(os.path.join(folder, f'{i:05d}.png'))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -2,7 +2,6 @@
 and tables of the sections whose runs are too long for a test (their
 measuring runs in `python -m benchmarks --section NAME`)."""
 
-from benchmarks import copies
 from benchmarks import harness
 from benchmarks import predict_speed
 from benchmarks import schedule
@@ -172,28 +171,3 @@ def test_core_shows_goals_and_four_tables_with_their_ratios():
       're-run with nothing changed <= 30 s',
       'not measured: left out (--skip-dag)', '']
   assert 'Not measured: left out (--skip-dag).' in text
-
-
-def test_copies_scores_each_kind_and_the_pairs_not_planted():
-  wanted = [('train:1', 'eval:1', 'exact'), ('train:2', 'eval:2', 'crop'),
-            ('train:3', 'eval:3', 'crop'), ('train:4', 'eval:4', 'shrink')]
-  pairs = [{'source_a': 'train:1', 'source_b': 'eval:1'},
-           {'source_a': 'eval:3', 'source_b': 'train:3'},  # Either order.
-           {'source_a': 'train:5', 'source_b': 'train:6'}]
-  scored = copies.score(wanted, pairs)
-  assert scored['found'] == {'exact': [1, 1], 'jpeg': [0, 0],
-                             'brightened': [0, 0], 'crop': [1, 2],
-                             'shrink': [0, 1]}
-  assert scored['false_pairs'] == 1
-  text = copies.SECTION.text(dict(
-      before='abc1234', kinds=copies.planted.ALL_COPY_KINDS,
-      digits_images=70_500, digits_copies=500, photos=(60, 15, 20),
-      loads=['1.0, 1.0, 1.0', '2.0, 1.5, 1.0'],
-      results=[('digits', 'before', dict(scored, seconds=2.5)),
-               ('digits', 'now', dict(scored, seconds=3.31))]), CTX)
-  assert _rows(text, 'data') == [
-      ['digits', 'before', '1 of 1', '0 of 0', '0 of 0', '1 of 2', '0 of 1',
-       '1', '2.5'],
-      ['digits', 'now', '1 of 1', '0 of 0', '0 of 0', '1 of 2', '0 of 1',
-       '1', '3.3']]
-  assert '500 copies (70,500 images in all)' in text

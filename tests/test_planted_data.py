@@ -1,14 +1,11 @@
-"""The planted-faults tool: copies (cropped and shrunk too, of photos and
-of small images), wrong labels and sideways photos, and the manifest that
-lists them."""
+"""The planted-faults tool: copies, wrong labels and sideways photos, and
+the manifest that lists them."""
 
 import json
 
 import numpy as np
 from PIL import Image, ImageOps
-import pytest
 
-from data import photos
 from data import planted
 from data import shapes
 
@@ -68,27 +65,3 @@ def test_refuses_an_existing_folder_and_a_small_source(tmp_path, capsys):
   assert planted.main(['--source', str(tmp_path / 'src'),
                        '--out', str(tmp_path / 'new'), '--copies', '100']) == 1
   assert 'too small' in capsys.readouterr().err
-
-
-def test_plants_crops_and_shrinks_of_photos_and_small_images(tmp_path):
-  photos.write(str(tmp_path / 'photos'), per_class=2, eval_per_class=1)
-  shapes.write(str(tmp_path / 'small'), per_class=2, size=28,
-               eval_per_class=1)
-  sizes = {}
-  for name in ('photos', 'small'):
-    manifest = planted.plant(str(tmp_path / name), str(tmp_path / f'p-{name}'),
-                             5, 0, 0, copy_kinds=planted.ALL_COPY_KINDS)
-    assert [c['kind'] for c in manifest['copies']] == list(
-        planted.ALL_COPY_KINDS)
-    for copy in manifest['copies']:
-      with Image.open(tmp_path / f'p-{name}' / 'data' / copy['eval']) as image:
-        sizes[name, copy['kind']] = image.size
-  # A photo is cut to 80-90% of its frame, or halved; a small image keeps
-  # its size (cut by a border and resized back, or shrunk and enlarged).
-  width, height = sizes['photos', 'crop']
-  assert 0.8 * 640 <= width <= 0.9 * 640 and abs(width / height - 4 / 3) < 0.01
-  assert sizes['photos', 'shrink'] == (320, 240)
-  assert sizes['small', 'crop'] == sizes['small', 'shrink'] == (28, 28)
-  with pytest.raises(ValueError, match='copy kinds'):
-    planted.plant(str(tmp_path / 'small'), str(tmp_path / 'p-bad'), 1, 0, 0,
-                  copy_kinds=('rotated',))

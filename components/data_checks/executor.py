@@ -3,8 +3,8 @@
 Beam computes each shard's signatures (shard_signatures.py), a group of
 shards per element, in as many workers as the pipeline's Beam options give. The
 executor then joins them. The 64-bit hashes, digests, labels and scores are
-held in memory, a few dozen bytes an image. The thumbnails and object
-thumbnails go to memmaps in the execution's temporary folder. The executor then matches
+held in memory, a few dozen bytes an image. The thumbnails go to a memmap
+in the execution's temporary folder. The executor then matches
 (matching.py), judges the image issues (issues.py) and writes the results
 (records/data_checks.py).
 """
@@ -137,8 +137,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     try:
       counts = self._signatures(entries, work_dir, geometry, encoding)
       shards = Shards(entries, counts)
-      held_out = self._check(shards, split_names, work_dir, local_dir, output,
-                           geometry)
+      held_out = self._check(shards, split_names, work_dir, local_dir, output)
     finally:
       shutil.rmtree(local_dir, ignore_errors=True)
       tf.io.gfile.rmtree(work_dir)
@@ -196,22 +195,16 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         'label']) for number in range(len(entries))]
 
   def _check(self, shards: Shards, split_names: List[str], work_dir: str,
-             local_dir: str, output: types.Artifact,
-             geometry: features.ImageGeometry) -> Dict[str, np.ndarray]:
+             local_dir: str, output: types.Artifact
+             ) -> Dict[str, np.ndarray]:
     """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
-    thumbs, object_thumbs = (
-        _join_thumbnails(shards, work_dir, local_dir, field)
-        for field in shard_signatures.THUMBNAIL_FILES)
+    thumbs = _join_thumbnails(shards, work_dir, local_dir)
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
-    pairs = matching.find_copies(
-        small['digest'], small['phash'], small['ahash'], thumbs,
-        ~flags['near_blank'], matching.Objects(
-            small['object_phash'], small['object_ahash'], object_thumbs,
-            small['object_square'].reshape(-1, 3), (geometry.height,
-                                                     geometry.width)))
+    pairs = matching.find_copies(small['digest'], small['phash'],
+                                 small['ahash'], thumbs, ~flags['near_blank'])
     split = shards.split_of(np.arange(shards.total), split_names)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
@@ -231,17 +224,16 @@ def _join_small(shards: Shards, work_dir: str) -> Dict[str, np.ndarray]:
   return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 
 
-def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str,
-                     field: str) -> np.ndarray:
-  """One memmap, in `local_dir`, of every shard's `field` thumbnails."""
-  path = os.path.join(local_dir, field)
+def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str
+                     ) -> np.ndarray:
+  """One memmap, in `local_dir`, of every shard's thumbnails."""
+  path = os.path.join(local_dir, 'thumbnails')
   with open(path, 'wb') as joined:
     for number in range(len(shards.entries)):
       if shards.starts[number + 1] == shards.starts[number]:
         continue  # An empty shard: GFile may not have made its file.
       with tf.io.gfile.GFile(
-          shard_signatures.thumbnails_path(work_dir, number, field),
-          'rb') as f:
+          shard_signatures.work_paths(work_dir, number)[0], 'rb') as f:
         shutil.copyfileobj(f, joined, 1 << 24)
   size = signatures.THUMB * signatures.THUMB
   if not shards.total:

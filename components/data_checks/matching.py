@@ -15,26 +15,17 @@ standard deviation, so brightness and contrast do not count. They must
 differ at every pixel by less than MAX_DIFFERENCE. Images of one class look
 alike and correlate almost as well as copies do, but somewhere a stroke of
 one lies beside the other's. A copy's differences are small everywhere.
-
-Crops and rescales move every pixel of a thumbnail. The object hashes and
-thumbnails (signatures.py) are those of the square about each image's
-object, which a crop keeping the object or a rescale leaves in place. They
-give candidates of their own, sorted by the object thumbnails' average
-hashes. Scaled to their spread, different people's "1"s come closer to each
-other than in the whole frame, so the object thumbnails must also differ by
-less than MAX_OBJECT_RMS on average (root mean square): resampling moves
-every pixel a little, another "1" a few pixels a lot. The pair must sit as
-a crop would place it (as_crops), and the whole frames must agree once the
-uncropped one is cut to that window (MAX_CONTEXT_RMS): a plain object
-looks like any other of its shape on its own, not with its background.
+Copies shrunk well below the dataset's image size and blown up again lose
+their strokes' edges too. They look like any other same-class image and are
+not found.
 
 Memory holds the hashes and a few index arrays of the same length, 8 bytes
-per image each. The thumbnails are read from memmaps, a block of candidate
+per image each. The thumbnails are read from a memmap, a block of candidate
 pairs at a time.
 """
 
 import dataclasses
-from typing import Iterator, NamedTuple, Tuple
+from typing import Iterator, Tuple
 
 import numpy as np
 
@@ -44,14 +35,6 @@ BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
-MAX_OBJECT_RMS = 0.08
-# A crop keeps at least 1 / MAX_CROP_SCALE of each side; the object's
-# place may be off by CROP_SLACK of a side.
-MAX_CROP_SCALE = 1.5
-CROP_SLACK = 0.01
-# The whole thumbnails, one cut to the window the objects imply: two plain
-# objects alike on different backgrounds differ there.
-MAX_CONTEXT_RMS = 0.35
 _BLOCK = 1 << 16
 
 
@@ -122,15 +105,6 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
   return difference / signatures.THUMB_SCALE
 
 
-def root_mean_squares(thumbs: np.ndarray, first: np.ndarray,
-                      second: np.ndarray) -> np.ndarray:
-  """Returns the root mean square difference of each pair's thumbnails."""
-  a = thumbs[first].astype(np.float32)
-  a -= thumbs[second]
-  return np.sqrt(np.einsum('ij,ij->i', a, a) / a.shape[1]
-                 ) / signatures.THUMB_SCALE
-
-
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
                  ) -> np.ndarray:
   """Returns the correlation of the thumbnails of each (verified) pair."""
@@ -155,112 +129,29 @@ class Pairs:
     return len(self.first)
 
 
-class Objects(NamedTuple):
-  """The images' object hashes and average hashes (uint64 [N]), thumbnails,
-  squares ([N, 3]: centre row, centre column, reach) and image size."""
-  hashes: np.ndarray
-  second_hashes: np.ndarray
-  thumbs: np.ndarray
-  squares: np.ndarray
-  size: Tuple[int, int]
-
-
-def _crop_windows(objects: Objects, first: np.ndarray, second: np.ndarray
-                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-  """(whole image, cropped image, scale, [N, 2] window start) of each pair
-  taken as a crop: the image whose object is larger is the other's window
-  from start (pixels, per axis) of 1 / scale of each side, resized."""
-  a = objects.squares[first].astype(np.float32)
-  b = objects.squares[second].astype(np.float32)
-  larger = b[:, 2] < a[:, 2]
-  whole = np.where(larger, second, first)
-  cropped = np.where(larger, first, second)
-  a[larger], b[larger] = b[larger], a[larger].copy()
-  scale = b[:, 2] / np.maximum(a[:, 2], 1e-6)
-  start = a[:, :2] - b[:, :2] / scale[:, None]
-  return whole, cropped, scale, start
-
-
-def as_crops(objects: Objects, first: np.ndarray, second: np.ndarray
-             ) -> np.ndarray:
-  """Tells the pairs whose objects sit as in a crop of one resized.
-
-  The larger object's image must be the smaller one's, cut to a window
-  inside its frame (within CROP_SLACK of its side) and resized back. An
-  object moved in the frame at the same scale is not a copy.
-  """
-  _, _, scale, start = _crop_windows(objects, first, second)
-  inside = scale <= MAX_CROP_SCALE
-  for axis, side in enumerate(objects.size):
-    slack = CROP_SLACK * side
-    inside &= ((start[:, axis] >= -slack) &
-               (start[:, axis] <= side * (1 - 1 / scale) + slack))
-  return inside
-
-
-def context_differences(objects: Objects, thumbs: np.ndarray,
-                        first: np.ndarray, second: np.ndarray) -> np.ndarray:
-  """Returns the root mean square difference of the whole thumbnails, the
-  uncropped one cut to the window the objects imply and resized first."""
-  if not len(first):
-    return np.zeros(0, np.float32)
-  whole, cropped, scale, start = _crop_windows(objects, first, second)
-  size = signatures.THUMB
-  views = []
-  for axis, side in enumerate(objects.size):
-    low = start[:, axis] * size / side
-    views.append(signatures.window_weights(low, low + size / scale, size,
-                                           size))
-  rows, columns = views
-  cut = (rows @ thumbs[whole].reshape(-1, size, size).astype(np.float32)
-         ) @ columns.transpose(0, 2, 1)
-  cut /= np.maximum(rows.sum(axis=2)[:, :, None] *
-                    columns.sum(axis=2)[:, None, :], 1e-6)
-  cut = signatures.thumbnails(cut).astype(np.float32)
-  return np.sqrt(((cut - thumbs[cropped]) ** 2).mean(axis=1)
-                 ) / signatures.THUMB_SCALE
-
-
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
-                usable: np.ndarray, objects: Objects) -> Pairs:
+                usable: np.ndarray) -> Pairs:
   """Finds the exact and near copies among all images.
 
   Exact copies have equal digests. Near copies, among `usable` images only,
-  have near hashes and verified thumbnails, of the whole image or of its
-  object. Each pair comes once, with first < second. Candidates are
-  verified a block at a time, so only verified pairs are kept. A pair's
-  difference and correlation are those of its whole thumbnails if they
-  pass, else of its object thumbnails.
+  have near hashes and verified thumbnails. Each pair comes once, with
+  first < second. Candidates are verified a block at a time, so only
+  verified pairs are kept.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   for first, second in candidates(hashes, second_hashes, usable):
     keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
-  for first, second in candidates(objects.hashes, objects.second_hashes,
-                                  usable):
-    keep = compare(objects.thumbs, first, second) < MAX_DIFFERENCE
-    first, second = first[keep], second[keep]
-    keep = as_crops(objects, first, second)
-    first, second = first[keep], second[keep]
-    keep = root_mean_squares(objects.thumbs, first, second) < MAX_OBJECT_RMS
-    first, second = first[keep], second[keep]
-    keep = context_differences(objects, thumbs, first, second
-                               ) < MAX_CONTEXT_RMS
-    keys.append(_pair_keys(first[keep], second[keep], count))
   first, second = _unique_pairs(keys, count)
   difference = compare(thumbs, first, second)
-  whole = difference < MAX_DIFFERENCE
-  difference = np.where(whole, difference,
-                        compare(objects.thumbs, first, second))
-  correlation = np.where(whole, correlations(thumbs, first, second),
-                         correlations(objects.thumbs, first, second))
   exact = digests[first] == digests[second]
   return Pairs(first, second,
                popcount(hashes[first] ^ hashes[second]).astype(np.int8),
                np.where(exact, 0.0, difference).astype(np.float32),
-               np.where(exact, 1.0, correlation).astype(np.float32),
+               np.where(exact, 1.0, correlations(thumbs, first, second)
+                        ).astype(np.float32),
                exact)
 
 

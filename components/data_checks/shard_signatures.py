@@ -23,17 +23,11 @@ from records import shards
 
 BATCH_SIZE = 4096
 THUMBNAILS_SUFFIX = '.thumbnails'
-OBJECT_THUMBNAILS_SUFFIX = '.object_thumbnails'
-# Each thumbnail file: the Signatures field it holds, and its suffix.
-THUMBNAIL_FILES = {'thumbnail': THUMBNAILS_SUFFIX,
-                   'object_thumbnail': OBJECT_THUMBNAILS_SUFFIX}
 SMALL_SUFFIX = '.npz'
 # The small arrays' entry of the sources: read on its own, for the few
 # records the results name.
 SOURCE = 'source'
 _DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
-           'object_phash': np.uint64, 'object_ahash': np.uint64,
-           'object_square': np.float16,
            'scores': signatures.SCORE_DTYPE, 'label': np.int32,
            SOURCE: np.bytes_}
 # tf.data reads ahead while numpy works on the batch before.
@@ -43,15 +37,10 @@ _PREFETCH = 2
 GROUP_BYTES = 64 * 2**20
 
 
-def small_path(work_dir: str, shard_number: int) -> str:
-  """Returns the small arrays file of a shard."""
-  return os.path.join(work_dir, f'{shard_number:06d}{SMALL_SUFFIX}')
-
-
-def thumbnails_path(work_dir: str, shard_number: int, field: str) -> str:
-  """Returns the file of a shard's `field` thumbnails (THUMBNAIL_FILES)."""
-  return os.path.join(work_dir,
-                      f'{shard_number:06d}{THUMBNAIL_FILES[field]}')
+def work_paths(work_dir: str, shard_number: int) -> Tuple[str, str]:
+  """Returns the (thumbnails file, small arrays file) of a shard."""
+  stem = os.path.join(work_dir, f'{shard_number:06d}')
+  return stem + THUMBNAILS_SUFFIX, stem + SMALL_SUFFIX
 
 
 def read_small(work_dir: str, shard_number: int, names=None
@@ -60,7 +49,7 @@ def read_small(work_dir: str, shard_number: int, names=None
 
   Only those in `names` are read, if given.
   """
-  with tf.io.gfile.GFile(small_path(work_dir, shard_number), 'rb') as f:
+  with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return {name: arrays[name] for name in names or arrays.files
               if name != SOURCE}
@@ -68,7 +57,7 @@ def read_small(work_dir: str, shard_number: int, names=None
 
 def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
   """Reads the sources (bytes) of a shard's records, in order."""
-  with tf.io.gfile.GFile(small_path(work_dir, shard_number), 'rb') as f:
+  with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return arrays[SOURCE]
 
@@ -127,29 +116,21 @@ class _ShardWriter:
   the end."""
 
   def __init__(self, work_dir: str, shard_number: int):
-    self._small_path = small_path(work_dir, shard_number)
-    self._thumbnails = {
-        field: tf.io.gfile.GFile(thumbnails_path(work_dir, shard_number,
-                                                 field), 'wb')
-        for field in THUMBNAIL_FILES}
+    thumbnails_path, self._small_path = work_paths(work_dir, shard_number)
+    self._thumbnails = tf.io.gfile.GFile(thumbnails_path, 'wb')
     self._small: Dict[str, list] = {name: [] for name in _DTYPES}
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
     result = signatures.compute(images)
-    for field, f in self._thumbnails.items():
-      f.write(getattr(result, field).tobytes())
-    for name in ('digest', 'phash', 'ahash', 'object_phash',
-                 'object_ahash', 'scores'):
+    self._thumbnails.write(result.thumbnail.tobytes())
+    for name in ('digest', 'phash', 'ahash', 'scores'):
       self._small[name].append(getattr(result, name))
-    # Flat, three a record: an empty shard's is an empty array too.
-    self._small['object_square'].append(result.object_square.reshape(-1))
     self._small['label'].append(labels.astype(np.int32))
     self._small[SOURCE].append(sources)
 
   def close(self) -> None:
-    for f in self._thumbnails.values():
-      f.close()
+    self._thumbnails.close()
     arrays = {name: (np.concatenate(parts) if parts else
                      np.zeros(0, _DTYPES[name]))
               for name, parts in self._small.items()}

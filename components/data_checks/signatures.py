@@ -11,11 +11,6 @@ For each image:
   thumbnail  a THUMB x THUMB grey thumbnail brought to zero mean and unit
              standard deviation (brightness and contrast do not count),
              in int8 steps of 1/THUMB_SCALE: what verification compares
-  object_phash, object_ahash, object_thumbnail, object_square
-             the same, of the square about the image's object (its pixels
-             apart from the background) scaled to its spread: a crop that
-             keeps the object, or a rescale, leaves them as they were;
-             and where that square is
   scores     what the image issues are judged on (issues.py): the spread,
              low and high percentiles of brightness, and the sharpness
 
@@ -42,12 +37,6 @@ SCORE_DTYPE = np.dtype([(name, np.float32) for name in SCORE_FIELDS])
 # Sharpness is measured on images at most this size (area-resized), so a
 # large photo costs no more than a small one.
 SHARPNESS_SIZE = 64
-# The object's square reaches this many radii of gyration from its centre.
-OBJECT_REACH = 1.9
-# Pixels count towards the object by how far they are from the background
-# beyond this many times the upper quartile of such distances (the
-# background's noise, if the object covers less than a quarter).
-OBJECT_NOISE = 5.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -182,82 +171,6 @@ def _laplacian(grey_images: np.ndarray) -> np.ndarray:
   return result
 
 
-def window_weights(low: np.ndarray, high: np.ndarray, source: int,
-                    target: int) -> np.ndarray:
-  """Returns [N, target, source] area weights of windows [low, high) (pixels).
-
-  Each row holds how much of each source pixel its target cell covers, so
-  a row sums to less than the cell's length where it leaves the image.
-  """
-  steps = np.linspace(0, 1, target + 1, dtype=np.float32)
-  edges = low[:, None] + (high - low)[:, None] * steps
-  start, stop = edges[:, :-1, None], edges[:, 1:, None]
-  pixels = np.arange(source, dtype=np.float32)
-  return np.clip(np.minimum(stop, pixels + 1) - np.maximum(start, pixels),
-                 0, None)
-
-
-def object_squares(grey_images: np.ndarray) -> np.ndarray:
-  """Returns float32 [N, 4] (background, centre row, centre column, reach).
-
-  The object's pixels weigh by their distance from the background (the
-  median pixel) past the background's noise; its centre is their weighted
-  mean and its reach OBJECT_REACH radii of gyration. Both are measured on
-  the image area-resized to SHARPNESS_SIZE at most.
-  """
-  n, height, width = grey_images.shape
-  small = grey_images
-  if max(height, width) > SHARPNESS_SIZE:
-    scale = SHARPNESS_SIZE / max(height, width)
-    small = resize(grey_images, max(1, round(height * scale)),
-                   max(1, round(width * scale)))
-  background = np.median(small.reshape(n, -1), axis=1)
-  distance = np.abs(small - background[:, None, None])
-  noise = OBJECT_NOISE * np.median(distance.reshape(n, -1), axis=1)
-  weights = np.maximum(distance - noise[:, None, None], 0)
-  mass = np.maximum(weights.sum(axis=(1, 2)), 1e-6)
-  rows = (np.arange(small.shape[1], dtype=np.float32) + 0.5) * (
-      height / small.shape[1])
-  columns = (np.arange(small.shape[2], dtype=np.float32) + 0.5) * (
-      width / small.shape[2])
-  by_row, by_column = weights.sum(axis=2), weights.sum(axis=1)
-  row = by_row @ rows / mass
-  column = by_column @ columns / mass
-  spread = (by_row @ rows**2 + by_column @ columns**2) / mass - (
-      row**2 + column**2)
-  # An image without an object (all background): the whole frame.
-  empty = weights.reshape(n, -1).max(axis=1) <= 0
-  reach = np.where(empty, max(height, width) / 2,
-                   np.maximum(OBJECT_REACH * np.sqrt(np.maximum(spread, 0)),
-                              1.0))
-  row = np.where(empty, height / 2, row)
-  column = np.where(empty, width / 2, column)
-  return np.stack([background, row, column, reach], axis=1).astype(
-      np.float32)
-
-
-def object_views(grey_images: np.ndarray, squares: np.ndarray, size: int
-                 ) -> np.ndarray:
-  """Returns float32 [N, size, size]: each image's object square, resized.
-
-  Where the square leaves the image, it holds the background.
-
-  Args:
-    grey_images: float32 [N, H, W].
-    squares: float32 [N, 4], their object_squares.
-    size: the side of the views.
-  """
-  background, row, column, reach = squares.T
-  rows = window_weights(row - reach, row + reach, grey_images.shape[1], size)
-  columns = window_weights(column - reach, column + reach,
-                            grey_images.shape[2], size)
-  covered = rows.sum(axis=2)[:, :, None] * columns.sum(axis=2)[:, None, :]
-  cell = (2 * reach / size)**2
-  values = (rows @ grey_images) @ columns.transpose(0, 2, 1)
-  return (values + background[:, None, None] *
-          (cell[:, None, None] - covered)) / cell[:, None, None]
-
-
 class Signatures(NamedTuple):
   """The signatures of N images, as arrays of one entry per image."""
   digest: np.ndarray     # uint64
@@ -265,22 +178,12 @@ class Signatures(NamedTuple):
   ahash: np.ndarray      # uint64
   thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
   scores: np.ndarray     # SCORE_DTYPE
-  object_phash: np.ndarray      # uint64
-  object_ahash: np.ndarray      # uint64
-  object_thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
-  object_square: np.ndarray     # float16 [N, 3]: centre row, column, reach
 
 
 def compute(images: np.ndarray) -> Signatures:
   """Returns the Signatures of uint8 [N, H, W, C] images."""
   grey_images = grey(images)
   small = resize(grey_images, THUMB, THUMB)
-  squares = object_squares(grey_images)
-  objects = object_views(grey_images, squares, HASH_INPUT)
-  small_objects = resize(objects, THUMB, THUMB)
   return Signatures(digests(images), perceptual_hashes(grey_images),
                     average_hashes(small), thumbnails(small),
-                    scores(grey_images, small), perceptual_hashes(objects),
-                    average_hashes(small_objects),
-                    thumbnails(small_objects),
-                    squares[:, 1:].astype(np.float16))
+                    scores(grey_images, small))
