@@ -408,11 +408,12 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any]
   folds = exec_properties.get(FOLDS_KEY)
   if folds is not None:
     return int(folds), ''
-  records = shards.count_records(files)
   most = AUTO_FOLDS * int(exec_properties[FOLD_EXAMPLES_KEY])
+  # A large split is not read through to say so.
+  records = shards.count_records(files, at_most=most + 1)
   if records <= most:
     return AUTO_FOLDS, f', auto: {records:,} records, at most {most:,}'
-  return 0, f', auto: {records:,} records, over {most:,}'
+  return 0, f', auto: over {most:,} records'
 
 
 def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],

@@ -1,7 +1,7 @@
 """The record files of one split of an Examples artifact."""
 
 import os
-from typing import List
+from typing import List, Optional
 
 import tensorflow as tf
 
@@ -23,11 +23,17 @@ def split_files(split_uri: str) -> List[str]:
   return files
 
 
-def count_records(files: List[str]) -> int:
-  """Counts the records of gzipped TFRecord `files`, without parsing them."""
-  return int(tf.data.TFRecordDataset(files, compression_type='GZIP').batch(
-      4096).reduce(tf.constant(0, tf.int64),
-                   lambda n, batch: n + tf.size(batch, out_type=tf.int64)))
+def count_records(files: List[str], at_most: Optional[int] = None) -> int:
+  """Counts the records of gzipped TFRecord `files`, without parsing them.
+
+  With `at_most`, reading stops there: a count of `at_most` means at least.
+  """
+  records = tf.data.TFRecordDataset(files, compression_type='GZIP')
+  if at_most is not None:
+    records = records.take(at_most)
+  return int(records.batch(4096).reduce(
+      tf.constant(0, tf.int64),
+      lambda n, batch: n + tf.size(batch, out_type=tf.int64)))
 
 
 def numbered_batches(files: List[str], batch_size: int) -> tf.data.Dataset:

@@ -194,6 +194,22 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   assert sample.sample_buckets(total, 0) == 0
 
 
+def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
+    tmp_path):
+  path = str(tmp_path / 'records.gz')
+  write_labelled_records(path, np.zeros(300, np.int64))
+  assert shards.count_records([path]) == 300
+  assert shards.count_records([path], at_most=101) == 101
+  properties = {label_check.FOLD_EXAMPLES_KEY: 100}
+  assert label_check._training_folds([path], properties) == (
+      0, ', auto: over 200 records')
+  properties[label_check.FOLD_EXAMPLES_KEY] = 150
+  assert label_check._training_folds([path], properties) == (
+      2, ', auto: 300 records, at most 300')
+  properties[label_check.FOLDS_KEY] = 0
+  assert label_check._training_folds([path], properties) == (0, '')
+
+
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
   for planned in range(1, 61):
     step = epoch_probabilities.stride(planned)
