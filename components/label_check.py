@@ -197,6 +197,11 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
           np.concatenate(probabilities))
 
 
+def _class_name(class_names: List[str], label: int) -> str:
+  """The label's class name, or the label itself past the names."""
+  return class_names[label] if 0 <= label < len(class_names) else str(label)
+
+
 def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
                   class_names: List[str], method: str,
@@ -225,9 +230,7 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
   probabilities = found.probabilities
   named = sources_at(split_uri, positions[ranked])
 
-  def name(label: int) -> str:
-    return class_names[label] if 0 <= label < len(class_names) else str(label)
-
+  name = functools.partial(_class_name, class_names)
   rows = []
   for rank, (i, guess) in enumerate(zip(ranked.tolist(), suggested.tolist())):
     given = int(labels[i])
@@ -270,9 +273,7 @@ def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
   named = sources_at(split_uri, positions[listed])
   doubted = {row['record'] for row in suspects}
 
-  def name(label: int) -> str:
-    return class_names[label] if 0 <= label < len(class_names) else str(label)
-
+  name = functools.partial(_class_name, class_names)
   rows = []
   for rank, i in enumerate(listed.tolist()):
     given, guess = int(labels[i]), int(predicted[i])
