@@ -4,6 +4,7 @@
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
   .venv/bin/python -m benchmarks --section time-to-accuracy --section shapes
   .venv/bin/python -m benchmarks --section colour-time-to-accuracy
+  .venv/bin/python -m benchmarks --section photos  # a photo folder, before and now
   .venv/bin/python -m benchmarks --section trust   # the checks on planted faults
   .venv/bin/python -m benchmarks --section real-data  # on data the project did not make
   .venv/bin/python -m benchmarks --section schedule  # spans, warm start
@@ -42,7 +43,7 @@ SECTIONS = {'core': 'core:SECTION',
             'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION',
             'predict-speed': 'predict_speed:SECTION',
             'tfrecord-sinks': 'tfrecord_sinks:SECTION',
-            'real-data': 'real_data:SECTION'}
+            'real-data': 'real_data:SECTION', 'photos': 'photos:SECTION'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -59,13 +59,13 @@ def _colour(rng: np.random.Generator) -> Tuple[int, int, int]:
   return tuple(int(v) for v in rng.integers(0, 256, 3))
 
 
-def _background(rng: np.random.Generator, size: int,
+def _background(rng: np.random.Generator, width: int, height: int,
                 noise: float = NOISE) -> np.ndarray:
   """A linear gradient between two colours in a random direction, with
   Gaussian noise of standard deviation `noise`."""
   start, end = (np.array(_colour(rng), np.float32) for _ in range(2))
   angle = rng.uniform(0, 2 * math.pi)
-  ys, xs = np.mgrid[0:size, 0:size] / max(size - 1, 1)
+  ys, xs = np.mgrid[0:height, 0:width] / max(max(width, height) - 1, 1)
   t = (xs * math.cos(angle) + ys * math.sin(angle))
   t = (t - t.min()) / max(float(np.ptp(t)), 1e-6)
   image = start + (end - start) * t[..., None]
@@ -75,17 +75,20 @@ def _background(rng: np.random.Generator, size: int,
 
 def draw(shape: str, size: int, rng: np.random.Generator,
          radius_range: Tuple[float, float] = RADIUS_RANGE,
-         noise: float = NOISE) -> Image.Image:
-  """One `shape` image of size x size pixels.
+         noise: float = NOISE, height: Optional[int] = None) -> Image.Image:
+  """One `shape` image of size x size pixels (size x height if given).
 
   Args:
     shape: one of SHAPES.
-    size: the image's height and width.
+    size: the image's width (and height, unless `height` is given).
     rng: where the colours, place, size and angle come from.
-    radius_range: the radius is drawn from this range, as a share of `size`.
+    radius_range: the radius is drawn from this range, as a share of the
+      image's shorter side.
     noise: the background noise's standard deviation (0-255 scale).
+    height: the image's height, if not `size`.
   """
-  background = _background(rng, size, noise)
+  width, height = size, height or size
+  background = _background(rng, width, height, noise)
   mean = background.reshape(-1, 3).mean(axis=0)
   while True:
     colour = _colour(rng)
@@ -93,9 +96,9 @@ def draw(shape: str, size: int, rng: np.random.Generator,
       break
   image = Image.fromarray(background, 'RGB')
   pen = ImageDraw.Draw(image)
-  radius = size * rng.uniform(*radius_range)
+  radius = min(width, height) * rng.uniform(*radius_range)
   margin = radius + 1
-  cx, cy = (rng.uniform(margin, size - margin) for _ in range(2))
+  cx, cy = (rng.uniform(margin, side - margin) for side in (width, height))
   angle = rng.uniform(0, 2 * math.pi)
   box = (cx - radius, cy - radius, cx + radius, cy + radius)
   if shape == 'circle':

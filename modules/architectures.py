@@ -21,6 +21,8 @@ BACKBONE_SIZES = {
     'resnet50': (224, 224),
 }
 BACKBONES = tuple(BACKBONE_SIZES)
+# What `auto` starts colour photos from, and what --weights alone loads.
+DEFAULT_BACKBONE = 'mobilenet-v3-small'
 # --weights: Keras' published ImageNet weights, or none (from scratch); any
 # other value is a weights file.
 IMAGENET = 'imagenet'

@@ -11,9 +11,9 @@ input steps:
   pixels         the normalisation undone with the constants the Transform
                  learnt (transform.normalisation_constants): 0..255 again
   RGB            grey images repeated to 3 channels
-  resize         to the backbone's input size (ModelConfig.
-                 backbone_image_size: its own 224x224 unless --image-size
-                 gave one), and never below 32x32, Keras' minimum
+  resize         to the backbone's input size (ModelConfig.input_size:
+                 its own 224x224 unless --image-size gave one), and never
+                 below 32x32, Keras' minimum
   preprocess     the application's preprocess_input (scaling, or BGR and
                  ImageNet means); MobileNetV3 and EfficientNet do theirs
                  inside the application
@@ -38,6 +38,7 @@ APPLICATIONS below). A PATH is loaded as it is. `none` trains from scratch.
 
 import dataclasses
 import os
+import socket
 import tempfile
 from typing import Callable, Optional, Tuple
 
@@ -47,7 +48,8 @@ import tf_keras as keras
 
 from modules import model as model_lib
 from modules import transform
-from modules.architectures import (BACKBONE_MIN_SIDE, BACKBONE_SIZES,  # pylint: disable=g-multiple-import
+from modules.architectures import (AUTO, BACKBONE_MIN_SIDE,  # pylint: disable=g-multiple-import
+                                   BACKBONE_SIZES, DEFAULT_BACKBONE,
                                    IMAGENET, NO_WEIGHTS)
 from modules.training_config import ModelConfig
 from records import features
@@ -103,20 +105,33 @@ APPLICATIONS = {
 assert set(APPLICATIONS) == set(BACKBONE_SIZES)
 # Where keras.utils.get_file keeps what it downloads (its default cache).
 CACHE_SUBDIR = 'models'
+# How long a download may wait for the network at one read.
+DOWNLOAD_TIMEOUT_SECONDS = 30
 
 
 class WeightsError(ValueError):
   """Weights that cannot be had or do not fit.
 
-  The message is one line naming the file or the URL, and the way out.
+  The message is one line naming the file or the URL, and the way out;
+  `reason` is the cause alone.
   """
+
+  def __init__(self, message: str, reason: str = ''):
+    super().__init__(message)
+    self.reason = reason or message
 
 
 def keras_cache_dir() -> str:
-  """Returns Keras' download cache, as keras.utils.get_file chooses it."""
-  base = os.path.expanduser(os.path.join('~', '.keras'))
-  if not os.access(base, os.W_OK):  # get_file's own fallback.
-    base = os.path.join('/tmp', '.keras')
+  """Returns the folder of Keras' download cache to put a weights file in.
+
+  keras.utils.get_file uses ~/.keras, or /tmp/.keras while ~/.keras is not
+  a writable folder; one put in ~/.keras/models is found from then on.
+  """
+  home = os.path.expanduser('~')
+  base = os.path.join(home, '.keras')
+  if not (os.access(base, os.W_OK) or
+          (not os.path.exists(base) and os.access(home, os.W_OK))):
+    base = os.path.join('/tmp', '.keras')  # get_file's own fallback.
   return os.path.join(base, CACHE_SUBDIR)
 
 
@@ -129,18 +144,26 @@ def imagenet_weights(name: str) -> str:
     WeightsError: the download failed.
   """
   weights = APPLICATIONS[name][2]
+  # get_file has no timeout of its own: a network that swallows packets
+  # would hold the run; this bounds each read, not the whole download.
+  timeout = socket.getdefaulttimeout()
+  socket.setdefaulttimeout(DOWNLOAD_TIMEOUT_SECONDS)
   try:
     return keras.utils.get_file(weights.file_name, weights.url,
                                 cache_subdir=CACHE_SUBDIR,
                                 file_hash=weights.md5)
   except Exception as e:  # get_file raises a bare Exception for URL errors.
-    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    # Raised while handling urllib's error, whose reason says it best.
+    cause = getattr(e.__context__, 'reason', None) or e
+    reason = str(cause).splitlines()[0] if str(cause) else type(e).__name__
     raise WeightsError(
         f'cannot download the ImageNet weights of --backbone {name} from '
         f'{weights.url} ({reason}); without network, fetch that file '
         f'elsewhere and pass --weights PATH (or put it in '
         f'{keras_cache_dir()}), or train from scratch with --weights '
-        f'{NO_WEIGHTS}') from e
+        f'{NO_WEIGHTS}', reason=reason) from e
+  finally:
+    socket.setdefaulttimeout(timeout)
 
 
 def weights_file(config: ModelConfig) -> Optional[str]:
@@ -166,13 +189,44 @@ def weights_file(config: ModelConfig) -> Optional[str]:
   return local
 
 
-def input_size(config: ModelConfig,
-               geometry: features.ImageGeometry) -> Tuple[int, int]:
-  """Returns the (height, width) the backbone sees."""
-  del geometry  # The size is the backbone's, or the one configured.
-  height, width = (config.backbone_image_size or
-                   BACKBONE_SIZES[config.backbone])
-  return max(height, BACKBONE_MIN_SIDE), max(width, BACKBONE_MIN_SIDE)
+def auto(config: ModelConfig, geometry: features.ImageGeometry
+         ) -> Tuple[ModelConfig, str, str]:
+  """What `--model auto` trains images of `geometry` from.
+
+  Colour photos (model.photos) start from DEFAULT_BACKBONE's ImageNet
+  weights when they are in Keras' cache or can be downloaded now.
+
+  Returns:
+    The config (with the backbone, if chosen), why the backbone was chosen
+    ('' if not), and why colour photos train from scratch ('' if they do
+    not), in a line that says how to provide the weights.
+  """
+  if (config.backbone or config.architecture != AUTO or
+      not model_lib.photos(config, geometry)):
+    return config, '', ''
+  chosen = dataclasses.replace(config, backbone=DEFAULT_BACKBONE)
+  shape = f'{geometry.height}x{geometry.width}'
+  try:
+    weights_file(chosen)
+  except WeightsError as e:
+    weights = APPLICATIONS[DEFAULT_BACKBONE][2]
+    return config, '', (
+        f'Colour photos of {shape} train from scratch: the ImageNet weights '
+        f'of {DEFAULT_BACKBONE} cannot be had ({e.reason}). To start from '
+        f'them, download {weights.url} and pass --weights PATH, or put the '
+        f'file in {keras_cache_dir()}.')
+  return chosen, (f'auto: colour photos of {shape}, from its ImageNet '
+                  'weights'), ''
+
+
+def input_size(config: ModelConfig) -> Tuple[Tuple[int, int], str]:
+  """Returns ((height, width) the backbone sees, why)."""
+  if config.input_size:
+    height, width = config.input_size
+    why = 'as configured'
+  else:
+    (height, width), why = BACKBONE_SIZES[config.backbone], 'the backbone\'s own'
+  return (max(height, BACKBONE_MIN_SIDE), max(width, BACKBONE_MIN_SIDE)), why
 
 
 def application(name: str, size: Tuple[int, int],
@@ -236,7 +290,7 @@ def build(geometry: features.ImageGeometry, num_classes: int,
   Returns:
     The model and its backbone.
   """
-  size = input_size(config, geometry)
+  size, _ = input_size(config)
   backbone = application(config.backbone, size, weights_file(config))
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
   augment, _ = model_lib.choose_augment(config, geometry)

@@ -32,6 +32,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
+from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
 from modules import training_plan
@@ -175,32 +176,40 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
   examples = fold_budget(config, records, folds, fold_examples)
   steps = max(1, math.ceil(examples / config.batch_size))
   parse = input_pipeline.parse_and_transform(tf_transform_output)
-  keras.mixed_precision.set_global_policy('float32')
+  # The Trainer's precision (bfloat16 where the CPU computes it), for the
+  # folds alone: the process's policy is put back after them.
+  policy = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(devices.plan(
+      devices.visible_gpus(), config.batch_size,
+      config.mixed_precision).precision)
   positions, labels, probabilities = [], [], []
-  for fold in range(the_plan.models):
-    seed = None if config.seed is None else config.seed + fold
-    if seed is not None:
-      keras.utils.set_random_seed(seed)
-    model = model_lib.build(architecture, geometry, num_classes, model_config)
-    model_lib.compile_for_training(model, config, num_classes, steps)
-    model.fit(_training_data(files, fold, folds, tf_transform_output,
-                             config.batch_size, seed),
-              steps_per_epoch=steps, epochs=1, verbose=0)
-    # One trace for every block size (blocks are cut to the fold).
-    predict = tf.function(
-        lambda images: tf.nn.softmax(tf.cast(model(images, training=False),
-                                             tf.float32)),
-        input_signature=[tf.TensorSpec([None, *image_spec.shape],
-                                      image_spec.dtype)],
-        autograph=False)
-    for block_positions, images, block_labels in held_out(
-        files, fold, the_plan, parse):
-      positions.append(block_positions.numpy())
-      labels.append(block_labels.numpy())
-      probabilities.append(predict(images).numpy())
-    logging.info('LabelCheck: fold %d of %d: %s trained %d steps of %d.',
-                 fold + 1, folds, architecture, steps, config.batch_size)
-    keras.backend.clear_session()
+  try:
+    for fold in range(the_plan.models):
+      seed = None if config.seed is None else config.seed + fold
+      if seed is not None:
+        keras.utils.set_random_seed(seed)
+      model = model_lib.build(architecture, geometry, num_classes, model_config)
+      model_lib.compile_for_training(model, config, num_classes, steps)
+      model.fit(_training_data(files, fold, folds, tf_transform_output,
+                               config.batch_size, seed),
+                steps_per_epoch=steps, epochs=1, verbose=0)
+      # One trace for every block size (blocks are cut to the fold).
+      predict = tf.function(
+          lambda images: tf.nn.softmax(tf.cast(model(images, training=False),
+                                               tf.float32)),
+          input_signature=[tf.TensorSpec([None, *image_spec.shape],
+                                        image_spec.dtype)],
+          autograph=False)
+      for block_positions, images, block_labels in held_out(
+          files, fold, the_plan, parse):
+        positions.append(block_positions.numpy())
+        labels.append(block_labels.numpy())
+        probabilities.append(predict(images).numpy())
+      logging.info('LabelCheck: fold %d of %d: %s trained %d steps of %d.',
+                   fold + 1, folds, architecture, steps, config.batch_size)
+      keras.backend.clear_session()
+  finally:
+    keras.mixed_precision.set_global_policy(policy)
   if not positions:
     return (np.zeros(0, np.int64), np.zeros(0, np.int64),
             np.zeros((0, num_classes), np.float32), records)

@@ -19,7 +19,10 @@ small-gap-cnn  blocks of conv 3x3, batch norm and ReLU, the first conv with
                last features see most of it.
 'auto' picks small-bn-cnn for grey images of at most
 `small_grey_max_pixels` pixels and small-gap-cnn for anything larger or in
-colour.
+colour (colour photos start from a pretrained backbone where its weights
+can be had: modules/backbones.py). A scratch network sees the images
+scaled down to at most `scratch_max_side` a side, unless --image-size was
+given (docs/training.md, "The network").
 
 With `augment`, random flips, shifts and brightness changes (Keras
 preprocessing layers) come first. They act only in training, so serving
@@ -60,6 +63,27 @@ def choose(config: ModelConfig,
                   f'{config.small_grey_max_pixels})'))
 
 
+def photos(config: ModelConfig, geometry: features.ImageGeometry) -> bool:
+  """Whether images of `geometry` are colour photos (auto's backbone)."""
+  return (geometry.channels == 3 and
+          min(geometry.height, geometry.width) >= config.photo_min_side)
+
+
+def input_size(config: ModelConfig, geometry: features.ImageGeometry
+               ) -> Tuple[Tuple[int, int], str]:
+  """Returns ((height, width) a scratch network sees, why)."""
+  own = (geometry.height, geometry.width)
+  if config.input_size:
+    return tuple(config.input_size), 'as configured'
+  longer = max(own)
+  if longer <= config.scratch_max_side:
+    return own, 'the images\' own'
+  scale = config.scratch_max_side / longer
+  return (max(1, round(own[0] * scale)), max(1, round(own[1] * scale))), (
+      f'the images\' {own[0]}x{own[1]} scaled to at most '
+      f'{config.scratch_max_side} a side')
+
+
 def choose_augment(config: ModelConfig,
                    geometry: features.ImageGeometry) -> Tuple[bool, str]:
   """Returns (augment, why) for images of `geometry`."""
@@ -74,7 +98,8 @@ def build(architecture: str, geometry: features.ImageGeometry,
           num_classes: int, config: ModelConfig) -> keras.Model:
   """Builds a network from images [batch, H, W, C] to logits [batch, classes].
 
-  The images are normalised floats. The last layer computes in float32
+  The images are normalised floats, resized in the model to input_size's.
+  The last layer computes in float32
   whatever the global precision policy, so logits and the softmax on them
   stay numerically safe under mixed precision.
 
@@ -82,8 +107,11 @@ def build(architecture: str, geometry: features.ImageGeometry,
     ValueError: `architecture` is not one of the scratch networks.
   """
   inputs = keras.Input(shape=geometry.shape, name=features.IMAGE_KEY)
+  size, _ = input_size(config, geometry)
+  x = (keras.layers.Resizing(*size, name='resize')(inputs)
+       if size != (geometry.height, geometry.width) else inputs)
   augment, _ = choose_augment(config, geometry)
-  x = augmentation(config)(inputs) if augment else inputs
+  x = augmentation(config)(x) if augment else x
   if architecture == SMALL_BN_CNN:
     x = _small_bn_cnn_features(x, config)
   elif architecture == MNIST_CNN:

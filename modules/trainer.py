@@ -80,16 +80,19 @@ def run_fn(fn_args: FnArgs) -> None:
   strategy = (devices.make_multi_worker_strategy(
       config.communication_timeout_seconds) if task else None)
   data = read_data(fn_args, config)
+  model_config, network_why, scratch_why = backbones.auto(config.model,
+                                                          data.geometry)
+  config = dataclasses.replace(config, model=model_config)
   start = start_from(fn_args, config, data)
   plan = training_plan.plan(
       config.budget, config.model, data.geometry,
       data.train_plan.size.records, warm_start_from=start.served_from,
-      start_why=start.why if config.warm_start else '')
+      start_why=start.why if config.warm_start else '', why=network_why)
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision,
                              task.workers if task else 1)
   outputs = outputs_for(fn_args, task)
-  log_plan(config, task, data, plan, device_plan, outputs)
+  log_plan(config, task, data, plan, device_plan, outputs, scratch_why)
   seed_and_precision(config, device_plan)
   strategy = strategy or devices.make_strategy(device_plan)
   with strategy.scope():
@@ -252,9 +255,11 @@ def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
 
 def log_plan(config: TrainingConfig, task: Optional[cluster.Task],
              data: TrainerData, plan: training_plan.TrainingPlan,
-             device_plan: devices.DevicePlan, outputs: Outputs) -> None:
+             device_plan: devices.DevicePlan, outputs: Outputs,
+             scratch_why: str = '') -> None:
   """Logs the plan; the chief also writes the device plan beside the logs
-  and shows the plan on the console."""
+  and shows the plan on the console, with `scratch_why` (why colour photos
+  train from scratch) if any."""
   logging.info('Trainer%s: %s; %d classes %s; images %s; %s.',
                f' ({task.describe()})' if task else '',
                device_plan.describe(), len(data.class_names),
@@ -262,8 +267,11 @@ def log_plan(config: TrainingConfig, task: Optional[cluster.Task],
   if not outputs.chief:
     return
   device_plan.write(outputs.model_run_dir)
+  if scratch_why:
+    progress.plan_notice(scratch_why)
   progress.plan_notice(
-      f'{plan.architecture} ({plan.why}), {plan.epochs} epochs, '
+      f'{plan.architecture} ({plan.why}) at {plan.size_text}, '
+      f'{plan.epochs} epochs, '
       f'{device_plan.precision} ({device_plan.precision_why or "GPU"})')
   progress.plan_notice(progress.validation_notice(
       data.train_plan.size.records, data.validation,

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
 from modules.architectures import (ARCHITECTURES, AUTO, BACKBONES,  # pylint: disable=g-multiple-import
-                                   IMAGENET, NO_WEIGHTS)
+                                   DEFAULT_BACKBONE, IMAGENET, NO_WEIGHTS)
 from modules.settings import knob
 
 
@@ -84,11 +84,25 @@ class ModelConfig:
       'small-gap-cnn (conv blocks with batch norm and a global-average-'
       'pooling head, its size independent of the image size), or auto: '
       'small-bn-cnn for grey images of at most %(small_grey_max_pixels)d '
-      'pixels, small-gap-cnn for larger or colour ones (default: '
-      '%(default)s).', flag='--model', choices=(AUTO, *ARCHITECTURES))
+      'pixels, small-gap-cnn for larger or colour ones, and for colour '
+      'photos (a shorter side of %(photo_min_side)d pixels or more) the '
+      'pretrained ' + DEFAULT_BACKBONE + ' when its ImageNet weights can be '
+      'had (default: %(default)s).', flag='--model',
+      choices=(AUTO, *ARCHITECTURES))
   small_grey_max_pixels: int = knob(
       32 * 32, 'auto: small-bn-cnn for grey images up to this many pixels '
       '(its dense head grows with the image area).')
+  photo_min_side: int = knob(
+      112, 'auto: colour images whose shorter side has at least this many '
+      'pixels are photos, which start from a pretrained backbone when its '
+      'weights can be had: half ImageNet\'s 224, below which little of what '
+      'its features see is left.')
+  scratch_max_side: int = knob(
+      96, 'A network trained from scratch sees the images scaled down to at '
+      'most this many pixels a side unless --image-size was given: its '
+      'last features see a whole 96x96 image, and on a CPU larger inputs '
+      'cost time that a first model rarely repays (BENCHMARKS.md, '
+      '"Photos").')
   batch_norm_momentum: float = knob(
       0.9, 'small-bn-cnn and small-gap-cnn: how much of their value batch '
       'norm\'s moving averages keep per step. Keras\'s 0.99 remembers too '
@@ -119,12 +133,14 @@ class ModelConfig:
       None, '--backbone\'s starting weights: ' + IMAGENET + ' (Keras\' '
       'published ones, downloaded once into Keras\' cache), a weights file '
       'of that network (.h5 or .weights.h5, without its top), or ' +
-      NO_WEIGHTS + ' (from scratch) (default: ' + IMAGENET + ').',
-      flag='--weights', metavar=f'{IMAGENET}|PATH|{NO_WEIGHTS}')
-  backbone_image_size: Optional[Tuple[int, int]] = knob(
-      None, 'The backbone\'s input size, which the model resizes the images '
-      'to; None: the backbone\'s own (224x224), or --image-size when given '
-      '(runners/flags.py sets it).')
+      NO_WEIGHTS + ' (from scratch) (default: ' + IMAGENET + '). Without '
+      '--backbone: the weights of ' + DEFAULT_BACKBONE + ', which then '
+      'trains.', flag='--weights', metavar=f'{IMAGENET}|PATH|{NO_WEIGHTS}')
+  input_size: Optional[Tuple[int, int]] = knob(
+      None, 'The network\'s input size, which the model resizes the images '
+      'to; None: a backbone\'s own (224x224), a scratch network\'s the '
+      'images\' within %(scratch_max_side)d a side, or --image-size when '
+      'given (runners/flags.py sets it).')
   head_dropout: float = knob(
       0.2, '--backbone: dropout between the pooled features and the logits.')
   head_epochs_fraction: float = knob(
@@ -179,9 +195,8 @@ class ModelConfig:
     d = dict(d)
     for key in ('bn_conv_filters', 'conv_filters', 'gap_conv_filters'):
       d[key] = tuple(int(f) for f in d[key])
-    if d.get('backbone_image_size') is not None:
-      d['backbone_image_size'] = tuple(int(v) for v in
-                                       d['backbone_image_size'])
+    if d.get('input_size') is not None:
+      d['input_size'] = tuple(int(v) for v in d['input_size'])
     return cls(**d)
 
 

@@ -16,8 +16,9 @@ its own peak learning rate (Budget's warm_start_* fields).
 
 import dataclasses
 import math
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
+from modules import backbones
 from modules import model as model_lib
 from modules.training_config import Budget
 from records import features
@@ -28,6 +29,8 @@ class TrainingPlan:
   """What the Trainer decided to train, and why (training_plan.json)."""
   architecture: str
   why: str  # Why this architecture.
+  input_size: Tuple[int, int]  # (height, width) the network sees.
+  input_why: str
   augment: bool
   augment_why: str
   epochs: int
@@ -51,13 +54,19 @@ class TrainingPlan:
 
   def describe(self) -> str:
     """The plan in a line: network, augmentation, epochs and schedule."""
-    return (f'{self.architecture} ({self.why}); augmentation '
+    return (f'{self.architecture} ({self.why}) at {self.size_text} '
+            f'({self.input_why}); augmentation '
             f'{"on" if self.augment else "off"} ({self.augment_why}); '
             f'{self.epochs} epochs over {self.train_records} training '
             f'records, learning rate warm-up over {self.warmup_fraction:.0%} '
             'of the steps then cosine to zero'
             + (f', peak learning rate x{self.learning_rate_factor:g}'
                if self.learning_rate_factor != 1 else ''))
+
+  @property
+  def size_text(self) -> str:
+    """The input size as HxW."""
+    return f'{self.input_size[0]}x{self.input_size[1]}'
 
   def describe_start(self) -> str:
     """Warm or from scratch, and why, in a line."""
@@ -79,14 +88,21 @@ def epochs_for(budget: Budget, train_records: int, warm: bool = False) -> int:
 
 def plan(budget: Budget, model: model_lib.ModelConfig,
          geometry: features.ImageGeometry, train_records: int,
-         warm_start_from: str = '', start_why: str = '') -> TrainingPlan:
+         warm_start_from: str = '', start_why: str = '',
+         why: str = '') -> TrainingPlan:
   """The plan; warm_start_from: the served model training starts from
-  ('' for from scratch), start_why: why (modules/warm_start.py)."""
-  architecture, why = model_lib.choose(model, geometry)
+  ('' for from scratch), start_why: why (modules/warm_start.py); why: why
+  this network, if not model.choose's."""
+  architecture, chosen_why = model_lib.choose(model, geometry)
+  if model.backbone:
+    size, input_why = backbones.input_size(model)
+  else:
+    size, input_why = model_lib.input_size(model, geometry)
   augment, augment_why = model_lib.choose_augment(model, geometry)
   warm = bool(warm_start_from)
   return TrainingPlan(
-      architecture=architecture, why=why, augment=augment,
+      architecture=architecture, why=why or chosen_why, input_size=size,
+      input_why=input_why, augment=augment,
       augment_why=augment_why,
       epochs=epochs_for(budget, train_records, warm),
       warmup_fraction=budget.warmup_fraction, train_records=train_records,

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 from typing import Any, Dict
 
+from modules.architectures import DEFAULT_BACKBONE
 from modules.settings import knob_fields, presets
 from pipeline import knobs as knobs_lib
 
@@ -115,19 +116,21 @@ def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
                           evaluation=build(knobs_lib.EvaluationConfig),
                           tuning=build(knobs_lib.TuningConfig))
   _check(knobs)
-  return _backbone_at_image_size(knobs)
+  return _network_input(knobs)
 
 
-def _backbone_at_image_size(knobs: knobs_lib.Knobs) -> knobs_lib.Knobs:
-  """--image-size, when given, is the backbone's input size too: the
-  images are already that size, and the model does not resize them."""
+def _network_input(knobs: knobs_lib.Knobs) -> knobs_lib.Knobs:
+  """--image-size, when given, is the network's input size too (the
+  images are already that size: the model does not resize them); --weights
+  without --backbone loads the default backbone."""
   model = knobs.training.model
-  if not (model.backbone and knobs.data.image_size and
-          model.backbone_image_size is None):
-    return knobs
-  return knobs._replace(training=dataclasses.replace(
-      knobs.training, model=dataclasses.replace(
-          model, backbone_image_size=tuple(knobs.data.image_size))))
+  if knobs.data.image_size and model.input_size is None:
+    model = dataclasses.replace(model,
+                                input_size=tuple(knobs.data.image_size))
+  if model.weights and not model.backbone:
+    model = dataclasses.replace(model, backbone=DEFAULT_BACKBONE)
+  return knobs._replace(training=dataclasses.replace(knobs.training,
+                                                     model=model))
 
 
 def _check(knobs: knobs_lib.Knobs) -> None:
@@ -152,10 +155,6 @@ def _check(knobs: knobs_lib.Knobs) -> None:
   if data.max_image_pixels < 1:
     raise SystemExit(f'error: --max-image-pixels {data.max_image_pixels}: '
                      'must be 1 or more')
-  model = knobs.training.model
-  if model.weights and not model.backbone:
-    raise SystemExit('error: --weights applies to a pretrained backbone only '
-                     '(--backbone NAME)')
   if workers < 1:
     raise SystemExit(f'error: --trainer-workers {workers}: must be 1 or more')
   tuning = knobs.tuning

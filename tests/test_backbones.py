@@ -4,6 +4,7 @@ the offline error before the DAG starts, a wrong weights file, and nothing
 changed without --backbone."""
 
 import argparse
+import dataclasses
 import json
 import os
 
@@ -20,7 +21,7 @@ from modules import fine_tune
 from modules import model as model_lib
 from modules import progress
 from modules import trainer
-from modules.architectures import BACKBONES
+from modules.architectures import BACKBONES, DEFAULT_BACKBONE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import knobs as knobs_lib
 from records import features
@@ -121,7 +122,7 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
   # MNIST-size grey images: repeated to RGB, resized up to 32x32.
   geometry = features.ImageGeometry(28, 28, 1)
   config = ModelConfig(backbone=NAME, weights=weights_path, augment=False,
-                       backbone_image_size=(28, 28))
+                       input_size=(28, 28))
   model, backbone = backbones.build(geometry, 3, config, np.array([0.3]),
                                     np.array([0.04]))
   assert backbone.input_shape[1:] == (SIZE, SIZE, 3)
@@ -177,7 +178,7 @@ def served(tmp_path_factory, weights_path):
   config = TrainingConfig(
       budget=Budget(epochs=2), batch_size=8,
       model=ModelConfig(backbone=NAME, weights=weights_path,
-                        backbone_image_size=(SIZE, SIZE)))
+                        input_size=(SIZE, SIZE)))
   with absl_lines(progress.EPOCH_LINE) as epochs:
     trainer.run_fn(FnArgs(
         train_files=[patterns['train']], eval_files=[patterns['eval']],
@@ -221,17 +222,18 @@ def _knobs(*argv):
   return flags.knobs_from_args(parser.parse_args(list(argv)))
 
 
-def test_without_backbone_nothing_changes():
+def test_without_backbone_nothing_changes_but_the_input_size_given():
   assert _knobs() == knobs_lib.Knobs()
-  assert _knobs('--input-format', 'images', '--image-size', '64x64'
-                ).training == TrainingConfig()
-  with pytest.raises(SystemExit, match='--weights applies to a pretrained '
-                     'backbone only'):
-    _knobs('--weights', 'none')
+  given = _knobs('--input-format', 'images', '--image-size', '64x64').training
+  assert given == dataclasses.replace(
+      TrainingConfig(), model=ModelConfig(input_size=(64, 64)))
+  # --weights alone: the weights of the backbone auto would pick.
+  alone = _knobs('--weights', 'none').training.model
+  assert (alone.backbone, alone.backbone_weights) == (DEFAULT_BACKBONE, 'none')
   chosen = _knobs('--input-format', 'images', '--image-size', '64x64',
                   '--backbone', NAME).training.model
   assert (chosen.backbone, chosen.backbone_weights,
-          chosen.backbone_image_size) == (NAME, 'imagenet', (64, 64))
+          chosen.input_size) == (NAME, 'imagenet', (64, 64))
   with pytest.raises(SystemExit):  # argparse: 'expected a fraction ...'.
     _knobs('--backbone', NAME, '--head-epochs-fraction', '2')
   # The config round-trips through the Trainer's custom_config.

@@ -3,6 +3,7 @@ and tables of the sections whose runs are too long for a test (their
 measuring runs in `python -m benchmarks --section NAME`)."""
 
 from benchmarks import harness
+from benchmarks import photos
 from benchmarks import predict_speed
 from benchmarks import schedule
 from benchmarks import shapes
@@ -171,3 +172,23 @@ def test_core_shows_goals_and_four_tables_with_their_ratios():
       're-run with nothing changed <= 30 s',
       'not measured: left out (--skip-dag)', '']
   assert 'Not measured: left out (--skip-dag).' in text
+
+
+def test_photos_compares_before_with_now_against_the_goals():
+  def variant(name, flags, seconds, size, accuracy):
+    return dict(name=name, flags=flags, seconds=seconds,
+                nodes={'Trainer': seconds / 2, 'LabelCheck': 10.0},
+                plan=dict(PLAN, input_size=size), epochs=10, epoch_s=100.0,
+                accuracy=accuracy, loads=('1.0, 1.0, 1.0', '2.0, 1.5, 1.0'))
+  text = photos.SECTION.text(dict(per_class=360, variants=[
+      variant('before', ('--image-size', '168x224'), 600.0, [168, 224], 0.6),
+      variant('now', (), 150.0, [72, 96], 0.85)]), CTX)
+  [accuracy, speed] = _rows(text, 'goal')
+  assert accuracy[1:] == ['85.0%', 'met']
+  assert speed[1:] == ['4.0x (150 s against 600 s)', 'met']
+  before, now = _rows(text, 'variant')
+  assert before[:7] == ['before', '--image-size 168x224', 'small-gap-cnn',
+                        '168x224', '10 (12)', '100', '600']
+  assert now[:4] == ['now', '(defaults)', 'small-gap-cnn', '72x96']
+  assert now[-2:] == ['85.0%', '1.0, 1.0, 1.0; 2.0, 1.5, 1.0']
+  assert '1,800 colour JPEGs of 640x480 in 5 class folders' in text
