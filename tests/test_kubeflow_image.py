@@ -197,3 +197,24 @@ def test_the_gpu_image_has_the_cuda_build_of_the_same_tensorflow():
   [cuda] = [i for i, run in enumerate(runs) if '$WITH_GPU' in run
             and 'kubeflow/requirements-gpu.lock' in run]
   assert drop < lock < cuda
+
+
+def test_the_image_fetches_the_weights_auto_starts_photos_from(tmp_path):
+  # The build step, run as a build runs it but without network: it asks
+  # for the default backbone's ImageNet file, for Keras' cache.
+  from tests.test_backbones import no_network  # pylint: disable=g-import-not-at-top
+  from modules import backbones  # pylint: disable=g-import-not-at-top
+  [run] = [rest for keyword, rest in instructions(
+      kubeflow_specs.dockerfile_path()) if keyword == 'RUN'
+           and 'WITH_WEIGHTS' in rest]
+  command = shlex.split(run.split(' then ', 1)[1].rsplit(';', 1)[0])
+  (tmp_path / 'home').mkdir()
+  result = subprocess.run(
+      [sys.executable if command[0] == 'python' else command[0],
+       *command[1:]], cwd=PROJECT_DIR, capture_output=True, text=True,
+      env={**os.environ, **no_network(tmp_path / 'home')}, check=False)
+  assert result.returncode != 0
+  weights = backbones.APPLICATIONS[backbones.DEFAULT_BACKBONE][2]
+  assert f'cannot download the ImageNet weights of --backbone ' \
+         f'{backbones.DEFAULT_BACKBONE} from {weights.url}' in result.stderr
+  assert str(tmp_path / 'home' / '.keras' / 'models') in result.stderr
