@@ -99,9 +99,9 @@ def build(architecture: str, geometry: features.ImageGeometry,
   """Builds a network from images [batch, H, W, C] to logits [batch, classes].
 
   The images are normalised floats, resized in the model to input_size's.
-  The last layer computes in float32
-  whatever the global precision policy, so logits and the softmax on them
-  stay numerically safe under mixed precision.
+  The last layer computes in float32 whatever the global precision policy,
+  so logits and the softmax on them stay numerically safe under mixed
+  precision.
 
   Raises:
     ValueError: `architecture` is not one of the scratch networks.
