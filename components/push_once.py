@@ -35,7 +35,8 @@ _CHUNK_BYTES = 1 << 20
 # first: a name not all digits, so no lookup takes it for a version.
 _STAGING = re.compile(r'\.push-(?P<start>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)'
                       r'-[0-9a-f]{8}')
-# Older than this, a staging folder is a killed push's, whatever host wrote it.
+# Started longer ago than this, another host's staging folder is a killed
+# push's.
 _STALE_SECONDS = 3600
 
 
@@ -189,16 +190,16 @@ def _staging_name() -> str:
 def _killed(name: str) -> bool:
   """Whether `name` is a staging folder no push is writing any more.
 
-  It is if a process of this host wrote it and has ended, or if it is older
-  than _STALE_SECONDS (a process of another host cannot be asked).
+  It is if a process of this host wrote it and has ended, or if another
+  host's push started it over _STALE_SECONDS ago (its process cannot be
+  asked). A process of this host that is alive is still writing it, however
+  long it has run.
   """
   staging = _STAGING.fullmatch(name)
   if not staging:
     return False
-  if time.time() - int(staging['start']) > _STALE_SECONDS:
-    return True
   if staging['host'] != socket.gethostname():
-    return False
+    return time.time() - int(staging['start']) > _STALE_SECONDS
   try:
     os.kill(int(staging['pid']), 0)
   except ProcessLookupError:

@@ -10,8 +10,10 @@ import dataclasses
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -149,6 +151,40 @@ def test_a_push_leaves_a_running_push_alone_and_a_rerun_is_not_pushed_again(
   assert again.get_int_custom_property(push_once.ALREADY_SERVED_KEY) == 1
   assert again.get_string_custom_property('pushed_version') == version
   assert os.listdir(serving_dir) == [version]
+
+
+def _left_by(serving_dir, host, pid, started, version='1'):
+  """Writes what a push from `host` (process `pid`, started at `started`)
+  left in serving_dir when it was stopped before moving its copy; returns
+  the name of its hidden folder."""
+  name = f'.push-{int(started)}-{host}-{pid}-0123abcd'
+  pushes.write_model(str(serving_dir / name / 'model'), MODEL)
+  os.rename(serving_dir / name / 'model' / 'Format-Serving',
+            serving_dir / name / version)
+  os.rmdir(serving_dir / name / 'model')
+  return name
+
+
+def test_a_push_removes_other_hosts_copies_only_once_over_an_hour_old(
+    tmp_path):
+  serving_dir = tmp_path / 'serving'
+  elsewhere = socket.gethostname() + '-elsewhere'  # Not this host.
+  now = time.time()
+  old = _left_by(serving_dir, elsewhere, 7, now - 3700)
+  recent = _left_by(serving_dir, elsewhere, 7, now - 60)  # Still copying?
+  # A push of this host is asked instead, however long it has run: this
+  # process is alive, so its copy is still being written.
+  running_here = _left_by(serving_dir, socket.gethostname(), os.getpid(),
+                          now - 7200)
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  pushes.push(model, str(serving_dir), str(tmp_path / 'pushed'))
+  listed = set(os.listdir(serving_dir))
+  assert old not in listed
+  assert {recent, running_here} <= listed
+  [version] = listed - {recent, running_here}
+  assert _files(serving_dir / version) == MODEL
+  assert _files(serving_dir / recent) == {
+      os.path.join('1', path): data for path, data in MODEL.items()}
 
 
 def test_a_version_folder_without_saved_model_pb_is_not_served(tmp_path):
