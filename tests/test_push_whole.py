@@ -198,6 +198,53 @@ def test_a_version_folder_without_saved_model_pb_is_not_served(tmp_path):
   assert set(_served(serving_dir).values()) == {'4'}
 
 
+def _stopped_moves(serving_dir):
+  """Lays out in serving_dir what pushes stopped while copying their copy
+  into place on an object store leave, and a version folder without
+  saved_model.pb that no push of this Pusher marks (TFX's own copies in
+  place).
+
+  A stopped push leaves its hidden copy whole, and its version folder
+  holding every file but saved_model.pb (copied last). One push is of
+  another host two hours ago, one of another host a minute ago (maybe
+  still copying).
+
+  Returns:
+    The paths of the files the next push removes, and of those it keeps.
+  """
+  elsewhere = socket.gethostname() + '-elsewhere'  # Not this host.
+  now = time.time()
+  stopped = {}
+  for pid, started in ((7, now - 7200), (8, now - 60)):
+    version = str(int(started) + 1)
+    stopped[pid] = _left_by(serving_dir, elsewhere, pid, started, version)
+    pushes.write_model(str(serving_dir / 'half-moved'), {
+        path: data for path, data in MODEL.items()
+        if path != 'saved_model.pb'})
+    os.rename(serving_dir / 'half-moved' / 'Format-Serving',
+              serving_dir / version)
+    os.rmdir(serving_dir / 'half-moved')
+  os.makedirs(serving_dir / '4' / 'variables')
+  (serving_dir / '4' / 'variables' / 'variables.index').write_bytes(b'index')
+  files = set(_files(serving_dir))
+  dead = {stopped[7], str(int(now - 7200) + 1)}
+  removed = {path for path in files if path.split('/')[0] in dead}
+  return removed, files - removed
+
+
+def test_a_push_removes_the_version_folder_a_stopped_push_half_moved(
+    tmp_path):
+  serving_dir = tmp_path / 'serving'
+  removed, kept = _stopped_moves(serving_dir)
+  assert removed and _served(serving_dir) == NOTHING
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  pushed = pushes.push(model, str(serving_dir), str(tmp_path / 'pushed'))
+  version = pushed.get_string_custom_property('pushed_version')
+  assert set(_files(serving_dir)) == kept | {
+      f'{version}/{path}' for path in MODEL}
+  assert set(_served(serving_dir).values()) == {version}
+
+
 def _objects(endpoint):
   listed = s3_server.client(endpoint).list_objects_v2(Bucket='models')
   return sorted(o['Key'] for o in listed.get('Contents', []))
@@ -222,3 +269,25 @@ def test_on_s3_the_version_appears_whole_and_its_staging_copy_goes(
   assert objects == sorted(f'serving/{version}/{path}' for path in MODEL)
   assert first['pushed_destination'] == f's3://models/serving/{version}'
   assert again['already_served'] == 1 and again['pushed_version'] == version
+
+
+def test_on_s3_a_push_removes_the_version_folder_a_stopped_push_half_moved(
+    tmp_path_factory, tmp_path):
+  removed, kept = _stopped_moves(tmp_path / 'left')
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  log = tmp_path_factory.mktemp('s3') / 's3.log'
+  with s3_server.running(str(log)) as endpoint:
+    s3_server.client(endpoint).create_bucket(Bucket='models')
+    s3_server.upload_dir(endpoint, str(tmp_path / 'left'), 'models',
+                         'serving')
+    left = _objects(endpoint)
+    run = local_run.python(
+        ['-m', 'tests.pushes', model, 's3://models/serving',
+         str(tmp_path / 'pushed')], 300, s3_server.pod_environment(endpoint))
+    objects = _objects(endpoint)
+  print(run.stdout, run.stderr[-3000:])
+  assert run.returncode == 0
+  assert left == sorted(f'serving/{path}' for path in removed | kept)
+  version = json.loads(run.stdout.splitlines()[-1])['pushed_version']
+  assert objects == sorted(f'serving/{path}' for path in kept | {
+      f'{version}/{path}' for path in MODEL})
