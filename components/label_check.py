@@ -197,6 +197,16 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
           np.concatenate(probabilities))
 
 
+def _names(split_uri: str, positions: np.ndarray,
+           named: Optional[Dict[int, Tuple[str, str]]]
+           ) -> Dict[int, Tuple[str, str]]:
+  """sources_at's names of `positions`, read only where `named` lacks them."""
+  known = named or {}
+  missing = np.array([p for p in positions.tolist() if p not in known],
+                     np.int64)
+  return {**known, **sources_at(split_uri, missing)}
+
+
 def _class_name(class_names: List[str], label: int) -> str:
   """The label's class name, or the label itself past the names."""
   return class_names[label] if 0 <= label < len(class_names) else str(label)
@@ -205,7 +215,8 @@ def _class_name(class_names: List[str], label: int) -> str:
 def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
                   class_names: List[str], method: str,
-                  averaged_over_run: bool = False
+                  averaged_over_run: bool = False,
+                  named: Optional[Dict[int, Tuple[str, str]]] = None
                   ) -> Tuple[List[Dict[str, Any]], label_scores.Suspects]:
   """Returns one row per suspect of the split, most doubtful first.
 
@@ -220,6 +231,8 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
     method: how the probabilities were made.
     averaged_over_run: the probabilities are averaged over a training run
       (label_scores.find_suspects says what changes).
+    named: sources_at's (source, place) of some positions, found already
+      (the mistakes'); the split is read for the suspects' others only.
 
   Returns:
     The rows, and the suspects they were made from.
@@ -228,7 +241,7 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
                                      averaged_over_run=averaged_over_run)
   ranked, suggested = found.indices, found.suggested
   probabilities = found.probabilities
-  named = sources_at(split_uri, positions[ranked])
+  named = _names(split_uri, positions[ranked], named)
 
   name = functools.partial(_class_name, class_names)
   rows = []
@@ -248,9 +261,21 @@ def suspects_rows(split: str, split_uri: str, positions: np.ndarray,
   return rows, found
 
 
+def _mistakes(labels: np.ndarray, probabilities: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray, int]:
+  """The indices of the mistakes listed (mistakes_rows), every record's
+  predicted class, and how many records the model gets wrong."""
+  predicted = np.argmax(probabilities, axis=1) if len(labels) else labels
+  wrong = np.flatnonzero(predicted != labels)
+  confidence = probabilities[wrong, predicted[wrong]]
+  listed = wrong[np.argsort(-confidence, kind='stable')][:MISTAKES_LISTED]
+  return listed, predicted, len(wrong)
+
+
 def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
                   labels: np.ndarray, probabilities: np.ndarray,
-                  class_names: List[str], suspects: List[Dict[str, Any]]
+                  class_names: List[str], suspects: List[Dict[str, Any]],
+                  named: Optional[Dict[int, Tuple[str, str]]] = None
                   ) -> Tuple[List[Dict[str, Any]], int]:
   """Returns the records the model predicts wrong, most confident first.
 
@@ -262,15 +287,14 @@ def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
     class_names: the classes' names.
     suspects: the split's suspects rows; a mistake among them is marked
       `suspect` (a likely label error rather than a model error).
+    named: sources_at's (source, place) of some positions, found already;
+      the split is read for the mistakes' others only.
 
   Returns:
     At most MISTAKES_LISTED rows, and how many records the model gets wrong.
   """
-  predicted = np.argmax(probabilities, axis=1) if len(labels) else labels
-  wrong = np.flatnonzero(predicted != labels)
-  confidence = probabilities[wrong, predicted[wrong]]
-  listed = wrong[np.argsort(-confidence, kind='stable')][:MISTAKES_LISTED]
-  named = sources_at(split_uri, positions[listed])
+  listed, predicted, wrong = _mistakes(labels, probabilities)
+  named = _names(split_uri, positions[listed], named)
   doubted = {row['record'] for row in suspects}
 
   name = functools.partial(_class_name, class_names)
@@ -285,7 +309,7 @@ def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
         'predicted_probability': round(float(probabilities[i, guess]), 6),
         'given_probability': round(float(probabilities[i, given]), 6),
         'suspect': record in doubted, 'record': record})
-  return rows, len(wrong)
+  return rows, wrong
 
 
 def read_mistakes(uri: str) -> List[Dict[str, Any]]:
@@ -503,10 +527,17 @@ class Executor(base_executor.BaseExecutor):
       if isinstance(scores, str):
         methods[split] = scores
         continue
+      split_uri = artifact_utils.get_split_uri([examples], split)
+      named = None
+      if split == exec_properties[EVAL_SPLIT_KEY]:
+        # The suspects are among the mistakes (bar any past the listed
+        # ones): one pass over the split names both.
+        named = sources_at(split_uri, scores.positions[
+            _mistakes(scores.labels, scores.probabilities)[0]])
       split_rows, found = suspects_rows(
-          split, artifact_utils.get_split_uri([examples], split),
-          scores.positions, scores.labels, scores.probabilities, class_names,
-          scores.method, averaged_over_run=scores.averaged_over_run)
+          split, split_uri, scores.positions, scores.labels,
+          scores.probabilities, class_names, scores.method,
+          averaged_over_run=scores.averaged_over_run, named=named)
       if found.estimate >= 0:
         estimates[split] = found.estimate
         temperatures[split] = round(found.temperature, 4)
@@ -521,9 +552,8 @@ class Executor(base_executor.BaseExecutor):
       rows += split_rows
       if split == exec_properties[EVAL_SPLIT_KEY]:
         split_mistakes, mistakes_count[split] = mistakes_rows(
-            split, artifact_utils.get_split_uri([examples], split),
-            scores.positions, scores.labels, scores.probabilities,
-            class_names, split_rows)
+            split, split_uri, scores.positions, scores.labels,
+            scores.probabilities, class_names, split_rows, named=named)
         mistakes += split_mistakes
       counts[split], checked[split], totals[split], methods[split] = (
           len(split_rows), len(scores.labels), scores.records, scores.method)

@@ -35,7 +35,8 @@ _CHUNK_BYTES = 1 << 20
 # first: a name not all digits, so no lookup takes it for a version.
 _STAGING = re.compile(r'\.push-(?P<start>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)'
                       r'-[0-9a-f]{8}')
-# Older than this, a staging folder is a killed push's, whatever host wrote it.
+# Started longer ago than this, another host's staging folder is a killed
+# push's.
 _STALE_SECONDS = 3600
 
 
@@ -189,16 +190,16 @@ def _staging_name() -> str:
 def _killed(name: str) -> bool:
   """Whether `name` is a staging folder no push is writing any more.
 
-  It is if a process of this host wrote it and has ended, or if it is older
-  than _STALE_SECONDS (a process of another host cannot be asked).
+  It is if a process of this host wrote it and has ended, or if another
+  host's push started it over _STALE_SECONDS ago (its process cannot be
+  asked). A process of this host that is alive is still writing it, however
+  long it has run.
   """
   staging = _STAGING.fullmatch(name)
   if not staging:
     return False
-  if time.time() - int(staging['start']) > _STALE_SECONDS:
-    return True
   if staging['host'] != socket.gethostname():
-    return False
+    return time.time() - int(staging['start']) > _STALE_SECONDS
   try:
     os.kill(int(staging['pid']), 0)
   except ProcessLookupError:
@@ -208,13 +209,37 @@ def _killed(name: str) -> bool:
   return False
 
 
+def _remove_push(base_directory: str, staging: str) -> None:
+  """Removes the staging folder `staging`, and first what it half moved.
+
+  On an object store its `<version>/` is copied object by object to the
+  version folder, saved_model.pb last: a push stopped during that copy
+  leaves, beside its staging folder, the version folder without
+  saved_model.pb. Removed before the staging folder, which marks it as this
+  push's, it is never left unmarked.
+  """
+  staged = os.path.join(base_directory, staging)
+  if not fileio.exists(staged):
+    return
+  for version in sorted(n.rstrip('/') for n in fileio.listdir(staged)):
+    half_moved = os.path.join(base_directory, version)
+    if (served_versions.is_version(version) and fileio.exists(half_moved)
+        and not fileio.exists(os.path.join(
+            half_moved, served_versions.SAVED_MODEL_FILE))):
+      fileio.rmtree(half_moved)
+      logging.info('Removed %s, a version folder without %s that a push '
+                   'stopped while moving it into place.', half_moved,
+                   served_versions.SAVED_MODEL_FILE)
+  fileio.rmtree(staged)
+
+
 def _remove_killed_pushes(base_directory: str) -> None:
-  """Removes the staging folders that killed pushes left in `base_directory`."""
+  """Removes what killed pushes left in `base_directory` (_remove_push)."""
   if not fileio.exists(base_directory):
     return
   for name in sorted(n.rstrip('/') for n in fileio.listdir(base_directory)):
     if _killed(name):
-      fileio.rmtree(os.path.join(base_directory, name))
+      _remove_push(base_directory, name)
       logging.info('Removed %s, left by a push that was killed.',
                    os.path.join(base_directory, name))
 
@@ -286,7 +311,8 @@ class Executor(pusher_executor.Executor):
                   exec_properties: Dict[str, Any]) -> None:
     """TFX's push into a staging folder, then moved to its version."""
     base_directory = destination.filesystem.base_directory
-    staging = os.path.join(base_directory, _staging_name())
+    staging_name = _staging_name()
+    staging = os.path.join(base_directory, staging_name)
     destination.filesystem.base_directory = staging
     try:
       super().Do(input_dict, output_dict, {
@@ -306,7 +332,7 @@ class Executor(pusher_executor.Executor):
       tfx_workarounds.mark_pushed(model_push, serving_path, version)
     except BaseException as e:
       try:
-        _remove(staging)
+        _remove_push(base_directory, staging_name)
       except Exception as removing:  # pylint: disable=broad-except
         e.add_note(f'Removing the partial copy {staging} failed too '
                    f'({_cause(removing)}); the next push removes it.')

@@ -13,6 +13,11 @@ SAVED_MODEL_FILE = 'saved_model.pb'
 _VERSION = re.compile('[0-9]+')
 
 
+def is_version(name: str) -> bool:
+  """Whether `name` is a version folder's name: digits only."""
+  return bool(_VERSION.fullmatch(name))
+
+
 def newest(names: Iterable[str],
            holds_saved_model: Callable[[str], bool]) -> Optional[str]:
   """Returns the highest numbered name whose folder holds a SavedModel.
@@ -28,5 +33,5 @@ def newest(names: Iterable[str],
     The version, None if there is none.
   """
   versions = sorted((name for name in (n.rstrip('/') for n in names)
-                     if _VERSION.fullmatch(name)), key=int, reverse=True)
+                     if is_version(name)), key=int, reverse=True)
   return next((v for v in versions if holds_saved_model(v)), None)

@@ -10,8 +10,10 @@ import dataclasses
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -151,6 +153,40 @@ def test_a_push_leaves_a_running_push_alone_and_a_rerun_is_not_pushed_again(
   assert os.listdir(serving_dir) == [version]
 
 
+def _left_by(serving_dir, host, pid, started, version='1'):
+  """Writes what a push from `host` (process `pid`, started at `started`)
+  left in serving_dir when it was stopped before moving its copy; returns
+  the name of its hidden folder."""
+  name = f'.push-{int(started)}-{host}-{pid}-0123abcd'
+  pushes.write_model(str(serving_dir / name / 'model'), MODEL)
+  os.rename(serving_dir / name / 'model' / 'Format-Serving',
+            serving_dir / name / version)
+  os.rmdir(serving_dir / name / 'model')
+  return name
+
+
+def test_a_push_removes_other_hosts_copies_only_once_over_an_hour_old(
+    tmp_path):
+  serving_dir = tmp_path / 'serving'
+  elsewhere = socket.gethostname() + '-elsewhere'  # Not this host.
+  now = time.time()
+  old = _left_by(serving_dir, elsewhere, 7, now - 3700)
+  recent = _left_by(serving_dir, elsewhere, 7, now - 60)  # Still copying?
+  # A push of this host is asked instead, however long it has run: this
+  # process is alive, so its copy is still being written.
+  running_here = _left_by(serving_dir, socket.gethostname(), os.getpid(),
+                          now - 7200)
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  pushes.push(model, str(serving_dir), str(tmp_path / 'pushed'))
+  listed = set(os.listdir(serving_dir))
+  assert old not in listed
+  assert {recent, running_here} <= listed
+  [version] = listed - {recent, running_here}
+  assert _files(serving_dir / version) == MODEL
+  assert _files(serving_dir / recent) == {
+      os.path.join('1', path): data for path, data in MODEL.items()}
+
+
 def test_a_version_folder_without_saved_model_pb_is_not_served(tmp_path):
   # As TFX's own Pusher leaves one that failed half-way (it copies in place,
   # saved_model.pb last).
@@ -160,6 +196,53 @@ def test_a_version_folder_without_saved_model_pb_is_not_served(tmp_path):
   os.rename(tmp_path / 'old' / 'Format-Serving', serving_dir / '4')
   os.makedirs(serving_dir / '5' / 'variables')
   assert set(_served(serving_dir).values()) == {'4'}
+
+
+def _stopped_moves(serving_dir):
+  """Lays out in serving_dir what pushes stopped while copying their copy
+  into place on an object store leave, and a version folder without
+  saved_model.pb that no push of this Pusher marks (TFX's own copies in
+  place).
+
+  A stopped push leaves its hidden copy whole, and its version folder
+  holding every file but saved_model.pb (copied last). One push is of
+  another host two hours ago, one of another host a minute ago (maybe
+  still copying).
+
+  Returns:
+    The paths of the files the next push removes, and of those it keeps.
+  """
+  elsewhere = socket.gethostname() + '-elsewhere'  # Not this host.
+  now = time.time()
+  stopped = {}
+  for pid, started in ((7, now - 7200), (8, now - 60)):
+    version = str(int(started) + 1)
+    stopped[pid] = _left_by(serving_dir, elsewhere, pid, started, version)
+    pushes.write_model(str(serving_dir / 'half-moved'), {
+        path: data for path, data in MODEL.items()
+        if path != 'saved_model.pb'})
+    os.rename(serving_dir / 'half-moved' / 'Format-Serving',
+              serving_dir / version)
+    os.rmdir(serving_dir / 'half-moved')
+  os.makedirs(serving_dir / '4' / 'variables')
+  (serving_dir / '4' / 'variables' / 'variables.index').write_bytes(b'index')
+  files = set(_files(serving_dir))
+  dead = {stopped[7], str(int(now - 7200) + 1)}
+  removed = {path for path in files if path.split('/')[0] in dead}
+  return removed, files - removed
+
+
+def test_a_push_removes_the_version_folder_a_stopped_push_half_moved(
+    tmp_path):
+  serving_dir = tmp_path / 'serving'
+  removed, kept = _stopped_moves(serving_dir)
+  assert removed and _served(serving_dir) == NOTHING
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  pushed = pushes.push(model, str(serving_dir), str(tmp_path / 'pushed'))
+  version = pushed.get_string_custom_property('pushed_version')
+  assert set(_files(serving_dir)) == kept | {
+      f'{version}/{path}' for path in MODEL}
+  assert set(_served(serving_dir).values()) == {version}
 
 
 def _objects(endpoint):
@@ -186,3 +269,25 @@ def test_on_s3_the_version_appears_whole_and_its_staging_copy_goes(
   assert objects == sorted(f'serving/{version}/{path}' for path in MODEL)
   assert first['pushed_destination'] == f's3://models/serving/{version}'
   assert again['already_served'] == 1 and again['pushed_version'] == version
+
+
+def test_on_s3_a_push_removes_the_version_folder_a_stopped_push_half_moved(
+    tmp_path_factory, tmp_path):
+  removed, kept = _stopped_moves(tmp_path / 'left')
+  model = pushes.write_model(str(tmp_path / 'model'), MODEL)
+  log = tmp_path_factory.mktemp('s3') / 's3.log'
+  with s3_server.running(str(log)) as endpoint:
+    s3_server.client(endpoint).create_bucket(Bucket='models')
+    s3_server.upload_dir(endpoint, str(tmp_path / 'left'), 'models',
+                         'serving')
+    left = _objects(endpoint)
+    run = local_run.python(
+        ['-m', 'tests.pushes', model, 's3://models/serving',
+         str(tmp_path / 'pushed')], 300, s3_server.pod_environment(endpoint))
+    objects = _objects(endpoint)
+  print(run.stdout, run.stderr[-3000:])
+  assert run.returncode == 0
+  assert left == sorted(f'serving/{path}' for path in removed | kept)
+  version = json.loads(run.stdout.splitlines()[-1])['pushed_version']
+  assert objects == sorted(f'serving/{path}' for path in kept | {
+      f'{version}/{path}' for path in MODEL})
