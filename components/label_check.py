@@ -419,6 +419,12 @@ def _method(name: str, checked: int, records: int, detail: str = '') -> str:
   return f'{name} ({", ".join(notes)})' if notes else name
 
 
+def auto_cross_fit_records(fold_examples: int) -> int:
+  """Training records at most that LabelCheck cross-fits without folds
+  given: the Trainer keeps no probabilities of a split this small."""
+  return AUTO_FOLDS * fold_examples
+
+
 def _training_folds(files: List[str], exec_properties: Dict[str, Any]
                     ) -> Tuple[int, str]:
   """Returns the folds that score the training split (0: the Trainer's run).
@@ -433,7 +439,7 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any]
   folds = exec_properties.get(FOLDS_KEY)
   if folds is not None:
     return int(folds), ''
-  most = AUTO_FOLDS * int(exec_properties[FOLD_EXAMPLES_KEY])
+  most = auto_cross_fit_records(int(exec_properties[FOLD_EXAMPLES_KEY]))
   # A large split is not read through to say so.
   records = shards.count_records(files, at_most=most + 1)
   if records <= most:

@@ -57,6 +57,9 @@ from modules.training_config import TrainingConfig
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
+# custom_config: LabelCheck cross-fits a training split of at most this many
+# records itself (components/label_check.py), so it needs none of them.
+CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
 EVAL_SPLIT = 'eval'
 
 
@@ -368,10 +371,16 @@ def epoch_scores(fn_args: FnArgs, records: int,
                  planned_epochs: int
                  ) -> Optional[epoch_probabilities.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or
-  None where none are asked for, or on several workers (each would need
-  the others to predict)."""
-  checked = (fn_args.custom_config or {}).get(EPOCH_PROBABILITIES_KEY) or 0
+  None where none are asked for, where LabelCheck cross-fits the split, or
+  on several workers (each would need the others to predict)."""
+  custom_config = fn_args.custom_config or {}
+  checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
   if not checked:
+    return None
+  if records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
+    logging.info('Trainer: no training-run probabilities for LabelCheck: it '
+                 'cross-fits a training split of %d records itself.',
+                 records)
     return None
   if task:
     logging.info('Trainer: no training-run probabilities for LabelCheck on '

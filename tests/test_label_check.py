@@ -27,6 +27,7 @@ from modules import epoch_probabilities
 from modules import training_config
 from pipeline import knobs
 from pipeline import pipeline
+from records import epoch_probabilities as recorded_probabilities
 from records import features
 from records import sample
 from records import shards
@@ -252,6 +253,9 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   train = result['checked']['train']
   assert result['methods']['train'] == (
       f'cross_fit (2 folds, auto: {train:,} records, at most 5,120)')
+  # So the Trainer spent no epoch on probabilities of it.
+  [model_run] = (out / 'pipeline' / 'Trainer' / 'model_run').iterdir()
+  assert recorded_probabilities.read(str(model_run)) is None
   for prefix, sources in planted.items():
     listed = [r['source'] for r in result['rows']
               if r['split'] in SPLITS[prefix]]
@@ -546,12 +550,12 @@ def test_validation_is_sampled_to_the_cap_and_eval_is_checked_whole(
   cap = validation // 2
   properties, rows = check_again(out, tmp_path, cap)
   checked = properties['records_checked']
-  assert properties['records'] == {'train': TRAIN - validation,
-                                   'validation': validation, 'eval': EVAL}
+  assert properties['records'] == {'validation': validation, 'eval': EVAL}
   assert 0 < checked['validation'] < validation
   assert checked['eval'] == EVAL
-  # The Trainer's sample of train is what its run kept, whatever the cap.
-  assert checked['train'] == TRAIN - validation
+  # Folds 0 score train from the Trainer's run, which kept nothing of it:
+  # the run's LabelCheck cross-fitted it (planted_run's defaults).
+  assert properties['methods']['train'] == 'not checked: the model trained on it'
   # The artifact and every suspect's row say the split was sampled.
   sampled = (f'out_of_sample (a sample of {checked["validation"]:,} of '
              f'{validation:,} records)')
