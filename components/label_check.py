@@ -510,6 +510,32 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
       averaged_over_run=True, seconds_in_trainer=run.seconds)
 
 
+def _unless_folds_too_weak(scored: Dict[str, Union[_Scores, str]],
+                           exec_properties: Dict[str, Any]) -> None:
+  """Leaves a cross-fitted training split unchecked, saying why, where its
+  fold models disagree with far more labels than the Trainer's model does
+  on validation (label_scores.folds_too_weak): their doubts are their own
+  errors, not the labels'."""
+  train = scored.get(exec_properties[TRAIN_SPLIT_KEY])
+  validation = next((scores for split, scores in scored.items()
+                     if split not in (exec_properties[TRAIN_SPLIT_KEY],
+                                      exec_properties[EVAL_SPLIT_KEY])
+                     and isinstance(scores, _Scores)), None)
+  if (not isinstance(train, _Scores) or validation is None or
+      not train.method.startswith(CROSS_FIT)):
+    return
+  folds = label_scores.disagreement(train.labels, train.probabilities)
+  trainer = label_scores.disagreement(validation.labels,
+                                      validation.probabilities)
+  if label_scores.folds_too_weak(folds, trainer):
+    why = (f'not checked: the fold models were too weak to doubt its labels '
+           f'({folds:.1%} of the records classified as another class, the '
+           f'Trainer\'s model {trainer:.1%} of validation\'s); more '
+           'training per fold: --label-check-train-examples')
+    logging.info('LabelCheck: %s: %s.', exec_properties[TRAIN_SPLIT_KEY], why)
+    scored[exec_properties[TRAIN_SPLIT_KEY]] = why
+
+
 class Executor(base_executor.BaseExecutor):
   """Scores every split out of sample and writes the ranked suspects."""
 
@@ -526,10 +552,15 @@ class Executor(base_executor.BaseExecutor):
         model_dir, exec_properties[SIGNATURE_KEY]))
     rows, counts, checked, totals, methods, seconds = [], {}, {}, {}, {}, {}
     mistakes, mistakes_count, estimates, temperatures = [], {}, {}, {}
+    scored, scoring_s = {}, {}
     for split in artifact_utils.decode_split_names(examples.split_names):
       started = time.monotonic()
-      scores = _score_split(split, input_dict, exec_properties,
-                            len(class_names), serve)
+      scored[split] = _score_split(split, input_dict, exec_properties,
+                                   len(class_names), serve)
+      scoring_s[split] = time.monotonic() - started
+    _unless_folds_too_weak(scored, exec_properties)
+    for split, scores in scored.items():
+      started = time.monotonic() - scoring_s[split]
       if isinstance(scores, str):
         methods[split] = scores
         continue

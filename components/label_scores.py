@@ -25,6 +25,10 @@ _TEMPERATURES = (0.1, 20.0)
 _TINY = 1e-12  # The floor of a probability before its logarithm.
 
 
+# Fold models too weak to doubt labels (folds_too_weak; docs/label-check.md).
+WEAK_FACTOR, WEAK_MARGIN = 2.0, 0.10
+
+
 def calibrate(labels: np.ndarray, probabilities: np.ndarray
               ) -> Tuple[float, np.ndarray]:
   """Fits a temperature to the records' labels (temperature scaling).
@@ -134,3 +138,19 @@ def find_suspects(labels: np.ndarray, probabilities: np.ndarray,
   others[np.arange(len(ranked)), labels[ranked]] = -1.0
   return Suspects(ranked, np.argmax(others, axis=1), estimate, temperature,
                   disagreements, probabilities)
+
+
+def disagreement(labels: np.ndarray, probabilities: np.ndarray) -> float:
+  """The share of records whose most probable class is not their label."""
+  if not len(labels):
+    return 0.0
+  return float(np.mean(np.argmax(probabilities, axis=1) != labels))
+
+
+def folds_too_weak(folds: float, trainer: float) -> bool:
+  """Whether cross-fitted models that disagree with a share `folds` of the
+  training labels are too weak to doubt them, where the Trainer's model
+  disagrees with a share `trainer` of validation's: wrong labels make
+  both disagree alike; more than WEAK_FACTOR times as many, plus
+  WEAK_MARGIN, are the fold models' own errors."""
+  return folds > WEAK_FACTOR * trainer + WEAK_MARGIN

@@ -509,9 +509,9 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
   assert len(in_train & set(by_split['train'])) >= 0.7 * len(in_train)
 
 
-def check_again(out, tmp_path, checked_records):
-  """Runs LabelCheck's executor again on `out`'s run with another cap;
-  returns its artifact's properties and its suspects."""
+def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560):
+  """Runs LabelCheck's executor again on `out`'s run with another cap (and
+  folds); returns its artifact's properties and its suspects."""
   def artifact(kind, node, key):
     made = kind()
     [made.uri] = [str(p) for p in (out / 'pipeline' / node / key).iterdir()]
@@ -527,13 +527,13 @@ def check_again(out, tmp_path, checked_records):
             'transform_graph': [artifact(standard_artifacts.TransformGraph,
                                          'Transform', 'transform_graph')]}
   suspects = label_check.LabelSuspects()
-  suspects.uri = str(tmp_path / f'suspects-{checked_records}')
+  suspects.uri = str(tmp_path / f'suspects-{checked_records}-{folds}')
   component = label_check.LabelCheck(
       examples=channel_of(examples), model=channel_of(inputs['model'][0]),
       model_run=channel_of(inputs['model_run'][0]),
       transform_graph=channel_of(inputs['transform_graph'][0]),
-      cross_fit_fn='modules.cross_fit.cross_fit', folds=0,
-      fold_examples=2560, checked_records=checked_records,
+      cross_fit_fn='modules.cross_fit.cross_fit', folds=folds,
+      fold_examples=fold_examples, checked_records=checked_records,
       signature_name='serving_default', probabilities_key='probabilities')
   label_check.Executor().Do(inputs, {'suspects': [suspects]},
                             component.exec_properties)
@@ -572,3 +572,16 @@ def test_validation_is_sampled_to_the_cap_and_eval_is_checked_whole(
 
 def channel_of(artifact):
   return types.Channel(type=type(artifact))
+
+
+def test_fold_models_too_weak_to_doubt_labels_leave_train_unchecked(
+    planted_run, tmp_path):
+  out, _ = planted_run
+  # One step of 32 examples per fold: a model that doubts right labels.
+  properties, rows = check_again(out, tmp_path, 10_000, folds=2,
+                                 fold_examples=32)
+  method = properties['methods']['train']
+  assert method.startswith('not checked: the fold models were too weak')
+  assert '--label-check-train-examples' in method
+  assert 'train' not in properties['records_checked']
+  assert {r['split'] for r in rows} <= {'validation', 'eval'}

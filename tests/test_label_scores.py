@@ -125,3 +125,18 @@ def test_the_estimate_on_a_sample_counts_the_sample():
   assert abs(part - whole * chosen.mean()) < 0.25 * whole * chosen.mean()
 
 
+
+
+def test_fold_models_far_weaker_than_the_trainers_are_too_weak():
+  labels = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
+  right = np.eye(3)[labels]
+  half_wrong = np.eye(3)[np.where(np.arange(10) < 5, (labels + 1) % 3, labels)]
+  assert label_scores.disagreement(labels, right) == 0.0
+  assert label_scores.disagreement(labels, half_wrong) == 0.5
+  assert label_scores.disagreement(labels[:0], right[:0]) == 0.0
+  # Wrong labels: the folds and the Trainer's model disagree alike.
+  assert not label_scores.folds_too_weak(0.06, 0.05)
+  assert not label_scores.folds_too_weak(0.35, 0.15)
+  # Clean labels a weak fold model misplaces.
+  assert label_scores.folds_too_weak(0.33, 0.0)
+  assert label_scores.folds_too_weak(0.30, 0.05)
