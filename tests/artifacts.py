@@ -43,3 +43,32 @@ def make_transform_output(train_pattern, geometry, output_dir,
   """Analyzes `train_pattern` with the project's preprocessing_fn."""
   return transform_analysis.analyze(train_pattern, geometry, output_dir,
                                     IN_MEMORY, encoding)
+
+
+
+def trainer_inputs(data_dir, tmp, geometry):
+  """ImageExampleGen on the train/eval folders of `data_dir`, then
+  Transform, under `tmp`; returns the splits' file patterns."""
+  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
+  examples = run_example_gen(data_dir, tmp / 'examples', ImageExampleGenOptions(
+      num_shards=2, input_format='images', geometry=geometry))
+  patterns = {split: f'{examples.uri}/Split-{split}/*'
+              for split in ('train', 'eval')}
+  make_transform_output(patterns['train'], geometry, str(tmp / 'transform'))
+  return patterns
+
+
+def run_trainer(tmp, patterns, config, train_steps):
+  """The Trainer's run_fn on trainer_inputs' `patterns` with TrainingConfig
+  `config`; returns the serving model's directory."""
+  # Imported here: most tests of this module's artifacts train nothing.
+  from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  trainer.run_fn(FnArgs(
+      train_files=[patterns['train']], eval_files=[patterns['eval']],
+      train_steps=train_steps, eval_steps=None,
+      transform_graph_path=str(tmp / 'transform'),
+      serving_model_dir=str(tmp / 'serving'),
+      model_run_dir=str(tmp / 'model_run'),
+      custom_config={'training': config.to_dict()}))
+  return str(tmp / 'serving')

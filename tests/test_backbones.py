@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
-from tfx.components.trainer.fn_args_utils import FnArgs
 
-from components.image_example_gen.options import ImageExampleGenOptions
 from data import shapes
 from modules import backbones
 from modules import fine_tune
@@ -167,29 +165,17 @@ def served(tmp_path_factory, weights_path):
   tmp = tmp_path_factory.mktemp('backbone')
   shapes.write(str(tmp / 'data'), per_class=8, size=SIZE, eval_per_class=4,
                shapes=CLASSES)
-  geometry = features.ImageGeometry(SIZE, SIZE, 3)
-  examples = artifacts.run_example_gen(
-      tmp / 'data', tmp / 'examples', ImageExampleGenOptions(
-          num_shards=2, input_format='images', geometry=geometry))
-  patterns = {split: os.path.join(examples.uri, f'Split-{split}', '*')
-              for split in ('train', 'eval')}
-  artifacts.make_transform_output(patterns['train'], geometry,
-                                  str(tmp / 'transform'))
+  patterns = artifacts.trainer_inputs(tmp / 'data', tmp,
+                                      features.ImageGeometry(SIZE, SIZE, 3))
   config = TrainingConfig(
       budget=Budget(epochs=2), batch_size=8,
       model=ModelConfig(backbone=NAME, weights=weights_path,
                         input_size=(SIZE, SIZE)))
   with absl_lines(progress.EPOCH_LINE) as epochs:
-    trainer.run_fn(FnArgs(
-        train_files=[patterns['train']], eval_files=[patterns['eval']],
-        train_steps=4, eval_steps=None,
-        transform_graph_path=str(tmp / 'transform'),
-        serving_model_dir=str(tmp / 'serving'),
-        model_run_dir=str(tmp / 'model_run'),
-        custom_config={'training': config.to_dict()}))
+    serving_dir = artifacts.run_trainer(tmp, patterns, config, train_steps=4)
   # One line per epoch of the run, numbered across both phases.
   assert [line.split(':')[0] for line in epochs] == ['Epoch 1/2', 'Epoch 2/2']
-  return str(tmp / 'serving'), tmp / 'data'
+  return serving_dir, tmp / 'data'
 
 
 def test_the_served_backbone_answers_every_signature(served):

@@ -11,14 +11,11 @@ import numpy as np
 from PIL import Image
 import pytest
 import tensorflow as tf
-from tfx.components.trainer.fn_args_utils import FnArgs
 
-from components.image_example_gen.options import ImageExampleGenOptions
 from data import photos
 from modules import backbones
 from modules import model as model_lib
 from modules import progress
-from modules import trainer
 from modules.architectures import DEFAULT_BACKBONE, SMALL_GAP_CNN
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from records import features
@@ -107,29 +104,17 @@ def test_without_weights_photos_train_from_scratch_saying_how_to_give_them(
     tmp_path, unreachable_weights):
   for split, count in (('train', 6), ('eval', 2)):
     photos.write(str(tmp_path / 'data' / split), count, size=(WIDTH, HEIGHT))
-  examples = artifacts.run_example_gen(
-      tmp_path / 'data', tmp_path / 'examples', ImageExampleGenOptions(
-          num_shards=2, input_format='images', geometry=PHOTOS))
-  patterns = {split: os.path.join(examples.uri, f'Split-{split}', '*')
-              for split in ('train', 'eval')}
-  artifacts.make_transform_output(patterns['train'], PHOTOS,
-                                  str(tmp_path / 'transform'))
+  patterns = artifacts.trainer_inputs(tmp_path / 'data', tmp_path, PHOTOS)
   config = TrainingConfig(budget=Budget(epochs=1), batch_size=8)
   with absl_lines(progress.PLAN_LINE) as plan_lines:
-    trainer.run_fn(FnArgs(
-        train_files=[patterns['train']], eval_files=[patterns['eval']],
-        train_steps=2, eval_steps=None,
-        transform_graph_path=str(tmp_path / 'transform'),
-        serving_model_dir=str(tmp_path / 'serving'),
-        model_run_dir=str(tmp_path / 'model_run'),
-        custom_config={'training': config.to_dict()}))
+    serving_dir = artifacts.run_trainer(tmp_path, patterns, config,
+                                        train_steps=2)
   [why] = [line for line in plan_lines if 'from scratch' in line]
   assert '\n' not in why
   assert unreachable_weights in why and '--weights PATH' in why
   assert str(tmp_path / 'home' / '.keras' / backbones.CACHE_SUBDIR) in why
   assert any('small-gap-cnn' in line and 'at 72x96' in line
              for line in plan_lines)
-  serving_dir = str(tmp_path / 'serving')
   with open(os.path.join(serving_dir, 'assets.extra',
                          'training_plan.json')) as f:
     plan = json.load(f)
