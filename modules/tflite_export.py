@@ -80,22 +80,18 @@ def _stderr_to_log() -> Iterator[None]:
         logging.info('TensorFlow Lite: %s', text)
 
 
-def convert(concrete_function, model: keras.Model, quantise: bool) -> bytes:
-  """Converts `concrete_function` of `model` to a .tflite file's bytes.
+def convert(concrete_function, quantise: bool) -> bytes:
+  """Converts `concrete_function` to a .tflite file's bytes.
 
   Args:
     concrete_function: the function to convert (`pixel_classifier`).
-    model: the Keras model whose variables it uses.
     quantise: whether to quantise the weights to 8 bits (dynamic range).
   """
-  # The converter saves the function as a SavedModel of its trackable
-  # object first. A module holding only the model's variables saves in a
-  # fraction of the time the Keras model takes (which traces every layer),
-  # for the same file.
-  holder = tf.Module()
-  holder.model_variables = list(model.variables)
+  # The function as its own trackable object: the converter freezes its
+  # variables into constants in memory. Given a tf.Module, it would save a
+  # SavedModel of it to a temporary folder and convert that, at every call.
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
-      [concrete_function], holder)
+      [concrete_function], concrete_function)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
   if quantise:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -109,14 +105,20 @@ def tflite_probabilities(model_content: bytes, images: np.ndarray) -> np.ndarray
                                     num_threads=os.cpu_count())
   [inputs], [outputs] = (interpreter.get_input_details(),
                          interpreter.get_output_details())
+  # One input shape for every batch: each resize and allocation makes the
+  # XNNPACK delegate prepare the graph again. The last batch is padded.
+  batch_size = min(_BATCH, len(images))
+  interpreter.resize_tensor_input(inputs['index'],
+                                  [batch_size, *images.shape[1:]])
+  interpreter.allocate_tensors()
   out = []
-  for start in range(0, len(images), _BATCH):
-    batch = images[start:start + _BATCH]
-    interpreter.resize_tensor_input(inputs['index'], batch.shape)
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(inputs['index'], batch)
+  for start in range(0, len(images), batch_size):
+    batch = images[start:start + batch_size]
+    padded = np.zeros((batch_size, *images.shape[1:]), images.dtype)
+    padded[:len(batch)] = batch
+    interpreter.set_tensor(inputs['index'], padded)
     interpreter.invoke()
-    out.append(interpreter.get_tensor(outputs['index']))
+    out.append(interpreter.get_tensor(outputs['index'])[:len(batch)])
   return np.concatenate(out)
 
 
@@ -195,7 +197,7 @@ def export(model: keras.Model, geometry: features.ImageGeometry,
   for kind, name in FILES.items():
     with _stderr_to_log():
       started = time.monotonic()
-      content = convert(concrete, model, quantise=kind != 'float32')
+      content = convert(concrete, quantise=kind != 'float32')
       seconds['conversion'] += time.monotonic() - started
       started = time.monotonic()
       predicted = tflite_probabilities(content, pixels).argmax(axis=1)

@@ -197,6 +197,23 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
   assert quantised < full / 2
 
 
+def test_tflite_batches_give_each_image_its_own_answer(grey):
+  # More images than a batch, and not a multiple of it: the last batch is
+  # padded, and nothing of the padding comes back.
+  path, model, (images, _) = grey
+  pixels = images.reshape(len(images), *images.shape[1:3], -1)
+  count = 2 * tflite_export._BATCH + 3  # pylint: disable=protected-access
+  pixels = np.resize(pixels, (count, *pixels.shape[1:]))
+  with open(os.path.join(path, tflite_export.TFLITE_DIR,
+                         tflite_export.FILES['float32']), 'rb') as f:
+    probabilities = tflite_export.tflite_probabilities(f.read(), pixels)
+  assert probabilities.shape == (count, 10)
+  np.testing.assert_allclose(
+      probabilities,
+      _serve(model, trainer.IMAGES_SIGNATURE, images=pixels)['probabilities'],
+      atol=1e-4)
+
+
 # EXIF orientation. A portrait stored as landscape pixels plus a tag; not
 # square, so that each orientation gives other pixels after resizing.
 _PORTRAIT = _smooth(40, 25, 3, seed=2)
