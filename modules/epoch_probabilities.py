@@ -100,6 +100,11 @@ class EpochProbabilities(keras.callbacks.Callback):
     self._seconds = 0.0
     self._predict = None
 
+  @property
+  def seconds(self) -> float:
+    """Seconds spent predicting the sample so far."""
+    return self._seconds
+
   def _probabilities(self, images: tf.Tensor) -> tf.Tensor:
     if self._predict is None:
       model = self.model

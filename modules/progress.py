@@ -97,6 +97,7 @@ class EpochProgress(keras.callbacks.Callback):
     self._bar = None
     self._steps = 0
     self._started = 0.0
+    self.seconds = 0.0  # In all epochs so far.
     # Without a known dataset size Keras learns the steps of an epoch only
     # by running one; later epochs' bars show the first one's count.
     self._known_steps = None
@@ -137,6 +138,7 @@ class EpochProgress(keras.callbacks.Callback):
   def on_epoch_end(self, epoch: int, logs=None) -> None:
     """Closes the bar and logs the epoch's line."""
     seconds = time.monotonic() - self._started
+    self.seconds += seconds
     self._known_steps = self._steps
     if self._bar is not None:
       self._bar.close()

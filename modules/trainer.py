@@ -20,6 +20,7 @@ import dataclasses
 import math
 import shutil
 import tempfile
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
@@ -78,6 +79,7 @@ def run_fn(fn_args: FnArgs) -> None:
   if config.workers > 1 and not cluster.has_tf_config():
     train_on_local_workers(fn_args, config)
     return
+  clock = PhaseClock()
   task = cluster.from_environment()
   # First thing, before any TensorFlow op (see devices.py).
   strategy = (devices.make_multi_worker_strategy(
@@ -98,6 +100,7 @@ def run_fn(fn_args: FnArgs) -> None:
   log_plan(config, task, data, plan, device_plan, outputs, scratch_why)
   seed_and_precision(config, device_plan)
   strategy = strategy or devices.make_strategy(device_plan)
+  clock.lap('reading and planning')
   with strategy.scope():
     model, backbone = build_model(config, plan, data)
     if start.warm:
@@ -107,12 +110,18 @@ def run_fn(fn_args: FnArgs) -> None:
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
             callbacks(fn_args, config, plan, data, device_plan, outputs,
                       task))
+  clock.lap('model and input')
   trained = train_model(fit, backbone, config, plan, data.validation_plan)
+  scoring = fit.scored.seconds if fit.scored else 0.0
+  clock.lap('training outside its epochs', less=fit.epoch_seconds + scoring)
+  clock.add("LabelCheck's predictions", scoring)
   model = float32_for_serving(model, config, plan, data, device_plan, task)
+  clock.lap('float32 copy')
   export_serving_model(
       model, data.transform_output, data.geometry, data.class_names,
       outputs.serving_model_dir, data.sample_record,
       training_record(fn_args, plan, data, device_plan, model, trained))
+  clock.lap('SavedModel export')
   if task:
     # No worker returns before the chief's model is written: on Vertex AI
     # each worker's TFX executor checks that the serving model exists.
@@ -122,7 +131,33 @@ def run_fn(fn_args: FnArgs) -> None:
                          data.sample_record, data.class_names,
                          outputs.serving_model_dir,
                          split_files_for(fn_args.train_files, EVAL_SPLIT))
+    clock.lap('TensorFlow Lite')
   outputs.remove_temporary()
+  clock.log()
+
+
+class PhaseClock:
+  """Seconds of the Trainer's phases outside its epochs, for the log."""
+
+  def __init__(self):
+    self.seconds: Dict[str, float] = {}
+    self._last = time.monotonic()
+
+  def add(self, phase: str, seconds: float) -> None:
+    """Adds `seconds` to `phase`."""
+    self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
+
+  def lap(self, phase: str, less: float = 0.0) -> None:
+    """Adds the seconds since the last lap, less `less`, to `phase`."""
+    now = time.monotonic()
+    self.add(phase, now - self._last - less)
+    self._last = now
+
+  def log(self) -> None:
+    """Logs one line: each phase's seconds, and their sum."""
+    logging.info('Trainer fixed part: %s; %.1f s in all.',
+                 ', '.join(f'{p} {s:.1f} s' for p, s in self.seconds.items()),
+                 sum(self.seconds.values()))
 
 
 def train_model(fit: 'Fit', backbone: Optional[keras.Model],
@@ -175,6 +210,19 @@ class Fit:
   datasets: 'Datasets'
   callbacks: List[keras.callbacks.Callback]
   epochs_run: int = 0  # Over every call.
+
+  @property
+  def epoch_seconds(self) -> float:
+    """Seconds in the epochs so far, as their lines give them."""
+    return next(c.seconds for c in self.callbacks
+                if isinstance(c, progress.EpochProgress))
+
+  @property
+  def scored(self) -> Optional[epoch_probabilities.EpochProbabilities]:
+    """LabelCheck's training-run probabilities callback, None without one."""
+    return next((c for c in self.callbacks
+                 if isinstance(c, epoch_probabilities.EpochProbabilities)),
+                None)
 
   @property
   def stopper(self) -> Optional[keras.callbacks.EarlyStopping]:

@@ -183,6 +183,10 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
     interpreter = tf.lite.Interpreter(model_path=path_)
     [details] = interpreter.get_input_details()
     assert details['dtype'] == np.uint8
+    # A signature, as a SavedModel's conversion gives it: callers may run
+    # the file through interpreter.get_signature_runner().
+    assert interpreter.get_signature_list() == {
+        'serving_default': {'inputs': ['images'], 'outputs': ['output_0']}}
     with open(path_, 'rb') as f:
       probabilities = tflite_export.tflite_probabilities(f.read(), pixels)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-4)
@@ -195,6 +199,23 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
   quantised, full = (results['models'][k]['bytes']
                      for k in ('dynamic_range', 'float32'))
   assert quantised < full / 2
+
+
+def test_tflite_batches_give_each_image_its_own_answer(grey):
+  # More images than a batch, and not a multiple of it: a last, smaller
+  # batch.
+  path, model, (images, _) = grey
+  pixels = images.reshape(len(images), *images.shape[1:3], -1)
+  count = 2 * tflite_export._BATCH + 3  # pylint: disable=protected-access
+  pixels = np.resize(pixels, (count, *pixels.shape[1:]))
+  with open(os.path.join(path, tflite_export.TFLITE_DIR,
+                         tflite_export.FILES['float32']), 'rb') as f:
+    probabilities = tflite_export.tflite_probabilities(f.read(), pixels)
+  assert probabilities.shape == (count, 10)
+  np.testing.assert_allclose(
+      probabilities,
+      _serve(model, trainer.IMAGES_SIGNATURE, images=pixels)['probabilities'],
+      atol=1e-4)
 
 
 # EXIF orientation. A portrait stored as landscape pixels plus a tag; not

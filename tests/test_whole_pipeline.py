@@ -108,6 +108,22 @@ def test_the_console_shows_only_the_runs_own_lines(pushed):
     assert sum(f'Epoch {e}/2: 30 steps' in l for l in f for e in (1, 2)) == 2
 
 
+
+def test_the_log_says_where_the_trainers_fixed_seconds_go(pushed):
+  """One line in the full log (not on the console): each phase of the
+  Trainer outside its epochs, and their sum."""
+  _, _, result = pushed
+  assert 'fixed part' not in result.stdout
+  log = re.search(r'^Full log: (.+)$', result.stdout, re.M).group(1)
+  with open(log) as f:
+    [line] = [l for l in f if 'Trainer fixed part: ' in l]
+  phases = dict((name, float(seconds)) for name, seconds in re.findall(
+      r"(?:: |, )([A-Za-z' 0-9]+?) ([\d.]+) s", line))
+  assert {'reading and planning', 'SavedModel export', 'TensorFlow Lite',
+          "LabelCheck's predictions"} <= set(phases), line
+  total = float(re.search(r'; ([\d.]+) s in all', line).group(1))
+  assert abs(sum(phases.values()) - total) <= 0.05 * len(phases) + 0.05, line
+
 def test_both_signatures_answer_and_agree(pushed):
   tmp, written, _ = pushed
   path = serving.latest_pushed_model(str(tmp / 'out' / 'serving_model'))
