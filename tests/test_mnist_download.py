@@ -168,6 +168,9 @@ def test_proxy_settings_are_read_at_each_download(tmp_path, http_mirror,
   # urllib's global opener keeps the proxy of its first use in a process:
   # a download after a proxy went away must not go through it.
   url, checksums = http_mirror
+  # No global opener yet, whatever other tests of this process used: the
+  # first use below makes one with the proxy, kept after it went away.
+  monkeypatch.setattr(urllib.request, '_opener', None)
   with monkeypatch.context() as env:
     env.setenv('http_proxy', f'http://127.0.0.1:{ports.free_port()}')
     env.setenv('no_proxy', '')

@@ -6,6 +6,7 @@ how to give them. No network: weights the tests make, downloads refused."""
 import hashlib
 import json
 import os
+import urllib.request
 
 import numpy as np
 from PIL import Image
@@ -34,6 +35,9 @@ def unreachable_weights(tmp_path, monkeypatch):
   nothing answers (a closed loopback port): the download fails at once."""
   (tmp_path / 'home').mkdir()
   monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+  # Keras downloads through urllib's global opener, which keeps the proxies
+  # of its first use: this test's must not outlive it.
+  monkeypatch.setattr(urllib.request, '_opener', None)
   name, module, weights = backbones.APPLICATIONS[DEFAULT_BACKBONE]
   monkeypatch.setitem(backbones.APPLICATIONS, DEFAULT_BACKBONE, (
       name, module, backbones.Weights(
