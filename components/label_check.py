@@ -449,7 +449,8 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any]
 
 def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                  exec_properties: Dict[str, Any], num_classes: int,
-                 serve: Callable[[], Callable[..., Any]]
+                 serve: Callable[[], Callable[..., Any]],
+                 validation_disagreement: Optional[float] = None
                  ) -> Union[_Scores, str]:
   """Scores `split` the way its place in training allows.
 
@@ -459,6 +460,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
     exec_properties: the executor's parameters.
     num_classes: the number of classes.
     serve: returns the Trainer's serving signature, loaded once.
+    validation_disagreement: the Trainer's model's on validation, if
+      scored: cross-fitting stops at the first fold too weak for it.
 
   Returns:
     The split's scores, or why it was not checked.
@@ -493,7 +496,9 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
         fold_examples=int(exec_properties[FOLD_EXAMPLES_KEY]),
         checked_records=checked_records,
         custom_config=json_utils.loads(
-            exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {})
+            exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {},
+        stop_above=(None if validation_disagreement is None else
+                    label_scores.weak_folds_above(validation_disagreement)))
     return _Scores(*scores, records=records, method=_method(
         CROSS_FIT, len(scores[1]), records, f'{folds} folds{why}'))
   run = (epoch_probabilities.read(artifact_utils.get_single_uri(
@@ -510,30 +515,42 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
       averaged_over_run=True, seconds_in_trainer=run.seconds)
 
 
+def _validation_disagreement(scored: Dict[str, Union[_Scores, str]],
+                             splits: List[str],
+                             exec_properties: Dict[str, Any]
+                             ) -> Optional[float]:
+  """The share of validation's records scored so far whose most probable
+  class is not their label (the first split but train and eval), or None."""
+  held_out = [scored[split] for split in splits
+              if split not in (exec_properties[TRAIN_SPLIT_KEY],
+                               exec_properties[EVAL_SPLIT_KEY])
+              and isinstance(scored.get(split), _Scores)]
+  if not held_out:
+    return None
+  return label_scores.disagreement(held_out[0].labels,
+                                   held_out[0].probabilities)
+
+
 def _unless_folds_too_weak(scored: Dict[str, Union[_Scores, str]],
                            exec_properties: Dict[str, Any]) -> None:
   """Leaves a cross-fitted training split unchecked, saying why, where its
   fold models disagree with far more labels than the Trainer's model does
   on validation (label_scores.folds_too_weak): their doubts are their own
   errors, not the labels'."""
-  train = scored.get(exec_properties[TRAIN_SPLIT_KEY])
-  validation = next((scores for split, scores in scored.items()
-                     if split not in (exec_properties[TRAIN_SPLIT_KEY],
-                                      exec_properties[EVAL_SPLIT_KEY])
-                     and isinstance(scores, _Scores)), None)
-  if (not isinstance(train, _Scores) or validation is None or
+  split = exec_properties[TRAIN_SPLIT_KEY]
+  train = scored.get(split)
+  trainer = _validation_disagreement(scored, list(scored), exec_properties)
+  if (not isinstance(train, _Scores) or trainer is None or
       not train.method.startswith(CROSS_FIT)):
     return
   folds = label_scores.disagreement(train.labels, train.probabilities)
-  trainer = label_scores.disagreement(validation.labels,
-                                      validation.probabilities)
   if label_scores.folds_too_weak(folds, trainer):
     why = (f'not checked: the fold models were too weak to doubt its labels '
            f'({folds:.1%} of the records classified as another class, the '
            f'Trainer\'s model {trainer:.1%} of validation\'s); more '
            'training per fold: --label-check-train-examples')
-    logging.info('LabelCheck: %s: %s.', exec_properties[TRAIN_SPLIT_KEY], why)
-    scored[exec_properties[TRAIN_SPLIT_KEY]] = why
+    logging.info('LabelCheck: %s: %s.', split, why)
+    scored[split] = why
 
 
 class Executor(base_executor.BaseExecutor):
@@ -552,14 +569,21 @@ class Executor(base_executor.BaseExecutor):
         model_dir, exec_properties[SIGNATURE_KEY]))
     rows, counts, checked, totals, methods, seconds = [], {}, {}, {}, {}, {}
     mistakes, mistakes_count, estimates, temperatures = [], {}, {}, {}
+    splits = artifact_utils.decode_split_names(examples.split_names)
+    train = exec_properties[TRAIN_SPLIT_KEY]
     scored, scoring_s = {}, {}
-    for split in artifact_utils.decode_split_names(examples.split_names):
+    # Train last: cross-fitting stops once its folds are too weak for the
+    # Trainer's model's disagreement on validation.
+    for split in sorted(splits, key=lambda s: s == train):
       started = time.monotonic()
       scored[split] = _score_split(split, input_dict, exec_properties,
-                                   len(class_names), serve)
+                                   len(class_names), serve,
+                                   _validation_disagreement(scored, splits,
+                                                            exec_properties))
       scoring_s[split] = time.monotonic() - started
     _unless_folds_too_weak(scored, exec_properties)
-    for split, scores in scored.items():
+    for split in splits:
+      scores = scored[split]
       started = time.monotonic() - scoring_s[split]
       if isinstance(scores, str):
         methods[split] = scores

@@ -147,10 +147,16 @@ def disagreement(labels: np.ndarray, probabilities: np.ndarray) -> float:
   return float(np.mean(np.argmax(probabilities, axis=1) != labels))
 
 
+def weak_folds_above(trainer: float) -> float:
+  """The share of training labels that cross-fitted models may disagree
+  with before they are too weak to doubt them, where the Trainer's model
+  disagrees with a share `trainer` of validation's: wrong labels make both
+  disagree alike; more than WEAK_FACTOR times as many, plus WEAK_MARGIN,
+  are the fold models' own errors."""
+  return WEAK_FACTOR * trainer + WEAK_MARGIN
+
+
 def folds_too_weak(folds: float, trainer: float) -> bool:
-  """Whether cross-fitted models that disagree with a share `folds` of the
-  training labels are too weak to doubt them, where the Trainer's model
-  disagrees with a share `trainer` of validation's: wrong labels make
-  both disagree alike; more than WEAK_FACTOR times as many, plus
-  WEAK_MARGIN, are the fold models' own errors."""
-  return folds > WEAK_FACTOR * trainer + WEAK_MARGIN
+  """Whether fold models that disagree with a share `folds` of the training
+  labels are too weak to doubt them (weak_folds_above)."""
+  return folds > weak_folds_above(trainer)

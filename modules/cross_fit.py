@@ -24,7 +24,7 @@ and the [M, classes] probabilities of the M records checked.
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -43,6 +43,10 @@ from records import shards
 
 SHUFFLE_RECORDS = 10_000
 PREDICT_BATCH = 512
+
+# The log line of each fold's model.
+FOLD_LINE = ('LabelCheck: fold %d of %d: %s trained %d steps of %d; %d of %d '
+             'held-out records in another class.')
 
 
 def fold_of(bucket: tf.Tensor, folds: int) -> tf.Tensor:
@@ -145,7 +149,8 @@ def fold_budget(config: TrainingConfig, records: int, folds: int,
 
 def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
               folds: int, fold_examples: int, checked_records: int,
-              custom_config: Dict[str, Any]
+              custom_config: Dict[str, Any],
+              stop_above: Optional[float] = None
               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
   """Predicts each record checked by a model of the folds it is not in.
 
@@ -158,6 +163,9 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
     checked_records: about how many records to check, chosen by a hash of
       their bytes; all of them if the split is no larger.
     custom_config: the Trainer's ({'training': TrainingConfig.to_dict()}).
+    stop_above: no further fold is trained once a fold's model puts more
+      than this share of its records in another class (too weak to doubt
+      their labels: components/label_scores.py); None: every fold.
 
   Returns:
     positions [M], labels [M] and probabilities [M, classes] of the records
@@ -200,14 +208,21 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
           input_signature=[tf.TensorSpec([None, *image_spec.shape],
                                         image_spec.dtype)],
           autograph=False)
+      wrong = seen = 0
       for block_positions, images, block_labels in held_out(
           files, fold, the_plan, parse):
         positions.append(block_positions.numpy())
         labels.append(block_labels.numpy())
         probabilities.append(predict(images).numpy())
-      logging.info('LabelCheck: fold %d of %d: %s trained %d steps of %d.',
-                   fold + 1, folds, architecture, steps, config.batch_size)
+        wrong += int(np.sum(probabilities[-1].argmax(axis=1) != labels[-1]))
+        seen += len(labels[-1])
+      logging.info(FOLD_LINE, fold + 1, folds, architecture, steps,
+                   config.batch_size, wrong, seen)
       keras.backend.clear_session()
+      if stop_above is not None and seen and wrong / seen > stop_above:
+        logging.info('LabelCheck: more than %.1f%%: too weak to doubt '
+                     'labels; no further fold is trained.', 100 * stop_above)
+        break
   finally:
     keras.mixed_precision.set_global_policy(policy)
   if not positions:

@@ -35,6 +35,7 @@ from records import sources
 from tests import datasets
 from tests import local_run
 from tests import tiny_runs
+from tests.absl_lines import absl_lines
 
 TRAIN, EVAL = 400, 200
 # Few classes: a tiny model learns them in the seconds a test trains.
@@ -578,8 +579,11 @@ def test_fold_models_too_weak_to_doubt_labels_leave_train_unchecked(
     planted_run, tmp_path):
   out, _ = planted_run
   # One step of 32 examples per fold: a model that doubts right labels.
-  properties, rows = check_again(out, tmp_path, 10_000, folds=2,
-                                 fold_examples=32)
+  with absl_lines(cross_fit.FOLD_LINE) as folds:
+    properties, rows = check_again(out, tmp_path, 10_000, folds=2,
+                                   fold_examples=32)
+  # Found too weak after its first fold, the second is not trained.
+  assert len(folds) == 1
   method = properties['methods']['train']
   assert method.startswith('not checked: the fold models were too weak')
   assert '--label-check-train-examples' in method
