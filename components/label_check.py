@@ -532,6 +532,7 @@ def _validation_disagreement(scored: Dict[str, Union[_Scores, str]],
 
 
 def _unless_folds_too_weak(scored: Dict[str, Union[_Scores, str]],
+                           splits: List[str],
                            exec_properties: Dict[str, Any]) -> None:
   """Leaves a cross-fitted training split unchecked, saying why, where its
   fold models disagree with far more labels than the Trainer's model does
@@ -539,7 +540,7 @@ def _unless_folds_too_weak(scored: Dict[str, Union[_Scores, str]],
   errors, not the labels'."""
   split = exec_properties[TRAIN_SPLIT_KEY]
   train = scored.get(split)
-  trainer = _validation_disagreement(scored, list(scored), exec_properties)
+  trainer = _validation_disagreement(scored, splits, exec_properties)
   if (not isinstance(train, _Scores) or trainer is None or
       not train.method.startswith(CROSS_FIT)):
     return
@@ -581,7 +582,7 @@ class Executor(base_executor.BaseExecutor):
                                    _validation_disagreement(scored, splits,
                                                             exec_properties))
       scoring_s[split] = time.monotonic() - started
-    _unless_folds_too_weak(scored, exec_properties)
+    _unless_folds_too_weak(scored, splits, exec_properties)
     for split in splits:
       scores = scored[split]
       started = time.monotonic() - scoring_s[split]
