@@ -7,6 +7,7 @@
   .venv/bin/python -m benchmarks --section photos  # a photo folder, before and now
   .venv/bin/python -m benchmarks --section trust   # the checks on planted faults
   .venv/bin/python -m benchmarks --section real-data  # on data the project did not make
+  .venv/bin/python -m benchmarks --section copies  # DataChecks on planted copies
   .venv/bin/python -m benchmarks --section schedule  # spans, warm start
   .venv/bin/python -m benchmarks --section predict-speed --model outputs/
   .venv/bin/python -m benchmarks --section tfrecord-sinks --data-dir mnist10 \
@@ -43,7 +44,8 @@ SECTIONS = {'core': 'core:SECTION',
             'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION',
             'predict-speed': 'predict_speed:SECTION',
             'tfrecord-sinks': 'tfrecord_sinks:SECTION',
-            'real-data': 'real_data:SECTION', 'photos': 'photos:SECTION'}
+            'real-data': 'real_data:SECTION', 'photos': 'photos:SECTION',
+            'copies': 'copies:SECTION'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
 QUICK_FRACTION = 0.05

@@ -52,6 +52,46 @@ def _class_of(relative: str) -> str:
   return relative.split(os.sep)[1]
 
 
+# Cropped copies keep this share of each side, anywhere in the frame.
+CROP_KEEP = (0.8, 0.95)
+# Shrunk copies are saved at this share of each side, then enlarged again,
+# by one of these resamplers.
+SHRINK_SHARE = (0.5, 0.85)
+_RESAMPLERS = (Image.Resampling.BILINEAR, Image.Resampling.BICUBIC,
+               Image.Resampling.LANCZOS, Image.Resampling.BOX)
+
+
+def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
+            resize_back: bool = True) -> Image.Image:
+  """A part of `image`: a share in `keep` of each side, at a random place,
+  or (given `border`, a (low, high) pixel range) the image with a border of
+  that many pixels cut from each side; resized back to the image's size, or
+  kept as cut (as a photo exported)."""
+  width, height = image.size
+  if border:
+    left, top, right, bottom = (int(cut) for cut in rng.integers(
+        border[0], border[1] + 1, 4))
+    box = (left, top, width - right, height - bottom)
+  else:
+    part_w, part_h = (max(1, round(side * rng.uniform(*keep)))
+                      for side in (width, height))
+    left = int(rng.integers(0, width - part_w + 1))
+    top = int(rng.integers(0, height - part_h + 1))
+    box = (left, top, left + part_w, top + part_h)
+  part = image.crop(box)
+  return part.resize(image.size, Image.Resampling.BILINEAR) if resize_back else part
+
+
+def shrunk(image: Image.Image, rng, share=SHRINK_SHARE) -> Image.Image:
+  """`image` saved smaller (a share in `share` of each side) and enlarged
+  again, both by one resampler picked at random."""
+  resampler = _RESAMPLERS[int(rng.integers(len(_RESAMPLERS)))]
+  factor = rng.uniform(*share)
+  small = image.resize((max(1, round(image.width * factor)),
+                        max(1, round(image.height * factor))), resampler)
+  return small.resize(image.size, resampler)
+
+
 def _plant_copy(out: str, source: str, kind: str, index: int) -> str:
   """Writes a `kind` copy of train image `source` into eval; its path."""
   stem = f'planted-copy-{index:04d}'

@@ -85,6 +85,10 @@ def name(split: str, source: str) -> str:
   return source if source.startswith(f'{split}/') else f'{source} in {split}'
 
 
+# How describe_pair names a kind of copies.csv.
+_KIND_WORDS = {'near': 'near', 'rescaled': 'cropped or rescaled'}
+
+
 def describe_pair(row: Dict[str, str]) -> str:
   """Describes a row of copies.csv in one line.
 
@@ -93,7 +97,8 @@ def describe_pair(row: Dict[str, str]) -> str:
   crosses from train, that is the held-out image.
   """
   kind = ('exact' if row['kind'] == 'exact' else
-          f'near, correlation {float(row["correlation"]):.3f}')
+          f'{_KIND_WORDS.get(row["kind"], row["kind"])}, correlation '
+          f'{float(row["correlation"]):.3f}')
   # Examples written before records named their source have none.
   a, b = (name(row[f'split_{side}'], row[f'source_{side}'] or
                row[f'record_{side}']) for side in 'ab')

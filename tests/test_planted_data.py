@@ -65,3 +65,20 @@ def test_refuses_an_existing_folder_and_a_small_source(tmp_path, capsys):
   assert planted.main(['--source', str(tmp_path / 'src'),
                        '--out', str(tmp_path / 'new'), '--copies', '100']) == 1
   assert 'too small' in capsys.readouterr().err
+
+
+def test_cropped_and_shrunk_copies_keep_the_size_and_lose_what_they_should():
+  rng = np.random.default_rng(0)
+  image = Image.fromarray(
+      np.random.default_rng(1).integers(0, 256, (48, 64, 3), np.uint8))
+  cut = planted.cropped(image, rng, keep=(0.8, 0.95), resize_back=False)
+  assert 0.8 * 64 - 1 <= cut.width <= 0.95 * 64 + 1
+  assert 0.8 * 48 - 1 <= cut.height <= 0.95 * 48 + 1
+  bordered = planted.cropped(image, rng, border=(1, 3))
+  assert bordered.size == image.size
+  assert not np.array_equal(np.asarray(bordered), np.asarray(image))
+  smaller = planted.shrunk(image, rng, share=(0.5, 0.5))
+  assert smaller.size == image.size
+  # Saved at half its size, the noise's finest detail is gone.
+  assert np.diff(np.asarray(smaller, np.float32), axis=1).std() < 0.8 * np.diff(
+      np.asarray(image, np.float32), axis=1).std()

@@ -23,6 +23,7 @@ from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
+from components.data_checks import alignment
 from components.data_checks import drop_copies
 from components.data_checks import issues as issues_lib
 from components.data_checks import matching
@@ -137,7 +138,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     try:
       counts = self._signatures(entries, work_dir, geometry, encoding)
       shards = Shards(entries, counts)
-      held_out = self._check(shards, split_names, work_dir, local_dir, output)
+      held_out = self._check(shards, split_names, work_dir, local_dir, output,
+                             geometry)
     finally:
       shutil.rmtree(local_dir, ignore_errors=True)
       tf.io.gfile.rmtree(work_dir)
@@ -195,16 +197,27 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         'label']) for number in range(len(entries))]
 
   def _check(self, shards: Shards, split_names: List[str], work_dir: str,
-             local_dir: str, output: types.Artifact
-             ) -> Dict[str, np.ndarray]:
+             local_dir: str, output: types.Artifact,
+             geometry: features.ImageGeometry) -> Dict[str, np.ndarray]:
     """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
-    thumbs = _join_thumbnails(shards, work_dir, local_dir)
+    thumbs_size = signatures.THUMB * signatures.THUMB
+    detail_shape = alignment.detail_shape(geometry.height, geometry.width)
+    thumbs = _join(shards, work_dir, local_dir, shard_signatures.THUMBNAILS,
+                   np.int8, thumbs_size)
+    framed = matching.Framed(
+        small['framed_phash'], small['framed_ahash'],
+        _join(shards, work_dir, local_dir, shard_signatures.FRAMED, np.int8,
+              thumbs_size),
+        _join(shards, work_dir, local_dir, shard_signatures.DETAILS, np.uint8,
+              detail_shape[0] * detail_shape[1]),
+        detail_shape, small['framed'])
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
     pairs = matching.find_copies(small['digest'], small['phash'],
-                                 small['ahash'], thumbs, ~flags['near_blank'])
+                                 small['ahash'], thumbs, ~flags['near_blank'],
+                                 framed)
     split = shards.split_of(np.arange(shards.total), split_names)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
@@ -224,21 +237,21 @@ def _join_small(shards: Shards, work_dir: str) -> Dict[str, np.ndarray]:
   return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 
 
-def _join_thumbnails(shards: Shards, work_dir: str, local_dir: str
-                     ) -> np.ndarray:
-  """One memmap, in `local_dir`, of every shard's thumbnails."""
-  path = os.path.join(local_dir, 'thumbnails')
+def _join(shards: Shards, work_dir: str, local_dir: str, suffix: str,
+          dtype, size: int) -> np.ndarray:
+  """One memmap, in `local_dir`, of every shard's per-image arrays of one
+  kind (shard_signatures.THUMBNAILS, FRAMED or DETAILS), `size` a row."""
+  path = os.path.join(local_dir, suffix.lstrip('.'))
   with open(path, 'wb') as joined:
     for number in range(len(shards.entries)):
       if shards.starts[number + 1] == shards.starts[number]:
         continue  # An empty shard: GFile may not have made its file.
       with tf.io.gfile.GFile(
-          shard_signatures.work_paths(work_dir, number)[0], 'rb') as f:
+          shard_signatures.work_path(work_dir, number, suffix), 'rb') as f:
         shutil.copyfileobj(f, joined, 1 << 24)
-  size = signatures.THUMB * signatures.THUMB
   if not shards.total:
-    return np.zeros((0, size), np.int8)
-  return np.memmap(path, np.int8, 'r', shape=(shards.total, size))
+    return np.zeros((0, size), dtype)
+  return np.memmap(path, dtype, 'r', shape=(shards.total, size))
 
 
 def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
@@ -259,7 +272,8 @@ def _write_pairs(uri: str, pairs: matching.Pairs, shards: Shards,
           shards.sources(work_dir, a), small['label'][a].tolist(),
           (split_names[s] for s in second_split[block]),
           shards.sources(work_dir, b), small['label'][b].tolist(),
-          np.where(pairs.exact[block], 'exact', 'near'),
+          np.where(pairs.exact[block], 'exact',
+                   np.where(pairs.rescaled[block], 'rescaled', 'near')),
           np.round(pairs.difference[block].astype(float), 3).tolist(),
           np.round(pairs.correlation[block].astype(float), 4).tolist(),
           shards.record_names(a), shards.record_names(b)):

@@ -1,27 +1,12 @@
 """Pairs of copies among many images, from their compact signatures.
 
-Candidates come from the 64-bit perceptual hashes cut into BANDS bands.
-Two hashes a few bits apart agree on at least one band. Per band, the
-images are sorted by their hash rotated so that band leads, then by their
-average hash, so that copies still meet among the many images of one
-popular hash. Each image is compared with the next WINDOW images only.
-Images that share a band sit side by side. So a band value thousands of
-images share (every plain "1" of MNIST) still gives at most WINDOW
-candidates per image, never the square of its count. Candidates within
-MAX_HASH_BITS bits are verified.
-
-To verify a pair, its two thumbnails are each brought to zero mean and unit
-standard deviation, so brightness and contrast do not count. They must
-differ at every pixel by less than MAX_DIFFERENCE. Images of one class look
-alike and correlate almost as well as copies do, but somewhere a stroke of
-one lies beside the other's. A copy's differences are small everywhere.
-Copies shrunk well below the dataset's image size and blown up again lose
-their strokes' edges too. They look like any other same-class image and are
-not found.
-
-Memory holds the hashes and a few index arrays of the same length, 8 bytes
-per image each. The thumbnails are read from a memmap, a block of candidate
-pairs at a time.
+Candidates: images whose 64-bit perceptual hashes share one of BANDS bands,
+each compared with the next WINDOW images of its band's sort order only (a
+hash thousands of images share gives WINDOW candidates each), within
+MAX_HASH_BITS bits. A pair is a copy when its normalised thumbnails differ
+by less than MAX_DIFFERENCE at every pixel. Rescaled copies: the same on
+the hashes and thumbnails of the images in their frames (alignment.py),
+then the details warped onto each other. docs/data-checks.md says why.
 """
 
 import dataclasses
@@ -29,12 +14,17 @@ from typing import Iterator, Tuple
 
 import numpy as np
 
+from components.data_checks import alignment
 from components.data_checks import signatures
 
 BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
+MAX_FRAMED_DIFFERENCE = 0.8
+MAX_ALIGNED_DIFFERENCE = 0.5
+MAX_SHRUNK_DIFFERENCE = 0.5
+_ALIGN_BLOCK = 1024
 _BLOCK = 1 << 16
 
 
@@ -124,20 +114,33 @@ class Pairs:
   difference: np.ndarray
   correlation: np.ndarray
   exact: np.ndarray
+  rescaled: np.ndarray  # Found in their frames: cropped or rescaled.
 
   def __len__(self):
     return len(self.first)
 
 
+@dataclasses.dataclass(frozen=True)
+class Framed:
+  """The Frames (alignment.py) of all images: hashes and flags in memory,
+  the rest memmaps."""
+  phash: np.ndarray
+  ahash: np.ndarray
+  thumbnail: np.ndarray
+  detail: np.ndarray
+  detail_shape: Tuple[int, int]
+  framed: np.ndarray  # Whether each image has a frame: content on a background.
+
+
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
-                usable: np.ndarray) -> Pairs:
-  """Finds the exact and near copies among all images.
+                usable: np.ndarray, framed: Framed = None) -> Pairs:
+  """Finds the exact, near, and (given `framed`) rescaled copies.
 
   Exact copies have equal digests. Near copies, among `usable` images only,
-  have near hashes and verified thumbnails. Each pair comes once, with
-  first < second. Candidates are verified a block at a time, so only
-  verified pairs are kept.
+  have near hashes and verified thumbnails. Rescaled copies are near in
+  their frames. Each pair comes once, with first < second. Candidates are
+  verified a block at a time, so only verified pairs are kept.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
@@ -145,14 +148,47 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
     keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
   first, second = _unique_pairs(keys, count)
+  rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
+  if framed is not None:
+    more, aligned = _rescaled(framed, usable, _pair_keys(first, second, count))
+    first, second = np.r_[first, more // count], np.r_[second, more % count]
+    rescaled = np.r_[rescaled, np.ones(len(more), bool)]
+    difference = np.r_[difference, aligned]
   exact = digests[first] == digests[second]
+  correlation = correlations(thumbs, first, second)
+  if rescaled.any():  # How alike they are in their frames.
+    correlation[rescaled] = correlations(
+        framed.thumbnail, first[rescaled], second[rescaled])
   return Pairs(first, second,
                popcount(hashes[first] ^ hashes[second]).astype(np.int8),
                np.where(exact, 0.0, difference).astype(np.float32),
-               np.where(exact, 1.0, correlations(thumbs, first, second)
-                        ).astype(np.float32),
-               exact)
+               np.where(exact, 1.0, correlation).astype(np.float32),
+               exact, rescaled)
+
+
+def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray]:
+  """Returns (pair keys, aligned differences) of the rescaled copies that
+  are not among the `known` pair keys."""
+  count = len(framed.phash)
+  keys = []
+  for first, second in candidates(framed.phash, framed.ahash,
+                                  usable & framed.framed):
+    keep = compare(framed.thumbnail, first, second) < MAX_FRAMED_DIFFERENCE
+    keys.append(_pair_keys(first[keep], second[keep], count))
+  keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+  keys = keys[~np.isin(keys, known)]
+  aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
+  for start in range(0, len(keys), _ALIGN_BLOCK):
+    block = keys[start:start + _ALIGN_BLOCK]
+    aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
+        alignment.differences(framed.detail[block // count],
+                              framed.detail[block % count],
+                              framed.detail_shape))
+  keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
+          (shrunk < MAX_SHRUNK_DIFFERENCE))
+  return keys[keep], np.minimum(aligned, shrunk)[keep]
 
 
 def _exact_pairs(digests: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -16,18 +16,23 @@ from typing import Dict, List, Tuple
 import numpy as np
 import tensorflow as tf
 
+from components.data_checks import alignment
 from components.data_checks import signatures
 from records import decode
 from records import features
 from records import shards
 
 BATCH_SIZE = 4096
-THUMBNAILS_SUFFIX = '.thumbnails'
 SMALL_SUFFIX = '.npz'
+# The per-image arrays written batch by batch, each to a file of its own
+# (the suffix), for the executor to join into one memmap each.
+THUMBNAILS, FRAMED, DETAILS = '.thumbnails', '.framed', '.details'
 # The small arrays' entry of the sources: read on its own, for the few
 # records the results name.
 SOURCE = 'source'
 _DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
+           'framed_phash': np.uint64, 'framed_ahash': np.uint64,
+           'framed': bool,
            'scores': signatures.SCORE_DTYPE, 'label': np.int32,
            SOURCE: np.bytes_}
 # tf.data reads ahead while numpy works on the batch before.
@@ -37,10 +42,10 @@ _PREFETCH = 2
 GROUP_BYTES = 64 * 2**20
 
 
-def work_paths(work_dir: str, shard_number: int) -> Tuple[str, str]:
-  """Returns the (thumbnails file, small arrays file) of a shard."""
-  stem = os.path.join(work_dir, f'{shard_number:06d}')
-  return stem + THUMBNAILS_SUFFIX, stem + SMALL_SUFFIX
+def work_path(work_dir: str, shard_number: int, suffix: str) -> str:
+  """Returns a shard's file of the small arrays (SMALL_SUFFIX) or of one of
+  the per-image arrays (THUMBNAILS, FRAMED, DETAILS)."""
+  return os.path.join(work_dir, f'{shard_number:06d}{suffix}')
 
 
 def read_small(work_dir: str, shard_number: int, names=None
@@ -49,7 +54,8 @@ def read_small(work_dir: str, shard_number: int, names=None
 
   Only those in `names` are read, if given.
   """
-  with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
+  with tf.io.gfile.GFile(work_path(work_dir, shard_number, SMALL_SUFFIX),
+                         'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return {name: arrays[name] for name in names or arrays.files
               if name != SOURCE}
@@ -57,7 +63,8 @@ def read_small(work_dir: str, shard_number: int, names=None
 
 def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
   """Reads the sources (bytes) of a shard's records, in order."""
-  with tf.io.gfile.GFile(work_paths(work_dir, shard_number)[1], 'rb') as f:
+  with tf.io.gfile.GFile(work_path(work_dir, shard_number, SMALL_SUFFIX),
+                         'rb') as f:
     with np.load(io.BytesIO(f.read())) as arrays:
       return arrays[SOURCE]
 
@@ -112,25 +119,35 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
 
 
 class _ShardWriter:
-  """Writes one shard's signatures: thumbnails batch by batch, the rest at
-  the end."""
+  """Writes one shard's signatures: thumbnails, framed thumbnails and
+  details batch by batch, the rest at the end."""
 
   def __init__(self, work_dir: str, shard_number: int):
-    thumbnails_path, self._small_path = work_paths(work_dir, shard_number)
-    self._thumbnails = tf.io.gfile.GFile(thumbnails_path, 'wb')
+    self._small_path = work_path(work_dir, shard_number, SMALL_SUFFIX)
+    self._files = {suffix: tf.io.gfile.GFile(
+        work_path(work_dir, shard_number, suffix), 'wb')
+                   for suffix in (THUMBNAILS, FRAMED, DETAILS)}
     self._small: Dict[str, list] = {name: [] for name in _DTYPES}
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
     result = signatures.compute(images)
-    self._thumbnails.write(result.thumbnail.tobytes())
+    framed = alignment.frames(signatures.grey(images))
+    for suffix, array in ((THUMBNAILS, result.thumbnail),
+                          (FRAMED, framed.thumbnail),
+                          (DETAILS, framed.detail)):
+      self._files[suffix].write(array.tobytes())
     for name in ('digest', 'phash', 'ahash', 'scores'):
       self._small[name].append(getattr(result, name))
+    self._small['framed_phash'].append(framed.phash)
+    self._small['framed_ahash'].append(framed.ahash)
+    self._small['framed'].append(framed.framed)
     self._small['label'].append(labels.astype(np.int32))
     self._small[SOURCE].append(sources)
 
   def close(self) -> None:
-    self._thumbnails.close()
+    for file in self._files.values():
+      file.close()
     arrays = {name: (np.concatenate(parts) if parts else
                      np.zeros(0, _DTYPES[name]))
               for name, parts in self._small.items()}

@@ -1,0 +1,190 @@
+"""The copies section: DataChecks on copies planted in MNIST and in photos,
+and on Fashion-MNIST as Debian ships it.
+
+MNIST's eval split gets copies of training digits of each kind
+(data/planted.py: exact, JPEG, brightened, noisy, cropped, shrunk); a photo
+folder (data/photos.py) gets cropped and half-size copies of its training
+photos in eval. ImageExampleGen then DataChecks (Beam in memory, as
+benchmarks/data_checks.py runs them) find pairs, scored against what was
+planted; a pair not planted between two original images is a false pair.
+"""
+
+import io
+import os
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+from PIL import Image, ImageEnhance
+
+from benchmarks import harness
+from components.image_example_gen import idx
+from components.image_example_gen.options import ImageExampleGenOptions
+from data import photos
+from data import planted
+from records import data_checks as results
+from tests import artifacts
+from tests import test_data_checks
+
+FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
+DIGIT_KINDS = ('exact', 'jpeg', 'brightened', 'noisy', 'cropped', 'shrunk')
+PHOTO_KINDS = ('cropped', 'half size')
+# Cropped digits: a border of this many pixels cut from each side.
+DIGIT_BORDER = (1, 3)
+# Copies per kind; photos per class in train and in eval.
+FULL = dict(digits=200, photos=30, per_class=60)
+QUICK = dict(digits=10, photos=5, per_class=8)
+
+
+def _digit_copy(image: np.ndarray, kind: str, rng) -> np.ndarray:
+  picture = Image.fromarray(image)
+  if kind == 'exact':
+    return image.copy()
+  if kind == 'jpeg':
+    buffer = io.BytesIO()
+    picture.save(buffer, 'JPEG', quality=75)
+    return np.asarray(Image.open(buffer))
+  if kind == 'brightened':
+    return np.asarray(ImageEnhance.Brightness(picture).enhance(1.15))
+  if kind == 'noisy':
+    return np.clip(image + rng.normal(0, 6, image.shape), 0, 255).astype(
+        np.uint8)
+  if kind == 'cropped':
+    return np.asarray(planted.cropped(picture, rng, border=DIGIT_BORDER))
+  return np.asarray(planted.shrunk(picture, rng))
+
+
+def _check(data_dir: str, work: str, options) -> Tuple[Any, float]:
+  examples = artifacts.run_example_gen(data_dir, os.path.join(work, 'examples'),
+                                       options)
+  start = time.monotonic()
+  output = test_data_checks.run_data_checks(examples, os.path.join(work,
+                                                                   'checks'))
+  return output, time.monotonic() - start
+
+
+def _index(source: str) -> int:
+  return int(source.rsplit(':', 1)[1])
+
+
+def digits(ctx: harness.Context, per_kind: int) -> Dict[str, Any]:
+  """MNIST with `per_kind` copies of each kind planted in eval."""
+  rng = np.random.default_rng(0)
+  (train, train_labels), (test, test_labels) = (
+      harness.load_split(ctx.data_dir, prefix) for prefix in ('train', 't10k'))
+  test, test_labels = test.copy(), test_labels.copy()
+  sources = rng.choice(len(train), per_kind * len(DIGIT_KINDS), replace=False)
+  planted_at = {}  # eval index: (train index, kind)
+  for number, source in enumerate(sources):
+    kind = DIGIT_KINDS[number // per_kind]
+    test[number] = _digit_copy(train[source], kind, rng)
+    test_labels[number] = train_labels[source]
+    planted_at[number] = (int(source), kind)
+  data = ctx.path('copies-mnist')
+  os.makedirs(data, exist_ok=True)
+  for prefix, images, labels in (('train', train, train_labels),
+                                 ('t10k', test, test_labels)):
+    idx.write(os.path.join(data, f'{prefix}-images-idx3-ubyte.gz'), images)
+    idx.write(os.path.join(data, f'{prefix}-labels-idx1-ubyte.gz'), labels)
+  output, seconds = _check(data, ctx.path('copies-mnist-work'),
+                           ImageExampleGenOptions(input_format='idx',
+                                                  num_shards=16))
+  found = {kind: 0 for kind in DIGIT_KINDS}
+  false_pairs, other = [], 0
+  for row in results.read_pairs(output.uri):
+    a, b = (_index(row[f'source_{side}']) for side in 'ab')
+    crossing = (row['split_a'], row['split_b']) == ('train', 'eval')
+    if crossing and planted_at.get(b, (None,))[0] == a:
+      found[planted_at[b][1]] += 1
+    elif not ((row['split_a'] == 'eval' and a in planted_at) or
+              (row['split_b'] == 'eval' and b in planted_at)):
+      false_pairs.append(row)
+    else:
+      other += 1
+  return dict(per_kind=per_kind, found=found, seconds=seconds,
+              false_pairs=len(false_pairs), other=other,
+              images=len(train) + len(test),
+              kinds=_kinds(output))
+
+
+def _kinds(output) -> Dict[str, int]:
+  counts: Dict[str, int] = {}
+  for row in results.read_pairs(output.uri):
+    counts[row['kind']] = counts.get(row['kind'], 0) + 1
+  return counts
+
+
+def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
+                 ) -> Dict[str, Any]:
+  """A photo folder with cropped and half-size copies of train in eval."""
+  rng = np.random.default_rng(1)
+  root = ctx.path('copies-photos')
+  for split, seed in (('train', 0), ('eval', 1)):
+    photos.write(os.path.join(root, split), per_class, seed=seed)
+  train = sorted(os.path.join(c, f) for c in photos.CLASSES
+                 for f in os.listdir(os.path.join(root, 'train', c)))
+  picks = rng.choice(len(train), per_kind * len(PHOTO_KINDS), replace=False)
+  planted_as: Dict[str, Tuple[str, str]] = {}
+  for number, pick in enumerate(picks):
+    kind = PHOTO_KINDS[number // per_kind]
+    source = train[pick]
+    with Image.open(os.path.join(root, 'train', source)) as image:
+      image = image.convert('RGB')
+      copy = (planted.cropped(image, rng, resize_back=False)
+              if kind == 'cropped' else
+              image.resize((image.width // 2, image.height // 2),
+                           Image.Resampling.BILINEAR))
+    target = os.path.join(os.path.dirname(source), f'copy-{number:03d}.jpg')
+    copy.save(os.path.join(root, 'eval', target), quality=90)
+    planted_as['eval/' + target] = ('train/' + source, kind)
+  output, seconds = _check(root, ctx.path('copies-photos-work'),
+                           ImageExampleGenOptions(input_format='images',
+                                                  num_shards=2))
+  found = {kind: 0 for kind in PHOTO_KINDS}
+  false_pairs = 0
+  for row in results.read_pairs(output.uri):
+    wanted = planted_as.get(row['source_b'])
+    if wanted and wanted[0] == row['source_a']:
+      found[wanted[1]] += 1
+    elif not (row['source_a'] in planted_as or row['source_b'] in planted_as):
+      false_pairs += 1
+  return dict(per_kind=per_kind, found=found, seconds=seconds,
+              false_pairs=false_pairs, images=2 * per_class * len(
+                  photos.CLASSES) + len(picks), kinds=_kinds(output))
+
+
+def fashion(ctx: harness.Context) -> Any:
+  """Fashion-MNIST as shipped: the pairs DataChecks lists, by kind."""
+  if not os.path.isdir(FASHION_MNIST_DIR):
+    return (f'{FASHION_MNIST_DIR} is missing '
+            '(apt-get install dataset-fashion-mnist)')
+  data = FASHION_MNIST_DIR
+  if ctx.quick:
+    data = ctx.path('copies-fashion-subset')
+    harness.write_subset(FASHION_MNIST_DIR, data, 0.05)
+  output, seconds = _check(data, ctx.path('copies-fashion-work'),
+                           ImageExampleGenOptions(input_format='idx',
+                                                  num_shards=16))
+  rows: List[Dict[str, str]] = list(results.read_pairs(output.uri))
+  return dict(seconds=seconds, kinds=_kinds(output), pairs=len(rows),
+              rescaled=[(r['source_a'], r['source_b'], r['max_difference'])
+                        for r in rows if r['kind'] == 'rescaled'][:12])
+
+
+def measure(ctx: harness.Context) -> Dict[str, Any]:
+  """Planted digits, planted photos, then Fashion-MNIST."""
+  sizes = ctx.pick(FULL, QUICK)
+  load_before = os.getloadavg()[0]
+  print('  copies: MNIST with planted copies', flush=True)
+  measured = {'digits': digits(ctx, sizes['digits'])}
+  print('  copies: a photo folder with planted copies', flush=True)
+  measured['photos'] = photo_folder(ctx, sizes['photos'], sizes['per_class'])
+  print('  copies: Fashion-MNIST', flush=True)
+  measured['fashion'] = fashion(ctx)
+  measured['load'] = (load_before, os.getloadavg()[0])
+  return measured
+
+
+SECTION = harness.Section(
+    heading='## Copies: planted in MNIST and in photos, and in Fashion-MNIST',
+    measure=measure, template='copies.md.j2')

@@ -1,0 +1,272 @@
+"""Copies cropped or rescaled: each image in a frame of its own, and a check.
+
+The frame is the centre and spread, along each axis, of the image's content
+(its distance from the median). A copy and its original look alike in
+their frames; `differences` then warps one's small grey `detail` onto the
+other's. docs/data-checks.md says why.
+"""
+
+import functools
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from components.data_checks import signatures
+
+# The frame spans this many spreads either side of the centre.
+SPAN = 2.2
+# The detail: the grey image at most DETAIL pixels a side.
+DETAIL = 28
+# A copy shows a part of its original, enlarged: B's frame warped onto A may
+# reach this many pixels beyond A's edges, no more.
+MAX_OUTSIDE = 1.0
+# An image has a frame when its content lies on a background: its outer
+# EDGE_SHARE of each side holds less than MAX_EDGE_WEIGHT of the content's
+# mean weight. A photo filled to its edges has none.
+EDGE_SHARE = 0.1
+MAX_EDGE_WEIGHT = 0.8
+# Pairs further apart than this by their frames alone are not refined.
+REFINE_BELOW = 1.2
+# Refinement around the frames' warp: relative stretches and pixel shifts.
+_STRETCHES = (-0.02, 0.0, 0.02)
+_SHIFTS = (-0.3, 0.0, 0.3)
+# Shrunk and enlarged copies: the sizes (as shares of the side) they may
+# have been saved at.
+_SHRINKS = tuple(np.arange(0.4, 0.9001, 0.025).round(3))
+
+
+def detail_shape(height: int, width: int) -> Tuple[int, int]:
+  """The (height, width) of the detail of images of this size."""
+  scale = min(1.0, DETAIL / max(height, width))
+  return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def _weights(grey: np.ndarray) -> np.ndarray:
+  """Each pixel's distance from its image's median: its content."""
+  return np.abs(grey - np.median(grey.reshape(len(grey), -1), axis=1)[
+      :, None, None])
+
+
+def on_background(weights: np.ndarray) -> np.ndarray:
+  """Whether each image, by its _weights [N, H, W], has its content on a
+  background, so that its frame means something: bool [N]."""
+  _, height, width = weights.shape
+  edge_y = max(1, round(height * EDGE_SHARE))
+  edge_x = max(1, round(width * EDGE_SHARE))
+  inner = weights[:, edge_y:height - edge_y, edge_x:width - edge_x]
+  edge_mean = ((weights.sum(axis=(1, 2)) - inner.sum(axis=(1, 2))) /
+               max(1, height * width - inner[0].size))
+  return edge_mean < MAX_EDGE_WEIGHT * np.maximum(
+      weights.mean(axis=(1, 2)), 1e-6)
+
+
+def moments(grey: np.ndarray, weights=None) -> Tuple[np.ndarray, ...]:
+  """Returns the content's (centre y, centre x, spread y, spread x) of
+  float32 [N, H, W] images (or of their _weights), in pixels (pixel i
+  covers [i, i + 1))."""
+  n, height, width = grey.shape
+  weights = _weights(grey) if weights is None else weights
+  total = np.maximum(weights.sum(axis=(1, 2)), 1e-6)
+  rows = weights.sum(axis=2) / total[:, None]
+  columns = weights.sum(axis=1) / total[:, None]
+  ys = np.arange(height, dtype=np.float32) + 0.5
+  xs = np.arange(width, dtype=np.float32) + 0.5
+  cy, cx = rows @ ys, columns @ xs
+  sy = np.sqrt(np.maximum(rows @ (ys * ys) - cy * cy, 0.25))
+  sx = np.sqrt(np.maximum(columns @ (xs * xs) - cx * cx, 0.25))
+  return cy, cx, sy, sx
+
+
+def _linear(positions: np.ndarray, size: int) -> np.ndarray:
+  """[..., K, size] weights of linear interpolation at [..., K] positions
+  (in pixel centres' coordinates), zero outside the image."""
+  grid = np.arange(size, dtype=np.float32)
+  return np.maximum(0.0, 1.0 - np.abs(
+      grid - positions[..., None].astype(np.float32)))
+
+
+def framed(grey: np.ndarray, weights=None) -> np.ndarray:
+  """Returns float32 [N, THUMB, THUMB]: each image in its frame."""
+  n, height, width = grey.shape
+  cy, cx, sy, sx = moments(grey, weights)
+  size = signatures.THUMB
+  # Two samples a pixel, averaged: an area resize rather than a pick.
+  steps = (np.arange(2 * size, dtype=np.float32) + 0.5) / size - 1
+  rows = _linear(cy[:, None] + steps * SPAN * sy[:, None] - 0.5, height)
+  columns = _linear(cx[:, None] + steps * SPAN * sx[:, None] - 0.5, width)
+  big = (rows @ grey) @ columns.transpose(0, 2, 1)
+  return big.reshape(n, size, 2, size, 2).mean(axis=(2, 4))
+
+
+def details(grey: np.ndarray) -> np.ndarray:
+  """Returns uint8 [N, h * w]: float32 [N, H, W] at detail_shape."""
+  height, width = detail_shape(*grey.shape[1:])
+  if (height, width) != grey.shape[1:]:
+    grey = signatures.resize(grey, height, width)
+  return np.rint(grey).clip(0, 255).astype(np.uint8).reshape(len(grey), -1)
+
+
+def _triangle(size: int, small: int) -> np.ndarray:
+  """[small, size] weights of a resize down with a triangle filter as wide
+  as the scale, as Pillow's BILINEAR shrinks."""
+  scale = size / small
+  centres = (np.arange(small) + 0.5) * scale
+  weights = np.maximum(0.0, 1 - np.abs(
+      (np.arange(size) + 0.5)[None] - centres[:, None]) / scale)
+  return weights / weights.sum(axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _shrinks(size: int) -> np.ndarray:
+  """[S, size, size]: a resize down to each share of `size`, then back up
+  linearly: what saving smaller and enlarging again does."""
+  found = []
+  for share in _SHRINKS:
+    small = max(2, round(size * share))
+    back = _linear((np.arange(size) + 0.5) * small / size - 0.5, small)
+    back /= np.maximum(back.sum(axis=1, keepdims=True), 1e-6)
+    found.append(back @ _triangle(size, small))
+  return np.stack(found).astype(np.float32)
+
+
+def _normalised(values: np.ndarray) -> np.ndarray:
+  flat = values.reshape(*values.shape[:-2],
+                        values.shape[-2] * values.shape[-1])
+  flat = flat - flat.mean(axis=-1, keepdims=True)
+  return flat / np.maximum(
+      np.sqrt((flat * flat).mean(axis=-1, keepdims=True)), 1e-3)
+
+
+def _one_way(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """The largest pixel difference of B and A warped onto B, best of the
+  refinements, in standard deviations; [P].
+
+  Only pairs where B can be cut from A are warped, and only those within
+  REFINE_BELOW by their frames alone are refined: rows first with the
+  columns as the frames put them, then the columns (18 warps, not 81).
+  """
+  _, height, width = a.shape
+  moments_a, moments_b = moments(a), moments(b)
+  result = np.full(len(a), np.inf, np.float32)
+  inside = np.ones(len(a), bool)
+  for axis_number, size in ((0, height), (1, width)):
+    inside &= _cut_from(moments_a, moments_b, axis_number, size)
+
+  def warps(axis_number, size, pick, refinements=True):
+    # [P, R, size, size]: B's rows (or columns) sampled from A, R refinements.
+    centre_a, spread_a = (moments_a[axis_number][pick],
+                          moments_a[axis_number + 2][pick])
+    centre_b, spread_b = (moments_b[axis_number][pick],
+                          moments_b[axis_number + 2][pick])
+    stretches, shifts = ((_STRETCHES, _SHIFTS) if refinements else
+                         ((0.0,), (0.0,)))
+    grid = np.arange(size, dtype=np.float32) + 0.5
+    scale = (spread_a / spread_b)[:, None] * (
+        1 + np.repeat(np.float32(stretches), len(shifts)))[None]
+    shift = np.tile(np.float32(shifts), len(stretches))[None, :, None]
+    positions = centre_a[:, None, None] + (
+        grid - centre_b[:, None, None]) * scale[..., None] + shift
+    return _linear(positions - 0.5, size)
+
+  pick = np.flatnonzero(inside)
+  rows, columns = warps(0, height, pick, False), warps(1, width, pick, False)
+  warped = rows[:, 0] @ a[pick] @ columns[:, 0].transpose(0, 2, 1)
+  result[pick] = np.abs(_normalised(warped) - _normalised(b[pick])).max(-1)
+  pick = pick[result[pick] < REFINE_BELOW]
+  if not len(pick):
+    return result
+  target = _normalised(b[pick])[:, None]
+  rows, columns = warps(0, height, pick), warps(1, width, pick)
+  plain = len(_STRETCHES) * len(_SHIFTS) // 2  # No stretch, no shift.
+  by_rows = rows @ (a[pick] @ columns[:, plain].transpose(0, 2, 1))[:, None]
+  best_row = np.abs(_normalised(by_rows) - target).max(axis=-1).argmin(axis=1)
+  picked = np.take_along_axis(rows, best_row[:, None, None, None], 1)
+  warped = (picked @ a[pick][:, None]) @ columns.transpose(0, 1, 3, 2)
+  result[pick] = np.abs(_normalised(warped) - target).max(axis=-1).min(axis=1)
+  return result
+
+
+def _cut_from(moments_a, moments_b, axis_number: int, size: int
+              ) -> np.ndarray:
+  """Whether B's frame, warped onto A, lies within A along one axis: B can
+  then be a part of A, enlarged. [P] bool."""
+  centre_a, spread_a = moments_a[axis_number], moments_a[axis_number + 2]
+  centre_b, spread_b = moments_b[axis_number], moments_b[axis_number + 2]
+  scale = spread_a / spread_b
+  low = centre_a - centre_b * scale
+  high = centre_a + (size - centre_b) * scale
+  return ((low >= -MAX_OUTSIDE) & (high <= size + MAX_OUTSIDE) &
+          (scale <= 1 + _STRETCHES[-1]))
+
+
+def _same_frame(moments_a, moments_b) -> np.ndarray:
+  """Whether two images' frames agree within a pixel and a tenth of their
+  spread: bool [P]."""
+  same = np.ones(len(moments_a[0]), bool)
+  for axis_number in (0, 1):
+    spread = np.maximum(moments_a[axis_number + 2], moments_b[axis_number + 2])
+    same &= np.abs(moments_a[axis_number] - moments_b[axis_number]) <= 1.0
+    same &= np.abs(moments_a[axis_number + 2] - moments_b[axis_number + 2]
+                   ) <= 0.1 * spread
+  return same
+
+
+def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """The largest pixel difference of B and A saved smaller and enlarged
+  again, best of the sizes, in standard deviations; [P]."""
+  _, height, width = a.shape
+  target = _normalised(b)
+  result = np.full(len(a), np.inf, np.float32)
+  for down_rows, down_columns in zip(_shrinks(height), _shrinks(width)):
+    result = np.minimum(result, np.abs(
+        _normalised(down_rows @ a @ down_columns.T) - target).max(axis=-1))
+  return result
+
+
+def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int]
+                ) -> Tuple[np.ndarray, np.ndarray]:
+  """Returns how far each pair of details is from a copy cropped or shrunk.
+
+  Either image of a pair may be the copy.
+
+  Args:
+    a: uint8 [P, h * w] details, one of each pair.
+    b: the other of each pair, the same.
+    shape: (h, w).
+
+  Returns:
+    float32 [P] twice, the largest pixel difference in standard deviations:
+    after warping one onto the other by their frames (a crop or a resize),
+    and after blurring one as saving it smaller and enlarging it again does.
+  """
+  a = a.reshape(-1, *shape).astype(np.float32)
+  b = b.reshape(-1, *shape).astype(np.float32)
+  if not len(a):
+    return np.zeros(0, np.float32), np.zeros(0, np.float32)
+  shrunk = np.full(len(a), np.inf, np.float32)
+  if min(shape) >= 8:  # Smaller images have no detail to lose.
+    # Saving smaller and enlarging again blurs, but moves and scales
+    # nothing: only pairs whose frames agree are compared so.
+    pick = np.flatnonzero(_same_frame(moments(a), moments(b)))
+    shrunk[pick] = np.minimum(_shrunk(a[pick], b[pick]),
+                              _shrunk(b[pick], a[pick]))
+  return np.minimum(_one_way(a, b), _one_way(b, a)), shrunk
+
+
+class Frames(NamedTuple):
+  """What finds the cropped and rescaled copies of N images."""
+  phash: np.ndarray      # uint64: the perceptual hash of the framed image
+  ahash: np.ndarray      # uint64: its average hash
+  thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]: the framed thumbnail
+  detail: np.ndarray     # uint8 [N, h * w]: the grey image, small
+  framed: np.ndarray     # bool: on_background, so it has a frame
+
+
+def frames(grey: np.ndarray) -> Frames:
+  """Returns the Frames of float32 [N, H, W] grey images."""
+  weights = _weights(grey)
+  small = framed(grey, weights)
+  return Frames(signatures.perceptual_hashes(small),
+                signatures.average_hashes(small),
+                signatures.thumbnails(small), details(grey),
+                on_background(weights))
