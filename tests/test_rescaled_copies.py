@@ -1,6 +1,7 @@
-"""DataChecks finds copies cut by a border and resized back, and copies
-saved smaller and enlarged again, as 'rescaled' pairs; distinct scribbles
-that look alike stay unpaired."""
+"""DataChecks finds copies in eval of training images cut by a border and
+resized back, or saved smaller and enlarged again, as 'rescaled' pairs;
+distinct scribbles that look alike stay unpaired, and so does a cropped
+copy within train."""
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -49,6 +50,7 @@ def checked(tmp_path_factory):
   for number in range(COPIES):
     evaluation[number] = cropped(train[number], rng)
     evaluation[COPIES + number] = shrunk(train[COPIES + number], rng)
+  train[-1] = cropped(train[-2], rng)  # Within a split: not looked for.
   data = tmp / 'data'
   data.mkdir()
   for prefix, images in (('train', train), ('t10k', evaluation)):
@@ -68,6 +70,8 @@ def _pairs(output):
 
 def test_cropped_copies_are_found_as_rescaled_and_nothing_else(checked):
   pairs = _pairs(checked)
+  assert all(row['split_a'] != row['split_b']
+             for row in results.read_pairs(checked.uri))
   planted = {(str(n), str(n), 'rescaled') for n in range(2 * COPIES)}
   assert pairs <= planted
   found_cropped = [n for n in range(COPIES)

@@ -85,17 +85,22 @@ def _linear(positions: np.ndarray, size: int) -> np.ndarray:
       grid - positions[..., None].astype(np.float32)))
 
 
-def framed(grey: np.ndarray, weights=None) -> np.ndarray:
+def framed(grey: np.ndarray, content=None) -> np.ndarray:
   """Returns float32 [N, THUMB, THUMB]: each image in its frame."""
   n, height, width = grey.shape
-  cy, cx, sy, sx = moments(grey, weights)
+  cy, cx, sy, sx = moments(grey, content)
   size = signatures.THUMB
-  # Two samples a pixel, averaged: an area resize rather than a pick.
+  # Two samples a pixel, averaged (in the weights): an area resize rather
+  # than a pick.
   steps = (np.arange(2 * size, dtype=np.float32) + 0.5) / size - 1
-  rows = _linear(cy[:, None] + steps * SPAN * sy[:, None] - 0.5, height)
-  columns = _linear(cx[:, None] + steps * SPAN * sx[:, None] - 0.5, width)
-  big = (rows @ grey) @ columns.transpose(0, 2, 1)
-  return big.reshape(n, size, 2, size, 2).mean(axis=(2, 4))
+
+  def weights(centre, spread, length):
+    both = _linear(centre[:, None] + steps * SPAN * spread[:, None] - 0.5,
+                   length)
+    return both.reshape(n, size, 2, length).mean(axis=2)
+
+  rows, columns = weights(cy, sy, height), weights(cx, sx, width)
+  return (rows @ grey) @ columns.transpose(0, 2, 1)
 
 
 def details(grey: np.ndarray) -> np.ndarray:

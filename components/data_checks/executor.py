@@ -201,6 +201,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
              geometry: features.ImageGeometry) -> Dict[str, np.ndarray]:
     """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
+    split = shards.split_of(np.arange(shards.total), split_names)
     thumbs_size = signatures.THUMB * signatures.THUMB
     detail_shape = alignment.detail_shape(geometry.height, geometry.width)
     thumbs = _join(shards, work_dir, local_dir, shard_signatures.THUMBNAILS,
@@ -211,14 +212,13 @@ class Executor(base_beam_executor.BaseBeamExecutor):
               thumbs_size),
         _join(shards, work_dir, local_dir, shard_signatures.DETAILS, np.uint8,
               detail_shape[0] * detail_shape[1]),
-        detail_shape, small['framed'])
+        detail_shape, small['framed'], split)
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
     pairs = matching.find_copies(small['digest'], small['phash'],
                                  small['ahash'], thumbs, ~flags['near_blank'],
                                  framed)
-    split = shards.split_of(np.arange(shards.total), split_names)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
     _write_issues(output.uri, flags, small['scores'], shards, split,

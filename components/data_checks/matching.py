@@ -4,9 +4,9 @@ Candidates: images whose 64-bit perceptual hashes share one of BANDS bands,
 each compared with the next WINDOW images of its band's sort order only (a
 hash thousands of images share gives WINDOW candidates each), within
 MAX_HASH_BITS bits. A pair is a copy when its normalised thumbnails differ
-by less than MAX_DIFFERENCE at every pixel. Rescaled copies: the same on
-the hashes and thumbnails of the images in their frames (alignment.py),
-then the details warped onto each other. docs/data-checks.md says why.
+by less than MAX_DIFFERENCE at every pixel. Rescaled copies, across splits: the
+same on the hashes and thumbnails of the images in their frames
+(alignment.py), then the details warped onto each other. docs/data-checks.md says why.
 """
 
 import dataclasses
@@ -130,6 +130,7 @@ class Framed:
   detail: np.ndarray
   detail_shape: Tuple[int, int]
   framed: np.ndarray  # Whether each image has a frame: content on a background.
+  split: np.ndarray  # Each image's split: rescaled copies are sought across.
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
@@ -175,6 +176,8 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray
   keys = []
   for first, second in candidates(framed.phash, framed.ahash,
                                   usable & framed.framed):
+    across = framed.split[first] != framed.split[second]
+    first, second = first[across], second[across]
     keep = compare(framed.thumbnail, first, second) < MAX_FRAMED_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
