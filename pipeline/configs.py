@@ -37,8 +37,15 @@ BEAM_PIPELINE_ARGS = (
 # runner gets it from this setup.py (the DirectRunner ignores the flag).
 # Without some dependency flag TFX builds an sdist of TFX itself in every
 # Beam component's executor and leaves it in a temporary directory.
+# Beam pickles the DoFns of each component's pipeline with cloudpickle
+# rather than dill, its default: dill pickles in pure Python and resets the
+# level of its logger at every object, which clears the cache of every
+# logger of the process (TensorFlow's, Beam's, TFX's...). Only the Beam
+# components' start-up changes (BENCHMARKS.md, "MNIST time to accuracy",
+# its notes on the fixed costs).
 LOCAL_BEAM_PIPELINE_ARGS = (
     '--setup_file=' + os.path.join(PROJECT_DIR, 'setup.py'),
+    '--pickle_library=cloudpickle',
 )
 
 # Transform, Trainer and Tuner: module paths (the package is installed, locally and
