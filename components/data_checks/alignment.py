@@ -269,9 +269,12 @@ class Frames(NamedTuple):
 
 def frames(grey: np.ndarray) -> Frames:
   """Returns the Frames of float32 [N, H, W] grey images."""
+  detail = details(grey)
+  # The frame is found on the detail: no finer than it needs to be.
+  grey = detail.reshape(len(grey), *detail_shape(*grey.shape[1:])).astype(
+      np.float32)
   weights = _weights(grey)
   small = framed(grey, weights)
   return Frames(signatures.perceptual_hashes(small),
                 signatures.average_hashes(small),
-                signatures.thumbnails(small), details(grey),
-                on_background(weights))
+                signatures.thumbnails(small), detail, on_background(weights))

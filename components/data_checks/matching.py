@@ -21,7 +21,7 @@ BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
-MAX_FRAMED_DIFFERENCE = 0.8
+MAX_FRAMED_DIFFERENCE = 1.2
 MAX_ALIGNED_DIFFERENCE = 0.5
 MAX_SHRUNK_DIFFERENCE = 0.5
 _ALIGN_BLOCK = 1024
@@ -145,14 +145,19 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
+  rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
   for first, second in candidates(hashes, second_hashes, usable):
     keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
+    if framed is not None:  # A shrunk copy keeps its plain hash.
+      rescaled_keys.append(_framed_candidates(framed, first[~keep],
+                                              second[~keep]))
   first, second = _unique_pairs(keys, count)
   rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
   if framed is not None:
-    more, aligned = _rescaled(framed, usable, _pair_keys(first, second, count))
+    more, aligned = _rescaled(framed, usable, _pair_keys(first, second, count),
+                              rescaled_keys)
     first, second = np.r_[first, more // count], np.r_[second, more % count]
     rescaled = np.r_[rescaled, np.ones(len(more), bool)]
     difference = np.r_[difference, aligned]
@@ -168,18 +173,28 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
                exact, rescaled)
 
 
-def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray
-              ) -> Tuple[np.ndarray, np.ndarray]:
+def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray
+                       ) -> np.ndarray:
+  """The pair keys of the candidates across splits, both framed, whose
+  framed thumbnails are within MAX_FRAMED_DIFFERENCE."""
+  keep = ((framed.split[first] != framed.split[second]) &
+          framed.framed[first] & framed.framed[second])
+  first, second = first[keep], second[keep]
+  keep = compare(framed.thumbnail, first, second) < MAX_FRAMED_DIFFERENCE
+  return _pair_keys(first[keep], second[keep], len(framed.phash))
+
+
+def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
+              keys: list) -> Tuple[np.ndarray, np.ndarray]:
   """Returns (pair keys, aligned differences) of the rescaled copies that
-  are not among the `known` pair keys."""
+  are not among the `known` pair keys.
+
+  Candidates come from the framed hashes, and `keys` from the plain ones.
+  """
   count = len(framed.phash)
-  keys = []
   for first, second in candidates(framed.phash, framed.ahash,
                                   usable & framed.framed):
-    across = framed.split[first] != framed.split[second]
-    first, second = first[across], second[across]
-    keep = compare(framed.thumbnail, first, second) < MAX_FRAMED_DIFFERENCE
-    keys.append(_pair_keys(first[keep], second[keep], count))
+    keys.append(_framed_candidates(framed, first, second))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
