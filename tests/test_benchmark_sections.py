@@ -2,6 +2,7 @@
 and tables of the sections whose runs are too long for a test (their
 measuring runs in `python -m benchmarks --section NAME`)."""
 
+from benchmarks import copies
 from benchmarks import harness
 from benchmarks import photos
 from benchmarks import predict_speed
@@ -192,3 +193,22 @@ def test_photos_compares_before_with_now_against_the_goals():
   assert now[:4] == ['now', '(defaults)', 'small-gap-cnn', '72x96']
   assert now[-2:] == ['85.0%', '1.0, 1.0, 1.0; 2.0, 1.5, 1.0']
   assert '1,800 colour JPEGs of 640x480 in 5 class folders' in text
+
+
+def test_copies_scores_each_kind_against_the_goal():
+  found = dict(zip(copies.DIGIT_KINDS, (200, 194, 200, 196, 160, 70)))
+  text = copies.SECTION.text(dict(
+      digits=dict(per_kind=200, found=found, seconds=8.5, false_pairs=0,
+                  other=0, images=70_000, kinds={'exact': 200}),
+      photos=dict(per_kind=30, found={'cropped': 0, 'half size': 29},
+                  seconds=0.2, false_pairs=1, images=660, kinds={}),
+      fashion='/usr/share/datasets/fashion-mnist is missing',
+      load=(1.0, 2.0)), CTX)
+  digit_rows, photo_rows = [_rows(part, 'kind') for part in
+                            text.split('**Photos', 1)]
+  assert digit_rows[4] == ['cropped', '160 of 200 (80%)', 'met']
+  assert digit_rows[5] == ['shrunk', '70 of 200 (35%)', '**not met**']
+  assert photo_rows == [['cropped', '0 of 30 (0%)', '**not met**'],
+                        ['half size', '29 of 30 (97%)', 'met']]
+  assert "Pairs between two of MNIST's own images: 0." in text
+  assert 'fashion-mnist is missing' in text
