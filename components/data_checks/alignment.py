@@ -32,7 +32,7 @@ _STRETCHES = (-0.02, 0.0, 0.02)
 _SHIFTS = (-0.3, 0.0, 0.3)
 # Shrunk and enlarged copies: the sizes (as shares of the side) they may
 # have been saved at.
-_SHRINKS = tuple(np.arange(0.4, 0.9001, 0.025).round(3))
+_SHRINKS = tuple(np.arange(0.4, 0.9001, 0.05).round(2))
 
 
 def detail_shape(height: int, width: int) -> Tuple[int, int]:
@@ -142,7 +142,8 @@ def _normalised(values: np.ndarray) -> np.ndarray:
       np.sqrt((flat * flat).mean(axis=-1, keepdims=True)), 1e-3)
 
 
-def _one_way(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _one_way(a: np.ndarray, b: np.ndarray, moments_a, moments_b
+             ) -> np.ndarray:
   """The largest pixel difference of B and A warped onto B, best of the
   refinements, in standard deviations; [P].
 
@@ -151,7 +152,6 @@ def _one_way(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   columns as the frames put them, then the columns (18 warps, not 81).
   """
   _, height, width = a.shape
-  moments_a, moments_b = moments(a), moments(b)
   result = np.full(len(a), np.inf, np.float32)
   inside = np.ones(len(a), bool)
   for axis_number, size in ((0, height), (1, width)):
@@ -248,14 +248,16 @@ def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int]
   b = b.reshape(-1, *shape).astype(np.float32)
   if not len(a):
     return np.zeros(0, np.float32), np.zeros(0, np.float32)
+  moments_a, moments_b = moments(a), moments(b)
   shrunk = np.full(len(a), np.inf, np.float32)
   if min(shape) >= 8:  # Smaller images have no detail to lose.
     # Saving smaller and enlarging again blurs, but moves and scales
     # nothing: only pairs whose frames agree are compared so.
-    pick = np.flatnonzero(_same_frame(moments(a), moments(b)))
+    pick = np.flatnonzero(_same_frame(moments_a, moments_b))
     shrunk[pick] = np.minimum(_shrunk(a[pick], b[pick]),
                               _shrunk(b[pick], a[pick]))
-  return np.minimum(_one_way(a, b), _one_way(b, a)), shrunk
+  return (np.minimum(_one_way(a, b, moments_a, moments_b),
+                     _one_way(b, a, moments_b, moments_a)), shrunk)
 
 
 class Frames(NamedTuple):

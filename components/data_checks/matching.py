@@ -21,7 +21,10 @@ BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
-MAX_FRAMED_DIFFERENCE = 1.2
+MAX_FRAMED_DIFFERENCE = 0.8
+# The plain hashes' candidates are mostly shrunk copies, blurred: their
+# framed thumbnails differ more.
+MAX_SHRUNK_FRAMED_DIFFERENCE = 1.2
 MAX_ALIGNED_DIFFERENCE = 0.5
 MAX_SHRUNK_DIFFERENCE = 0.5
 _ALIGN_BLOCK = 1024
@@ -150,8 +153,8 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
     keep = compare(thumbs, first, second) < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
-      rescaled_keys.append(_framed_candidates(framed, first[~keep],
-                                              second[~keep]))
+      rescaled_keys.append(_framed_candidates(
+          framed, first[~keep], second[~keep], MAX_SHRUNK_FRAMED_DIFFERENCE))
   first, second = _unique_pairs(keys, count)
   rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
@@ -173,14 +176,14 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
                exact, rescaled)
 
 
-def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray
-                       ) -> np.ndarray:
+def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
+                       most: float = MAX_FRAMED_DIFFERENCE) -> np.ndarray:
   """The pair keys of the candidates across splits, both framed, whose
-  framed thumbnails are within MAX_FRAMED_DIFFERENCE."""
+  framed thumbnails differ by less than `most`."""
   keep = ((framed.split[first] != framed.split[second]) &
           framed.framed[first] & framed.framed[second])
   first, second = first[keep], second[keep]
-  keep = compare(framed.thumbnail, first, second) < MAX_FRAMED_DIFFERENCE
+  keep = compare(framed.thumbnail, first, second) < most
   return _pair_keys(first[keep], second[keep], len(framed.phash))
 
 
