@@ -189,7 +189,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline
            | 'Shards' >> beam.Create(shard_signatures.groups(
-               [path for _, path in entries]))
+               [path for _, path in entries], at_least=os.cpu_count() or 1))
            | 'Spread' >> beam.Reshuffle()
            | 'Signatures' >> beam.Map(shard_signatures.write_shards,
                                       work_dir, geometry, encoding))

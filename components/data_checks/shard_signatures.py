@@ -69,13 +69,17 @@ def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
       return arrays[SOURCE]
 
 
-def groups(paths: List[str]) -> List[List[Tuple[int, str]]]:
-  """Numbers the shards and groups neighbours into GROUP_BYTES or more."""
+def groups(paths: List[str], at_least: int = 1) -> List[List[Tuple[int, str]]]:
+  """Numbers the shards and groups neighbours into GROUP_BYTES or more, or
+  into `at_least` groups (for as many workers) where the shards are fewer
+  bytes than that."""
+  sizes = [tf.io.gfile.stat(path).length for path in paths]
+  most = min(GROUP_BYTES, max(1, sum(sizes) // max(1, at_least)))
   found, group, size = [], [], 0
   for number, path in enumerate(paths):
     group.append((number, path))
-    size += tf.io.gfile.stat(path).length
-    if size >= GROUP_BYTES:
+    size += sizes[number]
+    if size >= most:
       found.append(group)
       group, size = [], 0
   return found + [group] if group else found
