@@ -228,8 +228,8 @@ def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return result
 
 
-def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int],
-                warp: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int]
+                ) -> Tuple[np.ndarray, np.ndarray]:
   """Returns how far each pair of details is from a copy cropped or shrunk.
 
   Either image of a pair may be the copy.
@@ -238,8 +238,6 @@ def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int],
     a: uint8 [P, h * w] details, one of each pair.
     b: the other of each pair, the same.
     shape: (h, w).
-    warp: whether to try the warp (else only the blur; the first result is
-      then inf).
 
   Returns:
     float32 [P] twice, the largest pixel difference in standard deviations:
@@ -258,8 +256,6 @@ def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int],
     pick = np.flatnonzero(_same_frame(moments_a, moments_b))
     shrunk[pick] = np.minimum(_shrunk(a[pick], b[pick]),
                               _shrunk(b[pick], a[pick]))
-  if not warp:
-    return np.full(len(a), np.inf, np.float32), shrunk
   return (np.minimum(_one_way(a, b, moments_a, moments_b),
                      _one_way(b, a, moments_b, moments_a)), shrunk)
 

@@ -188,34 +188,28 @@ def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
 
 
 def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
-              plain_keys: list) -> Tuple[np.ndarray, np.ndarray]:
+              keys: list) -> Tuple[np.ndarray, np.ndarray]:
   """Returns (pair keys, aligned differences) of the rescaled copies that
   are not among the `known` pair keys.
 
-  The framed hashes' candidates are warped and blurred; `plain_keys`, the
-  plain hashes' (shrunk copies keep theirs), only blurred.
+  Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
-  framed_keys = [_framed_candidates(framed, first, second) for first, second
-                 in candidates(framed.phash, framed.ahash,
-                               usable & framed.framed)]
-  found, differences = [], []
-  for key_blocks, warp in ((framed_keys, True), (plain_keys, False)):
-    keys = (np.unique(np.concatenate(key_blocks)) if key_blocks else
-            np.zeros(0, np.int64))
-    keys = keys[~np.isin(keys, np.concatenate([known, *found]))]
-    for start in range(0, len(keys), _ALIGN_BLOCK):
-      block = keys[start:start + _ALIGN_BLOCK]
-      aligned, shrunk = alignment.differences(
-          framed.detail[block // count], framed.detail[block % count],
-          framed.detail_shape, warp)
-      keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
-              (shrunk < MAX_SHRUNK_DIFFERENCE))
-      found.append(block[keep])
-      differences.append(np.minimum(aligned, shrunk)[keep])
-  if not found:
-    return np.zeros(0, np.int64), np.zeros(0, np.float32)
-  return np.concatenate(found), np.concatenate(differences)
+  for first, second in candidates(framed.phash, framed.ahash,
+                                  usable & framed.framed):
+    keys.append(_framed_candidates(framed, first, second))
+  keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+  keys = keys[~np.isin(keys, known)]
+  aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
+  for start in range(0, len(keys), _ALIGN_BLOCK):
+    block = keys[start:start + _ALIGN_BLOCK]
+    aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
+        alignment.differences(framed.detail[block // count],
+                              framed.detail[block % count],
+                              framed.detail_shape))
+  keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
+          (shrunk < MAX_SHRUNK_DIFFERENCE))
+  return keys[keep], np.minimum(aligned, shrunk)[keep]
 
 
 def _exact_pairs(digests: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
