@@ -28,7 +28,6 @@ from components.data_checks import drop_copies
 from components.data_checks import issues as issues_lib
 from components.data_checks import matching
 from components.data_checks import shard_signatures
-from components.data_checks import signatures
 from components.image_transform import image_encoding
 from records import csv_cells
 from records import data_checks as results
@@ -202,17 +201,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     """Matches, judges and records; returns `held_out_copies`."""
     small = _join_small(shards, work_dir)
     split = shards.split_of(np.arange(shards.total), split_names)
-    thumbs_size = signatures.THUMB * signatures.THUMB
-    detail_shape = alignment.detail_shape(geometry.height, geometry.width)
-    thumbs = _join(shards, work_dir, local_dir, shard_signatures.THUMBNAILS,
-                   np.int8, thumbs_size)
+    per_image = {suffix: _join(shards, work_dir, local_dir, suffix, *layout)
+                 for suffix, layout in
+                 shard_signatures.per_image_arrays(geometry).items()}
+    thumbs = per_image[shard_signatures.THUMBNAILS]
     framed = matching.Framed(
         small['framed_phash'], small['framed_ahash'],
-        _join(shards, work_dir, local_dir, shard_signatures.FRAMED, np.int8,
-              thumbs_size),
-        _join(shards, work_dir, local_dir, shard_signatures.DETAILS, np.uint8,
-              detail_shape[0] * detail_shape[1]),
-        detail_shape, small['framed'], split)
+        per_image[shard_signatures.FRAMED], per_image[shard_signatures.DETAILS],
+        alignment.detail_shape(geometry.height, geometry.width),
+        small['framed'], split)
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
@@ -240,7 +237,7 @@ def _join_small(shards: Shards, work_dir: str) -> Dict[str, np.ndarray]:
 def _join(shards: Shards, work_dir: str, local_dir: str, suffix: str,
           dtype, size: int) -> np.ndarray:
   """One memmap, in `local_dir`, of every shard's per-image arrays of one
-  kind (shard_signatures.THUMBNAILS, FRAMED or DETAILS), `size` a row."""
+  kind (a suffix of shard_signatures.per_image_arrays), `size` a row."""
   path = os.path.join(local_dir, suffix.lstrip('.'))
   with open(path, 'wb') as joined:
     for number in range(len(shards.entries)):

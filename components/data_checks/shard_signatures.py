@@ -42,6 +42,15 @@ _PREFETCH = 2
 GROUP_BYTES = 64 * 2**20
 
 
+def per_image_arrays(geometry: features.ImageGeometry
+                     ) -> Dict[str, Tuple[type, int]]:
+  """The per-image arrays' (dtype, values a row), by file suffix."""
+  thumbnail = signatures.THUMB * signatures.THUMB
+  height, width = alignment.detail_shape(geometry.height, geometry.width)
+  return {THUMBNAILS: (np.int8, thumbnail), FRAMED: (np.int8, thumbnail),
+          DETAILS: (np.uint8, height * width)}
+
+
 def work_path(work_dir: str, shard_number: int, suffix: str) -> str:
   """Returns a shard's file of the small arrays (SMALL_SUFFIX) or of one of
   the per-image arrays (THUMBNAILS, FRAMED, DETAILS)."""
@@ -135,8 +144,9 @@ class _ShardWriter:
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
-    result = signatures.compute(images)
-    framed = alignment.frames(signatures.grey(images))
+    grey = signatures.grey(images)
+    result = signatures.compute(images, grey)
+    framed = alignment.frames(grey)
     for suffix, array in ((THUMBNAILS, result.thumbnail),
                           (FRAMED, framed.thumbnail),
                           (DETAILS, framed.detail)):
