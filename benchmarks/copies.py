@@ -9,6 +9,7 @@ benchmarks/data_checks.py runs them) find pairs, scored against what was
 planted; a pair not planted between two original images is a false pair.
 """
 
+import collections
 import io
 import os
 import time
@@ -42,10 +43,11 @@ def _digit_copy(image: np.ndarray, kind: str, rng) -> np.ndarray:
     return image.copy()
   if kind == 'jpeg':
     buffer = io.BytesIO()
-    picture.save(buffer, 'JPEG', quality=75)
+    picture.save(buffer, 'JPEG', quality=planted.JPEG_QUALITY)
     return np.asarray(Image.open(buffer))
   if kind == 'brightened':
-    return np.asarray(ImageEnhance.Brightness(picture).enhance(1.15))
+    return np.asarray(ImageEnhance.Brightness(picture).enhance(
+        planted.BRIGHTEN))
   if kind == 'noisy':
     return np.clip(image + rng.normal(0, 6, image.shape), 0, 255).astype(
         np.uint8)
@@ -54,13 +56,17 @@ def _digit_copy(image: np.ndarray, kind: str, rng) -> np.ndarray:
   return np.asarray(planted.shrunk(picture, rng))
 
 
-def _check(data_dir: str, work: str, options) -> Tuple[Any, float]:
+def _check(data_dir: str, work: str, options
+           ) -> Tuple[List[Dict[str, str]], float]:
+  """(the rows of copies.csv, DataChecks' seconds) of ImageExampleGen's
+  Examples of `data_dir`."""
   examples = artifacts.run_example_gen(data_dir, os.path.join(work, 'examples'),
                                        options)
   start = time.monotonic()
   output = test_data_checks.run_data_checks(examples, os.path.join(work,
                                                                    'checks'))
-  return output, time.monotonic() - start
+  seconds = time.monotonic() - start
+  return list(results.read_pairs(output.uri)), seconds
 
 
 def _index(source: str) -> int:
@@ -86,32 +92,28 @@ def digits(ctx: harness.Context, per_kind: int) -> Dict[str, Any]:
                                  ('t10k', test, test_labels)):
     idx.write(os.path.join(data, f'{prefix}-images-idx3-ubyte.gz'), images)
     idx.write(os.path.join(data, f'{prefix}-labels-idx1-ubyte.gz'), labels)
-  output, seconds = _check(data, ctx.path('copies-mnist-work'),
-                           ImageExampleGenOptions(input_format='idx',
-                                                  num_shards=16))
+  rows, seconds = _check(data, ctx.path('copies-mnist-work'),
+                         ImageExampleGenOptions(input_format='idx',
+                                                num_shards=16))
   found = {kind: 0 for kind in DIGIT_KINDS}
-  false_pairs, other = [], 0
-  for row in results.read_pairs(output.uri):
+  false_pairs = other = 0
+  for row in rows:
     a, b = (_index(row[f'source_{side}']) for side in 'ab')
     crossing = (row['split_a'], row['split_b']) == ('train', 'eval')
     if crossing and planted_at.get(b, (None,))[0] == a:
       found[planted_at[b][1]] += 1
     elif not ((row['split_a'] == 'eval' and a in planted_at) or
               (row['split_b'] == 'eval' and b in planted_at)):
-      false_pairs.append(row)
+      false_pairs += 1
     else:
       other += 1
   return dict(per_kind=per_kind, found=found, seconds=seconds,
-              false_pairs=len(false_pairs), other=other,
-              images=len(train) + len(test),
-              kinds=_kinds(output))
+              false_pairs=false_pairs, other=other,
+              images=len(train) + len(test), kinds=_kinds(rows))
 
 
-def _kinds(output) -> Dict[str, int]:
-  counts: Dict[str, int] = {}
-  for row in results.read_pairs(output.uri):
-    counts[row['kind']] = counts.get(row['kind'], 0) + 1
-  return counts
+def _kinds(rows: List[Dict[str, str]]) -> Dict[str, int]:
+  return dict(collections.Counter(row['kind'] for row in rows))
 
 
 def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
@@ -137,12 +139,12 @@ def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
     target = os.path.join(os.path.dirname(source), f'copy-{number:03d}.jpg')
     copy.save(os.path.join(root, 'eval', target), quality=90)
     planted_as['eval/' + target] = ('train/' + source, kind)
-  output, seconds = _check(root, ctx.path('copies-photos-work'),
-                           ImageExampleGenOptions(input_format='images',
-                                                  num_shards=2))
+  rows, seconds = _check(root, ctx.path('copies-photos-work'),
+                         ImageExampleGenOptions(input_format='images',
+                                                num_shards=2))
   found = {kind: 0 for kind in PHOTO_KINDS}
   false_pairs = 0
-  for row in results.read_pairs(output.uri):
+  for row in rows:
     wanted = planted_as.get(row['source_b'])
     if wanted and wanted[0] == row['source_a']:
       found[wanted[1]] += 1
@@ -150,7 +152,7 @@ def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
       false_pairs += 1
   return dict(per_kind=per_kind, found=found, seconds=seconds,
               false_pairs=false_pairs, images=2 * per_class * len(
-                  photos.CLASSES) + len(picks), kinds=_kinds(output))
+                  photos.CLASSES) + len(picks), kinds=_kinds(rows))
 
 
 def fashion(ctx: harness.Context) -> Any:
@@ -162,11 +164,10 @@ def fashion(ctx: harness.Context) -> Any:
   if ctx.quick:
     data = ctx.path('copies-fashion-subset')
     harness.write_subset(FASHION_MNIST_DIR, data, 0.05)
-  output, seconds = _check(data, ctx.path('copies-fashion-work'),
-                           ImageExampleGenOptions(input_format='idx',
-                                                  num_shards=16))
-  rows: List[Dict[str, str]] = list(results.read_pairs(output.uri))
-  return dict(seconds=seconds, kinds=_kinds(output), pairs=len(rows),
+  rows, seconds = _check(data, ctx.path('copies-fashion-work'),
+                         ImageExampleGenOptions(input_format='idx',
+                                                num_shards=16))
+  return dict(seconds=seconds, kinds=_kinds(rows), pairs=len(rows),
               rescaled=[(r['source_a'], r['source_b'], r['max_difference'])
                         for r in rows if r['kind'] == 'rescaled'][:12])
 

@@ -32,8 +32,8 @@ COPY_KINDS = ('exact', 'jpeg', 'brightened')
 # quarter anticlockwise; a viewer turns them a quarter clockwise.
 _ORIENTATION_TAG = 0x0112
 _SIDEWAYS = 6
-_JPEG_QUALITY = 75
-_BRIGHTEN = 1.15
+JPEG_QUALITY = 75
+BRIGHTEN = 1.15
 
 
 def _images(root: str, split: str) -> List[str]:
@@ -79,7 +79,9 @@ def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
     top = int(rng.integers(0, height - part_h + 1))
     box = (left, top, left + part_w, top + part_h)
   part = image.crop(box)
-  return part.resize(image.size, Image.Resampling.BILINEAR) if resize_back else part
+  if not resize_back:
+    return part
+  return part.resize(image.size, Image.Resampling.BILINEAR)
 
 
 def shrunk(image: Image.Image, rng, share=SHRINK_SHARE) -> Image.Image:
@@ -104,10 +106,10 @@ def _plant_copy(out: str, source: str, kind: str, index: int) -> str:
     image = image.convert('RGB')
     if kind == 'jpeg':
       target = os.path.join(folder, stem + '.jpg')
-      image.save(os.path.join(out, target), quality=_JPEG_QUALITY)
+      image.save(os.path.join(out, target), quality=JPEG_QUALITY)
     else:
       target = os.path.join(folder, stem + '.png')
-      ImageEnhance.Brightness(image).enhance(_BRIGHTEN).save(
+      ImageEnhance.Brightness(image).enhance(BRIGHTEN).save(
           os.path.join(out, target))
   return target
 

@@ -4,9 +4,10 @@ Candidates: images whose 64-bit perceptual hashes share one of BANDS bands,
 each compared with the next WINDOW images of its band's sort order only (a
 hash thousands of images share gives WINDOW candidates each), within
 MAX_HASH_BITS bits. A pair is a copy when its normalised thumbnails differ
-by less than MAX_DIFFERENCE at every pixel. Rescaled copies, across splits: the
-same on the hashes and thumbnails of the images in their frames
-(alignment.py), then the details warped onto each other. docs/data-checks.md says why.
+by less than MAX_DIFFERENCE at every pixel. Rescaled copies, across splits:
+the same on the hashes and thumbnails of the images in their frames
+(alignment.py), then the details warped onto each other.
+docs/data-checks.md says why.
 """
 
 import dataclasses
