@@ -28,6 +28,10 @@ from tests import artifacts
 from tests import test_data_checks
 
 FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
+# Photos people took, as Debian ships them: apt-get install mate-backgrounds
+# ukui-wallpapers lomiri-wallpapers.
+WALLPAPER_DIR = '/usr/share/backgrounds'
+WALLPAPER_PACKAGES = 'mate-backgrounds ukui-wallpapers lomiri-wallpapers'
 DIGIT_KINDS = ('exact', 'jpeg', 'brightened', 'noisy', 'cropped', 'shrunk')
 PHOTO_KINDS = ('cropped', 'half size')
 # Cropped digits: a border of this many pixels cut from each side.
@@ -139,9 +143,11 @@ def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
     target = os.path.join(os.path.dirname(source), f'copy-{number:03d}.jpg')
     copy.save(os.path.join(root, 'eval', target), quality=90)
     planted_as['eval/' + target] = ('train/' + source, kind)
+  # The geometry a default run chooses: from the images' headers.
   rows, seconds = _check(root, ctx.path('copies-photos-work'),
                          ImageExampleGenOptions(input_format='images',
-                                                num_shards=2))
+                                                num_shards=2, infer_size=True,
+                                                infer_channels=True))
   found = {kind: 0 for kind in PHOTO_KINDS}
   false_pairs = 0
   for row in rows:
@@ -153,6 +159,62 @@ def photo_folder(ctx: harness.Context, per_kind: int, per_class: int
   return dict(per_kind=per_kind, found=found, seconds=seconds,
               false_pairs=false_pairs, images=2 * per_class * len(
                   photos.CLASSES) + len(picks), kinds=_kinds(rows))
+
+
+def wallpapers(ctx: harness.Context) -> Any:
+  """Debian's wallpapers (photos and artwork) in train, a crop of each in
+  eval: the pairs found, against what was planted."""
+  found = sorted(os.path.join(folder, name)
+                 for folder, _, names in os.walk(WALLPAPER_DIR)
+                 for name in names if name.lower().endswith(('.jpg', '.png')))
+  if len(found) < 10:
+    return f'{WALLPAPER_DIR} holds too few images (apt-get install ' \
+        f'{WALLPAPER_PACKAGES})'
+  rng = np.random.default_rng(2)
+  root = ctx.path('copies-wallpapers')
+  planted_as: Dict[str, str] = {}
+  for number, path in enumerate(found):
+    # A class per folder: mate/nature, mate/abstract, ...
+    label = os.path.relpath(os.path.dirname(path), WALLPAPER_DIR).replace(
+        os.sep, '-').strip('.') or 'top'
+    name = f'{label}/{number:03d}.png'
+    with Image.open(path) as image:
+      image = image.convert('RGB')
+      for split, picture in (('train', image),
+                             ('eval', planted.cropped(image, rng,
+                                                      resize_back=False))):
+        os.makedirs(os.path.join(root, split, label), exist_ok=True)
+        picture.save(os.path.join(root, split, name))
+    planted_as['eval/' + name] = 'train/' + name
+  rows, seconds = _check(root, ctx.path('copies-wallpapers-work'),
+                         ImageExampleGenOptions(input_format='images',
+                                                num_shards=2, infer_size=True,
+                                                infer_channels=True))
+  # The packages hold the same picture more than once (sizes, edits):
+  # pairs within train join such families, and a crop paired with another
+  # of its original's family is no false pair.
+  family = {source: source for source in planted_as.values()}
+
+  def root_of(source):
+    while family[source] != source:
+      source = family[source]
+    return source
+
+  for row in rows:
+    if row['split_a'] == row['split_b'] == 'train':
+      family[root_of(row['source_a'])] = root_of(row['source_b'])
+  hits, false_pairs = set(), []
+  for row in rows:
+    if row['split_a'] == row['split_b']:
+      continue
+    original, copy = sorted((row['source_a'], row['source_b']))[::-1]
+    if root_of(planted_as.get(copy, copy)) == root_of(original):
+      hits.add(copy)
+    else:
+      false_pairs.append((row['source_a'], row['source_b'], row['kind']))
+  return dict(images=len(found), found=len(hits), seconds=seconds,
+              false_pairs=false_pairs, kinds=_kinds(rows),
+              within=sum(row['split_a'] == row['split_b'] for row in rows))
 
 
 def fashion(ctx: harness.Context) -> Any:
@@ -180,6 +242,8 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   measured = {'digits': digits(ctx, sizes['digits'])}
   print('  copies: a photo folder with planted copies', flush=True)
   measured['photos'] = photo_folder(ctx, sizes['photos'], sizes['per_class'])
+  print('  copies: Debian\'s wallpapers with crops planted', flush=True)
+  measured['wallpapers'] = wallpapers(ctx)
   print('  copies: Fashion-MNIST', flush=True)
   measured['fashion'] = fashion(ctx)
   measured['load'] = (load_before, os.getloadavg()[0])

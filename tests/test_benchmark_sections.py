@@ -202,10 +202,14 @@ def test_copies_scores_each_kind_against_the_goal():
                   other=0, images=70_000, kinds={'exact': 200}),
       photos=dict(per_kind=30, found={'cropped': 0, 'half size': 29},
                   seconds=0.2, false_pairs=1, images=660, kinds={}),
+      wallpapers=dict(images=63, found=61, seconds=0.6, within=7, kinds={},
+                      false_pairs=[('train/a.png', 'eval/b.png', 'rescaled')]),
       fashion='/usr/share/datasets/fashion-mnist is missing',
       load=(1.0, 2.0)), CTX)
   digit_rows, photo_rows = [_rows(part, 'kind') for part in
                             text.split('**Photos', 1)]
+  assert 'Found: 61 of 63 (97%)' in text
+  assert "False pairs: 1 (('train/a.png', 'eval/b.png', 'rescaled'))" in text
   assert digit_rows[4] == ['cropped', '160 of 200 (80%)', 'met']
   assert digit_rows[5] == ['shrunk', '70 of 200 (35%)', '**not met**']
   assert photo_rows == [['cropped', '0 of 30 (0%)', '**not met**'],

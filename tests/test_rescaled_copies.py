@@ -1,7 +1,10 @@
 """DataChecks finds copies in eval of training images cut by a border and
-resized back, or saved smaller and enlarged again, as 'rescaled' pairs;
-distinct scribbles that look alike stay unpaired, and so does a cropped
-copy within train."""
+resized back, or saved smaller and enlarged again, and of photos cut to part
+of their frame, as 'rescaled' pairs; distinct scribbles that look alike and
+distinct photos stay unpaired, and so does a cropped copy within train."""
+
+import os
+
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -10,6 +13,8 @@ import pytest
 from components.data_checks import alignment
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
+from data import photos
+from data import planted
 from records import data_checks as results
 from tests import artifacts
 from tests import test_data_checks
@@ -93,12 +98,49 @@ def test_a_copy_is_closer_than_a_look_alike_either_way():
   images = scribbles(40, seed=4).astype(np.float32)
   copies = np.stack([cropped(image.astype(np.uint8), rng)
                      for image in images]).astype(np.float32)
-  shape = (28, 28)
-  details = alignment.details(images)
-  aligned, _ = alignment.differences(details, alignment.details(copies), shape)
-  swapped, _ = alignment.differences(alignment.details(copies), details, shape)
+  aligned, _ = alignment.differences(images, copies)
+  swapped, _ = alignment.differences(copies, images)
   np.testing.assert_allclose(aligned, swapped, rtol=1e-5)
   others, shrunk_others = alignment.differences(
-      details, np.roll(details, 1, axis=0), shape)
+      images, np.roll(images, 1, axis=0))
   assert aligned.max() < others.min()
   assert np.median(aligned) < 0.5 < shrunk_others.min()
+
+
+PHOTO_COPIES = 6
+
+
+@pytest.fixture(scope='module')
+def checked_photos(tmp_path_factory):
+  """A photo folder whose eval holds crops of PHOTO_COPIES training photos
+  (80-95% of each side, anywhere, saved as cut); returns (DataCheckResults,
+  {copy: its original})."""
+  root = tmp_path_factory.mktemp('photo_crops')
+  rng = np.random.default_rng(7)
+  for split, seed in (('train', 0), ('eval', 1)):
+    photos.write(str(root / 'data' / split), 6, seed=seed)
+  originals = sorted(f'{c}/{f}' for c in photos.CLASSES
+                     for f in os.listdir(root / 'data' / 'train' / c))
+  copies = {}
+  for number, source in enumerate(originals[::5][:PHOTO_COPIES]):
+    with Image.open(root / 'data' / 'train' / source) as image:
+      part = planted.cropped(image.convert('RGB'), rng, resize_back=False)
+    target = f'{os.path.dirname(source)}/crop-{number}.jpg'
+    part.save(root / 'data' / 'eval' / target, quality=90)
+    copies['eval/' + target] = 'train/' + source
+  examples = artifacts.run_example_gen(
+      root / 'data', root / 'examples',
+      ImageExampleGenOptions(input_format='images', num_shards=2,
+                             infer_size=True, infer_channels=True))
+  return test_data_checks.run_data_checks(examples, root / 'checks'), copies
+
+
+def test_photos_cut_to_part_of_their_frame_are_found(checked_photos):
+  output, copies = checked_photos
+  across = {(row['source_b'], row['source_a'], row['kind'])
+            for row in results.read_pairs(output.uri)
+            if row['split_a'] != row['split_b']}
+  planted_pairs = {(copy, original, 'rescaled')
+                   for copy, original in copies.items()}
+  assert across <= planted_pairs
+  assert len(across) >= PHOTO_COPIES - 1

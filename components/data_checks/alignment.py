@@ -15,7 +15,7 @@ from components.data_checks import signatures
 
 # The frame spans this many spreads either side of the centre.
 SPAN = 2.2
-# The detail: the grey image at most DETAIL pixels a side.
+# The detail: the image at most DETAIL pixels a side.
 DETAIL = 28
 # A copy shows a part of its original, enlarged: B's frame warped onto A may
 # reach this many pixels beyond A's edges, no more.
@@ -77,7 +77,7 @@ def moments(grey: np.ndarray, weights=None) -> Tuple[np.ndarray, ...]:
   return cy, cx, sy, sx
 
 
-def _linear(positions: np.ndarray, size: int) -> np.ndarray:
+def linear(positions: np.ndarray, size: int) -> np.ndarray:
   """[..., K, size] weights of linear interpolation at [..., K] positions
   (in pixel centres' coordinates), zero outside the image."""
   grid = np.arange(size, dtype=np.float32)
@@ -95,7 +95,7 @@ def framed(grey: np.ndarray, content=None) -> np.ndarray:
   steps = (np.arange(2 * size, dtype=np.float32) + 0.5) / size - 1
 
   def weights(centre, spread, length):
-    both = _linear(centre[:, None] + steps * SPAN * spread[:, None] - 0.5,
+    both = linear(centre[:, None] + steps * SPAN * spread[:, None] - 0.5,
                    length)
     return both.reshape(n, size, 2, length).mean(axis=2)
 
@@ -103,12 +103,25 @@ def framed(grey: np.ndarray, content=None) -> np.ndarray:
   return (rows @ grey) @ columns.transpose(0, 2, 1)
 
 
-def details(grey: np.ndarray) -> np.ndarray:
-  """Returns uint8 [N, h * w]: float32 [N, H, W] at detail_shape."""
-  height, width = detail_shape(*grey.shape[1:])
-  if (height, width) != grey.shape[1:]:
-    grey = signatures.resize(grey, height, width)
-  return np.rint(grey).clip(0, 255).astype(np.uint8).reshape(len(grey), -1)
+def details(images: np.ndarray) -> np.ndarray:
+  """Returns uint8 [N, h * w * C]: uint8 [N, H, W, C] images at
+  detail_shape, by area."""
+  count, height, width, channels = images.shape
+  small = detail_shape(height, width)
+  if small == (height, width):
+    return np.ascontiguousarray(images).reshape(count, -1)
+  result = np.empty((count, *small, channels), np.uint8)
+  for channel in range(channels):
+    result[..., channel] = np.rint(signatures.resize(
+        images[..., channel].astype(np.float32), *small)).clip(0, 255)
+  return result.reshape(count, -1)
+
+
+def grey_details(detail: np.ndarray, shape: Tuple[int, int, int]
+                 ) -> np.ndarray:
+  """Returns float32 [N, h, w]: uint8 [N, h * w * C] details in grey;
+  `shape` is (h, w, C)."""
+  return signatures.grey(detail.reshape(-1, *shape))
 
 
 def _triangle(size: int, small: int) -> np.ndarray:
@@ -128,7 +141,7 @@ def _shrinks(size: int) -> np.ndarray:
   found = []
   for share in _SHRINKS:
     small = max(2, round(size * share))
-    back = _linear((np.arange(size) + 0.5) * small / size - 0.5, small)
+    back = linear((np.arange(size) + 0.5) * small / size - 0.5, small)
     back /= np.maximum(back.sum(axis=1, keepdims=True), 1e-6)
     found.append(back @ _triangle(size, small))
   return np.stack(found).astype(np.float32)
@@ -171,7 +184,7 @@ def _one_way(a: np.ndarray, b: np.ndarray, moments_a, moments_b
     shift = np.tile(np.float32(shifts), len(stretches))[None, :, None]
     positions = centre_a[:, None, None] + (
         grid - centre_b[:, None, None]) * scale[..., None] + shift
-    return _linear(positions - 0.5, size)
+    return linear(positions - 0.5, size)
 
   pick = np.flatnonzero(inside)
   rows, columns = warps(0, height, pick, False), warps(1, width, pick, False)
@@ -228,29 +241,26 @@ def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return result
 
 
-def differences(a: np.ndarray, b: np.ndarray, shape: Tuple[int, int]
+def differences(a: np.ndarray, b: np.ndarray
                 ) -> Tuple[np.ndarray, np.ndarray]:
   """Returns how far each pair of details is from a copy cropped or shrunk.
 
   Either image of a pair may be the copy.
 
   Args:
-    a: uint8 [P, h * w] details, one of each pair.
+    a: float32 [P, h, w] grey details (grey_details), one of each pair.
     b: the other of each pair, the same.
-    shape: (h, w).
 
   Returns:
     float32 [P] twice, the largest pixel difference in standard deviations:
     after warping one onto the other by their frames (a crop or a resize),
     and after blurring one as saving it smaller and enlarging it again does.
   """
-  a = a.reshape(-1, *shape).astype(np.float32)
-  b = b.reshape(-1, *shape).astype(np.float32)
   if not len(a):
     return np.zeros(0, np.float32), np.zeros(0, np.float32)
   moments_a, moments_b = moments(a), moments(b)
   shrunk = np.full(len(a), np.inf, np.float32)
-  if min(shape) >= 8:  # Smaller images have no detail to lose.
+  if min(a.shape[1:]) >= 8:  # Smaller images have no detail to lose.
     # Saving smaller and enlarging again blurs, but moves and scales
     # nothing: only pairs whose frames agree are compared so.
     pick = np.flatnonzero(_same_frame(moments_a, moments_b))
@@ -265,16 +275,16 @@ class Frames(NamedTuple):
   phash: np.ndarray      # uint64: the perceptual hash of the framed image
   ahash: np.ndarray      # uint64: its average hash
   thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]: the framed thumbnail
-  detail: np.ndarray     # uint8 [N, h * w]: the grey image, small
+  detail: np.ndarray     # uint8 [N, h * w * C]: the image, small
   framed: np.ndarray     # bool: on_background, so it has a frame
 
 
-def frames(grey: np.ndarray) -> Frames:
-  """Returns the Frames of float32 [N, H, W] grey images."""
-  detail = details(grey)
+def frames(images: np.ndarray) -> Frames:
+  """Returns the Frames of uint8 [N, H, W, C] images."""
+  detail = details(images)
   # The frame is found on the detail: no finer than it needs to be.
-  grey = detail.reshape(len(grey), *detail_shape(*grey.shape[1:])).astype(
-      np.float32)
+  grey = grey_details(detail, (*detail_shape(*images.shape[1:3]),
+                               images.shape[3]))
   weights = _weights(grey)
   small = framed(grey, weights)
   return Frames(signatures.perceptual_hashes(small),

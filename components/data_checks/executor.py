@@ -208,8 +208,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     framed = matching.Framed(
         small['framed_phash'], small['framed_ahash'],
         per_image[shard_signatures.FRAMED], per_image[shard_signatures.DETAILS],
-        alignment.detail_shape(geometry.height, geometry.width),
-        small['framed'], split)
+        (*alignment.detail_shape(geometry.height, geometry.width),
+         geometry.channels),
+        small['framed'], split, reduced=max(geometry.height, geometry.width)
+        > alignment.DETAIL, label=small['label'])
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)

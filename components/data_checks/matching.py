@@ -6,8 +6,8 @@ hash thousands of images share gives WINDOW candidates each), within
 MAX_HASH_BITS bits. A pair is a copy when its normalised thumbnails differ
 by less than MAX_DIFFERENCE at every pixel. Rescaled copies, across splits:
 the same on the hashes and thumbnails of the images in their frames
-(alignment.py), then the details warped onto each other.
-docs/data-checks.md says why.
+(alignment.py), then the details warped onto each other; photos, also
+against windows of each other (windows.py). docs/data-checks.md says why.
 """
 
 import dataclasses
@@ -17,6 +17,7 @@ import numpy as np
 
 from components.data_checks import alignment
 from components.data_checks import signatures
+from components.data_checks import windows
 
 BANDS = 4
 WINDOW = 16
@@ -132,9 +133,13 @@ class Framed:
   ahash: np.ndarray
   thumbnail: np.ndarray
   detail: np.ndarray
-  detail_shape: Tuple[int, int]
+  detail_shape: Tuple[int, int, int]  # (height, width, channels)
   framed: np.ndarray  # Whether each image has a frame: content on a background.
   split: np.ndarray  # Each image's split: rescaled copies are sought across.
+  # Whether the images are larger than their details (photos): then they
+  # are searched for crops by windows too (windows.py), within their class.
+  reduced: bool = False
+  label: np.ndarray = None
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
@@ -160,8 +165,10 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
   if framed is not None:
-    more, aligned = _rescaled(framed, usable, _pair_keys(first, second, count),
-                              rescaled_keys)
+    known = _pair_keys(first, second, count)
+    more, aligned = _rescaled(framed, usable, known, rescaled_keys)
+    cut, cut_difference = _cut(framed, usable, np.r_[known, more])
+    more, aligned = np.r_[more, cut], np.r_[aligned, cut_difference]
     first, second = np.r_[first, more // count], np.r_[second, more % count]
     rescaled = np.r_[rescaled, np.ones(len(more), bool)]
     difference = np.r_[difference, aligned]
@@ -205,12 +212,47 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   for start in range(0, len(keys), _ALIGN_BLOCK):
     block = keys[start:start + _ALIGN_BLOCK]
     aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
-        alignment.differences(framed.detail[block // count],
-                              framed.detail[block % count],
-                              framed.detail_shape))
+        alignment.differences(_grey(framed, block // count),
+                              _grey(framed, block % count)))
   keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
           (shrunk < MAX_SHRUNK_DIFFERENCE))
   return keys[keep], np.minimum(aligned, shrunk)[keep]
+
+
+def _grey(framed: Framed, index: np.ndarray) -> np.ndarray:
+  """float32 [P, h, w]: the grey details of some images."""
+  return alignment.grey_details(framed.detail[index], framed.detail_shape)
+
+
+def _cut(framed: Framed, usable: np.ndarray, known: np.ndarray
+         ) -> Tuple[np.ndarray, np.ndarray]:
+  """Returns (pair keys, differences) of the photos cut from one of their
+  class in another split (windows.py), not among the `known` pair keys."""
+  count = len(framed.phash)
+  if not framed.reduced or not usable.any():
+    return np.zeros(0, np.int64), np.zeros(0, np.float32)
+  pick = np.flatnonzero(usable)
+  # Within each class: the search costs pairs of images.
+  found = [windows.candidates(lambda index: _grey(framed, index),
+                              framed.split, pick[framed.label[pick] == label])
+           for label in np.unique(framed.label[pick])]
+  copy, original, start = (np.concatenate(parts) for parts in zip(*found))
+  keys = _pair_keys(copy, original, count)
+  new = ~np.isin(keys, known)
+  copy, original, start, keys = copy[new], original[new], start[new], keys[new]
+  difference = np.empty(len(keys), np.float32)
+  for begin in range(0, len(keys), _ALIGN_BLOCK):
+    block = slice(begin, begin + _ALIGN_BLOCK)
+    difference[block] = windows.verify(
+        *(framed.detail[index].reshape(-1, *framed.detail_shape).astype(
+            np.float32) for index in (original[block], copy[block])),
+        start[block])
+  keep = difference < windows.MAX_CROP_DIFFERENCE
+  keys, difference = keys[keep], difference[keep]
+  order = np.lexsort((difference, keys))  # Each pair once, at its least.
+  keys, difference = keys[order], difference[order]
+  first = np.r_[True, keys[1:] != keys[:-1]]
+  return keys[first], difference[first]
 
 
 def _exact_pairs(digests: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

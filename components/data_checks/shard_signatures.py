@@ -48,7 +48,7 @@ def per_image_arrays(geometry: features.ImageGeometry
   thumbnail = signatures.THUMB * signatures.THUMB
   height, width = alignment.detail_shape(geometry.height, geometry.width)
   return {THUMBNAILS: (np.int8, thumbnail), FRAMED: (np.int8, thumbnail),
-          DETAILS: (np.uint8, height * width)}
+          DETAILS: (np.uint8, height * width * geometry.channels)}
 
 
 def work_path(work_dir: str, shard_number: int, suffix: str) -> str:
@@ -146,7 +146,7 @@ class _ShardWriter:
           sources: np.ndarray) -> None:
     grey = signatures.grey(images)
     result = signatures.compute(images, grey)
-    framed = alignment.frames(grey)
+    framed = alignment.frames(images)
     for suffix, array in ((THUMBNAILS, result.thumbnail),
                           (FRAMED, framed.thumbnail),
                           (DETAILS, framed.detail)):

