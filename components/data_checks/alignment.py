@@ -41,10 +41,16 @@ def detail_shape(height: int, width: int) -> Tuple[int, int]:
   return max(1, round(height * scale)), max(1, round(width * scale))
 
 
-def _weights(grey: np.ndarray) -> np.ndarray:
-  """Each pixel's distance from its image's median: its content."""
-  return np.abs(grey - np.median(grey.reshape(len(grey), -1), axis=1)[
-      :, None, None])
+def _weights(grey: np.ndarray, levels=None) -> np.ndarray:
+  """Each pixel's distance from its image's median: its content. `levels`,
+  uint8 [N, H, W], are the grey images' levels if at hand."""
+  # The median of whole grey levels: a partition of bytes, not of floats,
+  # at a third of the time.
+  if levels is None:
+    levels = np.rint(grey).clip(0, 255).astype(np.uint8)
+  result = grey - np.median(levels.reshape(len(grey), -1), axis=1).astype(
+      np.float32)[:, None, None]
+  return np.abs(result, out=result)
 
 
 def on_background(weights: np.ndarray) -> np.ndarray:
@@ -80,9 +86,12 @@ def moments(grey: np.ndarray, weights=None) -> Tuple[np.ndarray, ...]:
 def linear(positions: np.ndarray, size: int) -> np.ndarray:
   """[..., K, size] weights of linear interpolation at [..., K] positions
   (in pixel centres' coordinates), zero outside the image."""
-  grid = np.arange(size, dtype=np.float32)
-  return np.maximum(0.0, 1.0 - np.abs(
-      grid - positions[..., None].astype(np.float32)))
+  # In place: one [..., K, size] array, not one per step.
+  result = positions.astype(np.float32)[..., None] - np.arange(
+      size, dtype=np.float32)
+  np.abs(result, out=result)
+  np.subtract(1.0, result, out=result)
+  return np.maximum(result, 0.0, out=result)
 
 
 def framed(grey: np.ndarray, content=None) -> np.ndarray:
@@ -96,8 +105,10 @@ def framed(grey: np.ndarray, content=None) -> np.ndarray:
 
   def weights(centre, spread, length):
     both = linear(centre[:, None] + steps * SPAN * spread[:, None] - 0.5,
-                   length)
-    return both.reshape(n, size, 2, length).mean(axis=2)
+                  length).reshape(n, size, 2, length)
+    result = both[:, :, 0] + both[:, :, 1]
+    result *= 0.5
+    return result
 
   rows, columns = weights(cy, sy, height), weights(cx, sx, width)
   return (rows @ grey) @ columns.transpose(0, 2, 1)
@@ -241,6 +252,15 @@ def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return result
 
 
+def _sharpness(images: np.ndarray) -> np.ndarray:
+  """[P]: the mean squared difference of neighbouring pixels of float32
+  [P, h, w] images, over their variance."""
+  rows = np.diff(images, axis=1)
+  columns = np.diff(images, axis=2)
+  return ((rows * rows).mean(axis=(1, 2)) + (columns * columns).mean(
+      axis=(1, 2))) / np.maximum(images.var(axis=(1, 2)), 1e-6)
+
+
 def differences(a: np.ndarray, b: np.ndarray
                 ) -> Tuple[np.ndarray, np.ndarray]:
   """Returns how far each pair of details is from a copy cropped or shrunk.
@@ -264,8 +284,10 @@ def differences(a: np.ndarray, b: np.ndarray
     # Saving smaller and enlarging again blurs, but moves and scales
     # nothing: only pairs whose frames agree are compared so.
     pick = np.flatnonzero(_same_frame(moments_a, moments_b))
-    shrunk[pick] = np.minimum(_shrunk(a[pick], b[pick]),
-                              _shrunk(b[pick], a[pick]))
+    # The sharper of the two is the one saved smaller.
+    sharper = _sharpness(a[pick]) >= _sharpness(b[pick])
+    shrunk[pick] = _shrunk(np.where(sharper[:, None, None], a[pick], b[pick]),
+                           np.where(sharper[:, None, None], b[pick], a[pick]))
   return (np.minimum(_one_way(a, b, moments_a, moments_b),
                      _one_way(b, a, moments_b, moments_a)), shrunk)
 
@@ -283,9 +305,10 @@ def frames(images: np.ndarray) -> Frames:
   """Returns the Frames of uint8 [N, H, W, C] images."""
   detail = details(images)
   # The frame is found on the detail: no finer than it needs to be.
-  grey = grey_details(detail, (*detail_shape(*images.shape[1:3]),
-                               images.shape[3]))
-  weights = _weights(grey)
+  shape = (*detail_shape(*images.shape[1:3]), images.shape[3])
+  grey = grey_details(detail, shape)
+  weights = _weights(grey, detail.reshape(-1, *shape[:2]) if shape[2] == 1
+                     else None)
   small = framed(grey, weights)
   return Frames(signatures.perceptual_hashes(small),
                 signatures.average_hashes(small),

