@@ -110,29 +110,33 @@ def test_a_copy_is_closer_than_a_look_alike_either_way():
 PHOTO_COPIES = 6
 
 
-@pytest.fixture(scope='module')
-def checked_photos(tmp_path_factory):
-  """A photo folder whose eval holds crops of PHOTO_COPIES training photos
-  (80-95% of each side, anywhere, saved as cut); returns (DataCheckResults,
-  {copy: its original})."""
-  root = tmp_path_factory.mktemp('photo_crops')
+def _photo_folder(root, copies: int):
+  """Writes a photo folder whose eval holds crops of `copies` training
+  photos (80-95% of each side, anywhere, saved as cut); returns
+  (DataCheckResults, {copy: its original})."""
   rng = np.random.default_rng(7)
   for split, seed in (('train', 0), ('eval', 1)):
     photos.write(str(root / 'data' / split), 6, seed=seed)
   originals = sorted(f'{c}/{f}' for c in photos.CLASSES
                      for f in os.listdir(root / 'data' / 'train' / c))
-  copies = {}
-  for number, source in enumerate(originals[::5][:PHOTO_COPIES]):
+  planted_copies = {}
+  for number, source in enumerate(originals[::5][:copies]):
     with Image.open(root / 'data' / 'train' / source) as image:
       part = planted.cropped(image.convert('RGB'), rng, resize_back=False)
     target = f'{os.path.dirname(source)}/crop-{number}.jpg'
     part.save(root / 'data' / 'eval' / target, quality=90)
-    copies['eval/' + target] = 'train/' + source
+    planted_copies['eval/' + target] = 'train/' + source
   examples = artifacts.run_example_gen(
       root / 'data', root / 'examples',
       ImageExampleGenOptions(input_format='images', num_shards=2,
                              infer_size=True, infer_channels=True))
-  return test_data_checks.run_data_checks(examples, root / 'checks'), copies
+  return (test_data_checks.run_data_checks(examples, root / 'checks'),
+          planted_copies)
+
+
+@pytest.fixture(scope='module')
+def checked_photos(tmp_path_factory):
+  return _photo_folder(tmp_path_factory.mktemp('photo_crops'), PHOTO_COPIES)
 
 
 def test_photos_cut_to_part_of_their_frame_are_found(checked_photos):
@@ -144,3 +148,9 @@ def test_photos_cut_to_part_of_their_frame_are_found(checked_photos):
                    for copy, original in copies.items()}
   assert across <= planted_pairs
   assert len(across) >= PHOTO_COPIES - 1
+
+
+def test_a_photo_folder_without_copies_has_no_pairs_across_splits(tmp_path):
+  output, _ = _photo_folder(tmp_path, 0)
+  assert not [row for row in results.read_pairs(output.uri)
+              if row['split_a'] != row['split_b']]

@@ -254,7 +254,7 @@ def _cut(framed: Framed, usable: np.ndarray, known: np.ndarray
   keys, difference = keys[keep], difference[keep]
   order = np.lexsort((difference, keys))  # Each pair once, at its least.
   keys, difference = keys[order], difference[order]
-  first = np.r_[True, keys[1:] != keys[:-1]]
+  first = np.r_[True, keys[1:] != keys[:-1]][:len(keys)]
   return keys[first], difference[first]
 
 
