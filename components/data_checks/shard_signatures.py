@@ -144,8 +144,7 @@ class _ShardWriter:
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
-    grey = signatures.grey(images)
-    result = signatures.compute(images, grey)
+    result = signatures.compute(images)
     framed = alignment.frames(images)
     for suffix, array in ((THUMBNAILS, result.thumbnail),
                           (FRAMED, framed.thumbnail),

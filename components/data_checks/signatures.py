@@ -183,10 +183,9 @@ class Signatures(NamedTuple):
   scores: np.ndarray     # SCORE_DTYPE
 
 
-def compute(images: np.ndarray, grey_images=None) -> Signatures:
-  """Returns the Signatures of uint8 [N, H, W, C] images (whose `grey`
-  images may be given)."""
-  grey_images = grey(images) if grey_images is None else grey_images
+def compute(images: np.ndarray) -> Signatures:
+  """Returns the Signatures of uint8 [N, H, W, C] images."""
+  grey_images = grey(images)
   small = resize(grey_images, THUMB, THUMB)
   return Signatures(digests(images), perceptual_hashes(grey_images),
                     average_hashes(small), thumbnails(small),
