@@ -210,8 +210,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         per_image[shard_signatures.FRAMED], per_image[shard_signatures.DETAILS],
         (*alignment.detail_shape(geometry.height, geometry.width),
          geometry.channels),
-        small['framed'], split, reduced=max(geometry.height, geometry.width)
-        > alignment.DETAIL, label=small['label'])
+        small['framed'], split, small['label'],
+        reduced=max(geometry.height, geometry.width) > alignment.DETAIL)
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)

@@ -139,10 +139,10 @@ class Framed:
   detail_shape: Tuple[int, int, int]  # (height, width, channels)
   framed: np.ndarray  # Whether each image has a frame: content on a background.
   split: np.ndarray  # Each image's split: rescaled copies are sought across.
+  label: np.ndarray  # Each image's class: crops of photos are sought within.
   # Whether the images are larger than their details (photos): then they
-  # are searched for crops by windows too (windows.py), within their class.
+  # are searched for crops by windows too (windows.py).
   reduced: bool = False
-  label: np.ndarray = None
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
