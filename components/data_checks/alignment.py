@@ -94,23 +94,31 @@ def linear(positions: np.ndarray, size: int) -> np.ndarray:
   return np.maximum(result, 0.0, out=result)
 
 
+def resampling(start: np.ndarray, length: np.ndarray, size: int, out: int,
+               samples: int = 1) -> np.ndarray:
+  """Returns [P, out, size] weights that resample, along an axis of `size`
+  pixels, the span [start, start + length) (in pixels, [P] each) to `out`
+  pixels, each the mean of `samples` linear samples (an area resize rather
+  than a pick, when shrinking)."""
+  steps = (np.arange(out * samples, dtype=np.float32) + 0.5) / (out * samples)
+  taken = linear(start[:, None] + length[:, None] * steps - 0.5,
+                 size).reshape(len(start), out, samples, size)
+  # Added in place: half the time of a reduction over the samples' axis.
+  result = taken[:, :, 0].copy()
+  for sample in range(1, samples):
+    result += taken[:, :, sample]
+  if samples > 1:
+    result *= np.float32(1 / samples)
+  return result
+
+
 def framed(grey: np.ndarray, content=None) -> np.ndarray:
   """Returns float32 [N, THUMB, THUMB]: each image in its frame."""
-  n, height, width = grey.shape
+  _, height, width = grey.shape
   cy, cx, sy, sx = moments(grey, content)
   size = signatures.THUMB
-  # Two samples a pixel, averaged (in the weights): an area resize rather
-  # than a pick.
-  steps = (np.arange(2 * size, dtype=np.float32) + 0.5) / size - 1
-
-  def weights(centre, spread, length):
-    both = linear(centre[:, None] + steps * SPAN * spread[:, None] - 0.5,
-                  length).reshape(n, size, 2, length)
-    result = both[:, :, 0] + both[:, :, 1]
-    result *= 0.5
-    return result
-
-  rows, columns = weights(cy, sy, height), weights(cx, sx, width)
+  rows = resampling(cy - SPAN * sy, 2 * SPAN * sy, height, size, samples=2)
+  columns = resampling(cx - SPAN * sx, 2 * SPAN * sx, width, size, samples=2)
   return (rows @ grey) @ columns.transpose(0, 2, 1)
 
 

@@ -43,13 +43,15 @@ def grid() -> np.ndarray:
                   np.float32)
 
 
-def _weights(keep, offset, size: int, out: int, samples: int) -> np.ndarray:
-  """[P, out, size] weights that resample windows of one axis to `out`
-  pixels, `samples` a pixel averaged (an area resize when shrinking)."""
-  steps = (np.arange(out * samples, dtype=np.float32) + 0.5) / (out * samples)
-  positions = (offset[:, None] + keep[:, None] * steps) * size - 0.5
-  both = alignment.linear(positions, size)
-  return both.reshape(len(keep), out, samples, size).mean(axis=2)
+def _resampling(windows: np.ndarray, height: int, width: int,
+                shape: Tuple[int, int], samples: int
+                ) -> Tuple[np.ndarray, np.ndarray]:
+  """The (rows, columns) resampling weights of [P, 4] windows (shares of the
+  side) of [height, width] images to `shape`."""
+  return (alignment.resampling(windows[:, 1] * height, windows[:, 0] * height,
+                               height, shape[0], samples),
+          alignment.resampling(windows[:, 3] * width, windows[:, 2] * width,
+                               width, shape[1], samples))
 
 
 def warp(images: np.ndarray, windows: np.ndarray, shape: Tuple[int, int]
@@ -57,8 +59,7 @@ def warp(images: np.ndarray, windows: np.ndarray, shape: Tuple[int, int]
   """Returns float32 [P, *shape]: each window of float32 [P, H, W] images
   ([P, 4] windows) resized to `shape`."""
   _, height, width = images.shape
-  rows = _weights(windows[:, 0], windows[:, 1], height, shape[0], 1)
-  columns = _weights(windows[:, 2], windows[:, 3], width, shape[1], 1)
+  rows, columns = _resampling(windows, height, width, shape, 1)
   return rows @ images @ columns.transpose(0, 2, 1)
 
 
@@ -74,8 +75,7 @@ def _coarse(grey: np.ndarray, windows: np.ndarray) -> np.ndarray:
   """[P, W, COARSE pixels]: windows ([W, 4]) of float32 [P, h, w] images,
   area-resized to COARSE, zero mean and unit length."""
   _, height, width = grey.shape
-  rows = _weights(windows[:, 0], windows[:, 1], height, COARSE[0], 4)
-  columns = _weights(windows[:, 2], windows[:, 3], width, COARSE[1], 4)
+  rows, columns = _resampling(windows, height, width, COARSE, 4)
   return _unit(rows[None] @ grey[:, None] @ columns.transpose(0, 2, 1)[None])
 
 
