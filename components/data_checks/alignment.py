@@ -260,15 +260,6 @@ def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return result
 
 
-def _sharpness(images: np.ndarray) -> np.ndarray:
-  """[P]: the mean squared difference of neighbouring pixels of float32
-  [P, h, w] images, over their variance."""
-  rows = np.diff(images, axis=1)
-  columns = np.diff(images, axis=2)
-  return ((rows * rows).mean(axis=(1, 2)) + (columns * columns).mean(
-      axis=(1, 2))) / np.maximum(images.var(axis=(1, 2)), 1e-6)
-
-
 def differences(a: np.ndarray, b: np.ndarray
                 ) -> Tuple[np.ndarray, np.ndarray]:
   """Returns how far each pair of details is from a copy cropped or shrunk.
@@ -293,7 +284,8 @@ def differences(a: np.ndarray, b: np.ndarray
     # nothing: only pairs whose frames agree are compared so.
     pick = np.flatnonzero(_same_frame(moments_a, moments_b))
     # The sharper of the two is the one saved smaller.
-    sharper = _sharpness(a[pick]) >= _sharpness(b[pick])
+    sharper = (signatures.sharpness(a[pick]) >=
+               signatures.sharpness(b[pick]))
     shrunk[pick] = _shrunk(np.where(sharper[:, None, None], a[pick], b[pick]),
                            np.where(sharper[:, None, None], b[pick], a[pick]))
   return (np.minimum(_one_way(a, b, moments_a, moments_b),

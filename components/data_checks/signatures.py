@@ -147,9 +147,15 @@ def scores(grey_images: np.ndarray, small: np.ndarray) -> np.ndarray:
     scale = SHARPNESS_SIZE / max(height, width)
     grey_images = resize(grey_images, max(1, round(height * scale)),
                          max(1, round(width * scale)))
-  result['sharpness'] = (_variances(_laplacian(grey_images)) /
-                         np.maximum(_variances(grey_images), 1.0))
+  result['sharpness'] = sharpness(grey_images)
   return result
+
+
+def sharpness(grey_images: np.ndarray) -> np.ndarray:
+  """[N]: the variance of the Laplacian of float32 [N, H, W] images over
+  the variance of their pixels."""
+  return (_variances(_laplacian(grey_images)) /
+          np.maximum(_variances(grey_images), 1.0))
 
 
 def _variances(values: np.ndarray) -> np.ndarray:
