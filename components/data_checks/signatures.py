@@ -161,7 +161,7 @@ def sharpness(grey_images: np.ndarray) -> np.ndarray:
 def _variances(values: np.ndarray) -> np.ndarray:
   """The variance of each of [N, ...], from its sums: no [N, ...]
   temporary of the deviations."""
-  flat = values.reshape(len(values), -1)
+  flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
   mean = flat.mean(axis=1)
   return np.maximum(np.einsum('ij,ij->i', flat, flat) / flat.shape[1]
                     - mean * mean, 0.0)
