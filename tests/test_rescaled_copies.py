@@ -37,9 +37,9 @@ def scribbles(count: int, seed: int) -> np.ndarray:
 
 
 def cropped(image: np.ndarray, rng) -> np.ndarray:
-  left, top, right, bottom = rng.integers(1, 4, 4)
-  part = image[top:28 - bottom, left:28 - right]
-  return np.asarray(Image.fromarray(part).resize((28, 28), Image.BILINEAR))
+  """`image` with a border of 1-3 pixels cut from each side, resized back."""
+  return np.asarray(planted.cropped(Image.fromarray(image), rng,
+                                    border=(1, 3)))
 
 
 def shrunk(image: np.ndarray, rng) -> np.ndarray:
