@@ -207,7 +207,9 @@ def wallpapers(ctx: harness.Context) -> Any:
   for row in rows:
     if row['split_a'] == row['split_b']:
       continue
-    original, copy = sorted((row['source_a'], row['source_b']))[::-1]
+    original, copy = ((row['source_a'], row['source_b'])
+                      if row['split_a'] == 'train' else
+                      (row['source_b'], row['source_a']))
     if root_of(planted_as.get(copy, copy)) == root_of(original):
       hits.add(copy)
     else:
