@@ -57,8 +57,8 @@ CROP_KEEP = (0.8, 0.95)
 # Shrunk copies are saved at this share of each side, then enlarged again,
 # by one of these resamplers.
 SHRINK_SHARE = (0.5, 0.85)
-_RESAMPLERS = (Image.Resampling.BILINEAR, Image.Resampling.BICUBIC,
-               Image.Resampling.LANCZOS, Image.Resampling.BOX)
+RESAMPLERS = (Image.Resampling.BILINEAR, Image.Resampling.BICUBIC,
+              Image.Resampling.LANCZOS, Image.Resampling.BOX)
 
 
 def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
@@ -87,7 +87,7 @@ def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
 def shrunk(image: Image.Image, rng, share=SHRINK_SHARE) -> Image.Image:
   """`image` saved smaller (a share in `share` of each side) and enlarged
   again, both by one resampler picked at random."""
-  resampler = _RESAMPLERS[int(rng.integers(len(_RESAMPLERS)))]
+  resampler = RESAMPLERS[int(rng.integers(len(RESAMPLERS)))]
   factor = rng.uniform(*share)
   small = image.resize((max(1, round(image.width * factor)),
                         max(1, round(image.height * factor))), resampler)

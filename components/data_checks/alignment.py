@@ -10,6 +10,7 @@ import functools
 from typing import NamedTuple, Tuple
 
 import numpy as np
+from PIL import Image
 
 from components.data_checks import signatures
 
@@ -30,9 +31,17 @@ REFINE_BELOW = 1.2
 # Refinement around the frames' warp: relative stretches and pixel shifts.
 _STRETCHES = (-0.02, 0.0, 0.02)
 _SHIFTS = (-0.3, 0.0, 0.3)
-# Shrunk and enlarged copies: the sizes (as shares of the side) they may
-# have been saved at.
-_SHRINKS = tuple(np.arange(0.4, 0.9001, 0.05).round(2))
+# Shrunk and enlarged copies: the sizes (shares of the side) they may have
+# been saved at, and the resamplers, Pillow's, that may have done it.
+_SHRINKS = (0.4, 0.9)
+_RESAMPLERS = (Image.Resampling.BILINEAR, Image.Resampling.BICUBIC,
+               Image.Resampling.LANCZOS, Image.Resampling.BOX)
+# Shrunk copies are compared at this size first; only pairs nearer than
+# COARSE_BELOW there are compared at full size.
+_COARSE = 14
+COARSE_BELOW = 0.5
+# Values held at once by the shrunk check.
+_SHRUNK_BLOCK = 1 << 22
 
 
 def detail_shape(height: int, width: int) -> Tuple[int, int]:
@@ -143,27 +152,37 @@ def grey_details(detail: np.ndarray, shape: Tuple[int, int, int]
   return signatures.grey(detail.reshape(-1, *shape))
 
 
-def _triangle(size: int, small: int) -> np.ndarray:
-  """[small, size] weights of a resize down with a triangle filter as wide
-  as the scale, as Pillow's BILINEAR shrinks."""
-  scale = size / small
-  centres = (np.arange(small) + 0.5) * scale
-  weights = np.maximum(0.0, 1 - np.abs(
-      (np.arange(size) + 0.5)[None] - centres[:, None]) / scale)
-  return weights / weights.sum(axis=1, keepdims=True)
+def _resize(size: int, out: int, resampler=Image.Resampling.BILINEAR
+            ) -> np.ndarray:
+  """[out, size] float32: Pillow's resize of an axis of `size` pixels to
+  `out`, as a matrix (its response to each pixel alone, unrounded)."""
+  if out == size:
+    return np.eye(size, dtype=np.float32)
+  impulses = Image.fromarray(np.eye(size, dtype=np.float32), 'F')
+  return np.asarray(impulses.resize((out, size), resampler)).T.copy()
+
+
+def _axis_sizes(size: int, longest: int, out: int) -> Tuple[int, list]:
+  """An axis of `size` pixels (the image's longest side `longest`): its
+  size at `out` pixels for the longest side, and the sizes it may have
+  been saved at, one for each whole size of the longest side."""
+  smaller = range(max(2, round(longest * _SHRINKS[0])),
+                  min(longest - 1, round(longest * _SHRINKS[1])) + 1)
+  return (max(1, round(size * min(1.0, out / longest))),
+          [max(1, round(size * small / longest)) for small in smaller])
 
 
 @functools.lru_cache(maxsize=None)
-def _shrinks(size: int) -> np.ndarray:
-  """[S, size, size]: a resize down to each share of `size`, then back up
-  linearly: what saving smaller and enlarging again does."""
-  found = []
-  for share in _SHRINKS:
-    small = max(2, round(size * share))
-    back = linear((np.arange(size) + 0.5) * small / size - 0.5, small)
-    back /= np.maximum(back.sum(axis=1, keepdims=True), 1e-6)
-    found.append(back @ _triangle(size, small))
-  return np.stack(found).astype(np.float32)
+def _shrinks(size: int, longest: int, out: int
+             ) -> Tuple[np.ndarray, np.ndarray]:
+  """The axis of an image saved smaller and enlarged again, by each of
+  _RESAMPLERS, then resized to `out` pixels for the longest side; and the
+  axis only resized: float32 [S, o, size] and [o, size]."""
+  out, smaller = _axis_sizes(size, longest, out)
+  down = _resize(size, out)
+  return np.stack([down @ _resize(small, size, resampler) @
+                   _resize(size, small, resampler)
+                   for resampler in _RESAMPLERS for small in smaller]), down
 
 
 def _normalised(values: np.ndarray) -> np.ndarray:
@@ -248,15 +267,39 @@ def _same_frame(moments_a, moments_b) -> np.ndarray:
   return same
 
 
-def _shrunk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _shrunk(a: np.ndarray, b: np.ndarray, out: int) -> np.ndarray:
   """The largest pixel difference of B and A saved smaller and enlarged
-  again, best of the sizes, in standard deviations; [P]."""
+  again, best of the sizes and resamplers, in B's standard deviations, both
+  resized to `out` pixels for the longest side; [P].
+
+  Below full size, A is only centred and scaled as B (saving smaller and
+  enlarging again keeps the contrast): cheaper, and a little stricter.
+  """
   _, height, width = a.shape
-  target = _normalised(b)
-  result = np.full(len(a), np.inf, np.float32)
-  for down_rows, down_columns in zip(_shrinks(height), _shrinks(width)):
-    result = np.minimum(result, np.abs(
-        _normalised(down_rows @ a @ down_columns.T) - target).max(axis=-1))
+  rows, down_rows = _shrinks(height, max(height, width), out)
+  columns, down_columns = _shrinks(width, max(height, width), out)
+  target = down_rows @ b @ down_columns.T
+  centre = target.mean(axis=(1, 2), keepdims=True)
+  spread = np.maximum(target.std(axis=(1, 2), keepdims=True), 1e-3)
+  coarse = out < max(height, width)
+  a = (a - a.mean(axis=(1, 2), keepdims=True)) / spread if coarse else a
+  target = ((target - centre) / spread)[:, None]
+  count, out_rows, _ = rows.shape
+  out_columns = columns.shape[1]
+  # Every shrink at once, a block of pairs at a time: the columns by one
+  # product, then the rows.
+  by_columns = columns.transpose(2, 0, 1).reshape(width, -1)
+  step = max(1, _SHRUNK_BLOCK // (count * height * out_columns))
+  result = np.empty(len(a), np.float32)
+  for start in range(0, len(a), step):
+    part = a[start:start + step]
+    blurred = rows @ (part.reshape(-1, width) @ by_columns).reshape(
+        len(part), height, count, out_columns).transpose(0, 2, 1, 3)
+    if not coarse:
+      blurred = _normalised(blurred).reshape(blurred.shape)
+    blurred -= target[start:start + step]
+    result[start:start + step] = np.abs(blurred, out=blurred).reshape(
+        len(part), count, -1).max(-1).min(-1)
   return result
 
 
@@ -281,13 +324,13 @@ def differences(a: np.ndarray, b: np.ndarray
   shrunk = np.full(len(a), np.inf, np.float32)
   if min(a.shape[1:]) >= 8:  # Smaller images have no detail to lose.
     # Saving smaller and enlarging again blurs, but moves and scales
-    # nothing: only pairs whose frames agree are compared so.
+    # nothing: only pairs whose frames agree are compared so. Either may be
+    # the copy: enlarging by a sharp resampler can leave it the sharper.
     pick = np.flatnonzero(_same_frame(moments_a, moments_b))
-    # The sharper of the two is the one saved smaller.
-    sharper = (signatures.sharpness(a[pick]) >=
-               signatures.sharpness(b[pick]))
-    shrunk[pick] = _shrunk(np.where(sharper[:, None, None], a[pick], b[pick]),
-                           np.where(sharper[:, None, None], b[pick], a[pick]))
+    for out in sorted({min(_COARSE, max(a.shape[1:])), max(a.shape[1:])}):
+      shrunk[pick] = np.minimum(_shrunk(a[pick], b[pick], out),
+                                _shrunk(b[pick], a[pick], out))
+      pick = pick[shrunk[pick] < COARSE_BELOW]
   return (np.minimum(_one_way(a, b, moments_a, moments_b),
                      _one_way(b, a, moments_b, moments_a)), shrunk)
 

@@ -24,9 +24,10 @@ WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
 MAX_FRAMED_DIFFERENCE = 0.8
-# The plain hashes' candidates are mostly shrunk copies, blurred: their
-# framed thumbnails differ more.
-MAX_SHRUNK_FRAMED_DIFFERENCE = 1.2
+# The plain hashes' candidates for shrunk copies: blurred, their thumbnails
+# differ more, plain and framed.
+MAX_SHRUNK_PLAIN_DIFFERENCE = 1.5
+MAX_SHRUNK_FRAMED_DIFFERENCE = 1.5
 MAX_ALIGNED_DIFFERENCE = 0.5
 MAX_SHRUNK_DIFFERENCE = 0.5
 _ALIGN_BLOCK = 1024
@@ -159,11 +160,15 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
   for first, second in candidates(hashes, second_hashes, usable):
-    keep = compare(thumbs, first, second) < MAX_DIFFERENCE
+    difference = compare(thumbs, first, second)
+    keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
+      # Cropped copies as those of the framed hashes; shrunk ones looser.
+      most = np.where(difference < MAX_SHRUNK_PLAIN_DIFFERENCE,
+                      MAX_SHRUNK_FRAMED_DIFFERENCE, MAX_FRAMED_DIFFERENCE)
       rescaled_keys.append(_framed_candidates(
-          framed, first[~keep], second[~keep], MAX_SHRUNK_FRAMED_DIFFERENCE))
+          framed, first[~keep], second[~keep], most[~keep]))
   first, second = _unique_pairs(keys, count)
   rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
@@ -188,12 +193,13 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
 
 
 def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
-                       most: float = MAX_FRAMED_DIFFERENCE) -> np.ndarray:
+                       most=MAX_FRAMED_DIFFERENCE) -> np.ndarray:
   """The pair keys of the candidates across splits, both framed, whose
-  framed thumbnails differ by less than `most`."""
+  framed thumbnails differ by less than `most` (a bound, or one a pair)."""
   keep = ((framed.split[first] != framed.split[second]) &
           framed.framed[first] & framed.framed[second])
   first, second = first[keep], second[keep]
+  most = most[keep] if np.ndim(most) else most
   keep = compare(framed.thumbnail, first, second) < most
   return _pair_keys(first[keep], second[keep], len(framed.phash))
 
