@@ -181,6 +181,20 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       tf.io.gfile.copy(class_names, os.path.join(
           target.uri, features.CLASS_NAMES_FILE), overwrite=True)
 
+  def _threads(self) -> int:
+    """Threads a Beam worker signs shards with: every core when Beam runs
+    in this process alone, one where each worker has a core (or a machine)
+    of its own."""
+    options = beam.options.pipeline_options.PipelineOptions(
+        self._beam_pipeline_args)
+    runner = options.view_as(
+        beam.options.pipeline_options.StandardOptions).runner
+    mode = options.view_as(
+        beam.options.pipeline_options.DirectOptions).direct_running_mode
+    if runner in (None, 'DirectRunner') and mode == 'in_memory':
+      return os.cpu_count() or 1
+    return 1
+
   def _signatures(self, entries, work_dir: str,
                   geometry: features.ImageGeometry, encoding: str
                   ) -> List[int]:
@@ -191,7 +205,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                [path for _, path in entries], at_least=os.cpu_count() or 1))
            | 'Spread' >> beam.Reshuffle()
            | 'Signatures' >> beam.Map(shard_signatures.write_shards,
-                                      work_dir, geometry, encoding))
+                                      work_dir, geometry, encoding,
+                                      self._threads()))
     return [len(shard_signatures.read_small(work_dir, number, ['label'])[
         'label']) for number in range(len(entries))]
 
