@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 import tensorflow as tf
+import threadpoolctl
 from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_beam_executor
@@ -230,9 +231,13 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
-    pairs = matching.find_copies(small['digest'], small['phash'],
-                                 small['ahash'], thumbs, ~flags['near_blank'],
-                                 framed)
+    # On every core of this process's machine, Beam's workers done; BLAS
+    # on one thread, as in shard_signatures.write_shards.
+    with threadpoolctl.threadpool_limits(1, user_api='blas'):
+      pairs = matching.find_copies(small['digest'], small['phash'],
+                                   small['ahash'], thumbs,
+                                   ~flags['near_blank'], framed,
+                                   threads=os.cpu_count() or 1)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
     _write_issues(output.uri, flags, small['scores'], shards, split,
