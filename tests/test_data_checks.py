@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+import apache_beam as beam
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
@@ -390,7 +391,5 @@ def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
 ])
 def test_shards_are_signed_on_every_core_only_where_beam_runs_in_process(
     beam_args, threads):
-  executor = data_checks_executor.Executor(
-      base_beam_executor.BaseBeamExecutor.Context(
-          beam_pipeline_args=beam_args))
-  assert executor._threads() == threads
+  options = beam.options.pipeline_options.PipelineOptions(beam_args)
+  assert data_checks_executor.signing_threads(options) == threads

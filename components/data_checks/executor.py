@@ -112,6 +112,20 @@ def _shard_files(examples: types.Artifact, split: str) -> List[str]:
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
+def signing_threads(options: beam.options.pipeline_options.PipelineOptions
+                    ) -> int:
+  """Threads a Beam worker signs shards with: every core when Beam runs in
+  this process alone, one where each worker has a core (or a machine) of
+  its own."""
+  runner = options.view_as(
+      beam.options.pipeline_options.StandardOptions).runner
+  mode = options.view_as(
+      beam.options.pipeline_options.DirectOptions).direct_running_mode
+  if runner in (None, 'DirectRunner') and mode == 'in_memory':
+    return os.cpu_count() or 1
+  return 1
+
+
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Finds copies and image issues in every split of an Examples artifact."""
 
@@ -182,20 +196,6 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       tf.io.gfile.copy(class_names, os.path.join(
           target.uri, features.CLASS_NAMES_FILE), overwrite=True)
 
-  def _threads(self) -> int:
-    """Threads a Beam worker signs shards with: every core when Beam runs
-    in this process alone, one where each worker has a core (or a machine)
-    of its own."""
-    options = beam.options.pipeline_options.PipelineOptions(
-        self._beam_pipeline_args)
-    runner = options.view_as(
-        beam.options.pipeline_options.StandardOptions).runner
-    mode = options.view_as(
-        beam.options.pipeline_options.DirectOptions).direct_running_mode
-    if runner in (None, 'DirectRunner') and mode == 'in_memory':
-      return os.cpu_count() or 1
-    return 1
-
   def _signatures(self, entries, work_dir: str,
                   geometry: features.ImageGeometry, encoding: str
                   ) -> List[int]:
@@ -207,7 +207,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
            | 'Spread' >> beam.Reshuffle()
            | 'Signatures' >> beam.Map(shard_signatures.write_shards,
                                       work_dir, geometry, encoding,
-                                      self._threads()))
+                                      signing_threads(pipeline.options)))
     return [len(shard_signatures.read_small(work_dir, number, ['label'])[
         'label']) for number in range(len(entries))]
 
