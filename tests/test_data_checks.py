@@ -10,7 +10,6 @@ import json
 import os
 import re
 
-import apache_beam as beam
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
@@ -350,12 +349,10 @@ def test_eval_copies_drop_has_the_evaluator_read_eval_without_them(tmp_path):
                       'producerTask': 'DataChecks'}
 
 
-@pytest.mark.parametrize('threads', [1, 2])
 def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
-    tmp_path, threads):
-  # Small shards are read as one group (one tf.data reader a thread); each
-  # still gets its own signatures, an empty one too, and a damaged one is
-  # named.
+    tmp_path):
+  # Small shards are read as one group (one tf.data reader); each still gets
+  # its own signatures, an empty one too, and a damaged one is named.
   geometry = features.ImageGeometry(height=4, width=4, channels=1)
   paths = []
   for number, size in enumerate((3, 0, 2)):
@@ -369,7 +366,7 @@ def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
   assert group == list(enumerate(paths))
   work = tmp_path / 'work'
   work.mkdir()
-  shard_signatures.write_shards(group, str(work), geometry, 'raw', threads)
+  shard_signatures.write_shards(group, str(work), geometry, 'raw')
   assert [shard_signatures.read_small(str(work), n, ['label'])[
       'label'].tolist() for n in range(3)] == [[0, 1, 2], [], [0, 1]]
   assert shard_signatures.read_sources(str(work), 2).tolist() == [
@@ -380,16 +377,4 @@ def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
   (tmp_path / 'shard-1.gz').write_bytes(records[:len(records) // 2])
   with pytest.raises(ValueError, match=re.escape(paths[1]) +
                      ': cannot read its records as images'):
-    shard_signatures.write_shards(group, str(work), geometry, 'raw', threads)
-
-
-@pytest.mark.parametrize('beam_args, threads', [
-    (['--direct_running_mode=in_memory', '--direct_num_workers=1'],
-     os.cpu_count()),
-    (list(configs.BEAM_PIPELINE_ARGS), 1),  # A worker process a core.
-    (['--runner=DataflowRunner'], 1),
-])
-def test_shards_are_signed_on_every_core_only_where_beam_runs_in_process(
-    beam_args, threads):
-  options = beam.options.pipeline_options.PipelineOptions(beam_args)
-  assert data_checks_executor.signing_threads(options) == threads
+    shard_signatures.write_shards(group, str(work), geometry, 'raw')

@@ -3,7 +3,6 @@ resized back, or saved smaller and enlarged again, and of photos cut to part
 of their frame, as 'rescaled' pairs; distinct scribbles that look alike and
 distinct photos stay unpaired, and so does a cropped copy within train."""
 
-import dataclasses
 import os
 
 
@@ -13,7 +12,6 @@ import pytest
 
 from components.data_checks import alignment
 from components.data_checks import matching
-from components.data_checks import signatures
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from data import photos
@@ -180,26 +178,3 @@ def test_a_photo_folder_without_copies_has_no_pairs_across_splits(tmp_path):
   output, _ = _photo_folder(tmp_path, 0)
   assert not [row for row in results.read_pairs(output.uri)
               if row['split_a'] != row['split_b']]
-
-
-def test_rescaled_copies_are_the_same_found_on_several_threads(monkeypatch):
-  rng = np.random.default_rng(8)
-  train, evaluation = scribbles(120, seed=9), scribbles(40, seed=10)
-  for number in range(COPIES):
-    evaluation[number] = cropped(train[number], rng)
-    evaluation[COPIES + number] = shrunk(train[COPIES + number], rng)
-  images = np.concatenate([train, evaluation])[..., None]
-  found = signatures.compute(images)
-  frames = alignment.frames(images)
-  framed = matching.Framed(
-      frames.phash, frames.ahash, frames.thumbnail, frames.detail,
-      (28, 28, 1), frames.framed, np.repeat([0, 1], [120, 40]),
-      np.zeros(160, int))
-  monkeypatch.setattr(matching, '_ALIGN_BLOCK', 8)  # Blocks for threads.
-  pairs = [matching.find_copies(found.digest, found.phash, found.ahash,
-                                found.thumbnail, np.ones(160, bool), framed,
-                                threads=threads) for threads in (1, 3)]
-  assert pairs[0].rescaled.sum() >= COPIES
-  for field in dataclasses.fields(matching.Pairs):
-    np.testing.assert_array_equal(getattr(pairs[0], field.name),
-                                  getattr(pairs[1], field.name))

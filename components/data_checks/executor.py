@@ -112,20 +112,6 @@ def _shard_files(examples: types.Artifact, split: str) -> List[str]:
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
-def signing_threads(options: beam.options.pipeline_options.PipelineOptions
-                    ) -> int:
-  """Threads a Beam worker signs shards with: every core when Beam runs in
-  this process alone, one where each worker has a core (or a machine) of
-  its own."""
-  runner = options.view_as(
-      beam.options.pipeline_options.StandardOptions).runner
-  mode = options.view_as(
-      beam.options.pipeline_options.DirectOptions).direct_running_mode
-  if runner in (None, 'DirectRunner') and mode == 'in_memory':
-    return os.cpu_count() or 1
-  return 1
-
-
 class Executor(base_beam_executor.BaseBeamExecutor):
   """Finds copies and image issues in every split of an Examples artifact."""
 
@@ -206,8 +192,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                [path for _, path in entries], at_least=os.cpu_count() or 1))
            | 'Spread' >> beam.Reshuffle()
            | 'Signatures' >> beam.Map(shard_signatures.write_shards,
-                                      work_dir, geometry, encoding,
-                                      signing_threads(pipeline.options)))
+                                      work_dir, geometry, encoding))
     return [len(shard_signatures.read_small(work_dir, number, ['label'])[
         'label']) for number in range(len(entries))]
 
@@ -231,13 +216,11 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     flags = issues_lib.flags(
         small['scores'], float(np.median(small['scores']['sharpness']))
         if shards.total else 0.0)
-    # On every core of this process's machine, Beam's workers done; BLAS
-    # on one thread, as in shard_signatures.write_shards.
+    # numpy's BLAS on one thread, as in shard_signatures.write_shards.
     with threadpoolctl.threadpool_limits(1, user_api='blas'):
       pairs = matching.find_copies(small['digest'], small['phash'],
                                    small['ahash'], thumbs,
-                                   ~flags['near_blank'], framed,
-                                   threads=os.cpu_count() or 1)
+                                   ~flags['near_blank'], framed)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)
     _write_issues(output.uri, flags, small['scores'], shards, split,

@@ -10,7 +10,6 @@ the same on the hashes and thumbnails of the images in their frames
 against windows of each other (windows.py). docs/data-checks.md says why.
 """
 
-from concurrent import futures
 import dataclasses
 from typing import Iterator, Tuple
 
@@ -149,15 +148,13 @@ class Framed:
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
                 second_hashes: np.ndarray, thumbs: np.ndarray,
-                usable: np.ndarray, framed: Framed = None,
-                threads: int = 1) -> Pairs:
+                usable: np.ndarray, framed: Framed = None) -> Pairs:
   """Finds the exact, near, and (given `framed`) rescaled copies.
 
   Exact copies have equal digests. Near copies, among `usable` images only,
   have near hashes and verified thumbnails. Rescaled copies are near in
-  their frames, their blocks of candidates checked on `threads` threads.
-  Each pair comes once, with first < second. Candidates are verified a
-  block at a time, so only verified pairs are kept.
+  their frames. Each pair comes once, with first < second. Candidates are
+  verified a block at a time, so only verified pairs are kept.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
@@ -177,7 +174,7 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   difference = compare(thumbs, first, second)
   if framed is not None:
     known = _pair_keys(first, second, count)
-    more, aligned = _rescaled(framed, usable, known, rescaled_keys, threads)
+    more, aligned = _rescaled(framed, usable, known, rescaled_keys)
     cut, cut_difference = _cut(framed, usable, np.r_[known, more])
     more, aligned = np.r_[more, cut], np.r_[aligned, cut_difference]
     first, second = np.r_[first, more // count], np.r_[second, more % count]
@@ -208,12 +205,11 @@ def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
 
 
 def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
-              keys: list, threads: int = 1) -> Tuple[np.ndarray, np.ndarray]:
+              keys: list) -> Tuple[np.ndarray, np.ndarray]:
   """Returns (pair keys, aligned differences) of the rescaled copies that
   are not among the `known` pair keys.
 
-  Candidates come from the framed hashes, and `keys` from the plain ones;
-  their blocks are checked on `threads` threads.
+  Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
   for first, second in candidates(framed.phash, framed.ahash,
@@ -222,14 +218,11 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
-
-  def check(start: int) -> None:  # numpy lets go of the interpreter.
+  for start in range(0, len(keys), _ALIGN_BLOCK):
     block = keys[start:start + _ALIGN_BLOCK]
     aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
         alignment.differences(_grey(framed, block // count),
                               _grey(framed, block % count)))
-  with futures.ThreadPoolExecutor(threads) as pool:
-    list(pool.map(check, range(0, len(keys), _ALIGN_BLOCK)))
   keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
           (shrunk < MAX_SHRUNK_DIFFERENCE))
   return keys[keep], np.minimum(aligned, shrunk)[keep]

@@ -8,7 +8,6 @@ own, batch by batch, for the executor to join into one memmap. The work
 folder may be on any filesystem TensorFlow knows.
 """
 
-from concurrent import futures
 import io
 import itertools
 import os
@@ -173,38 +172,22 @@ class _ShardWriter:
 
 
 def write_shards(group: List[Tuple[int, str]], work_dir: str,
-                 geometry: features.ImageGeometry, encoding: str,
-                 threads: int = 1) -> None:
+                 geometry: features.ImageGeometry, encoding: str) -> None:
   """Writes the signatures of a group of (shard number, path).
-
-  Args:
-    group: the shards.
-    work_dir: where their signatures go.
-    geometry: the images' geometry.
-    encoding: the images' encoding in the records.
-    threads: shards signed at once, each part of the group by a thread and
-      a reader of its own (numpy lets go of the interpreter in its loops).
 
   Raises:
     ValueError: a record cannot be read as an image of `geometry`, naming
       the file.
   """
-  parts = [group[start::threads] for start in range(min(threads, len(group)))]
-  # numpy's BLAS on one thread: its threads otherwise wait for work by
-  # spinning, a third more CPU for the same wall time (BENCHMARKS.md).
+  # numpy's BLAS on one thread: its other threads wait for work by
+  # spinning, half as much CPU again for no less wall time (BENCHMARKS.md).
   with threadpoolctl.threadpool_limits(1, user_api='blas'):
-    if len(parts) <= 1:
-      _write_part(group, work_dir, geometry, encoding)
-      return
-    with futures.ThreadPoolExecutor(len(parts)) as pool:
-      for done in [pool.submit(_write_part, part, work_dir, geometry, encoding)
-                   for part in parts]:
-        done.result()
+    _write_shards(group, work_dir, geometry, encoding)
 
 
-def _write_part(group: List[Tuple[int, str]], work_dir: str,
-                geometry: features.ImageGeometry, encoding: str) -> None:
-  """write_shards' work for some of its shards, read by one reader."""
+def _write_shards(group: List[Tuple[int, str]], work_dir: str,
+                  geometry: features.ImageGeometry, encoding: str) -> None:
+  """write_shards' work, BLAS limited."""
   paths = [path for _, path in group]
   current = 0  # The shard being read: a reading error is in it or after.
   written = set()
