@@ -284,8 +284,7 @@ def _shrunk(a: np.ndarray, b: np.ndarray, out: int) -> np.ndarray:
   coarse = out < max(height, width)
   a = (a - a.mean(axis=(1, 2), keepdims=True)) / spread if coarse else a
   target = ((target - centre) / spread)[:, None]
-  count, out_rows, _ = rows.shape
-  out_columns = columns.shape[1]
+  count, out_columns = len(rows), columns.shape[1]
   # Every shrink at once, a block of pairs at a time: the columns by one
   # product, then the rows.
   by_columns = columns.transpose(2, 0, 1).reshape(width, -1)
