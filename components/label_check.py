@@ -11,7 +11,8 @@ import io
 import json
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, List, NamedTuple, Optional, Tuple,
+                    Union)
 
 from absl import logging
 import numpy as np
@@ -92,7 +93,8 @@ def split_files(examples: types.Artifact, split: str) -> List[str]:
 
 def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
                  batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
-  """Returns batches of (positions, serialized records) of a hash sample.
+  """Returns batches of (positions, shard numbers, indices in the shards,
+  serialized records) of a hash sample.
 
   A record is read if its bucket (records/sample.py) is below
   `checked_buckets`: every one by default. Batches come in file order, then
@@ -100,9 +102,8 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   """
   keep = (None if checked_buckets >= sample.BUCKETS
           else lambda buckets: buckets < checked_buckets)
-  return sample.kept_batches(
-      tf.data.TFRecordDataset(files, compression_type='GZIP'), batch_size,
-      keep).prefetch(1)
+  return sample.kept_batches(shards.placed_records(files), batch_size,
+                             keep).prefetch(1)
 
 
 def sources_at(split_uri: str, positions: np.ndarray
@@ -158,10 +159,20 @@ def load_signature(model_dir: str, signature: str) -> Callable[..., Any]:
   return serve
 
 
+class Scored(NamedTuple):
+  """A model's probabilities of the records checked, and the names of those
+  it puts in another class than their label."""
+  positions: np.ndarray  # [N], counted over the split's shards in order.
+  labels: np.ndarray  # [N]
+  probabilities: np.ndarray  # [N, classes]
+  # {position: (source, place)} of each record whose most probable class
+  # is not its label: every suspect and mistake, as sources_at names them.
+  named: Dict[int, Tuple[str, str]]
+
+
 def model_probabilities(serve: Callable[..., Any], files: List[str],
                         probabilities_key: str,
-                        checked_buckets: int = sample.BUCKETS
-                        ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        checked_buckets: int = sample.BUCKETS) -> Scored:
   """Streams the records of `files` a hash sample keeps through `serve`.
 
   Args:
@@ -170,31 +181,37 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
     probabilities_key: the signature's output of class probabilities.
     checked_buckets: the sample's buckets (records/sample.py); all of them
       by default, every record.
-
-  Returns:
-    positions [N], labels [N] and probabilities [N, classes] of the records
-    checked.
   """
-  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
+  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+          features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
 
-  def score(batch_positions: tf.Tensor, batch: tf.Tensor):
-    return (batch_positions,
-            tf.io.parse_example(batch, spec)[features.LABEL_KEY],
+  @tf.autograph.experimental.do_not_convert
+  def score(batch_positions, shard, index, batch):
+    parsed = tf.io.parse_example(batch, spec)
+    return (batch_positions, shard, index, parsed[features.LABEL_KEY],
+            parsed[features.SOURCE_KEY],
             tf.cast(serve(batch)[probabilities_key], tf.float32))
 
   # The model runs in the input pipeline, so the next batch is read while
-  # it scores this one.
-  positions, labels, probabilities = [], [], []
-  for scored in read_records(files, checked_buckets).map(
-      score).prefetch(1).as_numpy_iterator():
-    for found, batch_values in zip((positions, labels, probabilities),
-                                   scored):
-      found.append(batch_values)
+  # it scores this one. The names of the records it puts in another class
+  # are kept as they pass: the split is not read again for them.
+  positions, labels, probabilities, named = [], [], [], {}
+  for (batch_positions, shard, index, batch_labels, sources,
+       batch_probabilities) in read_records(files, checked_buckets).map(
+           score).prefetch(1).as_numpy_iterator():
+    positions.append(batch_positions)
+    labels.append(batch_labels)
+    probabilities.append(batch_probabilities)
+    for i in np.flatnonzero(
+        np.argmax(batch_probabilities, axis=1) != batch_labels).tolist():
+      named[int(batch_positions[i])] = (
+          sources[i].decode(),
+          f'{os.path.basename(files[shard[i]])}:{index[i]}')
   if not labels:
-    return (np.zeros(0, np.int64), np.zeros(0, np.int64),
-            np.zeros((0, 0), np.float32))
-  return (np.concatenate(positions), np.concatenate(labels),
-          np.concatenate(probabilities))
+    return Scored(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                  np.zeros((0, 0), np.float32), {})
+  return Scored(np.concatenate(positions), np.concatenate(labels),
+                np.concatenate(probabilities), named)
 
 
 def _names(split_uri: str, positions: np.ndarray,
@@ -409,6 +426,8 @@ class _Scores:
   method: str
   averaged_over_run: bool = False
   seconds_in_trainer: float = 0.0
+  # Names found while scoring (Scored.named); the split is read for others.
+  named: Optional[Dict[int, Tuple[str, str]]] = None
 
 
 def _method(name: str, checked: int, records: int, detail: str = '') -> str:
@@ -472,7 +491,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
   if split == exec_properties[EVAL_SPLIT_KEY]:
     scores = model_probabilities(serve(), files,
                                  exec_properties[PROBABILITIES_KEY])
-    return _Scores(*scores, records=len(scores[1]), method=OUT_OF_SAMPLE)
+    return _Scores(*scores[:3], records=len(scores.labels),
+                   method=OUT_OF_SAMPLE, named=scores.named)
   if not checked_records:
     logging.info('LabelCheck: split %s not checked: 0 records asked for.',
                  split)
@@ -482,8 +502,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
     scores = model_probabilities(
         serve(), files, exec_properties[PROBABILITIES_KEY],
         sample.sample_buckets(records, checked_records))
-    return _Scores(*scores, records=records, method=_method(
-        OUT_OF_SAMPLE, len(scores[1]), records))
+    return _Scores(*scores[:3], records=records, method=_method(
+        OUT_OF_SAMPLE, len(scores.labels), records), named=scores.named)
   folds, why = _training_folds(files, exec_properties)
   if folds >= 2:
     cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
@@ -590,12 +610,7 @@ class Executor(base_executor.BaseExecutor):
         methods[split] = scores
         continue
       split_uri = artifact_utils.get_split_uri([examples], split)
-      named = None
-      if split == exec_properties[EVAL_SPLIT_KEY]:
-        # The suspects are among the mistakes (bar any past the listed
-        # ones): one pass over the split names both.
-        named = sources_at(split_uri, scores.positions[
-            _mistakes(scores.labels, scores.probabilities)[0]])
+      named = scores.named
       split_rows, found = suspects_rows(
           split, split_uri, scores.positions, scores.labels,
           scores.probabilities, class_names, scores.method,

@@ -41,21 +41,28 @@ def kept_batches(records: tf.data.Dataset, batch_size: int,
   """Returns batches of (positions, serialized records) that `keep` keeps.
 
   Args:
-    records: serialized records, in the order positions count them.
+    records: serialized records, in the order positions count them; or
+      tuples of which the record is the last (shards.placed_records), each
+      item batched alike.
     batch_size: records per batch.
     keep: each record's bucket -> whether it is kept; None keeps every
       record without hashing it.
 
   Returns:
-    Batches in record order; positions count over all of `records`.
+    Batches in record order, (positions, *items) of tuples; positions count
+    over all of `records`.
   """
-  def select(index: tf.Tensor, block: tf.Tensor):
+  # Straight-line code: AutoGraph's conversion would cost a trace's time.
+  @tf.autograph.experimental.do_not_convert
+  def select(index: tf.Tensor, block):
+    items = block if isinstance(block, tuple) else (block,)
     positions = index * batch_size + tf.range(
-        tf.size(block, out_type=tf.int64))
-    if keep is None:
-      return positions, block
-    kept = keep(bucket_of(block))
-    return tf.boolean_mask(positions, kept), tf.boolean_mask(block, kept)
+        tf.size(items[-1], out_type=tf.int64))
+    if keep is not None:
+      kept = keep(bucket_of(items[-1]))
+      positions = tf.boolean_mask(positions, kept)
+      items = tuple(tf.boolean_mask(item, kept) for item in items)
+    return (positions, *items)
 
   blocks = records.batch(batch_size).enumerate().map(select)
   if keep is None:

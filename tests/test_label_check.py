@@ -104,6 +104,54 @@ def test_suspects_name_their_records_source_and_place(tmp_path):
         r['record'] for r in rows]
 
 
+def test_scoring_names_the_records_the_model_puts_in_another_class(
+    tmp_path):
+  # The pass that scores a split names the records whose most probable
+  # class is not their label (every suspect and mistake) as sources_at
+  # would, so the split is not read again for them; sampled or whole.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  geometry = features.ImageGeometry(height=2, width=2, channels=1)
+  split_uri = tmp_path / 'Split-eval'
+  split_uri.mkdir()
+  for number, size in enumerate((5, 900, 7)):
+    with tf.io.TFRecordWriter(
+        str(split_uri / f'data_tfrecord-{number:05d}-of-00003.gz'),
+        'GZIP') as writer:
+      for index in range(size):
+        writer.write(features.make_example(bytes(4), geometry, 0,
+                                           source=f'img-{number}-{index}'))
+  wrong = r'img-(0-4|1-7|1-6\d\d|2-0|2-6)'
+
+  def serve(batch):
+    sources = tf.io.parse_example(batch, {features.SOURCE_KEY: (
+        tf.io.FixedLenFeature([], tf.string))})[features.SOURCE_KEY]
+    return {'probabilities': tf.one_hot(tf.cast(
+        tf.strings.regex_full_match(sources, wrong), tf.int64), 2)}
+
+  files = label_check.split_files(_examples_of(tmp_path), 'eval')
+  whole = label_check.model_probabilities(serve, files, 'probabilities')
+  assert len(whole.labels) == 912
+  assert sorted(whole.named) == [4, 12, *range(605, 705), 905, 911]
+  assert whole.named == label_check.sources_at(str(split_uri),
+                                               np.array(sorted(whole.named)))
+  assert whole.named[12] == ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7')
+  assert whole.named[911] == ('img-2-6', 'data_tfrecord-00002-of-00003.gz:6')
+  sampled = label_check.model_probabilities(
+      serve, files, 'probabilities', sample.sample_buckets(912, 300))
+  wrong_in_sample = [p for p in sampled.positions.tolist() if p in whole.named]
+  assert 10 < len(wrong_in_sample) < 80
+  assert sampled.named == {p: whole.named[p] for p in wrong_in_sample}
+
+
+def _examples_of(tmp_path):
+  """An Examples artifact of tmp_path's one split, eval."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path)
+  examples.split_names = '["eval"]'
+  return examples
+
+
 def test_a_sample_within_one_fold_takes_one_model():
   assert cross_fit.plan(60_000, 2, 10_000).models == 1
   assert cross_fit.plan(60_000, 2, 40_000).models == 2
@@ -169,7 +217,7 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   buckets = sample.sample_buckets(total, cap)
   first = label_check.model_probabilities(serve, files, 'probabilities',
                                           buckets)
-  positions, checked_labels, probabilities = first
+  positions, checked_labels, probabilities, _ = first
   # Exactly the records the hash keeps, about `cap` of them, each scored
   # once, from the whole split (both files), in order.
   in_sample = np.concatenate([sample.bucket_of(block).numpy() < buckets
@@ -181,7 +229,7 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   assert checked_labels.tolist() == labels[positions].tolist()
   assert probabilities.shape == (len(positions), classes)
   # Batches of the sample are full, but the last.
-  scored = [len(batch) for _, batch in label_check.read_records(files,
+  scored = [len(batch) for *_, batch in label_check.read_records(files,
                                                                 buckets)]
   assert all(n == label_check.BATCH_SIZE for n in scored[:-1])
   # The same records on a second call.
