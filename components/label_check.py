@@ -34,6 +34,7 @@ from records import epoch_probabilities
 from records import features
 from records import sample
 from records import shards
+from records import sources as record_sources
 
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
@@ -132,8 +133,8 @@ def sources_at(split_uri: str, positions: np.ndarray
       names = tf.io.parse_example(tf.gather(batch, here - start),
                                   spec)[features.SOURCE_KEY].numpy()
       for position, name in zip(here.tolist(), names):
-        found[position] = (name.decode(), f'{os.path.basename(files[shard])}:'
-                           f'{offset + position - start}')
+        found[position] = (name.decode(), record_sources.place(
+            files[shard], offset + position - start))
     start, offset = start + size, offset + size
     if start > wanted[-1]:
       break
@@ -202,11 +203,10 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
     positions.append(batch_positions)
     labels.append(batch_labels)
     probabilities.append(batch_probabilities)
-    for i in np.flatnonzero(
-        np.argmax(batch_probabilities, axis=1) != batch_labels).tolist():
-      named[int(batch_positions[i])] = (
-          sources[i].decode(),
-          f'{os.path.basename(files[shard[i]])}:{index[i]}')
+    named.update(record_sources.names_of(
+        files, np.flatnonzero(
+            np.argmax(batch_probabilities, axis=1) != batch_labels),
+        batch_positions, shard, index, sources))
   if not labels:
     return Scored(np.zeros(0, np.int64), np.zeros(0, np.int64),
                   np.zeros((0, 0), np.float32), {})
@@ -444,13 +444,15 @@ def auto_cross_fit_records(fold_examples: int) -> int:
   return AUTO_FOLDS * fold_examples
 
 
-def _training_folds(files: List[str], exec_properties: Dict[str, Any]
+def _training_folds(files: List[str], exec_properties: Dict[str, Any],
+                    run: Optional[epoch_probabilities.EpochProbabilities]
                     ) -> Tuple[int, str]:
   """Returns the folds that score the training split (0: the Trainer's run).
 
   Without folds given, a split of at most AUTO_FOLDS x fold_examples records
   is cross-fitted: each fold's model then sees the other folds' records
-  within its budget. A larger one is scored from the Trainer's run.
+  within its budget. A larger one is scored from the Trainer's run, `run`,
+  whose count of the split's records then saves counting them.
 
   Returns:
     The folds, and why where they were chosen here (', auto: ...').
@@ -460,7 +462,8 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any]
     return int(folds), ''
   most = auto_cross_fit_records(int(exec_properties[FOLD_EXAMPLES_KEY]))
   # A large split is not read through to say so.
-  records = shards.count_records(files, at_most=most + 1)
+  records = (run.records if run is not None else
+             shards.count_records(files, at_most=most + 1))
   if records <= most:
     return AUTO_FOLDS, f', auto: {records:,} records, at most {most:,}'
   return 0, f', auto: over {most:,} records'
@@ -504,7 +507,9 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
         sample.sample_buckets(records, checked_records))
     return _Scores(*scores[:3], records=records, method=_method(
         OUT_OF_SAMPLE, len(scores.labels), records), named=scores.named)
-  folds, why = _training_folds(files, exec_properties)
+  run = (epoch_probabilities.read(artifact_utils.get_single_uri(
+      input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY) else None)
+  folds, why = _training_folds(files, exec_properties, run)
   if folds >= 2:
     cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
         import_utils.import_func_from_module(
@@ -521,8 +526,6 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                     label_scores.weak_folds_above(validation_disagreement)))
     return _Scores(*scores, records=records, method=_method(
         CROSS_FIT, len(scores[1]), records, f'{folds} folds{why}'))
-  run = (epoch_probabilities.read(artifact_utils.get_single_uri(
-      input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY) else None)
   if run is None:
     logging.info('LabelCheck: split %s not checked: the Trainer\'s model '
                  'trained on it, and its run kept no probabilities of it.',
@@ -532,7 +535,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
       run.positions, run.labels, run.probabilities, records=run.records,
       method=_method(TRAINING_RUN, len(run.labels), run.records,
                      f'averaged over {run.epochs} epochs{why}'),
-      averaged_over_run=True, seconds_in_trainer=run.seconds)
+      averaged_over_run=True, seconds_in_trainer=run.seconds,
+      named=run.named)
 
 
 def _validation_disagreement(scored: Dict[str, Union[_Scores, str]],

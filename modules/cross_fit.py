@@ -81,10 +81,6 @@ def plan(records: int, folds: int, checked_records: int) -> Plan:
   return Plan(folds, sample.sample_buckets(records, checked_records))
 
 
-def _records(files: List[str]) -> tf.data.Dataset:
-  return tf.data.TFRecordDataset(files, compression_type='GZIP')
-
-
 def _training_data(files: List[str], fold: int, folds: int,
                    tf_transform_output: tft.TFTransformOutput,
                    batch_size: int, seed) -> tf.data.Dataset:
@@ -113,19 +109,22 @@ def _training_data(files: List[str], fold: int, folds: int,
 
 def held_out(files: List[str], fold: int, the_plan: Plan, parse,
              cache: bool = False) -> tf.data.Dataset:
-  """Returns blocks of (positions, images, labels) of `fold`'s checked records.
+  """Returns blocks of (positions, shard numbers, indices in the shards,
+  *parse(serialized)) of `fold`'s checked records.
 
   Blocks come in file order. With `cache`, the serialized records are kept
   in memory after the first pass, for a caller that reads them again.
   """
   folds, checked = the_plan.folds, the_plan.checked_buckets
   selected = sample.kept_batches(
-      _records(files), PREDICT_BATCH,
+      shards.placed_records(files), PREDICT_BATCH,
       lambda buckets: (fold_of(buckets, folds) == fold) & (buckets < checked))
   if cache:
     selected = selected.cache()
   return (selected
-          .map(lambda positions, block: (positions, *parse(block)),
+          .map(tf.autograph.experimental.do_not_convert(
+              lambda positions, shard, index, block: (
+                  positions, shard, index, *parse(block))),
                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
 
@@ -209,7 +208,7 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
                                         image_spec.dtype)],
           autograph=False)
       wrong = seen = 0
-      for block_positions, images, block_labels in held_out(
+      for block_positions, _, _, images, block_labels in held_out(
           files, fold, the_plan, parse):
         positions.append(block_positions.numpy())
         labels.append(block_labels.numpy())

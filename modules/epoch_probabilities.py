@@ -22,7 +22,7 @@ probabilities each.
 
 import math
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -33,6 +33,8 @@ import tf_keras as keras
 from modules import cross_fit
 from modules import input_pipeline
 from records import epoch_probabilities as stored
+from records import features
+from records import sources as record_sources
 
 # A prediction of the sample costs a good part of a training epoch's time:
 # a long run is scored at this many of its epochs, spread over it, and a
@@ -45,14 +47,24 @@ MIN_STRIDE = 2
 def checked_blocks(files: List[str], records: int, checked_records: int,
                    tf_transform_output: tft.TFTransformOutput
                    ) -> tf.data.Dataset:
-  """Returns blocks of (positions, images, labels) of the records checked.
+  """Returns blocks of (positions, shard numbers, indices in the shards,
+  images, labels, sources) of the records checked.
 
   Blocks come in file order. The serialized records are cached in memory
   after the first pass, and parsed and transformed again on each.
   """
+  transform = input_pipeline.parse_and_transform(tf_transform_output)
+  source_spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string,
+                                                             b'')}
+
+  @tf.autograph.experimental.do_not_convert
+  def parse(serialized: tf.Tensor):
+    return (*transform(serialized), tf.io.parse_example(
+        serialized, source_spec)[features.SOURCE_KEY])
+
   return cross_fit.held_out(
-      files, 0, cross_fit.plan(records, 1, checked_records),
-      input_pipeline.parse_and_transform(tf_transform_output), cache=True)
+      files, 0, cross_fit.plan(records, 1, checked_records), parse,
+      cache=True)
 
 
 def stride(planned_epochs: int) -> int:
@@ -89,6 +101,7 @@ class EpochProbabilities(keras.callbacks.Callback):
     super().__init__()
     self._stride = stride(planned_epochs)
     self._planned_epochs = planned_epochs
+    self._files = files
     self._blocks = checked_blocks(files, records, checked_records,
                                   tf_transform_output)
     self._records = records
@@ -96,6 +109,9 @@ class EpochProbabilities(keras.callbacks.Callback):
     self._sums: Optional[np.ndarray] = None
     self._positions: Optional[np.ndarray] = None
     self._labels: Optional[np.ndarray] = None
+    # The sample's shard numbers, indices there and sources, from its first
+    # pass: where its suspects are found.
+    self._places: Optional[Tuple[np.ndarray, ...]] = None
     self._epochs = 0
     self._seconds = 0.0
     self._predict = None
@@ -124,11 +140,13 @@ class EpochProbabilities(keras.callbacks.Callback):
         not self.model.stop_training):
       return
     started = time.monotonic()
-    rows, positions, labels = [], [], []
-    for block_positions, images, block_labels in self._blocks:
+    rows, positions, labels, places = [], [], [], []
+    for (block_positions, shard, index, images, block_labels,
+         sources) in self._blocks:
       rows.append(self._probabilities(images).numpy())
       positions.append(block_positions.numpy())
       labels.append(block_labels.numpy())
+      places.append((shard.numpy(), index.numpy(), sources.numpy()))
     if not rows:
       return
     rows = np.concatenate(rows)
@@ -136,6 +154,7 @@ class EpochProbabilities(keras.callbacks.Callback):
       self._sums = np.zeros_like(rows, np.float64)
       self._positions = np.concatenate(positions)
       self._labels = np.concatenate(labels)
+      self._places = tuple(np.concatenate(part) for part in zip(*places))
     self._sums += rows
     self._epochs += 1
     self._seconds += time.monotonic() - started
@@ -144,11 +163,15 @@ class EpochProbabilities(keras.callbacks.Callback):
     """Writes the averaged probabilities, if any epoch was scored."""
     del logs
     if self._epochs:
+      probabilities = (self._sums / self._epochs).astype(np.float32)
       stored.write(self._output_dir, stored.EpochProbabilities(
           positions=self._positions, labels=self._labels,
-          probabilities=(self._sums / self._epochs).astype(np.float32),
-          epochs=self._epochs, records=self._records,
-          seconds=round(self._seconds, 2)))
+          probabilities=probabilities, epochs=self._epochs,
+          records=self._records, seconds=round(self._seconds, 2),
+          named=record_sources.names_of(
+              self._files, np.flatnonzero(
+                  np.argmax(probabilities, axis=1) != self._labels),
+              self._positions, *self._places)))
       logging.info('Trainer: probabilities of %d training records for '
                    'LabelCheck, averaged over %d epochs: %.1f s.',
                    len(self._labels), self._epochs, self._seconds)

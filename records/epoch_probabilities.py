@@ -9,7 +9,7 @@ them beside its logs (the ModelRun artifact); LabelCheck
 import dataclasses
 import io
 import os
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -26,12 +26,23 @@ class EpochProbabilities:
   epochs: int  # Epochs averaged over.
   records: int  # Records in the split.
   seconds: float  # The Trainer's time spent predicting them.
+  # {position: (source, place)} of the records whose most probable class
+  # is not their label, as records/sources.py names them: LabelCheck's
+  # suspects are among them, so it does not read the split again. Files
+  # written before hold none.
+  named: Dict[int, Tuple[str, str]] = dataclasses.field(default_factory=dict)
 
 
 def write(model_run_dir: str, scores: EpochProbabilities) -> None:
   """Writes `scores` under the Trainer's model_run directory."""
   data = io.BytesIO()  # zipfile reads back what it writes: GFile cannot.
-  np.savez(data, **dataclasses.asdict(scores))
+  arrays = dataclasses.asdict(scores)
+  named = arrays.pop('named')
+  np.savez(data, **arrays,
+           named_positions=np.array(list(named), np.int64),
+           # Unicode arrays: np.load reads them without pickle.
+           named_sources=np.array([n[0] for n in named.values()], np.str_),
+           named_places=np.array([n[1] for n in named.values()], np.str_))
   with tf.io.gfile.GFile(os.path.join(model_run_dir, FILE_NAME), 'wb') as f:
     f.write(data.getvalue())
 
@@ -46,4 +57,7 @@ def read(model_run_dir: str) -> Optional[EpochProbabilities]:
   return EpochProbabilities(
       positions=data['positions'], labels=data['labels'],
       probabilities=data['probabilities'], epochs=int(data['epochs']),
-      records=int(data['records']), seconds=float(data['seconds']))
+      records=int(data['records']), seconds=float(data['seconds']),
+      named=({int(p): (str(source), str(place)) for p, source, place in zip(
+          data['named_positions'], data['named_sources'],
+          data['named_places'])} if 'named_positions' in data else {}))

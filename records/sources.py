@@ -5,7 +5,10 @@ their source. A person then gets a list to act on, such as "eval/roses/
 IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg".
 """
 
-from typing import Iterator, Tuple
+import os
+from typing import Dict, Iterator, List, Tuple
+
+import numpy as np
 
 import tensorflow as tf
 
@@ -41,3 +44,24 @@ def read_sources(split_uri: str) -> Iterator[Tuple[str, int]]:
     for source, label in zip(batch[features.SOURCE_KEY].tolist(),
                              batch[features.LABEL_KEY].tolist()):
       yield source.decode(), label
+
+
+def place(path: str, index: int) -> str:
+  """Where a record is: 'shard file:index', read without the split."""
+  return f'{os.path.basename(path)}:{index}'
+
+
+def names_of(files: List[str], picked: np.ndarray, positions: np.ndarray,
+             shard_numbers: np.ndarray, indices: np.ndarray,
+             sources: np.ndarray) -> Dict[int, Tuple[str, str]]:
+  """{position: (source, place)} of the `picked` of a block of records.
+
+  Args:
+    files: the split's shards, in order (shards.placed_records's).
+    picked: indices into the block.
+    positions, shard_numbers, indices, sources: the block's records', as
+      shards.placed_records numbers them, and their source features.
+  """
+  return {int(positions[i]): (sources[i].decode(),
+                              place(files[shard_numbers[i]], indices[i]))
+          for i in picked.tolist()}

@@ -143,6 +143,35 @@ def test_scoring_names_the_records_the_model_puts_in_another_class(
   assert sampled.named == {p: whole.named[p] for p in wrong_in_sample}
 
 
+def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
+  # The Trainer's callback names the sampled records its averaged
+  # probabilities put in another class as it predicts them, as the split
+  # names them (LabelCheck then reads it no more). Here a model sure of
+  # class 0 doubts every other label.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  out = two_runs / 'out'
+  [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
+                          'Split-train'))
+  [graph] = glob.glob(str(out / 'pipeline/Transform/transform_graph/*'))
+  files = shards.split_files(split)
+  records = shards.count_records(files)
+  scored = epoch_probabilities.EpochProbabilities(
+      files, records, records // 2, tft.TFTransformOutput(graph),
+      str(tmp_path), planned_epochs=2)
+  scored.set_model(keras.Sequential([keras.layers.Lambda(
+      lambda images: tf.one_hot(tf.zeros(tf.shape(images)[:1], tf.int32),
+                                10) * 5.0)]))
+  scored.on_epoch_end(1)
+  scored.on_train_end()
+  run = recorded_probabilities.read(str(tmp_path))
+  doubted = run.positions[run.labels != 0]
+  assert 0 < len(doubted) < len(run.positions) < records
+  assert sorted(run.named) == doubted.tolist()
+  assert run.named == label_check.sources_at(split, doubted)
+
+
 def _examples_of(tmp_path):
   """An Examples artifact of tmp_path's one split, eval."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
@@ -175,10 +204,13 @@ def test_a_sample_comes_in_full_blocks_that_name_their_records(tmp_path):
     return number, number
 
   blocks = list(cross_fit.held_out([path], 0, the_plan, parse, cache=True))
-  positions = np.concatenate([p.numpy() for p, _, _ in blocks])
+  # One shard: its number 0, each record's index there its position.
+  assert all((s.numpy() == 0).all() and (i.numpy() == p.numpy()).all()
+             for p, s, i, *_ in blocks)
+  positions = np.concatenate([p.numpy() for p, *_ in blocks])
   # Each position is its record's place in the file, the sample about a
   # fifth of them, in order, and read in as few blocks as it fills.
-  assert all((p.numpy() == n.numpy()).all() for p, n, _ in blocks)
+  assert all((p.numpy() == n.numpy()).all() for p, _, _, n, _ in blocks)
   assert (np.diff(positions) > 0).all()
   assert total // 10 < len(positions) < total // 2
   assert len(blocks) == -(-len(positions) // cross_fit.PREDICT_BATCH)
@@ -251,13 +283,20 @@ def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
   assert shards.count_records([path]) == 300
   assert shards.count_records([path], at_most=101) == 101
   properties = {label_check.FOLD_EXAMPLES_KEY: 100}
-  assert label_check._training_folds([path], properties) == (
+  assert label_check._training_folds([path], properties, None) == (
       0, ', auto: over 200 records')
   properties[label_check.FOLD_EXAMPLES_KEY] = 150
-  assert label_check._training_folds([path], properties) == (
+  assert label_check._training_folds([path], properties, None) == (
       2, ', auto: 300 records, at most 300')
+  # The Trainer's run counted the split: it is not read again.
+  run = recorded_probabilities.EpochProbabilities(
+      positions=np.zeros(0, np.int64), labels=np.zeros(0, np.int64),
+      probabilities=np.zeros((0, 2), np.float32), epochs=2, records=301,
+      seconds=0.0)
+  assert label_check._training_folds(['gone.gz'], properties, run) == (
+      0, ', auto: over 300 records')
   properties[label_check.FOLDS_KEY] = 0
-  assert label_check._training_folds([path], properties) == (0, '')
+  assert label_check._training_folds([path], properties, None) == (0, '')
 
 
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
