@@ -100,8 +100,8 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
   """Yields (index in `paths`, uint8 [B, H, W, C] images, labels [B],
   sources [B]) of the shards, in order; no batch spans two shards.
 
-  Batches are parsed eagerly, since a traced tf.data map would be traced
-  again for every group.
+  tf.data parses and decodes the next batches on its own threads while
+  numpy works on this one.
   """
   spec = {key: tf.io.FixedLenFeature([], tf.int64)
           for key in (features.HEIGHT_KEY, features.WIDTH_KEY,
@@ -109,27 +109,18 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
   spec[features.IMAGE_KEY] = tf.io.FixedLenFeature([], tf.string)
   # Examples written before records named their source read as ''.
   spec[features.SOURCE_KEY] = tf.io.FixedLenFeature([], tf.string, b'')
-  batches = shards.numbered_batches(paths, BATCH_SIZE)
-  for index, serialized in batches.prefetch(_PREFETCH):
-    index = int(index)
+
+  # Traced once a group, without AutoGraph: straight-line code.
+  @tf.autograph.experimental.do_not_convert
+  def parse(index: tf.Tensor, serialized: tf.Tensor):
     parsed = tf.io.parse_example(serialized, spec)
-    labels = parsed[features.LABEL_KEY].numpy()
-    sources = parsed[features.SOURCE_KEY].numpy().astype(np.bytes_)
-    if encoding != 'raw':
-      yield (index, decode.decode_images(parsed, geometry, encoding).numpy(),
-             labels, sources)
-      continue
-    sizes = [parsed[key].numpy() for key in (
-        features.HEIGHT_KEY, features.WIDTH_KEY, features.CHANNELS_KEY)]
-    lengths = tf.strings.length(parsed[features.IMAGE_KEY]).numpy()
-    if (any((size != expected).any()
-            for size, expected in zip(sizes, geometry.shape)) or
-        (lengths != geometry.num_bytes).any()):
-      raise ValueError(f'{paths[index]}: records whose images are not raw '
-                       f'pixels of the Examples\' geometry {geometry}')
-    # In TensorFlow, without a Python bytes object per image.
-    pixels = tf.io.decode_raw(parsed[features.IMAGE_KEY], tf.uint8).numpy()
-    yield index, pixels.reshape(len(pixels), *geometry.shape), labels, sources
+    return (index, decode.decode_images(parsed, geometry, encoding),
+            parsed[features.LABEL_KEY], parsed[features.SOURCE_KEY])
+
+  for index, images, labels, sources in shards.numbered_batches(
+      paths, BATCH_SIZE).map(parse).prefetch(_PREFETCH):
+    yield (int(index), images.numpy(), labels.numpy(),
+           sources.numpy().astype(np.bytes_))
 
 
 class _ShardWriter:
