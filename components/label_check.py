@@ -103,8 +103,8 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   """
   keep = (None if checked_buckets >= sample.BUCKETS
           else lambda buckets: buckets < checked_buckets)
-  return sample.kept_batches(shards.placed_records(files), batch_size,
-                             keep).prefetch(1)
+  return sample.kept_batches(shards.placed_batches(files, batch_size),
+                             batch_size, keep).prefetch(1)
 
 
 def sources_at(split_uri: str, positions: np.ndarray

@@ -117,7 +117,7 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
   """
   folds, checked = the_plan.folds, the_plan.checked_buckets
   selected = sample.kept_batches(
-      shards.placed_records(files), PREDICT_BATCH,
+      shards.placed_batches(files, PREDICT_BATCH), PREDICT_BATCH,
       lambda buckets: (fold_of(buckets, folds) == fold) & (buckets < checked))
   if cache:
     selected = selected.cache()

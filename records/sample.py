@@ -35,39 +35,35 @@ def sample_buckets(records: int, checked_records: int) -> int:
   return BUCKETS if share >= 1 else max(1, math.ceil(share * BUCKETS))
 
 
-def kept_batches(records: tf.data.Dataset, batch_size: int,
+def kept_batches(blocks: tf.data.Dataset, batch_size: int,
                  keep: Optional[Callable[[tf.Tensor], tf.Tensor]] = None
                  ) -> tf.data.Dataset:
-  """Returns batches of (positions, serialized records) that `keep` keeps.
+  """Returns batches of the records of `blocks` that `keep` keeps.
 
   Args:
-    records: serialized records, in the order positions count them; or
-      tuples of which the record is the last (shards.placed_records), each
-      item batched alike.
-    batch_size: records per batch.
+    blocks: batches of (shard numbers, indices in the shards, serialized
+      records), in the order positions count them (shards.placed_batches).
+    batch_size: records per batch returned.
     keep: each record's bucket -> whether it is kept; None keeps every
       record without hashing it.
 
   Returns:
-    Batches in record order, (positions, *items) of tuples; positions count
-    over all of `records`.
+    Full batches but the last, in record order, of (positions, shard
+    numbers, indices in the shards, serialized records); positions count
+    over all of `blocks`.
   """
   # Straight-line code: AutoGraph's conversion would cost a trace's time.
   @tf.autograph.experimental.do_not_convert
-  def select(index: tf.Tensor, block):
-    items = block if isinstance(block, tuple) else (block,)
-    positions = index * batch_size + tf.range(
-        tf.size(items[-1], out_type=tf.int64))
+  def select(start: tf.Tensor, block):
+    *places, serialized = block
+    size = tf.size(serialized, out_type=tf.int64)
+    items = (start + tf.range(size), *places, serialized)
     if keep is not None:
-      kept = keep(bucket_of(items[-1]))
-      positions = tf.boolean_mask(positions, kept)
+      kept = keep(bucket_of(serialized))
       items = tuple(tf.boolean_mask(item, kept) for item in items)
-    return (positions, *items)
+    return start + size, items
 
-  blocks = records.batch(batch_size).enumerate().map(select)
-  if keep is None:
-    return blocks
   # A sample keeps a few records of each block read: joined again into
   # full batches, they reach a model in few calls (each has a cost of its
   # own), not in one per block read.
-  return blocks.unbatch().batch(batch_size)
+  return blocks.scan(tf.constant(0, tf.int64), select).rebatch(batch_size)

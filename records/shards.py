@@ -36,20 +36,22 @@ def count_records(files: List[str], at_most: Optional[int] = None) -> int:
       lambda n, batch: n + tf.size(batch, out_type=tf.int64)))
 
 
-def placed_records(files: List[str]) -> tf.data.Dataset:
-  """Returns (shard number, index in the shard, serialized record) of each
-  record of gzipped TFRecord `files`, in order: where a reader finds it
-  again without counting."""
+def placed_batches(files: List[str], batch_size: int) -> tf.data.Dataset:
+  """Returns batches of (shard numbers, indices in the shards, serialized
+  records) of gzipped TFRecord `files`, in order: where a reader finds each
+  record again without counting. No batch spans two files."""
   @tf.autograph.experimental.do_not_convert
-  def records_of(number: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
-    return tf.data.Dataset.zip((
-        tf.data.Dataset.from_tensors(number).repeat(),
-        tf.data.TFRecordDataset(path, compression_type='GZIP').enumerate()
-    )).map(tf.autograph.experimental.do_not_convert(
-        lambda shard, indexed: (shard, *indexed)))
+  def batches_of(number: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
+    return tf.data.TFRecordDataset(path, compression_type='GZIP').batch(
+        batch_size).enumerate().map(tf.autograph.experimental.do_not_convert(
+            lambda batch_number, batch: (
+                tf.fill(tf.shape(batch), number),
+                batch_number * batch_size + tf.range(
+                    tf.size(batch, out_type=tf.int64)),
+                batch)))
 
   return tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
-      records_of)
+      batches_of)
 
 
 def numbered_batches(files: List[str], batch_size: int) -> tf.data.Dataset:

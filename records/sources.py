@@ -57,10 +57,10 @@ def names_of(files: List[str], picked: np.ndarray, positions: np.ndarray,
   """{position: (source, place)} of the `picked` of a block of records.
 
   Args:
-    files: the split's shards, in order (shards.placed_records's).
+    files: the split's shards, in order (shards.placed_batches's).
     picked: indices into the block.
     positions, shard_numbers, indices, sources: the block's records', as
-      shards.placed_records numbers them, and their source features.
+      shards.placed_batches numbers them, and their source features.
   """
   return {int(positions[i]): (sources[i].decode(),
                               place(files[shard_numbers[i]], indices[i]))
