@@ -278,7 +278,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'error: {e}', file=sys.stderr)
     return 1
   with startup.without_gc():
-    from tfx import v1 as tfx
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
     from runners import run_summary
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
@@ -303,7 +303,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        f'the pipeline ({", ".join(node_ids)})')
     run_options = pipeline_lib.RunOptions(to_nodes=[args.to_node])
   try:
-    tfx.orchestration.LocalDagRunner().run(dag, run_options=run_options)
+    LocalDagRunner().run(dag, run_options=run_options)
   except Exception as e:  # pylint: disable=broad-except
     node = progress.mark_failed()
     logging.exception('Pipeline run failed')

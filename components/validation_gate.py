@@ -19,9 +19,11 @@ import os
 from typing import Dict, List, Optional
 
 import tensorflow as tf
-from tfx import v1 as tfx
+from tfx.dsl.component.experimental.annotations import InputArtifact, Parameter  # pylint: disable=g-multiple-import
+from tfx.dsl.component.experimental.decorators import component
 from tfx.components.example_validator import executor as validator_executor
 from tfx.types import artifact_utils
+from tfx.types import standard_artifacts
 
 from components.data_checks.component import DataCheckResults
 from records import data_checks as data_checks_results
@@ -38,7 +40,7 @@ class DataValidationError(RuntimeError):
   """ExampleValidator found anomalies; the message lists them."""
 
 
-def load_anomalies(anomalies: tfx.types.standard_artifacts.ExampleAnomalies
+def load_anomalies(anomalies: standard_artifacts.ExampleAnomalies
                    ) -> Dict[str, anomalies_pb2.Anomalies]:
   """Returns the Anomalies proto of each split of an ExampleAnomalies."""
   result = {}
@@ -116,14 +118,13 @@ def copies_problem(data_checks: DataCheckResults,
           'evaluates without them)')
 
 
-@tfx.dsl.components.component
+@component
 def ValidationGate(
-    anomalies: tfx.dsl.components.InputArtifact[
-        tfx.types.standard_artifacts.ExampleAnomalies],
+    anomalies: InputArtifact[standard_artifacts.ExampleAnomalies],
     # Optional: TFX's function components take None as the default.
-    data_checks: tfx.dsl.components.InputArtifact[DataCheckResults] = None,
-    eval_copies: tfx.dsl.components.Parameter[str] = 'stop',
-    max_eval_copy_share: tfx.dsl.components.Parameter[float] = 0.01) -> None:
+    data_checks: InputArtifact[DataCheckResults] = None,
+    eval_copies: Parameter[str] = 'stop',
+    max_eval_copy_share: Parameter[float] = 0.01) -> None:
   """Fails unless every split validated cleanly and held-out splits are clean.
 
   A held-out split is not clean, with `data_checks` and eval_copies 'stop',

@@ -318,7 +318,7 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
   """The DAG of `args` and `knobs` (from check_args) with the cluster's
   paths."""
   with startup.without_gc():
-    from tfx import v1 as tfx
+    from tfx.orchestration.data_types import RuntimeParameter
     from pipeline import pipeline
   s3_beam_args, _ = _s3_settings(args.s3_endpoint, args.s3_region)
   workers = knobs.training.workers
@@ -329,7 +329,7 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
   dag = pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=args.pipeline_root,
-      data_root=tfx.dsl.experimental.RuntimeParameter(
+      data_root=RuntimeParameter(
           name=configs.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
       serving_model_dir=args.serving_model_dir,
       data=knobs.data,
@@ -353,9 +353,9 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
 
 def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
   """The PipelineJob (as a dict) of `dag`, run by containers of args.image."""
-  from tfx import v1 as tfx
-  runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
-      config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+  from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
+  runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
+      config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
           default_image=args.image,
           # Schema 2.1: the parameter format of KFP 2 and Vertex AI.
           use_pipeline_spec_2_1=True))

@@ -26,7 +26,7 @@ from keras_tuner.engine import base_tuner
 import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
-from tfx.v1.components import TunerFnResult
+from tfx.components.tuner.component import TunerFnResult
 
 from modules import input_pipeline
 from modules import model as model_lib

@@ -7,7 +7,8 @@ warm_start.py); this file says what runs, on what, in which order.
 
 from typing import Optional
 
-from tfx import v1 as tfx
+from tfx.components import ExampleValidator
+from tfx.orchestration import pipeline as pipeline_lib
 
 from components.data_checks import component as data_checks_component
 from components.validation_gate import ValidationGate
@@ -29,7 +30,7 @@ def create_pipeline(
     infrastructure: InfrastructureConfig = InfrastructureConfig(),
     tuning: TuningConfig = TuningConfig(),
     keep_runs_step: Optional[int] = None,
-) -> tfx.dsl.Pipeline:
+) -> pipeline_lib.Pipeline:
   """Raw images -> validated Examples -> transform -> CNN -> blessed, pushed.
 
   Args:
@@ -45,7 +46,7 @@ def create_pipeline(
   statistics = statistics_gen.outputs['statistics']
   schema_gen = stages.schema_gen(data.schema, statistics)
   schema = schema_gen.outputs['schema']
-  example_validator = tfx.components.ExampleValidator(statistics=statistics,
+  example_validator = ExampleValidator(statistics=statistics,
                                                       schema=schema)
   # Copies within and across splits, and image issues (docs/data-checks.md).
   data_checks = data_checks_component.node(
@@ -91,7 +92,7 @@ def create_pipeline(
   if keep_runs_step is not None:
     nodes.append(keep_runs.node(nodes, keep_runs_step, serving_model_dir,
                                 pipeline_name))
-  return tfx.dsl.Pipeline(
+  return pipeline_lib.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
       components=nodes,

@@ -7,8 +7,13 @@ from typing import Optional
 
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
-from tfx import v1 as tfx
-from tfx.v1.extensions import google_cloud_ai_platform
+from tfx.components import StatisticsGen, Trainer  # pylint: disable=g-multiple-import
+from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
+from tfx.dsl.components.common.resolver import Resolver
+from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
+from tfx.proto import pusher_pb2
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 from components import baseline_evaluator
 from components import blessing_rule
@@ -52,14 +57,14 @@ def example_gen(data_root, data: DataConfig,
 
 def statistics_gen(examples,
                    infrastructure: InfrastructureConfig
-                   ) -> tfx.components.StatisticsGen:
+                   ) -> StatisticsGen:
   """TFX's StatisticsGen, sampling as the input's size asks.
 
   Top-k and uniques come from sketches, not from TFDV's exact generator,
   whose GroupByKey over every distinct image holds them all in the runner's
   memory: bounded memory at any size, the same counts for the schema.
   """
-  return tfx.components.StatisticsGen(
+  return StatisticsGen(
       examples=examples,
       stats_options=tfdv.StatsOptions(
           sample_rate=infrastructure.statistics_sample_rate,
@@ -73,7 +78,7 @@ def schema_gen(schema_file: Optional[str], statistics):
   pixel range (components/image_schema_gen.py).
   """
   if schema_file:
-    return tfx.components.ImportSchemaGen(schema_file=schema_file)
+    return ImportSchemaGen(schema_file=schema_file)
   return ImageSchemaGen(statistics=statistics,
                         infer_feature_shape=True).with_id('SchemaGen')
 
@@ -107,9 +112,11 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
   the Tuner's best; with --warm-start the base model is the served one
   (pipeline/warm_start.py).
   """
-  trainer_class = (google_cloud_ai_platform.Trainer
-                   if infrastructure.vertex_training else
-                   tfx.components.Trainer)
+  trainer_class = Trainer
+  if infrastructure.vertex_training:
+    # Only here: TFX's Google Cloud extensions take a second to import.
+    from tfx.extensions.google_cloud_ai_platform.trainer import component as vertex_trainer  # pylint: disable=g-import-not-at-top
+    trainer_class = vertex_trainer.Trainer
   return trainer_class(
       run_fn=configs.RUN_FN,
       examples=examples,
@@ -176,11 +183,11 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
     ValueError: another choice.
   """
   if choice == 'last_blessed':
-    return tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
+    return Resolver(
+        strategy_class=LatestBlessedModelStrategy,
+        model=Channel(type=standard_artifacts.Model),
+        model_blessing=Channel(
+            type=standard_artifacts.ModelBlessing)).with_id(
                 'latest_blessed_model_resolver')
   if choice == 'served':
     node = ServedModel(serving_model_dir=serving_model_dir)
@@ -238,8 +245,8 @@ def pusher(model, blessing, serving_model_dir: str) -> push_once.Pusher:
   return push_once.Pusher(
       model=model,
       model_blessing=blessing,
-      push_destination=tfx.proto.PushDestination(
-          filesystem=tfx.proto.PushDestination.Filesystem(
+      push_destination=pusher_pb2.PushDestination(
+          filesystem=pusher_pb2.PushDestination.Filesystem(
               base_directory=serving_model_dir)))
 
 

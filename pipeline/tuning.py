@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-from tfx import v1 as tfx
+from tfx.components import Tuner
 
 from modules.training_config import TrainingConfig, TuningConfig
 from pipeline import configs
@@ -11,7 +11,7 @@ from pipeline import validation
 
 def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
           transform_graph, schema,
-          validation_percent: int) -> Optional[tfx.components.Tuner]:
+          validation_percent: int) -> Optional[Tuner]:
   """Returns the Tuner node, or None without --tune.
 
   Its trials read what the Trainer reads. Each trains tuning.trial_steps
@@ -26,7 +26,7 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
   if not validation_percent:
     raise ValueError('--tune needs a validation split to score its trials '
                      'on; --validation-percent 0 leaves none')
-  return tfx.components.Tuner(
+  return Tuner(
       tuner_fn=configs.TUNER_FN,
       examples=examples,
       transform_graph=transform_graph,

@@ -8,7 +8,7 @@ TrainArgs/EvalArgs splits. The eval split is the Evaluator's alone.
 
 from typing import Any, Dict, Optional
 
-from tfx import v1 as tfx
+from tfx.proto import trainer_pb2
 
 from components.image_example_gen import validation_split
 from modules.trainer import VALIDATION_SPLIT_KEY
@@ -19,21 +19,21 @@ def split(validation_percent: int) -> Optional[str]:
   return validation_split.SPLIT if validation_percent else None
 
 
-def train_args(num_steps: Optional[int]) -> tfx.proto.TrainArgs:
+def train_args(num_steps: Optional[int]) -> trainer_pb2.TrainArgs:
   """Returns TrainArgs of the training split, for `num_steps` steps."""
-  return tfx.proto.TrainArgs(splits=[validation_split.TRAIN],
+  return trainer_pb2.TrainArgs(splits=[validation_split.TRAIN],
                              num_steps=num_steps)
 
 
 def eval_args(validation_percent: int,
-              num_steps: Optional[int]) -> tfx.proto.EvalArgs:
+              num_steps: Optional[int]) -> trainer_pb2.EvalArgs:
   """Returns EvalArgs of the validation split.
 
   Without one, TFX still hands the Trainer the files of its default split,
   'eval'. run_fn reads none of them, since `custom_config`'s
   VALIDATION_SPLIT_KEY is None.
   """
-  return tfx.proto.EvalArgs(
+  return trainer_pb2.EvalArgs(
       splits=[split(validation_percent) or 'eval'], num_steps=num_steps)
 
 

@@ -24,7 +24,8 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Single-process Beam, for the runs that are about something else.
 ONE_PROCESS = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
 # The libraries every run imports before its first component.
-_PRELOADED = ('tfx.v1', 'tfx.components', 'apache_beam', 'tensorflow_transform',
+_PRELOADED = ('tfx.orchestration.local.local_dag_runner', 'tfx.components',
+              'apache_beam', 'tensorflow_transform',
               'tensorflow_data_validation', 'tensorflow_model_analysis',
               'tf_keras')
 _servers: List[preloaded_python.Server] = []  # This process's, once started.

@@ -33,9 +33,9 @@ from typing import Dict, List, Optional, Sequence
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What TFX's Kubeflow entrypoint imports, and the libraries of the
-# project's components (TFX's public API, Transform, Trainer, Evaluator).
+# project's components (Transform, Trainer, Evaluator).
 PRELOADED = ('tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
-             'tfx.components', 'tfx.v1', 'tensorflow_transform', 'tf_keras')
+             'tfx.components', 'tensorflow_transform', 'tf_keras')
 
 
 class Server:

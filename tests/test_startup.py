@@ -53,3 +53,59 @@ def test_tensorflow_is_quiet_unless_the_user_says_otherwise(monkeypatch):
   monkeypatch.setenv('TF_CPP_MIN_LOG_LEVEL', '0')
   startup.quiet_tensorflow()
   assert os.environ['TF_CPP_MIN_LOG_LEVEL'] == '0'
+
+
+def test_a_local_run_loads_none_of_tfxs_google_cloud_extensions(tmp_path):
+  # Any import of tfx.v1 imports TFX's Google Cloud extensions, about a
+  # second of every run's start-up: the DAG and its executors take TFX's
+  # names from their own modules instead.
+  program = (
+      'import sys\n'
+      'import local_runner\n'
+      'args = local_runner.make_parser().parse_args(\n'
+      f'    ["--data-dir", {str(tmp_path)!r}, "--output-dir",\n'
+      f'     {str(tmp_path / "out")!r}])\n'
+      'for node in local_runner.build_pipeline(args).components:\n'
+      '  spec = getattr(node, "executor_spec", None)\n'
+      '  getattr(spec, "executor_class", None)\n'
+      'from tfx.orchestration.local.local_dag_runner import LocalDagRunner\n'
+      'from modules import trainer, tuner\n'
+      'print(sorted(m for m in sys.modules if m.startswith(\n'
+      '    ("tfx.v1", "tfx.extensions.google_cloud", "google.cloud.aip"))))\n')
+  result = subprocess.run([sys.executable, '-c', program], cwd=PROJECT_DIR,
+                          capture_output=True, text=True, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout == '[]\n'
+
+
+def test_the_names_taken_from_tfxs_modules_are_its_public_ones():
+  # Fails when TFX moves a name that tfx.v1 exports.
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from pipeline import pipeline, stages, tuning, validation  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from components import validation_gate  # pylint: disable=g-import-not-at-top
+  from modules import tuner  # pylint: disable=g-import-not-at-top
+  assert stages.StatisticsGen is tfx.components.StatisticsGen
+  assert stages.ImportSchemaGen is tfx.components.ImportSchemaGen
+  assert stages.Trainer is tfx.components.Trainer
+  assert stages.Resolver is tfx.dsl.Resolver
+  assert (stages.LatestBlessedModelStrategy is
+          tfx.dsl.experimental.LatestBlessedModelStrategy)
+  assert stages.Channel is tfx.dsl.Channel
+  assert stages.standard_artifacts.Model is tfx.types.standard_artifacts.Model
+  assert stages.pusher_pb2.PushDestination is tfx.proto.PushDestination
+  assert validation.trainer_pb2.TrainArgs is tfx.proto.TrainArgs
+  assert validation.trainer_pb2.EvalArgs is tfx.proto.EvalArgs
+  assert tuning.Tuner is tfx.components.Tuner
+  assert pipeline.ExampleValidator is tfx.components.ExampleValidator
+  assert pipeline.pipeline_lib.Pipeline is tfx.dsl.Pipeline
+  assert validation_gate.component is tfx.dsl.components.component
+  assert validation_gate.InputArtifact is tfx.dsl.components.InputArtifact
+  assert validation_gate.Parameter is tfx.dsl.components.Parameter
+  assert tuner.TunerFnResult is tfx.components.TunerFnResult
+  from tfx.orchestration.data_types import RuntimeParameter  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
+  assert RuntimeParameter is tfx.dsl.experimental.RuntimeParameter
+  assert (kubeflow_v2_dag_runner.KubeflowV2DagRunner is
+          tfx.orchestration.experimental.KubeflowV2DagRunner)
+  assert LocalDagRunner is tfx.orchestration.LocalDagRunner
