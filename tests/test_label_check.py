@@ -597,9 +597,11 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
   assert len(in_train & set(by_split['train'])) >= 0.7 * len(in_train)
 
 
-def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560):
+def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
+                custom_config=None):
   """Runs LabelCheck's executor again on `out`'s run with another cap (and
-  folds); returns its artifact's properties and its suspects."""
+  folds, and the Trainer's settings for them); returns its artifact's
+  properties and its suspects."""
   def artifact(kind, node, key):
     made = kind()
     [made.uri] = [str(p) for p in (out / 'pipeline' / node / key).iterdir()]
@@ -622,7 +624,8 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560):
       transform_graph=channel_of(inputs['transform_graph'][0]),
       cross_fit_fn='modules.cross_fit.cross_fit', folds=folds,
       fold_examples=fold_examples, checked_records=checked_records,
-      signature_name='serving_default', probabilities_key='probabilities')
+      signature_name='serving_default', probabilities_key='probabilities',
+      custom_config=custom_config)
   label_check.Executor().Do(inputs, {'suspects': [suspects]},
                             component.exec_properties)
   properties = {key: json.loads(suspects.get_string_custom_property(key))
@@ -665,10 +668,13 @@ def channel_of(artifact):
 def test_fold_models_too_weak_to_doubt_labels_leave_train_unchecked(
     planted_run, tmp_path):
   out, _ = planted_run
-  # One step of 32 examples per fold: a model that doubts right labels.
+  # One step per fold at a learning rate that leaves the network as it was
+  # made, seeded: a model that doubts right labels, in any process.
+  weak = training_config.TrainingConfig(learning_rate=1e-9, seed=0)
   with absl_lines(cross_fit.FOLD_LINE) as folds:
     properties, rows = check_again(out, tmp_path, 10_000, folds=2,
-                                   fold_examples=32)
+                                   fold_examples=32,
+                                   custom_config={'training': weak.to_dict()})
   # Found too weak after its first fold, the second is not trained.
   assert len(folds) == 1
   method = properties['methods']['train']
