@@ -67,21 +67,28 @@ def write_planted_dataset(directory: str, seed: int = 7):
   return planted
 
 
-def test_suspects_name_their_records_source_and_place(tmp_path):
-  # A split of three shards; the records checked, a sample, are counted
-  # over the shards in name order. A row's place, 'shard file:index', is
-  # the record its source names.
+def write_named_shards(tmp_path, sizes):
+  """Writes an eval split of shards of `sizes` records, each of class 0 and
+  source 'img-SHARD-INDEX'; returns the split's folder."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   geometry = features.ImageGeometry(height=2, width=2, channels=1)
   split_uri = tmp_path / 'Split-eval'
   split_uri.mkdir()
-  for number, size in enumerate((5, 9, 7)):
+  for number, size in enumerate(sizes):
     with tf.io.TFRecordWriter(
-        str(split_uri / f'data_tfrecord-{number:05d}-of-00003.gz'),
+        str(split_uri / f'data_tfrecord-{number:05d}-of-{len(sizes):05d}.gz'),
         'GZIP') as writer:
       for index in range(size):
         writer.write(features.make_example(bytes(4), geometry, 0,
                                            source=f'img-{number}-{index}'))
+  return split_uri
+
+
+def test_suspects_name_their_records_source_and_place(tmp_path):
+  # A split of three shards; the records checked, a sample, are counted
+  # over the shards in name order. A row's place, 'shard file:index', is
+  # the record its source names.
+  split_uri = write_named_shards(tmp_path, (5, 9, 7))
   positions = np.array([0, 3, 4, 5, 12, 13, 14, 19, 20])
   labels = np.zeros(len(positions), np.int64)
   probabilities = np.tile([[0.9, 0.1]], (len(positions), 1))
@@ -110,16 +117,7 @@ def test_scoring_names_the_records_the_model_puts_in_another_class(
   # class is not their label (every suspect and mistake) as sources_at
   # would, so the split is not read again for them; sampled or whole.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  geometry = features.ImageGeometry(height=2, width=2, channels=1)
-  split_uri = tmp_path / 'Split-eval'
-  split_uri.mkdir()
-  for number, size in enumerate((5, 900, 7)):
-    with tf.io.TFRecordWriter(
-        str(split_uri / f'data_tfrecord-{number:05d}-of-00003.gz'),
-        'GZIP') as writer:
-      for index in range(size):
-        writer.write(features.make_example(bytes(4), geometry, 0,
-                                           source=f'img-{number}-{index}'))
+  split_uri = write_named_shards(tmp_path, (5, 900, 7))
   wrong = r'img-(0-4|1-7|1-6\d\d|2-0|2-6)'
 
   def serve(batch):
