@@ -17,25 +17,26 @@ split, which the Evaluator alone reads. tests/test_tuning.py checks what
 this relies on.
 """
 
+import dataclasses
 import math
 import time
 
 from absl import logging
 import keras_tuner
 from keras_tuner.engine import base_tuner
-import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.components.tuner.component import TunerFnResult
 
+from modules import backbones
+from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
-from modules import devices
 from modules import progress
+from modules import trainer
 from modules import training_plan
 from modules import tuning
-from modules.trainer_data import (class_names_for, image_geometry,  # pylint: disable=g-multiple-import
-                                  plan_inputs, validation_split)
+from modules.trainer_data import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig, TuningConfig
 
 PROJECT_NAME = 'tuning'
@@ -51,31 +52,34 @@ class TrialTuner(base_tuner.BaseTuner):
   """Runs each trial as the Trainer trains (see the module's docstring)."""
 
   def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
-               split: str, **kwargs):
+               plan: training_plan.TrainingPlan, data: TrainerData,
+               **kwargs):
     """Makes the tuner.
 
     Args:
       oracle: the KerasTuner oracle that proposes trials.
       config: the run's training settings, which a trial overrides.
       fn_args: TFX's FnArgs of the Tuner.
-      split: the split each trial is scored on.
+      plan: the Trainer's plan of the network; each trial builds it as the
+        Trainer does (a pretrained backbone, or a network from scratch).
+      data: what the Trainer reads of its inputs; its validation split
+        scores each trial.
       **kwargs: KerasTuner's BaseTuner arguments.
     """
     super().__init__(oracle, **kwargs)
     self._config = config
     self._fn_args = fn_args
-    self._split = split  # Scored on.
+    self._plan = plan
+    self._data = data
     self._trials = oracle.max_trials
 
-  def run_trial(self, trial, train, evaluation, geometry, num_classes):  # pylint: disable=arguments-differ
+  def run_trial(self, trial, train, evaluation):  # pylint: disable=arguments-differ
     """Trains and scores one trial.
 
     Args:
       trial: keras_tuner's trial, with the point of the space to train.
       train: the training dataset, repeated.
       evaluation: the validation dataset.
-      geometry: the images' geometry.
-      num_classes: the number of classes.
 
     Returns:
       {tuning.OBJECTIVE: the trial's validation accuracy}.
@@ -92,9 +96,9 @@ class TrialTuner(base_tuner.BaseTuner):
       keras.mixed_precision.set_global_policy(devices.plan(
           devices.visible_gpus(), config.batch_size,
           config.mixed_precision).precision)
-      model = model_lib.build(config.model.architecture, geometry,
-                              num_classes, config.model)
-      model_lib.compile_for_training(model, config, num_classes,
+      model, _ = trainer.build_model(config, self._plan, self._data)
+      model_lib.compile_for_training(model, config,
+                                     len(self._data.class_names),
                                      self._fn_args.train_steps)
       model.fit(train, epochs=1, steps_per_epoch=self._fn_args.train_steps,
                 verbose=0)
@@ -111,7 +115,7 @@ class TrialTuner(base_tuner.BaseTuner):
     seconds = time.monotonic() - started
     logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
                  f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
-                 f'{accuracy:.4f} on {self._split} after '
+                 f'{accuracy:.4f} on {self._data.validation} after '
                  f'{self._fn_args.train_steps} steps in {seconds:.1f}s')
     return {tuning.OBJECTIVE: float(accuracy)}
 
@@ -143,38 +147,43 @@ def oracle(tuning_config: TuningConfig, hyperparameters):
 def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
   """Returns the tuner and the datasets its trials read, for TFX's Tuner.
 
+  The network tuned is the one the Trainer trains: with `--model auto`, a
+  pretrained backbone for colour photos where its weights can be had
+  (backbones.auto), as run_fn chooses it.
+
   Raises:
     ValueError: the Examples have no validation split to score trials on.
   """
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   tuning_config = TuningConfig(**fn_args.custom_config['tuning'])
-  tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-  geometry = image_geometry(tf_transform_output)
-  num_classes = len(class_names_for(fn_args.train_files))
-  split = validation_split(fn_args)
-  if split is None:
+  if validation_split(fn_args) is None:
     raise ValueError('the Tuner needs a validation split to score its '
                      'trials on, and the Examples have none '
                      '(--validation-percent 0)')
-  train_plan, validation_plan = plan_inputs(fn_args, config, split)
-  # The network the Trainer would pick: the one tuned.
-  network = training_plan.plan(config.budget, config.model, geometry,
-                               train_plan.size.records).architecture
-  search = oracle(tuning_config, tuning.hyperparameters(network))
+  data = read_data(fn_args, config)
+  model_config, network_why, scratch_why = backbones.auto(config.model,
+                                                          data.geometry)
+  if scratch_why:
+    logging.info('Tuner: %s', scratch_why)
+  config = dataclasses.replace(config, model=model_config)
+  plan = training_plan.plan(config.budget, config.model, data.geometry,
+                            data.train_plan.size.records, why=network_why)
+  search = oracle(tuning_config, tuning.hyperparameters(plan.architecture))
   search.verbose = 0  # Its display prints on stdout; run_trial logs.
-  tuner = TrialTuner(search, config, fn_args, split,
+  tuner = TrialTuner(search, config, fn_args, plan, data,
                      directory=fn_args.working_dir,
                      project_name=PROJECT_NAME, overwrite=True)
-  batches = max(1, math.ceil(train_plan.size.records / config.batch_size))
-  logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s; '
-               'scored on %s (%d records).', tuning_config.trials,
+  records = data.train_plan.size.records
+  batches = max(1, math.ceil(records / config.batch_size))
+  logging.info('Tuner: %d trials of %d steps (%.2f epochs) each, %s, of %s '
+               '(%s); scored on %s (%d records).', tuning_config.trials,
                fn_args.train_steps, fn_args.train_steps / batches,
-               tuning_config.search, split, validation_plan.size.records)
+               tuning_config.search, plan.architecture, plan.why,
+               data.validation, data.validation_plan.size.records)
   return TunerFnResult(tuner=tuner, fit_kwargs=dict(
       train=input_pipeline.make_planned_dataset(
-          fn_args.train_files, tf_transform_output, config.batch_size,
-          train_plan, repeat=True, ordered=config.seed is not None),
+          fn_args.train_files, data.transform_output, config.batch_size,
+          data.train_plan, repeat=True, ordered=config.seed is not None),
       evaluation=input_pipeline.make_planned_dataset(
-          fn_args.eval_files, tf_transform_output, config.batch_size,
-          validation_plan),
-      geometry=geometry, num_classes=num_classes))
+          fn_args.eval_files, data.transform_output, config.batch_size,
+          data.validation_plan)))

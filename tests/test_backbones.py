@@ -241,3 +241,39 @@ def test_the_local_runner_stops_before_the_dag_without_network(tmp_path):
   [line] = [l for l in result.stderr.splitlines() if l.startswith('error')]
   assert backbones.APPLICATIONS[NAME][2].url in line
   assert '--weights PATH' in line
+
+
+@pytest.mark.parametrize('model', ['backbone', 'auto'])
+def test_the_tuner_tunes_the_network_the_trainer_trains(
+    tmp_path, weights_path, model):
+  # --backbone, or --model auto on colour photos with the weights at hand:
+  # the trials build the pretrained backbone's model, as run_fn does, and
+  # the best point names it.
+  from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
+  from modules import tuner as tuner_lib  # pylint: disable=g-import-not-at-top
+  from modules import tuning  # pylint: disable=g-import-not-at-top
+  from modules.training_config import TuningConfig  # pylint: disable=g-import-not-at-top
+  shapes.write(str(tmp_path / 'data'), per_class=8, size=SIZE,
+               eval_per_class=4, shapes=CLASSES)
+  patterns = artifacts.trainer_inputs(tmp_path / 'data', tmp_path,
+                                      features.ImageGeometry(SIZE, SIZE, 3))
+  # These small images count as photos here.
+  config = TrainingConfig(batch_size=8, model=ModelConfig(
+      backbone=NAME if model == 'backbone' else None, weights=weights_path,
+      input_size=(SIZE, SIZE), photo_min_side=SIZE))
+  result = tuner_lib.tuner_fn(FnArgs(
+      train_files=[patterns['train']], eval_files=[patterns['eval']],
+      train_steps=2, eval_steps=1, working_dir=str(tmp_path / 'tuner'),
+      transform_graph_path=str(tmp_path / 'transform'),
+      custom_config={'training': config.to_dict(),
+                     'tuning': dataclasses.asdict(TuningConfig(trials=1))}))
+  with absl_lines(progress.TRIAL_LINE) as trials:
+    result.tuner.search(**result.fit_kwargs)
+  [best] = result.tuner.get_best_hyperparameters()
+  assert best.values[tuning.NETWORK] == NAME
+  assert len(trials) == 1 and NAME in trials[0]
+  # The Trainer applies it to its settings and still starts from the
+  # backbone.
+  tuned, _, _ = backbones.auto(tuning.apply(config, best.values).model,
+                               features.ImageGeometry(SIZE, SIZE, 3))
+  assert tuned.backbone == NAME
