@@ -146,7 +146,8 @@ class EpochProbabilities(keras.callbacks.Callback):
       rows.append(self._probabilities(images).numpy())
       positions.append(block_positions.numpy())
       labels.append(block_labels.numpy())
-      places.append((shard.numpy(), index.numpy(), sources.numpy()))
+      if self._places is None:  # The same on every pass: kept from the first.
+        places.append((shard.numpy(), index.numpy(), sources.numpy()))
     if not rows:
       return
     rows = np.concatenate(rows)

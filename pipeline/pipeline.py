@@ -46,8 +46,7 @@ def create_pipeline(
   statistics = statistics_gen.outputs['statistics']
   schema_gen = stages.schema_gen(data.schema, statistics)
   schema = schema_gen.outputs['schema']
-  example_validator = ExampleValidator(statistics=statistics,
-                                                      schema=schema)
+  example_validator = ExampleValidator(statistics=statistics, schema=schema)
   # Copies within and across splits, and image issues (docs/data-checks.md).
   data_checks = data_checks_component.node(
       examples, drop_held_out_copies=data.eval_copies == 'drop')

@@ -34,6 +34,7 @@ from records import csv_cells
 from records import data_checks as results
 from records import features
 from records import shards
+from records import sources as record_sources
 
 EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
@@ -80,7 +81,7 @@ class Shards:
   def record_names(self, index: np.ndarray) -> List[str]:
     """Returns 'shard file:index' of each global index."""
     shard, offset = self.locate(index)
-    return [f'{os.path.basename(self.entries[s][1])}:{o}'
+    return [record_sources.place(self.entries[s][1], o)
             for s, o in zip(shard.tolist(), offset.tolist())]
 
   def sources(self, work_dir: str, index: np.ndarray) -> List[str]:
