@@ -440,19 +440,34 @@ def _method(name: str, checked: int, records: int, detail: str = '') -> str:
 
 def auto_cross_fit_records(fold_examples: int) -> int:
   """Training records at most that LabelCheck cross-fits without folds
-  given: the Trainer keeps no probabilities of a split this small."""
+  given."""
   return AUTO_FOLDS * fold_examples
 
 
+def early_disagreement(run: Optional[epoch_probabilities.EpochProbabilities],
+                       examples: int) -> Optional[float]:
+  """The share of validation the Trainer's model put in another class once
+  it had trained on `examples` examples (or at its end, if fewer), from its
+  run; None where the run kept no curve."""
+  if run is None or not len(run.validation_curve):
+    return None
+  curve = run.validation_curve
+  reached = np.flatnonzero(curve[:, 0] >= examples)
+  return 1.0 - float(curve[reached[0] if len(reached) else -1, 1])
+
+
 def _training_folds(files: List[str], exec_properties: Dict[str, Any],
-                    run: Optional[epoch_probabilities.EpochProbabilities]
-                    ) -> Tuple[int, str]:
+                    run: Optional[epoch_probabilities.EpochProbabilities],
+                    trainer: Optional[float] = None) -> Tuple[int, str]:
   """Returns the folds that score the training split (0: the Trainer's run).
 
   Without folds given, a split of at most AUTO_FOLDS x fold_examples records
   is cross-fitted: each fold's model then sees the other folds' records
   within its budget. A larger one is scored from the Trainer's run, `run`,
-  whose count of the split's records then saves counting them.
+  whose count of the split's records then saves counting them; so is a
+  small one where the run shows that a model of a fold's budget would be
+  too weak to doubt labels (label_scores.folds_too_weak against `trainer`,
+  the Trainer's model's disagreement on validation).
 
   Returns:
     The folds, and why where they were chosen here (', auto: ...').
@@ -460,13 +475,21 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any],
   folds = exec_properties.get(FOLDS_KEY)
   if folds is not None:
     return int(folds), ''
-  most = auto_cross_fit_records(int(exec_properties[FOLD_EXAMPLES_KEY]))
+  fold_examples = int(exec_properties[FOLD_EXAMPLES_KEY])
+  most = auto_cross_fit_records(fold_examples)
   # A large split is not read through to say so.
   records = (run.records if run is not None else
              shards.count_records(files, at_most=most + 1))
-  if records <= most:
-    return AUTO_FOLDS, f', auto: {records:,} records, at most {most:,}'
-  return 0, f', auto: over {most:,} records'
+  if records > most:
+    return 0, f', auto: over {most:,} records'
+  early = early_disagreement(run, fold_examples)
+  if (early is not None and trainer is not None and
+      label_scores.folds_too_weak(early, trainer)):
+    return 0, (f', auto: {records:,} records, but after {fold_examples:,} '
+               f'examples, a fold model\'s budget, the Trainer\'s model '
+               f'put {early:.1%} of validation in another class, too many '
+               f'to doubt labels ({trainer:.1%} at its end)')
+  return AUTO_FOLDS, f', auto: {records:,} records, at most {most:,}'
 
 
 def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
@@ -509,7 +532,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
         OUT_OF_SAMPLE, len(scores.labels), records), named=scores.named)
   run = (epoch_probabilities.read(artifact_utils.get_single_uri(
       input_dict[MODEL_RUN_KEY])) if input_dict.get(MODEL_RUN_KEY) else None)
-  folds, why = _training_folds(files, exec_properties, run)
+  folds, why = _training_folds(files, exec_properties, run,
+                               validation_disagreement)
   if folds >= 2:
     cross_fit: Callable[..., Tuple[np.ndarray, ...]] = (
         import_utils.import_func_from_module(
@@ -524,8 +548,16 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
             exec_properties.get(CUSTOM_CONFIG_KEY) or 'null') or {},
         stop_above=(None if validation_disagreement is None else
                     label_scores.weak_folds_above(validation_disagreement)))
-    return _Scores(*scores, records=records, method=_method(
-        CROSS_FIT, len(scores[1]), records, f'{folds} folds{why}'))
+    weak = _folds_too_weak(scores[1], scores[2], validation_disagreement)
+    if not weak:
+      return _Scores(*scores, records=records, method=_method(
+          CROSS_FIT, len(scores[1]), records, f'{folds} folds{why}'))
+    if run is None:
+      unchecked = (f'not checked: {weak}; more training per fold: '
+                   '--label-check-train-examples')
+      logging.info('LabelCheck: %s: %s.', split, unchecked)
+      return unchecked
+    why = f', {weak}'
   if run is None:
     logging.info('LabelCheck: split %s not checked: the Trainer\'s model '
                  'trained on it, and its run kept no probabilities of it.',
@@ -555,27 +587,20 @@ def _validation_disagreement(scored: Dict[str, Union[_Scores, str]],
                                    held_out[0].probabilities)
 
 
-def _unless_folds_too_weak(scored: Dict[str, Union[_Scores, str]],
-                           splits: List[str],
-                           exec_properties: Dict[str, Any]) -> None:
-  """Leaves a cross-fitted training split unchecked, saying why, where its
-  fold models disagree with far more labels than the Trainer's model does
-  on validation (label_scores.folds_too_weak): their doubts are their own
-  errors, not the labels'."""
-  split = exec_properties[TRAIN_SPLIT_KEY]
-  train = scored.get(split)
-  trainer = _validation_disagreement(scored, splits, exec_properties)
-  if (not isinstance(train, _Scores) or trainer is None or
-      not train.method.startswith(CROSS_FIT)):
-    return
-  folds = label_scores.disagreement(train.labels, train.probabilities)
-  if label_scores.folds_too_weak(folds, trainer):
-    why = (f'not checked: the fold models were too weak to doubt its labels '
-           f'({folds:.1%} of the records classified as another class, the '
-           f'Trainer\'s model {trainer:.1%} of validation\'s); more '
-           'training per fold: --label-check-train-examples')
-    logging.info('LabelCheck: %s: %s.', split, why)
-    scored[split] = why
+def _folds_too_weak(labels: np.ndarray, probabilities: np.ndarray,
+                    trainer: Optional[float]) -> str:
+  """Says why, where cross-fitted scores of the training split come from
+  fold models that disagree with far more labels than the Trainer's model
+  does on validation (label_scores.folds_too_weak): their doubts are their
+  own errors, not the labels'; '' where they are not."""
+  if trainer is None:
+    return ''
+  folds = label_scores.disagreement(labels, probabilities)
+  if not label_scores.folds_too_weak(folds, trainer):
+    return ''
+  return (f'the fold models were too weak to doubt its labels ({folds:.1%} '
+          f'of the records classified as another class, the Trainer\'s model '
+          f'{trainer:.1%} of validation\'s)')
 
 
 class Executor(base_executor.BaseExecutor):
@@ -606,7 +631,6 @@ class Executor(base_executor.BaseExecutor):
                                    _validation_disagreement(scored, splits,
                                                             exec_properties))
       scoring_s[split] = time.monotonic() - started
-    _unless_folds_too_weak(scored, splits, exec_properties)
     for split in splits:
       scores = scored[split]
       started = time.monotonic() - scoring_s[split]

@@ -87,7 +87,7 @@ class EpochProbabilities(keras.callbacks.Callback):
 
   def __init__(self, files: List[str], records: int, checked_records: int,
                tf_transform_output: tft.TFTransformOutput, output_dir: str,
-               planned_epochs: int):
+               planned_epochs: int, examples_per_epoch: int):
     """Makes the callback over a hash sample of the training split.
 
     Args:
@@ -97,6 +97,8 @@ class EpochProbabilities(keras.callbacks.Callback):
       tf_transform_output: the transform graph that makes model inputs.
       output_dir: where the average is written.
       planned_epochs: the epochs planned, from which the stride follows.
+      examples_per_epoch: the examples an epoch trains on, for the
+        validation accuracy's curve.
     """
     super().__init__()
     self._stride = stride(planned_epochs)
@@ -113,6 +115,8 @@ class EpochProbabilities(keras.callbacks.Callback):
     # pass: where its suspects are found.
     self._places: Optional[Tuple[np.ndarray, ...]] = None
     self._epochs = 0
+    self._examples_per_epoch = examples_per_epoch
+    self._curve: List[Tuple[float, float]] = []
     self._seconds = 0.0
     self._predict = None
 
@@ -134,8 +138,11 @@ class EpochProbabilities(keras.callbacks.Callback):
     return self._predict(images)
 
   def on_epoch_end(self, epoch, logs=None):
-    """Adds the sample's probabilities, at the epochs scored."""
-    del logs
+    """Keeps the validation accuracy, and adds the sample's probabilities
+    at the epochs scored."""
+    if logs and 'val_accuracy' in logs:
+      self._curve.append((self._examples_per_epoch * (len(self._curve) + 1),
+                          float(logs['val_accuracy'])))
     if ((epoch + 1) % self._stride and epoch + 1 != self._planned_epochs and
         not self.model.stop_training):
       return
@@ -172,7 +179,8 @@ class EpochProbabilities(keras.callbacks.Callback):
           named=record_sources.names_of(
               self._files, np.flatnonzero(
                   np.argmax(probabilities, axis=1) != self._labels),
-              self._positions, *self._places)))
+              self._positions, *self._places),
+          validation_curve=np.array(self._curve, np.float32).reshape(-1, 2)))
       logging.info('Trainer: probabilities of %d training records for '
                    'LabelCheck, averaged over %d epochs: %.1f s.',
                    len(self._labels), self._epochs, self._seconds)

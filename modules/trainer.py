@@ -58,9 +58,6 @@ from modules.training_config import TrainingConfig
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
-# custom_config: LabelCheck cross-fits a training split of at most this many
-# records itself (components/label_check.py), so it needs none of them.
-CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
 EVAL_SPLIT = 'eval'
 
 
@@ -109,7 +106,8 @@ def run_fn(fn_args: FnArgs) -> None:
                            plan.epochs, task, ordered=config.seed is not None)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
             callbacks(fn_args, config, plan, data, device_plan, outputs,
-                      task))
+                      task, datasets.epoch_steps *
+                      device_plan.global_batch_size))
   clock.lap('model and input')
   trained = train_model(fit, backbone, config, plan, data.validation_plan)
   scoring = fit.scored.seconds if fit.scored else 0.0
@@ -393,7 +391,8 @@ def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
 def callbacks(fn_args: FnArgs, config: TrainingConfig,
               plan: training_plan.TrainingPlan, data: TrainerData,
               device_plan: devices.DevicePlan, outputs: Outputs,
-              task: Optional[cluster.Task]) -> List[keras.callbacks.Callback]:
+              task: Optional[cluster.Task], examples_per_epoch: int
+              ) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities."""
   # Nothing to choose the epoch on without a validation split.
@@ -401,7 +400,7 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
              if data.validation else None)
   scored = epoch_scores(fn_args, data.train_plan.size.records,
                         data.transform_output, outputs.model_run_dir, task,
-                        plan.epochs)
+                        plan.epochs, examples_per_epoch)
   return [
       keras.callbacks.TensorBoard(log_dir=outputs.model_run_dir,
                                   update_freq='epoch'),
@@ -416,19 +415,18 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
 def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
                  model_run_dir: str, task: Optional[cluster.Task],
-                 planned_epochs: int
+                 planned_epochs: int, examples_per_epoch: int
                  ) -> Optional[epoch_probabilities.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or
-  None where none are asked for, where LabelCheck cross-fits the split, or
-  on several workers (each would need the others to predict)."""
+  None where none are asked for or on several workers (each would need the
+  others to predict).
+
+  They are kept where LabelCheck may cross-fit the split too: it falls
+  back on them where fold models would be too weak (docs/label-check.md).
+  """
   custom_config = fn_args.custom_config or {}
   checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
   if not checked:
-    return None
-  if records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
-    logging.info('Trainer: no training-run probabilities for LabelCheck: it '
-                 'cross-fits a training split of %d records itself.',
-                 records)
     return None
   if task:
     logging.info('Trainer: no training-run probabilities for LabelCheck on '
@@ -437,7 +435,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
     return None
   return epoch_probabilities.EpochProbabilities(
       input_pipeline.list_files(fn_args.train_files), records, checked,
-      tf_transform_output, model_run_dir, planned_epochs)
+      tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 
 
 def float32_for_serving(model: keras.Model, config: TrainingConfig,

@@ -31,6 +31,11 @@ class EpochProbabilities:
   # suspects are among them, so it does not read the split again. Files
   # written before hold none.
   named: Dict[int, Tuple[str, str]] = dataclasses.field(default_factory=dict)
+  # float32 [E, 2]: (examples trained on so far, validation accuracy) at the
+  # end of each epoch: how strong a model of fewer examples would have been
+  # (LabelCheck's fold models). Files written before hold none.
+  validation_curve: np.ndarray = dataclasses.field(
+      default_factory=lambda: np.zeros((0, 2), np.float32))
 
 
 def write(model_run_dir: str, scores: EpochProbabilities) -> None:
@@ -60,4 +65,6 @@ def read(model_run_dir: str) -> Optional[EpochProbabilities]:
       records=int(data['records']), seconds=float(data['seconds']),
       named=({int(p): (str(source), str(place)) for p, source, place in zip(
           data['named_positions'], data['named_sources'],
-          data['named_places'])} if 'named_positions' in data else {}))
+          data['named_places'])} if 'named_positions' in data else {}),
+      validation_curve=(data['validation_curve'] if 'validation_curve' in data
+                        else np.zeros((0, 2), np.float32)))

@@ -3,6 +3,7 @@ data, names their source files, and the inspector lists them for review."""
 
 import collections
 import csv
+import dataclasses
 import glob
 import html as html_lib
 import json
@@ -157,13 +158,17 @@ def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
   records = shards.count_records(files)
   scored = epoch_probabilities.EpochProbabilities(
       files, records, records // 2, tft.TFTransformOutput(graph),
-      str(tmp_path), planned_epochs=2)
+      str(tmp_path), planned_epochs=2, examples_per_epoch=640)
   scored.set_model(keras.Sequential([keras.layers.Lambda(
       lambda images: tf.one_hot(tf.zeros(tf.shape(images)[:1], tf.int32),
                                 10) * 5.0)]))
-  scored.on_epoch_end(1)
+  scored.on_epoch_end(0, {'val_accuracy': 0.5})
+  scored.on_epoch_end(1, {'val_accuracy': 0.75})
   scored.on_train_end()
   run = recorded_probabilities.read(str(tmp_path))
+  # Every epoch's validation accuracy is kept, the epochs scored or not.
+  assert run.epochs == 1
+  assert run.validation_curve.tolist() == [[640, 0.5], [1280, 0.75]]
   doubted = run.positions[run.labels != 0]
   assert 0 < len(doubted) < len(run.positions) < records
   assert sorted(run.named) == doubted.tolist()
@@ -293,6 +298,23 @@ def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
       seconds=0.0)
   assert label_check._training_folds(['gone.gz'], properties, run) == (
       0, ', auto: over 300 records')
+  # A small split is scored from the run too where the Trainer's model,
+  # after as many examples as a fold's model trains on, was too weak to
+  # doubt labels against its end (label_scores.folds_too_weak).
+  run = dataclasses.replace(run, records=200, validation_curve=np.array(
+      [[100, 0.5], [200, 0.9], [300, 0.95]], np.float32))
+  properties = {label_check.FOLD_EXAMPLES_KEY: 100}
+  folds, why = label_check._training_folds(['gone.gz'], properties, run,
+                                           0.05)
+  assert folds == 0
+  assert '100 examples' in why and '50.0% of validation' in why
+  # Strong enough by a fold's budget, or no disagreement to judge by.
+  properties[label_check.FOLD_EXAMPLES_KEY] = 150
+  assert label_check._training_folds(['gone.gz'], properties, run, 0.05) == (
+      2, ', auto: 200 records, at most 300')
+  properties[label_check.FOLD_EXAMPLES_KEY] = 100
+  assert label_check._training_folds(['gone.gz'], properties, run) == (
+      2, ', auto: 200 records, at most 200')
   properties[label_check.FOLDS_KEY] = 0
   assert label_check._training_folds([path], properties, None) == (0, '')
 
@@ -339,9 +361,12 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   train = result['checked']['train']
   assert result['methods']['train'] == (
       f'cross_fit (2 folds, auto: {train:,} records, at most 5,120)')
-  # So the Trainer spent no epoch on probabilities of it.
+  # The Trainer's run still keeps its probabilities and its validation
+  # curve, which said that fold models would be strong enough.
   [model_run] = (out / 'pipeline' / 'Trainer' / 'model_run').iterdir()
-  assert recorded_probabilities.read(str(model_run)) is None
+  run = recorded_probabilities.read(str(model_run))
+  assert run.records == result['records']['train']
+  assert len(run.validation_curve) == 4
   for prefix, sources in planted.items():
     listed = [r['source'] for r in result['rows']
               if r['split'] in SPLITS[prefix]]
@@ -596,10 +621,10 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
 
 
 def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
-                custom_config=None):
+                custom_config=None, model_run=True):
   """Runs LabelCheck's executor again on `out`'s run with another cap (and
-  folds, and the Trainer's settings for them); returns its artifact's
-  properties and its suspects."""
+  folds, and the Trainer's settings for them; without the Trainer's run if
+  not `model_run`); returns its artifact's properties and its suspects."""
   def artifact(kind, node, key):
     made = kind()
     [made.uri] = [str(p) for p in (out / 'pipeline' / node / key).iterdir()]
@@ -610,15 +635,16 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
       ['train', 'validation', 'eval'])
   inputs = {'examples': [examples],
             'model': [artifact(standard_artifacts.Model, 'Trainer', 'model')],
-            'model_run': [artifact(standard_artifacts.ModelRun, 'Trainer',
-                                   'model_run')],
+            **({'model_run': [artifact(standard_artifacts.ModelRun,
+                                       'Trainer', 'model_run')]}
+               if model_run else {}),
             'transform_graph': [artifact(standard_artifacts.TransformGraph,
                                          'Transform', 'transform_graph')]}
   suspects = label_check.LabelSuspects()
   suspects.uri = str(tmp_path / f'suspects-{checked_records}-{folds}')
   component = label_check.LabelCheck(
       examples=channel_of(examples), model=channel_of(inputs['model'][0]),
-      model_run=channel_of(inputs['model_run'][0]),
+      model_run=(channel_of(inputs['model_run'][0]) if model_run else None),
       transform_graph=channel_of(inputs['transform_graph'][0]),
       cross_fit_fn='modules.cross_fit.cross_fit', folds=folds,
       fold_examples=fold_examples, checked_records=checked_records,
@@ -635,15 +661,20 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
 def test_validation_is_sampled_to_the_cap_and_eval_is_checked_whole(
     planted_run, tmp_path):
   out, _ = planted_run
-  validation = tiny_runs.inspect_json(out, 'labels')['records']['validation']
+  records = tiny_runs.inspect_json(out, 'labels')['records']
+  validation = records['validation']
   cap = validation // 2
   properties, rows = check_again(out, tmp_path, cap)
   checked = properties['records_checked']
-  assert properties['records'] == {'validation': validation, 'eval': EVAL}
+  assert properties['records'] == {'train': records['train'],
+                                   'validation': validation, 'eval': EVAL}
   assert 0 < checked['validation'] < validation
   assert checked['eval'] == EVAL
-  # Folds 0 score train from the Trainer's run, which kept nothing of it:
-  # the run's LabelCheck cross-fitted it (planted_run's defaults).
+  # Folds 0 score train from the Trainer's run, which keeps it even where
+  # LabelCheck cross-fits (planted_run's defaults); without the run, it is
+  # not checked.
+  assert properties['methods']['train'].startswith('training_run')
+  properties, _ = check_again(out, tmp_path, cap, model_run=False)
   assert properties['methods']['train'] == 'not checked: the model trained on it'
   # The artifact and every suspect's row say the split was sampled.
   sampled = (f'out_of_sample (a sample of {checked["validation"]:,} of '
@@ -663,7 +694,7 @@ def channel_of(artifact):
   return types.Channel(type=type(artifact))
 
 
-def test_fold_models_too_weak_to_doubt_labels_leave_train_unchecked(
+def test_fold_models_too_weak_to_doubt_labels_give_way_to_the_trainers_run(
     planted_run, tmp_path):
   out, _ = planted_run
   # One step per fold at a learning rate that leaves the network as it was
@@ -673,8 +704,19 @@ def test_fold_models_too_weak_to_doubt_labels_leave_train_unchecked(
     properties, rows = check_again(out, tmp_path, 10_000, folds=2,
                                    fold_examples=32,
                                    custom_config={'training': weak.to_dict()})
-  # Found too weak after its first fold, the second is not trained.
+  # Found too weak after its first fold, the second is not trained; the
+  # split is scored from the Trainer's run instead, saying why.
   assert len(folds) == 1
+  method = properties['methods']['train']
+  assert method.startswith('training_run')
+  assert 'the fold models were too weak' in method
+  assert properties['records_checked']['train'] > 0
+  assert {r['method'] for r in rows if r['split'] == 'train'} == {method}
+  # Without the run, the split is left unchecked, saying why.
+  properties, rows = check_again(out, tmp_path, 10_000, folds=2,
+                                 fold_examples=32,
+                                 custom_config={'training': weak.to_dict()},
+                                 model_run=False)
   method = properties['methods']['train']
   assert method.startswith('not checked: the fold models were too weak')
   assert '--label-check-train-examples' in method
