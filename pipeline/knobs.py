@@ -237,8 +237,9 @@ class EvaluationConfig:
       'cross-fitting, a model trained per fold; 0: from the Trainer\'s own '
       'run (each record\'s class probabilities averaged over its epochs, no '
       'extra model) (default: 2 folds for a training split of at most twice '
-      '--label-check-train-examples records, the Trainer\'s run for a larger '
-      'one).',
+      '--label-check-train-examples records, unless the Trainer\'s run shows '
+      'that a model of that budget is too weak to doubt labels; the '
+      'Trainer\'s run otherwise).',
       flag='--label-check-folds', type=int, metavar='K')
   label_check_train_examples: int = knob(
       10_000, 'LabelCheck with --label-check-folds K: examples each fold\'s '
