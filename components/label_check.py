@@ -444,8 +444,9 @@ def auto_cross_fit_records(fold_examples: int) -> int:
   return AUTO_FOLDS * fold_examples
 
 
-def early_disagreement(run: Optional[epoch_probabilities.EpochProbabilities],
-                       examples: int) -> Optional[float]:
+def _early_disagreement(
+    run: Optional[epoch_probabilities.EpochProbabilities],
+    examples: int) -> Optional[float]:
   """The share of validation the Trainer's model put in another class once
   it had trained on `examples` examples (or at its end, if fewer), from its
   run; None where the run kept no curve."""
@@ -482,7 +483,7 @@ def _training_folds(files: List[str], exec_properties: Dict[str, Any],
              shards.count_records(files, at_most=most + 1))
   if records > most:
     return 0, f', auto: over {most:,} records'
-  early = early_disagreement(run, fold_examples)
+  early = _early_disagreement(run, fold_examples)
   if (early is not None and trainer is not None and
       label_scores.folds_too_weak(early, trainer)):
     return 0, (f', auto: {records:,} records, but after {fold_examples:,} '
