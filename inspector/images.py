@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from records import features
+from records import sources as record_sources
 from inspector import files
 from inspector import queries
 from inspector.store import InspectError
@@ -135,8 +136,8 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   wanted: Dict[str, set] = {}
   for name in names:
-    shard, index = name.rsplit(':', 1)
-    wanted.setdefault(shard, set()).add(int(index))
+    shard, index = record_sources.parse_place(name)
+    wanted.setdefault(shard, set()).add(index)
   if not wanted:
     return {}
   _split_files(examples, split)  # The split's checks.
@@ -162,7 +163,8 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
       paths, pick, [max(wanted[s]) + 1 for s in shards]):
     parsed = _parse(records)
     for i, position in enumerate(positions.tolist()):
-      found[f'{shards[number]}:{position}'] = _image(parsed, i, encoded)
+      found[record_sources.place(shards[number], position)] = _image(
+          parsed, i, encoded)
   return found
 
 

@@ -51,6 +51,12 @@ def place(path: str, index: int) -> str:
   return f'{os.path.basename(path)}:{index}'
 
 
+def parse_place(name: str) -> Tuple[str, int]:
+  """(shard file, index) of a `place`."""
+  shard, index = name.rsplit(':', 1)
+  return shard, int(index)
+
+
 def names_of(files: List[str], picked: np.ndarray, positions: np.ndarray,
              shard_numbers: np.ndarray, indices: np.ndarray,
              sources: np.ndarray) -> Dict[int, Tuple[str, str]]:
