@@ -19,6 +19,8 @@ from records import features
 
 # custom_config's entry naming the split validated on (None: none).
 VALIDATION_SPLIT_KEY = 'validation_split'
+# The log line of each split's input plan: who reads it, and the plan.
+INPUT_LINE = '%s input: %s.'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,15 +40,16 @@ class TrainerData:
     return [p for p in (self.train_plan, self.validation_plan) if p]
 
 
-def read_data(fn_args: FnArgs, config: TrainingConfig) -> TrainerData:
+def read_data(fn_args: FnArgs, config: TrainingConfig,
+              reader: str = 'Trainer') -> TrainerData:
   """Reads the transform graph, the class names and the splits' sizes, and
-  plans how to read each split (logged)."""
+  plans how to read each split, logged as `reader`'s input."""
   transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
   validation = validation_split(fn_args)
   train_plan, validation_plan = plan_inputs(fn_args, config, validation)
   for input_plan in (train_plan, validation_plan):
     if input_plan:
-      logging.info('Trainer input: %s.', input_plan.describe())
+      logging.info(INPUT_LINE, reader, input_plan.describe())
   return TrainerData(
       transform_output, image_geometry(transform_output),
       class_names_for(fn_args.train_files), validation, train_plan,

@@ -160,7 +160,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
     raise ValueError('the Tuner needs a validation split to score its '
                      'trials on, and the Examples have none '
                      '(--validation-percent 0)')
-  data = read_data(fn_args, config)
+  data = read_data(fn_args, config, reader='Tuner')
   model_config, network_why, scratch_why = backbones.auto(config.model,
                                                           data.geometry)
   if scratch_why:

@@ -19,6 +19,7 @@ from modules import fine_tune
 from modules import model as model_lib
 from modules import progress
 from modules import trainer
+from modules import trainer_data
 from modules.architectures import BACKBONES, DEFAULT_BACKBONE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import knobs as knobs_lib
@@ -261,12 +262,15 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   config = TrainingConfig(batch_size=8, model=ModelConfig(
       backbone=NAME if model == 'backbone' else None, weights=weights_path,
       input_size=(SIZE, SIZE), photo_min_side=SIZE))
-  result = tuner_lib.tuner_fn(FnArgs(
-      train_files=[patterns['train']], eval_files=[patterns['eval']],
-      train_steps=2, eval_steps=1, working_dir=str(tmp_path / 'tuner'),
-      transform_graph_path=str(tmp_path / 'transform'),
-      custom_config={'training': config.to_dict(),
-                     'tuning': dataclasses.asdict(TuningConfig(trials=1))}))
+  with absl_lines(trainer_data.INPUT_LINE) as inputs:
+    result = tuner_lib.tuner_fn(FnArgs(
+        train_files=[patterns['train']], eval_files=[patterns['eval']],
+        train_steps=2, eval_steps=1, working_dir=str(tmp_path / 'tuner'),
+        transform_graph_path=str(tmp_path / 'transform'),
+        custom_config={'training': config.to_dict(),
+                       'tuning': dataclasses.asdict(TuningConfig(trials=1))}))
+  # The Tuner's log names its input plans as the Tuner's.
+  assert inputs and all(line.startswith('Tuner input: ') for line in inputs)
   with absl_lines(progress.TRIAL_LINE) as trials:
     result.tuner.search(**result.fit_kwargs)
   [best] = result.tuner.get_best_hyperparameters()
