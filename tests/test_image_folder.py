@@ -135,6 +135,43 @@ def test_exif_orientation_is_applied():
   assert shown[:14].mean() > 240 and shown[18:].mean() < 15
 
 
+def _full_decode(data, geometry):
+  """The image Pillow decodes whole, upright, then resizes as ImageExampleGen
+  does."""
+  with Image.open(io.BytesIO(data)) as image:
+    image = image_conversion.convert(image, 'RGB')
+    return np.asarray(image.resize((geometry.width, geometry.height),
+                                   Image.Resampling.BILINEAR,
+                                   reducing_gap=3.0))
+
+
+@pytest.mark.parametrize('orientation', [None, 6])
+def test_a_large_jpeg_decoded_reduced_matches_the_whole_decode(orientation):
+  # A phone photo is decoded at a fraction of its size when the geometry
+  # asks far fewer pixels; the result is the whole decode's, upright, up to
+  # a grey level or two.
+  rng = np.random.default_rng(0)
+  upright = np.zeros((1200, 1600, 3), np.uint8)
+  upright[:, :800] = (230, 40, 40)  # The left half red, the rest noise.
+  upright[:, 800:] = rng.integers(0, 256, (1200, 800, 3))
+  upright = np.asarray(Image.fromarray(upright).resize((400, 300)).resize(
+      (1600, 1200)))  # Smooth, as photos are.
+  exif = Image.Exif()
+  stored = Image.fromarray(upright)
+  if orientation:
+    exif[0x0112] = orientation
+    stored = stored.transpose(Image.Transpose.ROTATE_90)
+  buffer = io.BytesIO()
+  stored.save(buffer, 'JPEG', exif=exif, quality=90)
+  geometry = features.ImageGeometry(90, 120, 3)
+  raw = image_folder.decode_image('d/c/phone.jpg', buffer.getvalue(),
+                                  geometry)
+  decoded = np.frombuffer(raw, np.uint8).reshape(90, 120, 3).astype(int)
+  whole = _full_decode(buffer.getvalue(), geometry).astype(int)
+  assert np.abs(decoded - whole).mean() < 1.0
+  assert decoded[:, :55, 0].mean() > 200 and decoded[:, :55, 1].mean() < 80
+
+
 def test_transparency_is_composited_on_white():
   rgba = np.zeros((4, 4, 4), np.uint8)
   rgba[..., 0] = 255  # Red...
