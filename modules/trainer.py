@@ -58,6 +58,10 @@ from modules.training_config import TrainingConfig
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
+# custom_config: LabelCheck may cross-fit a training split of at most this
+# many records itself (components/label_check.py); a warm start keeps no
+# probabilities of one.
+CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
 EVAL_SPLIT = 'eval'
 
 
@@ -107,7 +111,7 @@ def run_fn(fn_args: FnArgs) -> None:
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
             callbacks(fn_args, config, plan, data, device_plan, outputs,
                       task, datasets.epoch_steps *
-                      device_plan.global_batch_size))
+                      device_plan.global_batch_size, start.warm))
   clock.lap('model and input')
   trained = train_model(fit, backbone, config, plan, data.validation_plan)
   scoring = fit.scored.seconds if fit.scored else 0.0
@@ -391,8 +395,8 @@ def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
 def callbacks(fn_args: FnArgs, config: TrainingConfig,
               plan: training_plan.TrainingPlan, data: TrainerData,
               device_plan: devices.DevicePlan, outputs: Outputs,
-              task: Optional[cluster.Task], examples_per_epoch: int
-              ) -> List[keras.callbacks.Callback]:
+              task: Optional[cluster.Task], examples_per_epoch: int,
+              warm: bool) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities."""
   # Nothing to choose the epoch on without a validation split.
@@ -400,7 +404,7 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
              if data.validation else None)
   scored = epoch_scores(fn_args, data.train_plan.size.records,
                         data.transform_output, outputs.model_run_dir, task,
-                        plan.epochs, examples_per_epoch)
+                        plan.epochs, examples_per_epoch, warm)
   return [
       keras.callbacks.TensorBoard(log_dir=outputs.model_run_dir,
                                   update_freq='epoch'),
@@ -415,7 +419,7 @@ def callbacks(fn_args: FnArgs, config: TrainingConfig,
 def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
                  model_run_dir: str, task: Optional[cluster.Task],
-                 planned_epochs: int, examples_per_epoch: int
+                 planned_epochs: int, examples_per_epoch: int, warm: bool
                  ) -> Optional[epoch_probabilities.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or
   None where none are asked for or on several workers (each would need the
@@ -423,10 +427,18 @@ def epoch_scores(fn_args: FnArgs, records: int,
 
   They are kept where LabelCheck may cross-fit the split too: it falls
   back on them where fold models would be too weak (docs/label-check.md).
+  Not on a warm start, though: its few epochs would spend a large share of
+  their time predicting, and its curve says nothing of fold models trained
+  from scratch.
   """
   custom_config = fn_args.custom_config or {}
   checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
   if not checked:
+    return None
+  if warm and records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
+    logging.info('Trainer: no training-run probabilities for LabelCheck on '
+                 'a warm start: it cross-fits a training split of %d records '
+                 'itself.', records)
     return None
   if task:
     logging.info('Trainer: no training-run probabilities for LabelCheck on '

@@ -23,8 +23,9 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
 from components.label_check import LabelCheck
+from components.label_check import auto_cross_fit_records
 from components.served_model import ServedModel
-from modules.trainer import EPOCH_PROBABILITIES_KEY
+from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
 from pipeline import validation
@@ -130,6 +131,10 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
                      **validation.custom_config(data.validation_percent),
                      EPOCH_PROBABILITIES_KEY:
                          evaluation.epoch_probabilities_records(),
+                     CROSS_FIT_RECORDS_KEY: (
+                         auto_cross_fit_records(
+                             evaluation.label_check_train_examples)
+                         if evaluation.label_check_folds is None else 0),
                      **(infrastructure.vertex_training or {})},
       **warm_start.trainer_args(warm_start_node,
                                 bool(infrastructure.vertex_training)))

@@ -14,7 +14,7 @@ import local_runner
 from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
 from pipeline import configs
-from modules.trainer import EPOCH_PROBABILITIES_KEY
+from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from pipeline import validation
 from tests import kubeflow_specs
 
@@ -249,7 +249,8 @@ def test_trainer_workers_on_vertex_are_a_custom_job_of_worker_pools(tmp_path):
   # No Vertex AI job's entries: the training config, the validation split
   # and LabelCheck's sample.
   assert set(_trainer_custom_config(plain)) == {
-      'training', validation.VALIDATION_SPLIT_KEY, EPOCH_PROBABILITIES_KEY}
+      'training', validation.VALIDATION_SPLIT_KEY, EPOCH_PROBABILITIES_KEY,
+      CROSS_FIT_RECORDS_KEY}
 
 
 def test_s3_endpoint_reaches_beam_and_the_containers(tmp_path):

@@ -175,6 +175,32 @@ def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
   assert run.named == label_check.sources_at(split, doubted)
 
 
+def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
+    two_runs, tmp_path):
+  # A scratch run keeps its probabilities of a small split (LabelCheck may
+  # fall back on them); a warm start's few epochs do not, unless the split
+  # is too large to cross-fit.
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
+  from modules import trainer  # pylint: disable=g-import-not-at-top
+  out = two_runs / 'out'
+  [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
+                          'Split-train'))
+  [graph] = glob.glob(str(out / 'pipeline/Transform/transform_graph/*'))
+  records = shards.count_records(shards.split_files(split))
+  fn_args = FnArgs(train_files=[os.path.join(split, '*')], custom_config={
+      trainer.EPOCH_PROBABILITIES_KEY: records,
+      trainer.CROSS_FIT_RECORDS_KEY: records})
+
+  def kept(warm, records=records):
+    return trainer.epoch_scores(fn_args, records, tft.TFTransformOutput(graph),
+                                str(tmp_path), None, 2, 640, warm) is not None
+
+  assert kept(warm=False)
+  assert not kept(warm=True)
+  assert kept(warm=True, records=records + 1)
+
+
 def _examples_of(tmp_path):
   """An Examples artifact of tmp_path's one split, eval."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
