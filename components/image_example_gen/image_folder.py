@@ -17,7 +17,7 @@ import warnings
 
 from absl import logging
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import ExifTags, Image, UnidentifiedImageError
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
@@ -209,7 +209,7 @@ def _decode_reduced(image: Image.Image,
       min(image.size) < wanted * min(geometry.width, geometry.height)):
     return
   width, height = geometry.width, geometry.height
-  if image.getexif().get(0x0112) in _QUARTER_TURNS:
+  if image.getexif().get(ExifTags.Base.Orientation) in _QUARTER_TURNS:
     width, height = height, width  # The draft is of the stored pixels.
   image.draft(None, (int(width * _REDUCING_GAP), int(height * _REDUCING_GAP)))
 
