@@ -293,6 +293,7 @@ class Decoder:
           self._progress.add(1)
           if isinstance(found, InputDataError):
             if not self._skip_bad:
+              pool.shutdown(cancel_futures=True)  # The batch's rest: unread.
               raise found
             skipped.append({'path': found.path, 'reason': found.problem})
           else:
