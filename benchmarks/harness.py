@@ -242,16 +242,14 @@ def loads() -> str:
 
 
 def bare_read(file_pattern: str, batch_size: int):
-  """The ceiling of reading: a batched, gzipped TFRecordDataset per shard
-  in a parallel interleave; no parsing, shuffle or transform."""
+  """The ceiling of reading: every shard's records in batches, the shards
+  read in parallel; no parsing, shuffle or transform."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
-  files = input_pipeline.list_files(file_pattern)
-  return tf.data.Dataset.from_tensor_slices(files).interleave(
-      lambda path: tf.data.TFRecordDataset(
-          path, compression_type='GZIP').batch(batch_size),
-      cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=False).prefetch(tf.data.AUTOTUNE)
+  from records import shards  # pylint: disable=g-import-not-at-top
+  return shards.interleaved_batches(
+      input_pipeline.list_files(file_pattern), batch_size).prefetch(
+          tf.data.AUTOTUNE)
 
 
 def epoch(dataset, records: Optional[int] = None) -> int:
@@ -464,12 +462,10 @@ def newest_artifact(output_dir: str, component: str, output: str) -> str:
 def trainer_model(output_dir: str) -> Tuple[str, Dict]:
   """(The serving model's directory, its training_plan.json) of a local
   run's Trainer (one run in `output_dir`), pushed or not."""
-  import json  # pylint: disable=g-import-not-at-top
+  from modules import signatures  # pylint: disable=g-import-not-at-top
   [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
                                        'model', '*', 'Format-Serving'))
-  with open(os.path.join(model_dir, 'assets.extra',
-                         'training_plan.json')) as f:
-    return model_dir, json.load(f)
+  return model_dir, signatures.read_training_plan(model_dir)
 
 
 def tool(module: str, *args: str) -> None:

@@ -64,8 +64,7 @@ def unchecked_sources(out: str, checked_records: int):
         '*.gz')))
     buckets = sample.sample_buckets(shards.count_records(files),
                                     checked_records)
-    for block in tf.data.TFRecordDataset(files,
-                                         compression_type='GZIP').batch(4096):
+    for block in shards.records(files).batch(4096):
       keep = (sample.bucket_of(block) >= buckets).numpy()
       names = tf.io.parse_example(block, spec)[features.SOURCE_KEY].numpy()
       unchecked |= {n.decode() for n in names[keep]}

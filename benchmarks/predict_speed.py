@@ -60,7 +60,6 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   """Times the three paths on the same images and model."""
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from modules import tflite_export  # pylint: disable=g-import-not-at-top
-  from modules import trainer  # pylint: disable=g-import-not-at-top
   from predict import cli  # pylint: disable=g-import-not-at-top
   from predict import served_model  # pylint: disable=g-import-not-at-top
   if not ctx.args.model:
@@ -105,8 +104,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
       seconds=(arrays_s, process_s - load_s, command_s), load_s=load_s,
       agree=min(np.mean(np.array(by_files) == np.array(reference)),
                 np.mean(np.array(by_command) == np.array(reference))),
-      plan=_read_json(model_path, signatures.EXTRA_DIR,
-                      trainer.TRAINING_PLAN_FILE),
+      plan=signatures.read_training_plan(model_path),
       tflite=_read_json(model_path, tflite_export.TFLITE_DIR,
                         tflite_export.RESULTS_FILE))
 

@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from records import features
+from records import shards
 from records import sources as record_sources
 from inspector import files
 from inspector import queries
@@ -55,13 +56,12 @@ def _split_files(examples: queries.Artifact, split: str
   if not paths:
     raise InspectError(f'{examples.uri}/Split-{split}: no record files')
   gzipped = examples.properties.get('file_format', '').endswith('gzip')
-  return sorted(paths), 'GZIP' if gzipped else ''
+  return sorted(paths), shards.GZIP if gzipped else ''
 
 
 def _records(examples: queries.Artifact, split: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   paths, compression = _split_files(examples, split)
-  return tf.data.TFRecordDataset(paths, compression_type=compression)
+  return shards.records(paths, compression)
 
 
 def _parse(serialized):
@@ -101,19 +101,20 @@ def _picked(paths: List[str], pick, limits: Optional[List[int]] = None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def read(number, path, compression, limit):
-    return (tf.data.TFRecordDataset(path, compression_type=compression)
-            .take(limit).batch(SCAN_BATCH).enumerate()
+    return (shards.records(path, compression).take(limit)
+            .batch(SCAN_BATCH).enumerate()
             .map(lambda batch, records: _keep(number, batch, records, pick))
             .filter(lambda number, keys, records: tf.size(records) > 0))
 
-  shards = tf.data.Dataset.from_tensor_slices((
+  numbered = tf.data.Dataset.from_tensor_slices((
       tf.range(len(paths), dtype=tf.int64), paths,
-      ['GZIP' if path.endswith('.gz') else '' for path in paths],
+      [shards.compression_of(path) for path in paths],
       tf.constant(limits if limits is not None else [-1] * len(paths),
                   tf.int64)))
-  found = shards.interleave(read, cycle_length=min(len(paths), OPEN_SHARDS),
-                            num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=False)
+  found = numbered.interleave(read,
+                              cycle_length=min(len(paths), OPEN_SHARDS),
+                              num_parallel_calls=tf.data.AUTOTUNE,
+                              deterministic=False)
   for number, keys, records in found:
     yield int(number), keys.numpy(), records
 
@@ -141,15 +142,16 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
   if not wanted:
     return {}
   _split_files(examples, split)  # The split's checks.
-  shards = sorted(wanted)
-  paths = [os.path.join(examples.uri, f'Split-{split}', s) for s in shards]
+  shard_names = sorted(wanted)
+  paths = [os.path.join(examples.uri, f'Split-{split}', s)
+           for s in shard_names]
   for path in paths:
     if not files.exists(path):
       raise InspectError(f'Examples {examples.id}: {path} is missing')
   # Shard i's wanted indices, row i, padded with -1 (never a position).
   width = max(len(indices) for indices in wanted.values())
-  table = np.full((len(shards), width), -1, np.int64)
-  for row, shard in enumerate(shards):
+  table = np.full((len(shard_names), width), -1, np.int64)
+  for row, shard in enumerate(shard_names):
     table[row, :len(wanted[shard])] = sorted(wanted[shard])
   table = tf.constant(table)
 
@@ -160,10 +162,10 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
 
   found, encoded = {}, _encoded(examples)
   for number, positions, records in _picked(
-      paths, pick, [max(wanted[s]) + 1 for s in shards]):
+      paths, pick, [max(wanted[s]) + 1 for s in shard_names]):
     parsed = _parse(records)
     for i, position in enumerate(positions.tolist()):
-      found[record_sources.place(shards[number], position)] = _image(
+      found[record_sources.place(shard_names[number], position)] = _image(
           parsed, i, encoded)
   return found
 
@@ -225,23 +227,10 @@ def label_counts(examples: queries.Artifact, split: str) -> Dict[int, int]:
   only: the statistics' label histogram has equal-width buckets, not one
   per class). For runs whose DataChecks did not count them
   (inspector/data.py label_counts)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   paths, compression = _split_files(examples, split)
-  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
-  # The shards in parallel, parsed in TensorFlow: the order does not count.
-  batches = (tf.data.Dataset.from_tensor_slices(paths)
-             .interleave(lambda path: tf.data.TFRecordDataset(
-                 path, compression_type=compression).batch(SCAN_BATCH),
-                         cycle_length=min(len(paths), OPEN_SHARDS),
-                         num_parallel_calls=tf.data.AUTOTUNE,
-                         deterministic=False)
-             .map(lambda records: tf.io.parse_example(
-                 records, spec)[features.LABEL_KEY]))
-  counts: Dict[int, int] = {}
-  for labels in batches.as_numpy_iterator():
-    for label, count in zip(*np.unique(labels, return_counts=True)):
-      counts[int(label)] = counts.get(int(label), 0) + int(count)
-  return counts
+  counts = shards.label_counts(paths, features.LABEL_KEY, compression,
+                               OPEN_SHARDS, SCAN_BATCH)
+  return {label: int(count) for label, count in enumerate(counts) if count}
 
 
 _FONT_SIZE = 14

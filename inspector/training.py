@@ -86,12 +86,14 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   from modules import trainer  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
-  path = os.path.join(path_utils.serving_model_path(model.uri),
-                      signatures.EXTRA_DIR, trainer.TRAINING_PLAN_FILE)
-  if not files.exists(path):
+  model_dir = path_utils.serving_model_path(model.uri)
+  path = os.path.join(model_dir, signatures.EXTRA_DIR,
+                      signatures.TRAINING_PLAN_FILE)
+  try:
+    plan = signatures.read_training_plan(model_dir)
+  except FileNotFoundError as e:
     raise InspectError(f'{path}: missing (a model exported without its '
-                       'training plan)')
-  plan = json.loads(files.read_bytes(path))
+                       'training plan)') from e
   if 'records' not in plan:
     raise InspectError(f'{path}: no records per split (a Trainer from '
                        'before the validation split)')

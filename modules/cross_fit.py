@@ -96,7 +96,7 @@ def _training_data(files: List[str], fold: int, folds: int,
         block, fold_of(sample.bucket_of(block), folds) != fold)
 
   return (paths.interleave(
-      lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
+      shards.records,
       cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE)
           .batch(PREDICT_BATCH).map(others).unbatch()
           .shuffle(SHUFFLE_RECORDS, seed=seed).repeat()

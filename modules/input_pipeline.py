@@ -38,6 +38,7 @@ import tensorflow_transform as tft
 
 from modules.training_config import InputConfig
 from records import features
+from records import shards
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -153,11 +154,7 @@ def measure(file_patterns: Union[str, Sequence[str]]) -> SplitSize:
   guess.
   """
   files = list_files(file_patterns)
-  dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
-      lambda path: tf.data.TFRecordDataset(
-          path, compression_type='GZIP').batch(_MEASURE_BATCH),
-      cycle_length=len(files), num_parallel_calls=AUTOTUNE,
-      deterministic=False)
+  dataset = shards.interleaved_batches(files, _MEASURE_BATCH)
   records, record_bytes = dataset.reduce(
       (tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
       lambda total, batch: (
@@ -216,9 +213,7 @@ def plan_training(file_patterns: Union[str, Sequence[str]],
 
 def first_record(file_patterns: Union[str, Sequence[str]]) -> bytes:
   """Returns the first serialized record of the first shard not empty."""
-  dataset = tf.data.TFRecordDataset(list_files(file_patterns),
-                                    compression_type='GZIP')
-  return next(iter(dataset.take(1))).numpy()
+  return next(iter(shards.records(list_files(file_patterns)).take(1))).numpy()
 
 
 def chunk_records(shuffle_buffer: int) -> int:
@@ -354,7 +349,7 @@ def make_dataset(file_patterns: Union[str, Sequence[str]],
 
 
 def _read_shard(path: tf.Tensor, block: Optional[int]) -> tf.data.Dataset:
-  records = tf.data.TFRecordDataset(path, compression_type='GZIP')
+  records = shards.records(path)
   return records.batch(block) if block else records
 
 

@@ -4,6 +4,10 @@ modules/serving_model.py exports them. This module is light to import, for
 clients such as the predict tool.
 """
 
+import json
+import os
+from typing import Any, Dict
+
 SERVING_SIGNATURE = 'serving_default'
 IMAGES_SIGNATURE = 'serve_images'
 IMAGE_BYTES_SIGNATURE = 'serve_image_bytes'
@@ -23,3 +27,20 @@ TFLITE_RESULTS_FILE = 'tflite.json'
 # their first bytes.
 IMAGE_FILE_MAGIC = {b'\x89PNG': 'PNG', b'\xff\xd8\xff': 'JPEG', b'GIF8': 'GIF',
                     b'BM': 'BMP'}
+
+
+def read_training_plan(serving_model_dir: str) -> Dict[str, Any]:
+  """Returns the training plan a serving model was exported with.
+
+  Args:
+    serving_model_dir: the SavedModel's folder, on any TensorFlow filesystem.
+
+  Raises:
+    FileNotFoundError: the model has no training plan.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = os.path.join(serving_model_dir, EXTRA_DIR, TRAINING_PLAN_FILE)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'{path}: no training plan')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)

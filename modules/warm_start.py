@@ -15,7 +15,6 @@ assets.extra, modules/trainer.py).
 """
 
 import dataclasses
-import json
 import os
 from typing import List, Optional
 
@@ -24,7 +23,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modules import model as model_lib
-from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
+from modules import signatures
 from modules.training_config import ModelConfig
 from records import features
 
@@ -93,13 +92,13 @@ def start(base_model: Optional[str], served_from: str, architecture: str,
     return cold('nothing is served yet')
   if config.backbone:
     return cold('--backbone starts from its pretrained weights')
-  extra = os.path.join(base_model, EXTRA_DIR)
-  plan_file = os.path.join(extra, TRAINING_PLAN_FILE)
-  if not tf.io.gfile.exists(plan_file):
-    return cold(f'the served model has no {plan_file}: its network is '
-                'unknown')
-  with tf.io.gfile.GFile(plan_file) as f:
-    served = json.load(f)
+  extra = os.path.join(base_model, signatures.EXTRA_DIR)
+  try:
+    served = signatures.read_training_plan(base_model)
+  except FileNotFoundError:
+    return cold('the served model has no '
+                f'{os.path.join(extra, signatures.TRAINING_PLAN_FILE)}: its '
+                'network is unknown')
   if served.get('architecture') != architecture:
     return cold(f'the served model is a {served.get("architecture")}, this '
                 f'run trains a {architecture}')

@@ -16,14 +16,11 @@ executor. Its run_fn starts warm all the same, and the property is not
 recorded.
 """
 
-import json
-import os
 from typing import Any, Dict, List, Optional
 
 from tfx import types
 from tfx.components.trainer import executor as trainer_executor
 from tfx.dsl.components.base import executor_spec
-from tfx.dsl.io import fileio
 from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import json_utils
@@ -65,10 +62,8 @@ def started_from(serving_model_dir: str) -> str:
 
   That is the served model's path, or '' when it trained from scratch.
   """
-  plan_file = os.path.join(serving_model_dir, signatures.EXTRA_DIR,
-                           signatures.TRAINING_PLAN_FILE)
-  with fileio.open(plan_file) as f:
-    return json.load(f).get(warm_start.WARM_START_FROM, '')
+  return signatures.read_training_plan(serving_model_dir).get(
+      warm_start.WARM_START_FROM, '')
 
 
 class Executor(trainer_executor.GenericExecutor):

@@ -1,9 +1,73 @@
 """The record files of one split of an Examples artifact."""
 
 import os
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
+
+# The compression of the project's shards (ExampleGen writes them gzipped).
+GZIP = 'GZIP'
+
+
+def compression_of(path: str) -> str:
+  """A TFRecord file's compression, from its name: GZIP for .gz, else none."""
+  return GZIP if path.endswith('.gz') else ''
+
+
+def records(files: Any, compression: str = GZIP,
+            parallel_reads: Optional[int] = None) -> tf.data.Dataset:
+  """Returns the serialized records of TFRecord `files`.
+
+  Args:
+    files: a path, a list of paths, or a string tensor or dataset of them.
+    compression: GZIP (the project's shards) or '' (plain TFRecord files).
+    parallel_reads: files read at once, their records in no set order;
+      None: one file after the other, in order.
+  """
+  return tf.data.TFRecordDataset(files, compression_type=compression,
+                                 num_parallel_reads=parallel_reads)
+
+
+def interleaved_batches(files: Sequence[str], batch_size: int,
+                        cycle_length: Optional[int] = None,
+                        compression: str = GZIP) -> tf.data.Dataset:
+  """Returns batches of serialized records of `files`, in no set order.
+
+  Each batch comes from one file; `cycle_length` files are read at once, in
+  parallel (all of them by default).
+  """
+  return tf.data.Dataset.from_tensor_slices(list(files)).interleave(
+      tf.autograph.experimental.do_not_convert(
+          lambda path: records(path, compression).batch(batch_size)),
+      cycle_length=cycle_length or len(files),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+
+
+def label_counts(files: Sequence[str], label_key: str,
+                 compression: str = GZIP, open_files: int = 16,
+                 batch_size: int = 4096) -> np.ndarray:
+  """Counts the records of each label in TFRecord files of tf.Examples.
+
+  Only the labels are parsed, a batch at a time, `open_files` files at once.
+
+  Returns:
+    int64 counts indexed by label (as long as the largest label found).
+  """
+  spec = {label_key: tf.io.FixedLenFeature([], tf.int64)}
+  counts = np.zeros(0, np.int64)
+  if not files:
+    return counts
+  for labels in interleaved_batches(
+      files, batch_size, min(len(files), open_files), compression).map(
+          tf.autograph.experimental.do_not_convert(
+              lambda batch: tf.io.parse_example(batch, spec)[label_key])
+      ).as_numpy_iterator():
+    found = np.bincount(labels)
+    if len(found) > len(counts):
+      counts = np.pad(counts, (0, len(found) - len(counts)))
+    counts[:len(found)] += found
+  return counts
 
 
 def split_files(split_uri: str) -> List[str]:
@@ -28,10 +92,10 @@ def count_records(files: List[str], at_most: Optional[int] = None) -> int:
 
   With `at_most`, reading stops there: a count of `at_most` means at least.
   """
-  records = tf.data.TFRecordDataset(files, compression_type='GZIP')
+  read = records(files)
   if at_most is not None:
-    records = records.take(at_most)
-  return int(records.batch(4096).reduce(
+    read = read.take(at_most)
+  return int(read.batch(4096).reduce(
       tf.constant(0, tf.int64),
       lambda n, batch: n + tf.size(batch, out_type=tf.int64)))
 
@@ -42,8 +106,7 @@ def placed_batches(files: List[str], batch_size: int) -> tf.data.Dataset:
   record again without counting. No batch spans two files."""
   @tf.autograph.experimental.do_not_convert
   def batches_of(number: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
-    return tf.data.TFRecordDataset(path, compression_type='GZIP').batch(
-        batch_size).enumerate().map(tf.autograph.experimental.do_not_convert(
+    return records(path).batch(batch_size).enumerate().map(tf.autograph.experimental.do_not_convert(
             lambda batch_number, batch: (
                 tf.fill(tf.shape(batch), number),
                 batch_number * batch_size + tf.range(
@@ -61,8 +124,7 @@ def numbered_batches(files: List[str], batch_size: int) -> tf.data.Dataset:
   more than reading a small shard. No batch spans two files. Files ending
   in .gz are read as gzipped.
   """
-  compression = 'GZIP' if files[0].endswith('.gz') else ''
+  compression = compression_of(files[0])
   return tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
-      lambda index, path: tf.data.TFRecordDataset(
-          path, compression_type=compression).batch(batch_size).map(
-              lambda batch: (index, batch)))
+      lambda index, path: records(path, compression).batch(batch_size).map(
+          lambda batch: (index, batch)))

@@ -36,8 +36,7 @@ def read_sources(split_uri: str) -> Iterator[Tuple[str, int]]:
   files = shards.split_files(split_uri)
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string),
           features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
-  batches = (tf.data.TFRecordDataset(files, compression_type='GZIP')
-             .batch(_BATCH)
+  batches = (shards.records(files).batch(_BATCH)
              .map(lambda records: tf.io.parse_example(records, spec))
              .prefetch(1))
   for batch in batches.as_numpy_iterator():

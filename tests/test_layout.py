@@ -204,3 +204,40 @@ def test_the_private_name_check_sees_imports_and_attributes(tmp_path):
       '    self._MarkPushed(1)\n')
   assert sorted(line for line, _ in _private_tfx_uses(str(path))) == [
       2, 5, 6, 14]
+
+
+# The one reader of TFRecord files: it knows their compression and order.
+_RECORD_READER = 'records'
+_TFRECORD_READS = {'TFRecordDataset', 'tf_record_iterator', 'ReadFromTFRecord'}
+
+
+def _tfrecord_reads(path):
+  """Lines of `path` whose code (not comments or strings) reads TFRecords."""
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  for node in ast.walk(tree):
+    name = (node.attr if isinstance(node, ast.Attribute) else
+            node.id if isinstance(node, ast.Name) else None)
+    if name in _TFRECORD_READS:
+      yield node.lineno
+
+
+def test_tfrecord_files_are_read_through_records_only():
+  found = [f'{os.path.relpath(path, PROJECT_DIR)}:{line}'
+           for part in sorted(ALLOWED) if part != _RECORD_READER
+           for path in _python_files(part)
+           for line in _tfrecord_reads(path)]
+  assert not found, ('read TFRecord files through records/shards.py:\n' +
+                     '\n'.join(found))
+
+
+def test_the_tfrecord_check_sees_code_not_words(tmp_path):
+  path = tmp_path / 'example.py'
+  path.write_text(
+      '"""Reads a TFRecordDataset."""\n'
+      'import tensorflow as tf\n'
+      '# tf.data.TFRecordDataset in a comment\n'
+      'a = tf.data.TFRecordDataset(["f"])\n'
+      'from apache_beam.io import ReadFromTFRecord\n'
+      'b = ReadFromTFRecord\n')
+  assert sorted(_tfrecord_reads(str(path))) == [4, 6]

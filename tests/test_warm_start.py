@@ -10,6 +10,7 @@ of that output directory (tests/tiny_runs.py's warm_run) starts from it.
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -122,6 +123,18 @@ def test_another_network_or_nothing_served_gives_no_start(two_runs, tmp_path):
     start = warm_start.start(nothing, '', ARCHITECTURE, MNIST_GEOMETRY,
                              DIGITS, ModelConfig())
     assert (start.warm, start.why) == (False, 'nothing is served yet')
+
+
+def test_a_served_model_without_its_training_plan_gives_no_start(two_runs,
+                                                                 tmp_path):
+  copy = str(tmp_path / 'served')
+  shutil.copytree(_served(two_runs), copy)
+  plan = os.path.join(copy, EXTRA_DIR, TRAINING_PLAN_FILE)
+  os.remove(plan)
+  start = warm_start.start(copy, '', ARCHITECTURE, MNIST_GEOMETRY, DIGITS,
+                           ModelConfig())
+  assert (start.warm, start.why) == (
+      False, f'the served model has no {plan}: its network is unknown')
 
 
 def test_a_warm_start_gets_a_fine_tuning_budget():

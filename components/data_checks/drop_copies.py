@@ -8,6 +8,8 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from records import shards
+
 # Records read at a time.
 _BATCH = 1024
 
@@ -21,12 +23,11 @@ def write_without(source: str, target: str, dropped: Sequence[int]) -> int:
     The number of records written.
   """
   dropped = set(dropped)
-  compression = 'GZIP' if source.endswith('.gz') else ''
+  compression = shards.compression_of(source)
   written, position = 0, 0
   with tf.io.TFRecordWriter(
       target, tf.io.TFRecordOptions(compression_type=compression)) as writer:
-    dataset = tf.data.TFRecordDataset(source, compression_type=compression)
-    for batch in dataset.batch(_BATCH):
+    for batch in shards.records(source, compression).batch(_BATCH):
       for record in batch.numpy():
         if position not in dropped:
           writer.write(record)
