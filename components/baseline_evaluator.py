@@ -45,6 +45,7 @@ from components import blessing_rule
 from components import served_model
 from components.image_example_gen import span_window
 from records import features
+from records import splits
 
 # 1: set the accuracy threshold from the eval split's classes.
 ACCURACY_FROM_DATA_KEY = 'accuracy_threshold_from_data'
@@ -57,8 +58,8 @@ def judged_splits(whole_window: bool) -> List[str]:
   They are the newest span's eval, and with `whole_window` the earlier
   spans' eval of a span window too.
   """
-  return [span_window.EVAL_SPLIT, *(
-      [span_window.EARLIER_EVAL_SPLIT] if whole_window else [])]
+  return [splits.EVAL, *(
+      [splits.EARLIER_EVAL] if whole_window else [])]
 
 
 def present_splits(input_dict: Dict[str, List[types.Artifact]],
@@ -69,9 +70,9 @@ def present_splits(input_dict: Dict[str, List[types.Artifact]],
   """
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   present = artifact_utils.decode_split_names(examples.split_names)
-  splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
-                      'null') or [span_window.EVAL_SPLIT]
-  kept = [split for split in splits if split in present] or splits
+  evaluated = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
+                         'null') or [splits.EVAL]
+  kept = [split for split in evaluated if split in present] or evaluated
   return {**exec_properties, _SPECS.EXAMPLE_SPLITS_KEY: json.dumps(kept)}
 
 
@@ -87,12 +88,12 @@ def judged_line(input_dict: Dict[str, List[types.Artifact]],
       span_window.SPANS_PROPERTY))
   if len(spans) < 2:
     return None
-  splits = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
-  patterns = [io_utils.all_files_pattern(uri) for split in splits
+  evaluated = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
+  patterns = [io_utils.all_files_pattern(uri) for split in evaluated
               for uri in artifact_utils.get_split_uris([examples], split)]
   records = int(blessing_rule.count_labels(patterns,
                                            features.LABEL_KEY).sum())
-  if span_window.EARLIER_EVAL_SPLIT in splits:
+  if splits.EARLIER_EVAL in evaluated:
     return (f'judges on the eval splits of spans '
             f'{", ".join(map(str, spans))} ({records:,} records), the '
             'whole window (--judge-window)')
@@ -118,9 +119,9 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
                        f'threshold, and {ACCURACY_FROM_DATA_KEY} is not set')
     return blessing_rule.fixed(threshold)
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
-  splits = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
-                      'null') or ['eval']
-  patterns = [io_utils.all_files_pattern(uri) for split in splits
+  evaluated = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
+                         'null') or [splits.EVAL]
+  patterns = [io_utils.all_files_pattern(uri) for split in evaluated
               for uri in artifact_utils.get_split_uris([examples], split)]
   names = examples.get_string_custom_property(features.CLASS_NAMES_PROPERTY)
   return blessing_rule.from_class_counts(

@@ -54,6 +54,7 @@ from modules.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: 
                                   check_files_per_worker, read_data,
                                   split_files_for, validation_split)
 from modules.training_config import TrainingConfig
+from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
@@ -62,7 +63,6 @@ EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # many records itself (components/label_check.py); a warm start keeps no
 # probabilities of one.
 CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
-EVAL_SPLIT = 'eval'
 
 
 def run_fn(fn_args: FnArgs) -> None:
@@ -132,7 +132,7 @@ def run_fn(fn_args: FnArgs) -> None:
     tflite_export.export(model, data.geometry, data.transform_output,
                          data.sample_record, data.class_names,
                          outputs.serving_model_dir,
-                         split_files_for(fn_args.train_files, EVAL_SPLIT))
+                         split_files_for(fn_args.train_files, splits.EVAL))
     clock.lap('TensorFlow Lite')
   outputs.remove_temporary()
   clock.log()

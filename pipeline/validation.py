@@ -10,18 +10,18 @@ from typing import Any, Dict, Optional
 
 from tfx.proto import trainer_pb2
 
-from components.image_example_gen import validation_split
 from modules.trainer import VALIDATION_SPLIT_KEY
+from records import splits
 
 
 def split(validation_percent: int) -> Optional[str]:
   """The validation split's name, None without one."""
-  return validation_split.SPLIT if validation_percent else None
+  return splits.VALIDATION if validation_percent else None
 
 
 def train_args(num_steps: Optional[int]) -> trainer_pb2.TrainArgs:
   """Returns TrainArgs of the training split, for `num_steps` steps."""
-  return trainer_pb2.TrainArgs(splits=[validation_split.TRAIN],
+  return trainer_pb2.TrainArgs(splits=[splits.TRAIN],
                              num_steps=num_steps)
 
 

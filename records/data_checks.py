@@ -29,6 +29,7 @@ import os
 from typing import Dict, Iterator, List
 
 from records import csv_cells
+from records import splits
 
 COPIES_FILE = 'copies.csv'
 ISSUES_FILE = 'image_issues.csv'
@@ -41,7 +42,6 @@ COPIES_PROPERTY = 'copies'
 HELD_OUT_PROPERTY = 'held_out_copies'
 ISSUES_PROPERTY = 'image_issues'
 LABELS_PROPERTY = 'labels'
-TRAIN_SPLIT = 'train'
 # The absl message of what the user should read (the copies and issues
 # found), shown on a local run's console (runners/run_summary.py).
 NOTICE_LINE = 'DataChecks: %s'
@@ -115,4 +115,4 @@ def json_property(artifact, name: str):
 def held_out_lines(held_out: Dict[str, Dict[str, float]]) -> List[str]:
   """One line per split of the `held_out_copies` property, for a person."""
   return [f'{split}: {int(info["images"]):,} images ({info["share"]:.2%}) '
-          f'with a copy in {TRAIN_SPLIT}' for split, info in held_out.items()]
+          f'with a copy in {splits.TRAIN}' for split, info in held_out.items()]

@@ -29,6 +29,7 @@ from tests.absl_lines import absl_lines
 from tests import datasets
 from tests import examples_io
 from tests import mlmd
+from records import splits
 
 PATTERN = 'span-{SPAN}'
 
@@ -55,7 +56,7 @@ def test_idx_window_reads_the_newest_spans_eval_apart(tmp_path):
                   validation_percent=10)
 
   assert json.loads(examples.split_names) == [
-      'train', 'validation', 'eval', span_window.EARLIER_EVAL_SPLIT]
+      'train', 'validation', 'eval', splits.EARLIER_EVAL]
   assert examples.get_int_custom_property('span') == 4
   assert json.loads(examples.get_string_custom_property('spans')) == [2, 4]
   counts = {split: len(examples_io.read_split(examples.uri, split))
@@ -84,9 +85,9 @@ def test_idx_window_reads_the_newest_spans_eval_apart(tmp_path):
               "older spans' eval is not judged"),
       (True, 'judges on the eval splits of spans 2, 4 (13 records), the '
              'whole window (--judge-window)')):
-    splits = json.dumps(baseline_evaluator.judged_splits(whole))
+    judged = json.dumps(baseline_evaluator.judged_splits(whole))
     assert baseline_evaluator.judged_line(input_dict, {
-        standard_component_specs.EXAMPLE_SPLITS_KEY: splits}) == line
+        standard_component_specs.EXAMPLE_SPLITS_KEY: judged}) == line
 
 
 def test_progress_counts_each_span_of_an_idx_window_apart(tmp_path,

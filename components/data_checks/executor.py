@@ -35,6 +35,7 @@ from records import data_checks as results
 from records import features
 from records import shards
 from records import sources as record_sources
+from records import splits
 
 EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
@@ -309,9 +310,9 @@ def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
 
   Every split but train is there. Without a train split the dict is empty.
   """
-  if results.TRAIN_SPLIT not in split_names:
+  if splits.TRAIN not in split_names:
     return {}
-  train = split_names.index(results.TRAIN_SPLIT)
+  train = split_names.index(splits.TRAIN)
   first_split, second_split = split[pairs.first], split[pairs.second]
   return {name: np.unique(np.concatenate([
       pairs.second[(first_split == train) & (second_split == number)],

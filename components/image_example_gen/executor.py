@@ -36,9 +36,10 @@ from components.image_example_gen import image_folder
 from components.image_example_gen import progress
 from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
-from components.image_example_gen import validation_split
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
+from records import shards
+from records import splits
 
 @dataclasses.dataclass(frozen=True)
 class _Part:
@@ -118,20 +119,20 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
                                        options.png_min_pixels)
   names = [split.name for split in input_config.splits]
   carve_idx = bool(options.validation_percent and not hash_split and
-                   validation_split.TRAIN in names and
-                   validation_split.SPLIT not in names)
+                   splits.TRAIN in names and
+                   splits.VALIDATION not in names)
   split_names = example_gen_utils.generate_output_split_names(
       input_config, output_config)
   if carve_idx:
-    split_names.insert(split_names.index(validation_split.TRAIN) + 1,
-                       validation_split.SPLIT)
-  if len(window) > 1 and span_window.EVAL_SPLIT in split_names:
-    split_names.append(span_window.EARLIER_EVAL_SPLIT)
+    split_names.insert(split_names.index(splits.TRAIN) + 1,
+                       splits.VALIDATION)
+  if len(window) > 1 and splits.EVAL in split_names:
+    split_names.append(splits.EARLIER_EVAL)
   _log_start(geometry, encoding, class_names)
   outputs = [output for _, _, output, _ in inputs]
   parts = []
   for i, (span, split, output, pattern) in enumerate(inputs):
-    carve = carve_idx and split.name == validation_split.TRAIN
+    carve = carve_idx and split.name == splits.TRAIN
     idx.log_split(files[pattern], class_names)
     name = f'{span.folder}/{split.name}' if span.folder else split.name
     parts.append(_Part(
@@ -139,7 +140,7 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
         source=idx.Reader(files[pattern], encoding, input_base,
                           options.validation_percent if carve else 0),
         work=idx.shard_ranges(files[pattern][0].count, options.num_shards),
-        outputs=[output] + ([validation_split.SPLIT] if carve else []),
+        outputs=[output] + ([splits.VALIDATION] if carve else []),
         first_shard=outputs[:i].count(output) * options.num_shards,
         total_shards=outputs.count(output) * options.num_shards))
   return dict(class_names=class_names, geometry=geometry, encoding=encoding,
@@ -224,13 +225,12 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
 
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
   """Refuses a carved IDX validation split that came out empty."""
-  uri = artifact_utils.get_split_uri(examples_channel, validation_split.SPLIT)
+  uri = artifact_utils.get_split_uri(examples_channel, splits.VALIDATION)
   files = sorted(tf.io.gfile.glob(os.path.join(uri, '*.gz')))
-  records = tf.data.TFRecordDataset(files, compression_type='GZIP')
-  if not files or not list(records.take(1)):
+  if not files or not list(shards.records(files).take(1)):
     train_pattern = next(split.pattern
                          for split in plan.window[-1].input_config.splits
-                         if split.name == validation_split.TRAIN)
+                         if split.name == splits.TRAIN)
     raise errors.InputDataError(
         os.path.join(plan.input_base, train_pattern),
         f'--validation-percent {plan.options.validation_percent} put none of '

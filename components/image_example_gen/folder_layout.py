@@ -21,12 +21,13 @@ from tfx.proto import example_gen_pb2
 
 from components.image_example_gen import image_folder
 from components.image_example_gen.span_pattern import check_span_dir_pattern
+from records import splits
 
 SPLITS = 'splits'
 SPLITS_WITH_VALIDATION = 'splits_with_validation'
 CLASSES = 'classes'
-SPLIT_NAMES = ('train', 'eval')
-VALIDATION = 'validation'  # An optional folder beside SPLIT_NAMES'.
+SPLIT_NAMES = (splits.TRAIN, splits.EVAL)  # Each a folder, and validation
+# optionally beside them.
 ALL_SPLIT = 'all'  # The one input split of the classes layout.
 
 
@@ -42,7 +43,8 @@ def input_config(layout: str, span_dir_pattern: Optional[str] = None
   """The input splits of `layout`, in each span's folder if there are spans."""
   prefix = span_prefix(span_dir_pattern)
   names = {SPLITS: SPLIT_NAMES,
-           SPLITS_WITH_VALIDATION: ('train', VALIDATION, 'eval')}.get(layout)
+           SPLITS_WITH_VALIDATION: (splits.TRAIN, splits.VALIDATION,
+                                    splits.EVAL)}.get(layout)
   patterns = ({name: f'{prefix}{name}/*/*' for name in names}
               if names else {ALL_SPLIT: f'{prefix}*/*'})
   return example_gen_pb2.Input(splits=[
@@ -76,7 +78,7 @@ def layout_of(data_dir: str) -> Optional[str]:
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
          for name in SPLIT_NAMES):
     return (SPLITS_WITH_VALIDATION
-            if tf.io.gfile.isdir(os.path.join(data_dir, VALIDATION))
+            if tf.io.gfile.isdir(os.path.join(data_dir, splits.VALIDATION))
             else SPLITS)
   folders = [d for d in tf.io.gfile.glob(os.path.join(data_dir, '*'))
              if tf.io.gfile.isdir(d) and not image_folder.is_os_file(d)]

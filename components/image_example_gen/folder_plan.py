@@ -12,6 +12,7 @@ from components.image_example_gen import image_folder
 from components.image_example_gen import span_window
 from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
+from records import splits
 
 _NAMES_SHOWN = 10
 
@@ -46,7 +47,7 @@ def _check_layout(patterns: Dict[str, str]) -> None:
     return
   split_dirs = {_data_dir(p) for p in patterns.values()}
   parents = {os.path.dirname(d) for d in split_dirs}
-  for data_dir in (parents if set(patterns) - {folder_layout.VALIDATION} ==
+  for data_dir in (parents if set(patterns) - {splits.VALIDATION} ==
                    set(folder_layout.SPLIT_NAMES) else split_dirs):
     if folder_layout.layout_of(data_dir) is None:
       raise InputDataError(data_dir, folder_layout.layouts_expected(data_dir))
@@ -127,9 +128,9 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
   _check_layout(patterns)
-  if validation_split.SPLIT in patterns and validation_percent == 0:
+  if splits.VALIDATION in patterns and validation_percent == 0:
     raise InputDataError(
-        _data_dir(patterns[validation_split.SPLIT]),
+        _data_dir(patterns[splits.VALIDATION]),
         'a validation folder, but --validation-percent 0 asks for no '
         'validation split: remove the folder or the flag')
   names = list(class_names or
@@ -155,13 +156,13 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
     files = folder_layout.partition(split_files, train_dir,
                                     output_config.split_config)
   carved = bool(validation_percent and 'train' in files and
-                validation_split.SPLIT not in files)
+                splits.VALIDATION not in files)
   if carved:
     keys = {path: os.path.relpath(path, train_dir).replace(os.sep,
                                                            '/').encode()
             for path in files['train']}
     files = validation_split.carve(files, keys, validation_percent)
-    if not files[validation_split.SPLIT]:
+    if not files[splits.VALIDATION]:
       raise InputDataError(
           train_dir, f'--validation-percent {validation_percent} put none of '
           f'its {len(keys)} training images into the validation split: '
@@ -212,8 +213,8 @@ def plan_window(input_base: str, window: List[span_window.Span],
           f'{last.class_names}; give them all with --class-names')
   # The newest span's splits in their order, then any other.
   order = [*last.files, *(split for split in files if split not in last.files
-                          and split != span_window.EARLIER_EVAL_SPLIT),
-           span_window.EARLIER_EVAL_SPLIT]
+                          and split != splits.EARLIER_EVAL),
+           splits.EARLIER_EVAL]
   return FolderPlan(
       files={split: files[split] for split in order if split in files},
       class_names=last.class_names, hash_split=last.hash_split,

@@ -3,7 +3,7 @@
 TFX's driver resolves the newest span; the window adds the N-1 newest earlier
 span folders that hold data: folders named like the newest's with another
 number (span-6 and span-12 beside span-7). Their eval goes to
-EARLIER_EVAL_SPLIT, so a model is judged on today's data.
+the earlier_eval split, so a model is judged on today's data.
 """
 
 import dataclasses
@@ -20,9 +20,8 @@ from tfx.utils import proto_utils
 
 from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
+from records import splits
 
-EARLIER_EVAL_SPLIT = 'earlier_eval'
-EVAL_SPLIT = 'eval'
 SPANS_PROPERTY = 'spans'
 
 
@@ -35,7 +34,8 @@ class Span:
 
   def output_split(self, split: str, newest: bool) -> str:
     """The split of the Examples that this span's `split` goes to."""
-    return EARLIER_EVAL_SPLIT if split == EVAL_SPLIT and not newest else split
+    return (splits.EARLIER_EVAL if split == splits.EVAL and not newest
+            else split)
 
 
 def span_folder(input_config: example_gen_pb2.Input) -> Optional[str]:

@@ -1,6 +1,6 @@
 """The validation split, carved from the training data by a stable hash.
 
-A record goes to VALIDATION by sha256 of a salted key, modulo 100: the image's
+A record goes to the validation split by sha256 of a salted key, modulo 100: the image's
 path under its split's folder, or an IDX image's pixels.
 """
 
@@ -9,13 +9,13 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-SPLIT = 'validation'
-TRAIN = 'train'
+from records import splits
+
 _SALT = b'validation/'
 
 
 def chosen(key: bytes, percent: int) -> bool:
-  """Whether the record of `key` goes to VALIDATION."""
+  """Whether the record of `key` goes to the validation split."""
   digest = hashlib.sha256(_SALT + key).digest()
   return int.from_bytes(digest[:8], 'big') % 100 < percent
 
@@ -27,9 +27,9 @@ def mask(keys: Sequence[bytes], percent: int) -> np.ndarray:
 
 def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
           percent: int) -> Dict[str, List[str]]:
-  """{split: files} with VALIDATION taken out of TRAIN by `keys`' hashes."""
+  """{split: files} with validation taken out of train by `keys`' hashes."""
   train, validation = [], []
-  for path in files[TRAIN]:
+  for path in files[splits.TRAIN]:
     (validation if chosen(keys[path], percent) else train).append(path)
-  return {TRAIN: train, SPLIT: validation,
-          **{name: f for name, f in files.items() if name != TRAIN}}
+  return {splits.TRAIN: train, splits.VALIDATION: validation,
+          **{name: f for name, f in files.items() if name != splits.TRAIN}}
