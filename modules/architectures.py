@@ -1,8 +1,7 @@
-"""The networks' names, free of TensorFlow.
+"""The networks' names, free of TensorFlow so that `--help` stays fast.
 
-runners/flags.py offers them as choices, and importing Keras there would
-cost every `--help` seconds. modules/model.py builds the scratch networks,
-modules/backbones.py the pretrained backbones.
+modules/model.py builds the scratch networks, modules/backbones.py the
+pretrained backbones (docs/training.md).
 """
 
 AUTO = 'auto'

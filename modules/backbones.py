@@ -1,39 +1,7 @@
-"""Pretrained backbones (`--backbone`).
+"""Pretrained backbones (`--backbone`): a Keras Application and its model.
 
-A backbone is a Keras Application without its top, with its weights, and
-the model around it. The model takes what every network here takes, the
-Transform graph's normalised images [N, H, W, C], so the serving signatures
-are unchanged. Inside it, before the backbone, come the backbone's own
-input steps:
-
-  augmentation   as the scratch networks' (modules/model.py), on the
-                 normalised images, training only
-  pixels         the normalisation undone with the constants the Transform
-                 learnt (transform.normalisation_constants): 0..255 again
-  RGB            grey images repeated to 3 channels
-  resize         to the backbone's input size (ModelConfig.input_size:
-                 its own 224x224 unless --image-size gave one), and never
-                 below 32x32, Keras' minimum
-  preprocess     the application's preprocess_input (scaling, or BGR and
-                 ImageNet means); MobileNetV3 and EfficientNet do theirs
-                 inside the application
-Then comes the backbone. It is called with training=False when its
-weights are pretrained, so batch norm runs in inference mode, as in Keras'
-transfer-learning guide. Fine-tuning with batch statistics of small batches
-would wreck the pretrained features. The head is global average pooling,
-dropout and dense classes.
-
-Images are resized in the model, not in ImageExampleGen, for three
-reasons. The data half of the DAG (Examples, statistics, schema, Transform)
-stays the same whichever network trains, so trying a backbone re-runs only
-the Trainer onwards. IDX files, which ExampleGen cannot resize, work as
-image folders do. And small images are not stored many times larger.
-ExampleGen's own geometry choice already brings large photos down to at
-most 224 pixels a side.
-
-`--weights imagenet` downloads Keras' published file once into Keras' cache
-(keras.utils.get_file, from the URL each application builds; see
-APPLICATIONS below). A PATH is loaded as it is. `none` trains from scratch.
+The model takes the Transform graph's normalised images, as every network
+here does. Why and how: docs/training.md, "Pretrained backbones".
 """
 
 import dataclasses
@@ -275,7 +243,7 @@ def check_weights(config: ModelConfig) -> None:
 def build(geometry: features.ImageGeometry, num_classes: int,
           config: ModelConfig, mean: np.ndarray,
           variance: np.ndarray) -> Tuple[keras.Model, keras.Model]:
-  """Builds the model around a backbone (see the module docstring).
+  """Builds the model around a backbone, as docs/training.md describes.
 
   The model maps normalised images [batch, H, W, C] to logits [batch,
   classes].

@@ -1,20 +1,7 @@
-"""Training a pretrained backbone's model in two phases (`--backbone`), as
-Keras' transfer-learning guide does:
+"""Training a pretrained backbone's model in two phases (`--backbone`).
 
-  1. the head      the new head alone (pooling, dropout, dense classes),
-                   the backbone frozen: the first `head_epochs_fraction`
-                   of the epochs (at least one), at the learning rate;
-  2. fine-tuning   the top `fine_tune_layers_fraction` of the backbone's
-                   layers trainable too, the rest frozen, for the other
-                   epochs, at the learning rate times
-                   `fine_tune_learning_rate_factor`: large steps through
-                   pretrained layers undo what they learnt, and a head
-                   trained first sends them useful gradients, not a random
-                   head's noise.
-
-The backbone stays in inference mode throughout (modules/backbones.py calls
-it with training=False): its batch norm layers keep their ImageNet
-statistics, also in the layers phase 2 trains.
+First the new head alone, then the top of the backbone too, at a lower
+learning rate. Why and how: docs/training.md, "Pretrained backbones".
 """
 
 from typing import Callable, Tuple

@@ -1,32 +1,7 @@
 """The networks, and which one an image geometry gets.
 
-small-bn-cnn   blocks of conv 3x3, batch norm and ReLU with a 2x2 max-pool
-               between them, then dense classes on the flattened features.
-               Far less arithmetic and far fewer weights than mnist-cnn.
-               Batch norm with a one-cycle schedule reaches in a few epochs
-               what mnist-cnn needs many for (BENCHMARKS.md). Its head grows
-               with the image area, so it suits small grey images only.
-mnist-cnn      the classic MNIST network (TensorFlow's 'Deep MNIST'
-               tutorial, the seeds' CNN): conv, max-pool, conv, max-pool,
-               dense, dropout, dense classes (sizes: ModelConfig). Kept by
-               name for comparison.
-small-gap-cnn  blocks of conv 3x3, batch norm and ReLU, the first conv with
-               stride 2, a 2x2 max-pool after each later block but the
-               last; then global average pooling, dropout and dense
-               classes. It has the same parameter count at any image size.
-               Batch norm keeps it trainable on colour images whose
-               backgrounds vary. Halving the image at every block lets the
-               last features see most of it.
-'auto' picks small-bn-cnn for grey images of at most
-`small_grey_max_pixels` pixels and small-gap-cnn for anything larger or in
-colour (colour photos start from a pretrained backbone where its weights
-can be had: modules/backbones.py). A scratch network sees the images
-scaled down to at most `scratch_max_side` a side, unless --image-size was
-given (docs/training.md, "The network").
-
-With `augment`, random flips, shifts and brightness changes (Keras
-preprocessing layers) come first. They act only in training, so serving
-and evaluation see the images as they are.
+small-bn-cnn, mnist-cnn and small-gap-cnn, trained from scratch, and the
+choice `auto` makes. Why and how: docs/training.md, "The network".
 """
 
 from typing import Tuple
