@@ -1,19 +1,7 @@
 """Trainer module: `run_fn` trains the CNN and exports the serving model.
 
-The serving model is a SavedModel with the Transform graph inside and
-three signatures (modules/serving_model.py), what was trained, and why, in
-its assets.extra/training_plan.json, and TensorFlow Lite files of the
-model in tflite/ (modules/tflite_export.py).
-
-Every choice made while training (early stopping, the epoch kept) is made
-on the validation split, TFX's EvalArgs split (pipeline/validation.py);
-without one (custom_config VALIDATION_SPLIT_KEY None) nothing is chosen.
-The eval split is read only by the TensorFlow Lite accuracy check.
-
-On several workers (a TF_CONFIG cluster: Vertex AI's replicas, or the
-local processes of modules/local_workers.py) every worker runs run_fn
-under MultiWorkerMirroredStrategy, reading its own files of each split;
-the chief writes the model and the logs.
+The serving model holds the Transform graph, three signatures and TensorFlow
+Lite files (docs/serving.md). Why and how: docs/training.md.
 """
 
 import dataclasses

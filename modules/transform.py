@@ -1,19 +1,7 @@
 """Transform module: raw image bytes to normalised float images.
 
-The transform graph becomes part of the served model, so serving sees
-exactly what training saw. `serving_default` runs it on the Examples it is
-sent. `serve_images`, sent uint8 images, skips the bytes and runs its
-second half, `normalise`, with the values the analyzers learnt.
-
-The Transform component runs with `materialize=False`, and the Trainer
-applies this graph to each parsed batch in its input_fn. Materialised
-float records would cost Transform time and a second copy of the data on
-disk, four bytes a pixel. And the transform graph is applied the same way
-in training and serving.
-
-The analyzers (`tft.mean`, `tft.var` per channel) let the same module
-normalise MNIST, Fashion-MNIST and RGB image folders to zero mean and unit
-variance per channel, without anyone hard-coding statistics.
+The analyzers learn each channel's mean and variance; the graph is applied
+per batch by the Trainer and inside the served model (docs/training.md).
 """
 
 from typing import Any, Dict, Tuple

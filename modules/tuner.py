@@ -1,20 +1,7 @@
 """The Tuner's module: `tuner_fn` for TFX's Tuner component (`--tune`).
 
-keras_tuner's Keras tuners (keras_tuner.Tuner, RandomSearch, ...) build,
-fit and save models with the Keras that keras_tuner imports, `keras`. That
-is Keras 3 here (keras_tuner/src/backend/config.py). The project's models
-are tf_keras models, which Keras 3's callbacks and saving do not take.
-TF_USE_LEGACY_KERAS would not change that, since it switches `tf.keras` and
-keras_tuner imports the `keras` package itself.
-
-keras_tuner's BaseTuner holds no Keras. Its oracles pick the trials, and
-its `run_trial` is ours. TrialTuner trains each trial with tf_keras, as the
-Trainer does, from the same TrainingConfig (modules/tuning.py apply) and
-the same input_fn (modules/input_pipeline.py). It trains for the trial
-budget (TFX's TrainArgs num_steps). It scores the trial on the validation
-split (TFX's EvalArgs split, pipeline/validation.py), never on the eval
-split, which the Evaluator alone reads. tests/test_tuning.py checks what
-this relies on.
+Its TrialTuner runs keras_tuner's oracles and trains each trial with
+tf_keras, as the Trainer trains. Why and how: docs/training.md, "Tuning".
 """
 
 import dataclasses
@@ -49,7 +36,7 @@ def _number(trial) -> int:
 
 
 class TrialTuner(base_tuner.BaseTuner):
-  """Runs each trial as the Trainer trains (see the module's docstring)."""
+  """Runs each trial as the Trainer trains (docs/training.md, "Tuning")."""
 
   def __init__(self, oracle, config: TrainingConfig, fn_args: FnArgs,
                plan: training_plan.TrainingPlan, data: TrainerData,

@@ -1,19 +1,7 @@
 """What `--tune` searches, and how a point of the search becomes training.
 
-The space is the same for every network. One entry per network in SPACES
-says which ModelConfig fields its `width` and `dropout` set:
-
-  learning_rate  Adam's first-epoch rate, log-uniform in LEARNING_RATE
-  width          a multiplier on the network's widths (conv filters, dense
-                 units), one of WIDTHS; a network without widths of its
-                 own to tune (a pretrained backbone's head) has none
-  dropout        its dropout before the logits, uniform in DROPOUT (a
-                 network without dropout has none)
-  network        fixed: the network tuned, so that the Trainer trains it
-
-`apply` is the one mapping from a point's values to a TrainingConfig. The
-Tuner's trials (modules/tuner.py) and the Trainer (modules/trainer.py)
-both call it, so a trial trains what the Trainer will train.
+`apply` maps a point to the TrainingConfig that both the Tuner's trials and
+the Trainer train with. The space: docs/training.md, "Tuning".
 """
 
 import dataclasses
