@@ -1,13 +1,7 @@
-"""Knobs: settings declared once, each with its default, help, flag and
-the values that known datasets give it.
+"""Knobs: settings declared once, with default, help, flag and presets.
 
-A knob is a dataclass field made by `knob`. The configs of the Trainer
-(modules/training_config.py) and of the rest of the DAG (pipeline/knobs.py)
-are dataclasses of knobs. runners/flags.py makes a flag of every knob that
-names one, and sets each field from its flag if given, else from the
-`--dataset` preset, else to its default.
-
-Free of TensorFlow, so that `--help` stays fast.
+runners/flags.py sets each knob from its flag, else the `--dataset` preset,
+else its default. Free of TensorFlow, so that `--help` stays fast.
 """
 
 import dataclasses

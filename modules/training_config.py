@@ -1,10 +1,7 @@
-"""The Trainer's settings: each one a knob (modules/settings.py), declared
-once with its default, help, flag and dataset presets.
+"""The Trainer's settings, each a knob (modules/settings.py).
 
-Free of TensorFlow, so that runners/flags.py can turn these fields into
-flags without slowing `--help`. The pipeline hands a TrainingConfig to the
-Trainer's run_fn (another process, or another container) as a dict in its
-custom_config: `to_dict` and `from_dict`.
+Free of TensorFlow, so that `--help` stays fast; passed to run_fn as a dict
+in its custom_config (`to_dict`, `from_dict`). See docs/training.md.
 """
 
 import argparse

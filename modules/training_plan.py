@@ -1,17 +1,7 @@
-"""What a training run does, decided from the data: the network for the
-images' geometry (model.choose) and whether to augment them
-(model.choose_augment), and a budget that grows with the dataset.
+"""What a training run does, decided from the data.
 
-The budget is counted in examples seen: epochs = ceil(training_examples /
-training records), within [min_epochs, max_epochs], so that MNIST gets a
-few epochs (BENCHMARKS.md, "MNIST time to accuracy") and a few thousand
-images get dozens. The learning rate warms up, then follows a cosine to
-zero at the last planned step, whatever the number of epochs (Budget's
-fields, modules/training_config.py).
-
-A warm start (modules/warm_start.py) fine-tunes the served model: a share
-of those epochs (at least one), one cycle of the same schedule over them at
-its own peak learning rate (Budget's warm_start_* fields).
+The network, augmentation, and a budget that grows with the dataset (a warm
+start takes a share of it). Why and how: docs/training.md, "The budget".
 """
 
 import dataclasses
