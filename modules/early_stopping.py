@@ -1,21 +1,7 @@
-"""Early stopping: training ends when validation stops improving, and the
-model keeps the weights of its best epoch.
+"""Early stopping on the validation split, keeping the best epoch's weights.
 
-Validation is the validation split's (ImageExampleGen carves it out of the
-training data), never the eval split's: the Evaluator's accuracy there
-would be optimistic if the eval split had chosen the epoch. Without a
-validation split (--validation-percent 0) nothing is chosen: early
-stopping is off and the last epoch's weights are kept.
-
-Keras's EarlyStopping does the work (restore_best_weights: the weights of
-the best epoch are put back at the end of training, whether it stopped
-early or ran every planned epoch). This module sets it up from the Budget
-and says what happened, for the Trainer's log and training_plan.json.
-Validation is watched only once the learning rate has come down to half
-its peak, halfway through the cosine that follows the warm-up: while the
-rate is high, validation swings from epoch to epoch, and the accuracy
-comes with the rate's fall; a plateau before that says nothing about the
-end.
+Keras's EarlyStopping does the work; this module sets it up from the Budget
+and reports what happened. Why and how: docs/training.md, "The budget".
 """
 
 import math

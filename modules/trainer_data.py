@@ -1,8 +1,7 @@
 """What the Trainer and the Tuner read of their inputs before training.
 
-The class names and split files of the Examples artifact, the split
-validated on, how to read each split (cache or stream, modules/
-input_pipeline.py) and the images' geometry, from the transform graph.
+Class names, split files, the split validated on, how to read each split
+(modules/input_pipeline.py) and the images' geometry.
 """
 
 import dataclasses

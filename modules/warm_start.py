@@ -1,17 +1,7 @@
 """Warm start: the Trainer starts from the served model's weights.
 
-With --warm-start the Trainer's `base_model` is the model in service
-(pipeline/pipeline.py puts a ServedModel node before the Trainer). Training
-starts from its weights when they fit. That needs the same network, trained
-on images of the same geometry, and a class list that holds every class it
-knew. A class added since (in a later span) gets a new column of the
-classifier. Each known class keeps its own, found by name, since labels are
-indices in the sorted class names and a new name may shift them.
-
-Otherwise `start` says why in one line, and the Trainer trains from
-scratch. The served model's network and geometry are in its
-training_plan.json, its class names in class_names.txt (both in its
-assets.extra, modules/trainer.py).
+`start` decides whether they fit (network, geometry, classes) and says why
+not. Why and how: docs/training.md, "Warm start".
 """
 
 import dataclasses
