@@ -1,11 +1,7 @@
 """Which training cluster this process is part of, as TF_CONFIG says.
 
-TF_CONFIG is the environment variable TensorFlow's distributed runtime
-reads. Vertex AI sets it in every replica of a custom job's worker pools
-(pool 0 is the `chief`, pool 1 the `worker`s). Kubeflow's Training Operator
-sets it in every pod of a TFJob, and modules/local_workers.py in each worker
-process it starts. A TF_CONFIG that names one task, or none, is a
-single-process run.
+A TF_CONFIG that names one task, or none, is a single-process run. Who sets
+it: docs/training.md, "Several workers".
 """
 
 import dataclasses

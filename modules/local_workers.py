@@ -1,20 +1,7 @@
 """Multi-worker training on this machine: N worker processes on loopback.
 
-TFX's Trainer calls run_fn inside the pipeline's process, where TensorFlow
-has long been running. MultiWorkerMirroredStrategy must configure the
-collective ops before a process runs its first TensorFlow op. So with
-`--trainer-workers N` and no cluster of its own (no TF_CONFIG), run_fn
-hands the work to N fresh processes, `python -m modules.trainer_worker`.
-Each gets a TF_CONFIG naming the N free loopback ports, the FnArgs (as
-JSON) and a share of the machine's cores. Worker 0 is the chief. They train
-together (modules/trainer.py) and this process waits for them.
-
-A worker that dies ends the run at once. The others are killed, and the
-error names the worker, its exit status and its last lines of output. A
-worker that hangs ends it too. Its peers' collective ops time out (the
-communication timeout) and they exit. Past the overall timeout every worker
-is killed. Each worker's full output is kept in the ModelRun artifact's
-`workers/` folder.
+Without a TF_CONFIG cluster, run_fn hands `--trainer-workers N` to N fresh
+processes. Why and how: docs/training.md, "Several workers".
 """
 
 import json

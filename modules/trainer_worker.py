@@ -1,10 +1,7 @@
 """One worker process of a multi-worker Trainer on this machine.
 
-  TF_CONFIG=... python -m modules.trainer_worker ARGS.json
-
-modules/local_workers.py starts it. ARGS.json holds the Trainer's FnArgs
-and the worker's thread count. It runs the same run_fn as TFX's Trainer,
-which sees the multi-worker TF_CONFIG and trains as one of the workers.
+`TF_CONFIG=... python -m modules.trainer_worker ARGS.json` (the FnArgs and
+thread count), started by modules/local_workers.py, runs TFX's run_fn.
 """
 
 import ctypes
