@@ -1,9 +1,7 @@
 """The Evaluator's accuracy, Keras's SparseCategoricalAccuracy run as written.
 
-TFMA updates a Keras metric eagerly, and Keras then runs `update_state`
-through AutoGraph. AutoGraph converts the metric and everything it calls
-(tf_keras is not exempt, see model.compile_for_training). That costs every
-Evaluator run seconds for code that needs no conversion.
+TFMA updates it eagerly, and AutoGraph would convert `update_state` and all
+it calls, costing every Evaluator run seconds (see model.compile_for_training).
 """
 
 import tensorflow as tf

@@ -1,13 +1,7 @@
 """Which devices train the model, with which strategy and precision.
 
-`plan()` is a pure function of the visible GPUs and the CPU's feature
-flags, so the choice it makes is tested on any machine. `make_strategy()`
-turns a plan into the `tf.distribute.Strategy` that carries it out.
-
-GPUs train in mixed float16. A CPU trains in bfloat16 where it computes it
-natively (AVX512_BF16 or AMX, for oneDNN's bfloat16 kernels), and in
-float32 elsewhere, where bfloat16 is emulated and slower. Either way
-variables, logits and the served model stay float32.
+`plan()` depends only on the visible GPUs and the CPU's flags, so it is
+tested on any machine. Why and how: docs/training.md, "Devices".
 """
 
 import dataclasses

@@ -1,33 +1,7 @@
 """The Trainer's input_fn: sharded, gzipped raw Examples to model batches.
 
-Each split is either cached in memory or streamed from its shards. Its
-size against a memory budget decides (`plan_inputs`). The budget covers
-both splits together, and the training split is decided first:
-
-  cached     list the shards -> shuffle them (training) -> interleave
-             TFRecordDatasets over every shard in parallel -> cache the raw
-             records -> shuffle through the whole split, record by record
-             (training) -> ...
-  streamed   list the shards -> shuffle them again each epoch (training) ->
-             interleave `cycle_length` shards at a time in parallel ->
-             shuffle in chunks, a third of a buffer bounded in bytes each
-             (training; see shuffle_chunks) -> ...
-
-Training reads each shard in blocks of READ_BLOCK records (see there
-why). Then both go on alike: blocks of PARSE_BLOCK records -> parse each
-block at once (`tf.io.parse_example`) -> apply the transform graph to it ->
-cut into batches -> prefetch. Evaluation reads in a deterministic order,
-unshuffled. Training takes whichever shard or batch is ready first, but in
-a seeded run (--seed), which must repeat.
-
-The cache holds the raw serialized records, not the transformed floats,
-which take 4 bytes a pixel where a record holds 1. Parsing and the
-transform are vectorised per batch and cheap. Caching *before* the record
-shuffle lets every epoch see a new order, where a cache after the shuffle
-would replay epoch one's order. A split that fits gets a uniform shuffle
-over all of it, and its later epochs run at the bare read's rate. One that
-does not fit is read from disk every epoch, holding only the shuffle buffer
-and the batches in flight.
+Each split is cached in memory or streamed from its shards (`plan_inputs`),
+then parsed and transformed per batch. Why and how: docs/training.md, "Input".
 """
 
 import dataclasses

@@ -1,14 +1,7 @@
 """Training progress: a live bar per epoch on a terminal, a line per epoch.
 
-Keras's own verbose output is a bar or a line written to stdout. In a local
-run that bypasses the full log (OUT/logs), and in a Kubeflow container a
-bar would fill the log with carriage returns. `EpochProgress` instead
-  * logs one line per epoch through absl (EPOCH_LINE). Locally it goes into
-    the full log, and local_runner.py's console also shows it
-    (runners/run_summary.py). On Kubeflow it goes into the container's log.
-  * draws a bar (tqdm) while an epoch runs, only when `bar_stream` is a
-    terminal. It shows steps, examples/s, loss and time left, and
-    disappears when the epoch's line is logged.
+`EpochProgress` logs each epoch's line through absl and draws a tqdm bar
+only on a terminal. Why: docs/training.md, "Progress on the console".
 """
 
 import os
