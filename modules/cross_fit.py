@@ -1,25 +1,7 @@
 """Out-of-sample class probabilities for the training split, by cross-fitting.
 
-The Trainer's model learnt the training records, labels and all, so its
-probabilities there would confirm a wrong label rather than doubt it.
-
-Here each record goes to one of K folds by a stable hash of its bytes, the
-same fold in every run. The records checked are a sample chosen by the same
-hash (records/sample.py), or all of them in a split no larger than the
-sample. For each fold that holds some of them, a fresh model of the
-project's own network trains on the other folds for `fold_examples`
-examples. It then predicts the checked records of its own fold. The model
-is built as the Trainer builds one (modules/model.py), and fed by the
-project's input code (the Transform graph through
-input_pipeline.parse_and_transform). On a large split the sample bounds the
-cost. Every record checked is predicted once, and a sample within one fold
-needs one model. LabelCheck (components/label_check.py) calls `cross_fit`
-by its module path.
-
-A pretrained backbone is not used here, since its fine-tuning is far beyond
-a small budget. So the fold models are the network --model picks. Memory
-holds a shuffle buffer of SHUFFLE_RECORDS records, the batches in flight,
-and the [M, classes] probabilities of the M records checked.
+LabelCheck (components/label_check.py) calls `cross_fit` by its module path.
+Why and how: docs/label-check.md, "The method, and why".
 """
 
 import dataclasses

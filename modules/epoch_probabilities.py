@@ -1,23 +1,7 @@
 """Class probabilities of training records averaged over the Trainer's epochs.
 
-A wrong label is learnt late. Until the network memorises it, the record's
-given class stays unlikely, while a right one becomes likely within a few
-epochs. Averaging each record's probabilities over the epochs of the
-training run keeps that signal. This is the idea of the area under the
-margin (Pleiss et al., "Identifying Mislabeled Data using the Area Under the
-Margin Ranking", NeurIPS 2020), which averages logit margins. It costs a
-prediction of the records checked at a few epochs, and no extra model.
 LabelCheck (components/label_check.py) ranks the training split's suspects
-from them.
-
-The records checked are a sample chosen by a hash of their bytes, as
-modules/cross_fit.py chooses it, or all of a smaller split. At the end of
-an epoch they are predicted without augmentation or dropout, and their
-probabilities added up. A run is scored at every other epoch at most, a
-run of many epochs at MAX_SCORED_EPOCHS of them, spread over it. Memory
-holds the sample's
-serialized records (cached after the first pass) and one row of
-probabilities each.
+from them. Why and how: docs/label-check.md, "The method, and why".
 """
 
 import math
