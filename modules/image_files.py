@@ -1,23 +1,7 @@
 """Image files of any size and mode to the trained geometry, in TensorFlow.
 
-The `serve_image_bytes` signature runs this on the files it is sent. So it
-must convert them as ImageExampleGen converted the image folders the model
-was trained on (records/image_conversion.py, with Pillow):
-  * turned upright by the EXIF orientation (modules/image_orientation.py
-    reads it as Pillow does),
-  * transparency composited on white,
-  * the trained channels (grey by Pillow's integer luma formula, which this
-    reproduces exactly),
-  * the trained size, by stretching with a bilinear filter (no aspect kept,
-    no crop).
-Pillow's BILINEAR widens its triangle filter when it shrinks, as
-`tf.image.resize(..., 'bilinear', antialias=True)` does. Pillow first
-box-shrinks large images by a whole factor, and rounds differently. So the
-two differ by a few grey levels on a few pixels, which
-tests/test_serve_image_bytes.py allows.
-
-Not reproduced: GIF transparency (TensorFlow decodes GIFs to RGB). WebP
-and TIFF files are refused: TensorFlow does not decode them.
+`serve_image_bytes` converts the files it is sent as ImageExampleGen converts
+image folders (records/image_conversion.py). How: docs/serving.md.
 """
 
 import tensorflow as tf

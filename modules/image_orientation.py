@@ -1,22 +1,7 @@
 """The EXIF orientation of a JPEG or PNG file, read and applied in TensorFlow.
 
-It is read and applied as Pillow's `ImageOps.exif_transpose` does.
-TensorFlow's decoders ignore the tag, so `serve_image_bytes` reads it with
-string ops (TF Serving runs them too) by Pillow's rules:
-- JPEG: the APP1 `Exif` segments before the scan (joined, as Pillow joins
-  them), else the orientation of the last APP1 XMP packet;
-- PNG: the last `eXIf` chunk (or `tEXt` chunk keyed `exif`), else the
-  orientation of the last `tEXt` or uncompressed `iTXt` XMP packet;
-- in the EXIF data, a TIFF header of either byte order and the first
-  readable Orientation entry (0x0112) of IFD0, whatever its numeric type,
-  honoured when its value is a whole number from 2 to 8.
-EXIF that Pillow skips (truncated entries, values past the end) gives no
-orientation, as in Pillow. Pillow raises on a bad TIFF header, a BigTIFF
-one, or a PNG chunk cut short. ImageExampleGen then refuses the file, or
-reads a JPEG file unrotated since Pillow's opening of it catches the error.
-This module reads such files unrotated. It does not read compressed PNG
-text chunks, since a damaged zlib stream would fail the request, nor
-`Raw profile type exif` text.
+Read with string ops (TF Serving runs them too) by the rules of Pillow's
+`ImageOps.exif_transpose`. Which tags are read: docs/serving.md.
 """
 
 from typing import NamedTuple
