@@ -1,18 +1,7 @@
 """The serving model: the trained network with the Transform graph inside.
 
-The exported SavedModel has three signatures, all preprocessing as the
-Transform graph does, so serving sees exactly what training saw:
-  serving_default    examples:    [N] serialized tf.train.Example (label
-                     optional), through the whole Transform graph
-  serve_images       images:      uint8 [N, H, W] or [N, H, W, C], through
-                     its `transform.normalise` with the analyzers' values
-  serve_image_bytes  image_bytes: [N] image files of any size and mode,
-                     converted as ImageExampleGen converts image folders
-                     (modules/image_files.py), then as serve_images
-and all return probabilities (float32 [N, classes]), classes (int64 [N])
-and class_names (string [N]). The class names are also in
-assets.extra/class_names.txt (line i names class i), and what was
-trained, and why, in assets.extra/training_plan.json.
+Its signatures, what they take and what they return: docs/serving.md, "The
+pushed model".
 """
 
 import json

@@ -1,21 +1,7 @@
 """TensorFlow Lite files of the trained model, for on-device use.
 
-Written into the exported SavedModel's TFLITE_DIR, so the Pusher copies
-them with the model version they were made from:
-  model_float32.tflite        the model as trained
-  model_dynamic_range.tflite  weights quantised to 8 bits (dynamic range)
-  class_names.txt             line i names class i
-  tflite.json                 RESULTS_FILE: each file's size and accuracy
-Each takes what `serve_images` takes, uint8 images [N, H, W, C] of the
-trained geometry (batch first; resize the input tensor for N > 1). Each
-returns class probabilities, float32 [N, classes]. The normalisation is
-inside, with the constants the Transform learnt. The graph is TFLite
-builtins only (no SELECT_TF_OPS). It checks nothing, so the caller must
-send the right geometry.
-
-Accuracy is measured on the first EVAL_RECORDS records of the eval split,
-the split that made no choice in training. The SavedModel and each file are
-measured on the same pixels, so the comparison is paired and cheap.
+Written into the exported SavedModel's TFLITE_DIR, with each file's accuracy
+on the eval split. What they take and return: docs/serving.md, "On-device".
 """
 
 import contextlib
