@@ -1,12 +1,8 @@
 """--keep-runs K in the DAG, for Kubeflow Pipelines: a KeepRuns last step.
 
-Locally, runners/keep_runs.py collects after the run from ML Metadata. On
-Kubeflow Pipelines the tasks reach no ML Metadata of TFX's, so the DAG ends
-with a KeepRuns step (components/keep_runs.py) that decides from the run
-folders. What it needs to know of the DAG is read off the DAG here: which
-outputs are large, which of them the served model's lineage holds (the
-same walk as runners/keep_runs.py's, over the DAG's channels instead of ML
-Metadata's records), and which output the Pusher pushes.
+Reads off the DAG what KeepRuns (components/keep_runs.py) needs: which
+outputs are large, which of them the served model's lineage holds, and which
+output the Pusher pushes. Why: docs/kubeflow.md, on --keep-runs.
 """
 
 from typing import Dict, List, Sequence, Tuple

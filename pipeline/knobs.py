@@ -1,15 +1,7 @@
 """The pipeline's knobs, each declared once with its default, help, flag and
 dataset presets (modules/settings.py).
 
-  DataConfig            what ExampleGen reads and writes, and the schema
-  TrainingConfig        the Trainer's (modules/training_config.py)
-  TuningConfig          TFX's Tuner before it, with --tune (the same)
-  EvaluationConfig      when the Evaluator blesses a model
-  InfrastructureConfig  how and where the DAG runs: set by the runner
-  DiskConfig            what runs keep on disk (the runners' own flag)
-
-A flag reaches its use in two hops: runners/flags.py sets the knob's field
-from the flag (or the `--dataset` preset the knob declares), and
+runners/flags.py sets a knob's field from its flag (or `--dataset` preset);
 create_pipeline() hands each config to the components that use it.
 """
 

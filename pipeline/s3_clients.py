@@ -1,16 +1,7 @@
 """One boto3 client per process for Beam's S3 filesystem, not one per file.
 
-Beam 2.59's S3 filesystem builds a new boto3 session, and from it a new
-client, for every file operation: each open, list, size, rename and delete.
-A new session reloads botocore's service models from disk, which costs far
-more than the request itself, so a component reading or writing a few
-hundred files on s3:// (or MinIO) spends most of its time there. boto3's
-clients are thread-safe and keep their connections open: `share()` makes
-Beam's S3 module hand out one client per set of settings instead.
-
-Called where Beam runs: the Kubeflow task entrypoint (Beam's in-process
-runner and every file operation of TFX's executors) and each Beam worker
-process (beam_worker.py).
+Called where Beam runs: the Kubeflow task entrypoint and each Beam worker
+process (beam_worker.py). Why: docs/kubeflow.md, "Storage".
 """
 
 import threading

@@ -1,9 +1,7 @@
 """The split the Trainer and the Tuner validate on.
 
-That is ImageExampleGen's validation split, or none with
---validation-percent 0. Every choice made while training (early stopping,
-the epoch kept, the Tuner's trial scores) is made on it, through TFX's own
-TrainArgs/EvalArgs splits. The eval split is the Evaluator's alone.
+ImageExampleGen's validation split, or none with --validation-percent 0.
+Why: docs/training.md, "What the validation split decides".
 """
 
 from typing import Any, Dict, Optional

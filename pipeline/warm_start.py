@@ -1,19 +1,7 @@
 """--warm-start in the DAG: the model in service as the Trainer's base_model.
 
-The served model is found as the Evaluator's served baseline is. A
-ServedModel node (components/served_model.py) reads the serving directory,
-so it runs on every orchestrator, open-source Kubeflow Pipelines too, where
-TFX's resolvers do not. It is a node of its own, before the Trainer. The
-baseline node stays after the Trainer, so that a model pushed while this one
-trained is still what this one is compared with.
-
-The Trainer's executor is TFX's. It also records the string custom property
-`warm_start_from` on its Model artifact. That is the served model's path when
-training started from it, and empty when it started from scratch (run_fn
-decides, modules/warm_start.py). Without --warm-start the Trainer is TFX's
-own and the Model has no such property. The Vertex AI Trainer keeps its own
-executor. Its run_fn starts warm all the same, and the property is not
-recorded.
+A ServedModel node (components/served_model.py) before the Trainer finds it.
+Why and how: docs/training.md, "Warm start".
 """
 
 from typing import Any, Dict, List, Optional
