@@ -1,28 +1,8 @@
 """The command of every task the `kubeflow` target compiles.
 
-  python -m kubeflow.container_entrypoint --executor_class_path CLASS \\
-      --json_serialized_invocation_args {{$}} \\
-      --json_serialized_inputs_spec_args SPEC [Beam args]
-
-TFX's own entrypoint (kubeflow_v2_run_executor) with three things added, each
-for something open-source Kubeflow Pipelines 2.x does that Vertex AI does not:
-
-  * Input artifact types. KFP's driver reads a task's input artifacts back
-    from ML Metadata and hands them over with an empty `instanceSchema` or a
-    `system.*` schema title (backend/src/v2/metadata/client.go), while TFX
-    rebuilds each artifact's class from that title: every task with inputs
-    would fail. The component's input spec, which TFX's compiler writes into
-    the task's own arguments (--json_serialized_inputs_spec_args), names the
-    type of every input; it replaces the types that say nothing.
-  * s3:// paths. TensorFlow 2.16 reads s3:// only through tensorflow-io,
-    which registers its filesystem when imported and which TFX's executors
-    never import: imported here when installed. Beam's S3 filesystem gets
-    one boto3 client for the task, not one per file
-    (pipeline/s3_clients.py).
-  * Exit status. tensorflow-io's S3 client aborts the interpreter at exit
-    ("pure virtual method called", status 134) once it has been used, which
-    KFP would take for a failed task: the process leaves with the executor's
-    own status, its output flushed, before that teardown.
+TFX's own entrypoint (kubeflow_v2_run_executor) plus what open-source KFP 2.x
+needs: input artifact types restored from the task's input spec, s3:// through
+tensorflow-io, the executor's exit status kept. Why: docs/kubeflow.md.
 """
 
 import importlib
@@ -153,7 +133,7 @@ def main() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     # Before the interpreter's teardown, where tensorflow-io's S3 client
-    # aborts (see the module docstring).
+    # aborts (docs/kubeflow.md, Storage).
     os._exit(status)  # pylint: disable=protected-access
 
 

@@ -1,5 +1,35 @@
 """Compiles the pipeline for Kubeflow Pipelines or Vertex AI Pipelines.
 
+USAGE below is the --help text: how to run it, and what differs from a
+local run. Why and how: docs/kubeflow.md.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shlex
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+from urllib import parse
+
+# The project first on the path, as a script too (pipeline/startup.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The project's imports follow that line; heavy ones wait for the function
+# that needs them (pipeline/startup.py).
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from kubeflow import open_source_kfp
+from kubeflow import vertex_training
+from pipeline import configs
+from pipeline import knobs as knobs_lib
+from pipeline import startup
+from runners import flags
+
+# The --help text, above the flags.
+USAGE = """Compiles the pipeline for Kubeflow Pipelines or Vertex AI Pipelines.
+
   python kubeflow/kubeflow_runner.py --output pipeline.yaml \\
       --image REGISTRY/image-pipeline:1 \\
       --pipeline-root s3://BUCKET/tfx --data-dir s3://BUCKET/data/mnist \\
@@ -43,29 +73,6 @@ AI takes; --target vertex only). kubeflow/submit.py uploads, runs and
 schedules either.
 """
 
-import argparse
-import dataclasses
-import json
-import os
-import re
-import shlex
-import sys
-from typing import Any, Dict, List, Optional, Sequence
-from urllib import parse
-
-# The project first on the path, as a script too (pipeline/startup.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# The project's imports follow that line; heavy ones wait for the function
-# that needs them (pipeline/startup.py).
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from kubeflow import open_source_kfp
-from kubeflow import vertex_training
-from pipeline import configs
-from pipeline import knobs as knobs_lib
-from pipeline import startup
-from runners import flags
-
 SPEC_EXTENSIONS = ('.json', '.yaml', '.yml')
 TARGETS = ('kubeflow', 'vertex')
 
@@ -73,7 +80,7 @@ TARGETS = ('kubeflow', 'vertex')
 def make_parser() -> argparse.ArgumentParser:
   """The command line: the Kubeflow target's flags and the DAG's."""
   parser = argparse.ArgumentParser(
-      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+      description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
   kubeflow = parser.add_argument_group('Kubeflow')
   kubeflow.add_argument(
       '--target', choices=TARGETS, default='kubeflow',

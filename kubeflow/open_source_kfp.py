@@ -1,27 +1,8 @@
 """What the `kubeflow` target changes in the spec TFX's compiler writes.
 
-TFX's KubeflowV2DagRunner writes for Vertex AI. Open-source Kubeflow
-Pipelines 2.x runs the same PipelineSpec with a different backend, and these
-are the differences that matter to this pipeline:
-
-  * no lifecycle hooks: KFP never runs `lifecycle.pre_cache_check`, so
-    ImageExampleGen's executor does its driver's work itself
-    (components/image_example_gen/driver.py) and the hook goes;
-  * every task runs kubeflow/container_entrypoint.py, which restores the
-    input artifact types KFP's driver leaves out;
-  * no resolver executors (KFP's compiler implements container and importer
-    executors only): the DAG has none, and a spec that has one is refused;
-  * task names become Argo template names, [a-zA-Z0-9][-a-zA-Z0-9]*;
-  * KFP caches a task by its parameters, input artifact ids, command and
-    image, which see neither new files under the same data_root nor a new
-    model under the serving directory: ImageExampleGen, ServedModel (and
-    WarmStartModel) and KeepRuns, which reads the run folders, are never
-    answered from KFP's cache;
-  * the executors read and write s3:// themselves, so every task needs the
-    object store's credentials in its environment: a Kubernetes secret's
-    keys as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, through the
-    PlatformSpec KFP's API server takes as a second YAML document (the
-    form kfp-kubernetes' use_secret_as_env compiles to).
+TFX's KubeflowV2DagRunner writes for Vertex AI; open-source Kubeflow
+Pipelines 2.x runs the same PipelineSpec with a different backend.
+The differences, and why: docs/kubeflow.md.
 """
 
 import re

@@ -1,5 +1,21 @@
 """Uploads, runs and schedules a compiled pipeline (kubeflow_runner.py output).
 
+USAGE below is the --help text. Why and how: docs/kubeflow.md.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence
+
+import yaml
+
+# The --help text, above the subcommands.
+USAGE = """Uploads, runs and schedules a compiled pipeline (kubeflow_runner.py output).
+
 Kubeflow Pipelines (kfp.Client):
   python kubeflow/submit.py kfp upload   --host URL --spec pipeline.yaml [--version V]
   python kubeflow/submit.py kfp run      --host URL --spec pipeline.yaml \\
@@ -17,16 +33,6 @@ converted to their declared types. Cron: Kubeflow takes 6 fields (seconds
 first: "0 0 3 * * *" is 03:00 daily) or @daily-style descriptors; Vertex AI
 takes 5 (unix cron: "0 3 * * *"), optionally after "TZ=Area/City ".
 """
-
-import argparse
-import json
-import os
-import re
-import sys
-import tempfile
-from typing import Any, Dict, List, Optional, Sequence
-
-import yaml
 
 # Allowed values of each cron field, and the names some fields accept.
 _SECONDS, _MINUTES, _HOURS = (0, 59), (0, 59), (0, 23)
@@ -279,7 +285,7 @@ def send_vertex(request: Dict[str, Any]) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
-      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+      description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
   common = argparse.ArgumentParser(add_help=False)
   common.add_argument('--spec', required=True,
                       help='The compiled pipeline (.yaml or .json).')

@@ -1,14 +1,8 @@
 """The Trainer as a Vertex AI custom job with worker pools (--target vertex
 --trainer-workers N).
 
-TFX's Vertex AI Trainer (tfx.extensions.google_cloud_ai_platform.Trainer)
-runs in the pipeline's task only to start a custom job and wait for it;
-the job's replicas each run TFX's own Trainer executor
-(`python -m tfx.scripts.run_executor`, the command TFX writes into every
-worker pool) in --image, with the same inputs, outputs and custom_config.
-Vertex AI gives each replica a TF_CONFIG: pool 0 is the `chief` (one
-replica), pool 1 the N-1 `worker`s. run_fn (modules/trainer.py) reads it
-and trains under MultiWorkerMirroredStrategy; the chief writes the model.
+Each replica runs TFX's own Trainer executor in --image, with the TF_CONFIG
+Vertex AI gives it. Why and how: docs/training.md, "Several workers".
 """
 
 from typing import Any, Dict, List
