@@ -1,12 +1,8 @@
 """The DAG's flags, shared by local_runner.py and kubeflow/kubeflow_runner.py.
 
 Generated from the knobs' fields (pipeline/knobs.py, modules/
-training_config.py): `add_flags` adds one flag per field that names one,
-`knobs_from_args` maps the parsed flags back onto the fields. A flag not
-given leaves its field out of the namespace (argparse.SUPPRESS), so its
-field keeps its default, or the value its knob presets for the --dataset:
-explicit flags win. Each runner adds only what differs (paths, metadata,
-Beam runner).
+training_config.py). A flag not given is left out of the namespace, so its
+field keeps its default or its --dataset preset: explicit flags win.
 """
 
 import argparse

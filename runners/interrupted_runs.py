@@ -1,25 +1,8 @@
 """Runs that ended without finishing: found and closed at the next start.
 
-LocalDagRunner registers an execution in ML Metadata as RUNNING before its
-executor starts and publishes it when the executor returns. A process killed
-in between (Ctrl-C, the OOM killer, a reboot) leaves the execution RUNNING for
-ever and its half-written output directories on disk, with no artifact
-pointing at them. Later runs do not trip over it (each run has a context of
-its own, and the cache only reuses finished executions), but anyone reading
-ML Metadata sees a component that is still running.
-
-local_runner.py therefore holds a lock on the output directory for as long as
-it runs. Holding it, any execution of the pipeline still NEW or RUNNING
-belongs to a process that is gone: `close_interrupted` marks it CANCELED with
-a note saying why, marks output artifacts it had registered ABANDONED, and
-removes the directories it was writing.
-
-A MySQL store is shared: runs on other output directories (other machines,
-other users) may be running at this very moment, and the lock says nothing
-about them. There, an execution is this directory's only if it wrote
-something under this pipeline root (execution ids are unique in a store,
-and runners/local_store.py keeps a directory to one store); one killed
-before it wrote anything stays RUNNING, which misleads nobody's cache.
+`close_interrupted` marks a killed run's executions CANCELED, their output
+artifacts ABANDONED, and removes the directories they were writing.
+Why and how: docs/troubleshooting.md, "...a run is killed".
 """
 
 import dataclasses

@@ -1,23 +1,8 @@
 """--keep-runs K: the disk holds the large artifacts of the newest K runs.
 
-The rule, what stays and what goes, is components/keep_runs_rule.py's.
-Here it is applied from ML Metadata after a local run: `collect` deletes
-the files of the large artifacts no longer needed and keeps every record of
-them in ML Metadata, marked as TFX's own garbage collection marks them:
-MARKED_FOR_DELETION, then DELETED once the files are gone. TFX's resolvers
-and cache take LIVE artifacts only, so a deleted one is never an input
-again; the inspector lists it as deleted. A run counts if it wrote or
-reused anything under this pipeline root, so on a shared MySQL store other
-output directories' runs do not. An unfinished run is one with a NEW or
-RUNNING execution.
-
-TFX 1.16 has a garbage-collection policy per output channel
-(GarbageCollectionPolicy, set through a private attribute of the channel),
-but only its experimental asynchronous orchestrator applies it, and the pip
-package ships neither that orchestrator nor its collection code:
-LocalDagRunner compiles the policy into its IR and ignores it, and the
-Kubeflow compiler has no place for it. It also counts artifacts per output,
-not runs, and knows nothing of what is served.
+The rule is components/keep_runs_rule.py's; `collect` applies it from ML
+Metadata after a local run, marking artifacts as TFX's garbage collection
+does. Why and how: docs/metadata.md, "Keeping the disk from filling".
 """
 
 import dataclasses

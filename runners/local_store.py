@@ -1,13 +1,8 @@
 """The ML Metadata store a local run writes to: SQLite in the output
 directory (the default), or a MySQL store a team shares.
 
-With MySQL, ML Metadata lives in the database while the artifacts stay under
---output-dir. The two belong together: execution ids number the artifact
-directories (OUT/pipeline/<component>/<output>/<execution id>), so an
-output directory used with one store and then another would see the second
-store's ids collide with the first one's directories. `bind_output_dir`
-therefore records in OUT which store the directory belongs to and refuses
-a run with any other.
+`bind_output_dir` keeps an output directory to one store.
+Why and how: docs/metadata.md, "ML Metadata in MySQL".
 """
 
 import dataclasses

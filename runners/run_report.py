@@ -1,9 +1,7 @@
 """The report a local run writes when it ends: OUT/report.html.
 
-The run's work is done and recorded in ML Metadata by then, so the report
-never fails the run: a report that cannot be written is one console line
-and a traceback in the run's log (parts of it that cannot be built say so
-on the page).
+A report that cannot be written never fails the run: it is one console
+line and a traceback in the run's log. See docs/metadata.md, "The run report".
 """
 
 import logging

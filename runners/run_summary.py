@@ -1,13 +1,8 @@
 """What a local run tells its user: each component as it runs, then a summary.
 
-LocalDagRunner has no callback API, but it logs 'Component %s is running.'
-and 'Component %s is finished.' around every node; `ComponentProgress`
-listens for exactly those records and asks ML Metadata whether the execution
-ran or was reused from the cache. Components run in this process too, and
-their progress records are shown the same way: the Trainer's line per epoch
-(modules/progress.py), ImageExampleGen's images read on a long input
-(components/image_example_gen/progress.py), the Evaluator's blessing rule
-(components/blessing_rule.py).
+LocalDagRunner has no callback API: `ComponentProgress` listens for its
+'Component %s is running.' / 'is finished.' log records, and shows the
+progress records components log in this process. See docs/training.md.
 """
 
 import dataclasses

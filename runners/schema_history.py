@@ -1,11 +1,8 @@
 """The schema that the last good data passed, found in ML Metadata.
 
-`local_runner.py --freeze-schema` checks new data against it instead of
-inferring a schema from the new data itself, which would describe, and so
-accept, whatever the new data looks like. "Good" means the ValidationGate
-let the data through; the schema is the one ExampleValidator used there,
-followed back to its source file when it was imported (so that every later
-run imports the very same file and ML Metadata's cache keeps working).
+Used by `local_runner.py --freeze-schema`; followed back to its source file
+when imported, so later runs import the very same file and the cache holds.
+Why: docs/input-data.md, "Schema".
 """
 
 import os
