@@ -1,27 +1,7 @@
-"""Inspect a pipeline's ML Metadata: runs, artifacts, lineage, data, models.
+"""The inspect tool's command line: `python -m inspector COMMAND`.
 
-  python -m inspector runs                       # newest run first
-  python -m inspector artifacts --type Examples --run latest
-  python -m inspector lineage latest-model       # back to the input files
-  python -m inspector stats latest --html stats.html
-  python -m inspector anomalies -2               # the run before the latest
-  python -m inspector metrics                    # the newest evaluated model
-  python -m inspector samples 1 --png samples.png
-  python -m inspector confusion latest-model --png confusion.png
-  python -m inspector tuning latest              # --tune's trials, the winner
-  python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
-  python -m inspector report latest --html report.html   # the run on one page
-  python -m inspector labels --csv suspects.csv  # doubtful labels to review
-  python -m inspector mistakes --csv wrong.csv   # eval images the model gets wrong
-  python -m inspector history --csv runs.csv     # every run, one line each
-
-The store is OUT/metadata.db of --output-dir (default: the project's
-outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
-read-only. RUN is a run id (a pipeline_run context name, shown by `runs`), a
-unique prefix of one, `latest`, or -N (-1 newest, -2 the one before). Every
-subcommand takes --json: the same facts as JSON on stdout, nothing else.
-Problems (no store, unknown run or id, empty store) are one line on stderr
-and exit status 1.
+USAGE below is the --help text. Why and how: docs/metadata.md, "The inspect
+tool".
 """
 
 import argparse
@@ -224,6 +204,33 @@ def _run_argument(sub, help_text='default: %(default)s') -> None:
                    help=help_text)
 
 
+# The --help text, above the commands.
+USAGE = """Inspect a pipeline's ML Metadata: runs, artifacts, lineage, data, models.
+
+  python -m inspector runs                       # newest run first
+  python -m inspector artifacts --type Examples --run latest
+  python -m inspector lineage latest-model       # back to the input files
+  python -m inspector stats latest --html stats.html
+  python -m inspector anomalies -2               # the run before the latest
+  python -m inspector metrics                    # the newest evaluated model
+  python -m inspector samples 1 --png samples.png
+  python -m inspector confusion latest-model --png confusion.png
+  python -m inspector tuning latest              # --tune's trials, the winner
+  python -m inspector duplicates --csv pairs.csv  # copies DataChecks found
+  python -m inspector report latest --html report.html   # the run on one page
+  python -m inspector labels --csv suspects.csv  # doubtful labels to review
+  python -m inspector mistakes --csv wrong.csv   # eval images the model gets wrong
+  python -m inspector history --csv runs.csv     # every run, one line each
+
+The store is OUT/metadata.db of --output-dir (default: the project's
+outputs/), or --store PATH, or MySQL with --mysql-host. It is opened
+read-only. RUN is a run id (a pipeline_run context name, shown by `runs`), a
+unique prefix of one, `latest`, or -N (-1 newest, -2 the one before). Every
+subcommand takes --json: the same facts as JSON on stdout, nothing else.
+Problems (no store, unknown run or id, empty store) are one line on stderr
+and exit status 1.
+"""
+
 def _csv_argument(sub, help_text: str) -> None:
   """The --csv FILE option."""
   sub.add_argument('--csv', default=None, metavar='FILE', help=help_text)
@@ -232,7 +239,7 @@ def _csv_argument(sub, help_text: str) -> None:
 def make_parser() -> argparse.ArgumentParser:
   """The inspector's command line: the store's flags, then a command."""
   parser = argparse.ArgumentParser(
-      prog='python -m inspector', description=__doc__,
+      prog='python -m inspector', description=USAGE,
       formatter_class=argparse.RawDescriptionHelpFormatter)
   _store_flags(parser, suppress=False)
   commands = parser.add_subparsers(dest='command', required=True,

@@ -2,12 +2,7 @@
 and how it did against the one in service, what became of it, and how far
 its data drifted from the run before.
 
-Everything is found through ML Metadata: the Examples (spans and, from
-their statistics, records per split), the Trainer's Model (wall time, warm
-or cold start), the Evaluator's metrics and blessing (TFMA's files), the
-Pusher's PushedModel, and StatisticsGen's statistics (TFDV's protos) for
-the drift. A run that stopped early has what it got to. Used by `python -m
-inspector history` and by the report's history chart.
+Used by `python -m inspector history` and the report. See docs/metadata.md.
 """
 
 import json

@@ -1,9 +1,7 @@
 """Images and labels out of an Examples artifact, and the sample grid.
 
-Records are the project's format (records/features.py): uint8 pixels (raw,
-or a PNG or JPEG file of them), their geometry, and the label. Class names
-come from the artifact's property, or the file beside the splits. The grid
-is drawn with Pillow at whole scale factors, so every pixel stays exact.
+Records are the project's format (records/features.py). The grid is drawn
+with Pillow at whole scale factors, so every pixel stays exact.
 """
 
 import base64

@@ -1,12 +1,8 @@
 """LabelCheck's suspects: the list a person reviews, and their thumbnails.
 
-LabelCheck (components/label_check.py) writes suspects.json into its
-LabelSuspects artifact: one row per suspect, per split, most doubtful first.
-Each names its record's source (records/features.py): the image's path
-under the input folder, or `<IDX images file>:<index>`; and, in runs since
-LabelCheck recorded it, its place in the Examples, `<shard file>:<index>`
-within the split's folder, by which its image is read back. Beside it,
-mistakes.json lists the eval records the model gets wrong, the same way.
+Read from LabelCheck's suspects.json (and mistakes.json, the eval records
+the model gets wrong), each record's image read back by its place in the
+Examples. Why and how: docs/label-check.md.
 """
 
 import json

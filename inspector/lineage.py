@@ -1,16 +1,8 @@
 """An artifact's chain back to the raw input, walking MLMD events backwards.
 
-artifact <- the execution that produced it <- that execution's inputs <- ...
-until executions without inputs: ExampleGen, whose input is described by its
-execution properties (input_base, input_config, span, version and the input
-fingerprint it computed over the files) and by the files there now: per
-split their count and bytes and the first few by name, since an input
-folder may hold millions (every one only where asked, or streamed to
-`on_file`, from which the run report writes its CSV).
-
-The lineage graph is a DAG with shared parts (Examples feed StatisticsGen,
-Transform, Trainer and Evaluator): each artifact is expanded once, later
-occurrences are marked `seen`, which also ends any cycle.
+Down to ExampleGen, whose input is its execution properties and the files
+there now (per split, counts and the first few). Each artifact is expanded
+once. See docs/metadata.md, "The inspect tool".
 """
 
 import bisect

@@ -1,11 +1,7 @@
 """What ML Metadata knows about a pipeline, as plain values.
 
-How TFX's LocalDagRunner records a run: a `pipeline` context, a
-`pipeline_run` context per run (named by the run id) and a `node` context
-per component (`<pipeline>.<node id>`), each execution attributed to all
-three; a CACHED execution gets OUTPUT events to the artifacts it reused;
-one event may carry several input keys (the Evaluator's `model` and
-`baseline_model` can be one model). The store is read once, table by table.
+The store is read once, table by table. How TFX records a run there:
+docs/metadata.md, "How a run is recorded".
 """
 
 import dataclasses

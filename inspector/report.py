@@ -1,11 +1,8 @@
 """A run as a whole: what ran, the data, the training, the evaluation and
 push, the lineage, and what became of it; written as one HTML page.
 
-`gather` collects the facts as plain values (the page is drawn from them by
-the Jinja2 templates in templates/). A part that cannot be built becomes
-{'error': reason} on the page and a traceback in the log, and the rest of
-the report still comes. Sections of components that did not run are
-{'status': 'not_run'} with the reason.
+`gather` collects the facts as plain values; a part that cannot be built
+becomes {'error': reason}. See docs/metadata.md, "The run report".
 """
 
 import contextlib

@@ -1,9 +1,7 @@
 """The run report's page: report.gather's facts drawn by the Jinja2 templates
 in templates/ (autoescaped) into one self-contained HTML file: inline CSS,
 inline SVG charts, pictures as data: URIs; no scripts, no network.
-
-Each section is drawn on its own: one that cannot be drawn says so on the
-page (the log has the traceback), and the rest of the page still comes.
+Each section is drawn on its own. See docs/metadata.md, "The run report".
 """
 
 import logging

@@ -1,15 +1,8 @@
 """How a model trained: per epoch curves, the settings, the device plan,
 and which split decided what.
 
-The Trainer (modules/trainer.py) logs with Keras' TensorBoard callback at
-update_freq='epoch' into its ModelRun artifact: `train/` and `validation/`
-hold one `epoch_<metric>` scalar per epoch (step 0 is the first), read with
-TensorBoard's own event reader. The settings are the `training` entry of the
-Trainer's custom_config execution property; the device plan is the file the
-Trainer writes beside the logs (modules/devices.py PLAN_FILE). The splits
-are in the serving model's training_plan.json (modules/trainer.py): the
-records the Trainer read per split, the split that decided early stopping
-and the kept epoch (the `validation/` curves are that split's).
+Read from the Trainer's ModelRun (TensorBoard's epoch scalars, the device
+plan), its custom_config and training_plan.json. See docs/training.md.
 """
 
 import json

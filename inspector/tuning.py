@@ -1,10 +1,7 @@
 """A run's tuning (`--tune`): TFX's Tuner's trials and the winner.
 
-TFX's Tuner writes two artifacts: HyperParameters (best_hyperparameters.txt,
-the winner's keras_tuner HyperParameters config, which the Trainer trains
-with) and TunerResults (tuner_results.json, one row per completed trial,
-best first: trial_id, score and the trial's values). The trials are scored
-on the split of the Tuner's EvalArgs (pipeline/validation.py).
+Read from the Tuner's HyperParameters and TunerResults artifacts.
+See docs/training.md, "Tuning".
 """
 
 import json
