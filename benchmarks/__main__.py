@@ -1,4 +1,23 @@
-"""Side by side, in one run: conversion, input pipeline, training, whole DAG.
+"""`python -m benchmarks`: runs the benchmark sections, writes BENCHMARKS.md.
+
+USAGE below is the --help text. How the sections and BENCHMARKS.md fit
+together: docs/development.md, "Benchmarks".
+"""
+
+import argparse
+import importlib
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+
+from pipeline import startup
+
+startup.quiet_tensorflow()  # Before anything imports TensorFlow.
+
+# The --help text, above the flags.
+USAGE = """Side by side, in one run: conversion, input pipeline, training, whole DAG.
 
   .venv/bin/python -m benchmarks --data-dir ../shared/data/mnist
   .venv/bin/python -m benchmarks --quick          # a small subset: does it work?
@@ -19,18 +38,6 @@ Prints a Markdown report and writes it to BENCHMARKS.md (--output): the
 core sections (core.py) are its head, each other section a block of its
 own that a later run of that section replaces (harness.py).
 """
-
-import argparse
-import importlib
-import os
-import shlex
-import shutil
-import sys
-import tempfile
-
-from pipeline import startup
-
-startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each section's `module:attribute`, a harness.Section; imported when run:
@@ -55,7 +62,7 @@ DATA_DIR = os.path.join('..', 'shared', 'data', 'mnist')
 def make_parser() -> argparse.ArgumentParser:
   """The command line's flags."""
   parser = argparse.ArgumentParser(
-      prog='python -m benchmarks', description=__doc__,
+      prog='python -m benchmarks', description=USAGE,
       formatter_class=argparse.RawDescriptionHelpFormatter)
   add = parser.add_argument
   add('--data-dir', action='append', dest='data_dirs', default=None,

@@ -1,16 +1,8 @@
-"""The bare Keras reference of the colour time-to-accuracy section: the
-Trainer's network (modules/model.build: the same widths, batch norm and
-augmentation), batch size, precision, optimizer and loss, trained by a
-plain `model.fit` on numpy arrays in memory: the images as the Transform
-graph hands them to the Trainer, read once before the clock starts. No
-input_fn, no TensorBoard, no progress callback; validation on the eval
-arrays each epoch, as the Trainer validates.
+"""The bare Keras reference of the colour time-to-accuracy section.
 
-  python -m benchmarks.colour_reference --examples URI --transform URI \\
-      --epochs N --target ACCURACY --out result.json
-
-Trains until validation accuracy reaches --target (or --epochs run out),
-in a process of its own, so that its CPU time is its own.
+The Trainer's network, batch, precision, optimizer and loss, trained by a
+plain `model.fit` on in-memory arrays of the Transform graph's output, until
+validation accuracy reaches --target; run in a process of its own.
 """
 
 import argparse

@@ -1,12 +1,8 @@
 """The copies section: DataChecks on copies planted in MNIST and in photos,
 and on Fashion-MNIST as Debian ships it.
 
-MNIST's eval split gets copies of training digits of each kind
-(data/planted.py: exact, JPEG, brightened, noisy, cropped, shrunk); a photo
-folder (data/photos.py) gets cropped and half-size copies of its training
-photos in eval. ImageExampleGen then DataChecks (Beam in memory, as
-benchmarks/data_checks.py runs them) find pairs, scored against what was
-planted; a pair not planted between two original images is a false pair.
+Pairs found are scored against what was planted (data/planted.py,
+data/photos.py); a pair not planted between two originals is a false pair.
 """
 
 import collections

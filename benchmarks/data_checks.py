@@ -1,15 +1,8 @@
 """DataChecks on a dataset: its cost, what it found, pictures of the pairs.
 
-  python -m benchmarks.data_checks --data-dir DIR [--work-dir DIR]
-      [--png pairs.png] [--beam-args "..."]
-
-Converts DIR (IDX files) once with ImageExampleGen
-(tests/example_gen_standalone.py), then times the DataChecks executor's Do
-on the Examples in this process: Beam's signatures of every shard, then
-matching and the files. Prints the wall time, the CPU time of this
-process and its Beam workers, its peak resident memory, the counts per
-split pair and the image issues; --png draws the first pairs found as the
-report does (inspector/duplicates.py), to look at whether they are copies.
+Converts the IDX files once, then times the DataChecks executor in this
+process: wall and CPU time, peak memory, pairs per split pair and image
+issues; --png draws the first pairs found, as the report does.
 """
 
 import argparse

@@ -1,12 +1,8 @@
 """LabelCheck on MNIST with labels planted wrong: recall, list length, cost.
 
-  .venv/bin/python -m benchmarks.label_check --data-dir ../shared/data/mnist \\
-      --work-dir ../label-check [--percent 1] [-- more local_runner flags]
-
-Relabels `--percent` of train and of t10k (each to a random other class),
-writes them as IDX files with the project's writer, runs the whole default
-pipeline on them and prints, per split, the planted records found among
-the suspects, the list's length, and the check's seconds against the run's.
+Relabels --percent of train and of t10k, runs the whole default pipeline
+(extra local_runner flags after --) and prints per split the planted
+records found among the suspects, the list's length and the check's seconds.
 """
 
 import argparse

@@ -1,9 +1,7 @@
 """Throughput of the predict command against `serve_images`, on MNIST.
 
-The first --images test images of --data-dir, written as PNG files, through
-the same served model three ways: `serve_images` on arrays in memory;
-`predict.cli.main` in this process (the model's loading time, measured
-apart, taken off); and `python -m predict` as a user runs it.
+The same served model three ways: `serve_images` on arrays in memory,
+`predict.cli.main` in this process, and `python -m predict` as a user runs it.
 """
 
 import json

@@ -1,9 +1,7 @@
 """The real-data section: LabelCheck on labels the project did not get wrong itself.
 
-MNIST's test labels that people confirmed wrong (data/mnist_label_errors.py),
-and folders of MNIST and Fashion-MNIST digits and clothes (Fashion-MNIST from
-Debian's dataset-fashion-mnist) with labels planted wrong, each run through the
-whole DAG with default flags.
+MNIST's published label errors (data/mnist_label_errors.py), and MNIST and
+Fashion-MNIST folders with labels planted wrong, through the whole DAG.
 """
 
 import os

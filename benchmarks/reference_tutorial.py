@@ -1,11 +1,8 @@
-"""The common tutorial pipeline for MNIST, reproduced as the baseline: the
-pattern of the many "MNIST to TFRecords" tutorials (the TF 1.x
-`convert_to_records.py` family and its Keras-era descendants).
+"""The common tutorial pipeline for MNIST, reproduced as the baseline.
 
-Written to be fair to it: the arrays are read with numpy (not pixel by
-pixel), the FloatList gets a Python list (not a numpy array, which protobuf
-would convert element by element), and the reading side is the plain
-tutorial code, nothing slowed down.
+The pattern of the "MNIST to TFRecords" tutorials (TF 1.x
+`convert_to_records.py` and its descendants), written to be fair to it:
+docs/development.md, "Benchmarks".
 """
 
 import os

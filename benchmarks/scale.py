@@ -1,10 +1,8 @@
 """The scale section (`--scale`): the whole DAG at each size of
-`python -m data.scaled_mnist` with a fixed Trainer step budget (so CPU
-training does not hide the input), one size again under a memory cap, and
-the streaming input_fn against the bare read at one size.
+`python -m data.scaled_mnist` with a fixed Trainer step budget, one size
+again under a memory cap, and the streaming input_fn against the bare read.
 
-Each row is saved in WORK_DIR/rows/ as it is measured, so that a run given
-the same --work-dir resumes where it stopped.
+Each row is saved in WORK_DIR/rows/ as it is measured, for a resumed run.
 """
 
 import dataclasses

@@ -1,9 +1,8 @@
-"""The time-to-accuracy section: the whole DAG on MNIST (local_runner.py,
-from the command to the pushed model) against a bare Keras script training
-the seeds' CNN to the same test accuracy (bare_keras_mnist.py), seed by
-seed, interleaved, in one benchmark run. Each `--candidate NAME=FLAGS` is
-run too, as a pipeline variant. The checks issue 35 added are priced by
-their own seconds in the default runs."""
+"""The time-to-accuracy section: the whole DAG on MNIST against a bare Keras
+script training the seeds' CNN to the same test accuracy (bare_keras_mnist.py),
+seed by seed, interleaved. Each `--candidate NAME=FLAGS` is run too, as a
+pipeline variant.
+"""
 
 import dataclasses
 import json

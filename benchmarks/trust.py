@@ -1,9 +1,7 @@
 """The trust section: the checks scored on a folder with known faults.
 
-data/planted.py plants train copies in eval, wrong labels in train and eval,
-and sideways phone photos into a shapes folder (data/shapes.py); one run of
-the whole DAG reads it as a new user would (no flags but `--eval-copies
-keep`, so that it goes on past the copies), and what DataChecks, LabelCheck
+One run of the whole DAG on a shapes folder with planted faults
+(data/planted.py), as a new user would run it; what DataChecks, LabelCheck
 and the predict command say is scored against the planted list.
 """
 
