@@ -139,7 +139,8 @@ def collect(connection_config: metadata_store_pb2.ConnectionConfig,
             pipeline_name: str, keep_runs: int, serving_model_dir: str,
             pipeline_root: str) -> Collected:
   """Deletes the large artifacts of `pipeline_name` that neither its newest
-  `keep_runs` runs nor the served model need; see the module's docstring.
+  `keep_runs` runs nor the served model need; see docs/metadata.md,
+  "Keeping the disk from filling".
 
   Call it while holding the output directory's lock, after a run.
   """
