@@ -86,7 +86,9 @@ def close_interrupted(
     pipeline_root: str,
     pipeline_name: str = configs.PIPELINE_NAME,
     shared_store: bool = False) -> List[Interrupted]:
-  """Closes the executions of `pipeline_name` left unfinished; see above.
+  """Closes the executions of `pipeline_name` left unfinished.
+
+  Why and how: docs/troubleshooting.md, "...a run is killed".
 
   Call it only while holding `lock_output_dir`, before the run starts.
 
