@@ -1,9 +1,7 @@
 """Copies cropped or rescaled: each image in a frame of its own, and a check.
 
-The frame is the centre and spread, along each axis, of the image's content
-(its distance from the median). A copy and its original look alike in
-their frames; `differences` then warps one's small grey `detail` onto the
-other's. docs/data-checks.md says why.
+The frame is the centre and spread of the image's content along each axis.
+Why and how: docs/data-checks.md#copies-that-were-cropped-or-rescaled.
 """
 
 import functools

@@ -1,13 +1,7 @@
 """DataChecks: copies within and across splits, and cheap image issues.
 
-It reads every split of ImageExampleGen's Examples, whatever the split
-names, and writes a DataCheckResults artifact. The artifact holds the pairs
-of exact and near copies and the images with issues as CSV files, with the
-counts as custom properties (records/data_checks.py).
-DataChecksDroppingCopies also writes the held-out splits without their
-copies of training images. The ValidationGate stops the run when too many
-held-out images have a copy in train (components/validation_gate.py).
-matching.py says how copies are told from look-alikes.
+The artifact's contents: records/data_checks.py. Why and how:
+docs/data-checks.md.
 """
 
 from tfx import types

@@ -1,12 +1,7 @@
 """DataChecks' executor: signatures in Beam, then matching over them.
 
-Beam computes each shard's signatures (shard_signatures.py), a group of
-shards per element, in as many workers as the pipeline's Beam options give. The
-executor then joins them. The 64-bit hashes, digests, labels and scores are
-held in memory, a few dozen bytes an image. The thumbnails go to a memmap
-in the execution's temporary folder. The executor then matches
-(matching.py), judges the image issues (issues.py) and writes the results
-(records/data_checks.py).
+It joins the shards' signatures (memory and a memmap), matches, judges the
+image issues and writes the results. Why and how: docs/data-checks.md.
 """
 
 import json

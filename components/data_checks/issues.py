@@ -1,14 +1,7 @@
 """Cheap image issues, judged on the scores of signatures.py.
 
-As cleanvision means them:
-  near_blank  almost no pixel spread: the brightest and darkest ends
-              (1st and 99th percentiles) within NEAR_BLANK_SPREAD of 255
-  dark        even the bright end (99th percentile) below DARK_HIGH
-  bright      even the dark end (1st percentile) above BRIGHT_LOW
-  blurry      sharpness (the Laplacian's variance over the pixels') below
-              BLURRY_SHARE of the dataset's median: what is sharp depends
-              on the data (MNIST's strokes are soft at 28x28), so only
-              images far blurrier than their peers count
+near_blank, dark, bright and blurry, as cleanvision means them.
+Why and how: docs/data-checks.md.
 """
 
 from typing import Dict

@@ -1,13 +1,7 @@
 """Pairs of copies among many images, from their compact signatures.
 
-Candidates: images whose 64-bit perceptual hashes share one of BANDS bands,
-each compared with the next WINDOW images of its band's sort order only (a
-hash thousands of images share gives WINDOW candidates each), within
-MAX_HASH_BITS bits. A pair is a copy when its normalised thumbnails differ
-by less than MAX_DIFFERENCE at every pixel. Rescaled copies, across splits:
-the same on the hashes and thumbnails of the images in their frames
-(alignment.py), then the details warped onto each other; photos, also
-against windows of each other (windows.py). docs/data-checks.md says why.
+Candidates by perceptual hash, verified on normalised thumbnails; rescaled
+copies with alignment.py and windows.py. Why and how: docs/data-checks.md.
 """
 
 import dataclasses

@@ -1,11 +1,7 @@
 """Signatures of shards of Examples, written to files in a work folder.
 
-A Beam DoFn gets a group of shards and reads them with tf.data in batches.
-Memory holds one batch of images, and a shard's compact signatures and
-sources. The sources (records/features.py) say which input each record came
-from, and are read in the same parse. The thumbnails go to a file of their
-own, batch by batch, for the executor to join into one memmap. The work
-folder may be on any filesystem TensorFlow knows.
+A Beam DoFn reads a group of shards a batch at a time, so memory holds one
+batch. Why and how: docs/data-checks.md#what-it-costs.
 """
 
 import io

@@ -1,22 +1,7 @@
 """Compact per-image signatures, computed on batches of images at once.
 
-For each image:
-  digest     64 bits of BLAKE2b over its pixels: equal for exact copies
-  phash      a 64-bit perceptual hash: the signs of the 8x8 lowest
-             frequencies of the DCT of a 32x32 grey thumbnail, against
-             their median. Brightening, re-encoding, resizing and mild noise
-             move few of its bits; the DC term alone carries the brightness.
-  ahash      64 bits: the 8x8 area means of the image against their mean,
-             which orders images whose perceptual hashes are equal
-  thumbnail  a THUMB x THUMB grey thumbnail brought to zero mean and unit
-             standard deviation (brightness and contrast do not count),
-             in int8 steps of 1/THUMB_SCALE: what verification compares
-  scores     what the image issues are judged on (issues.py): the spread,
-             low and high percentiles of brightness, and the sharpness
-
-Resizing is two matrix products per image batch (area weights), and the
-DCT one scipy call per batch, so a batch of thousands costs about as much
-as a few images would one by one.
+A pixel digest, perceptual and average hashes, a normalised thumbnail and
+the scores issues.py judges. Why and how: docs/data-checks.md.
 """
 
 import functools

@@ -1,10 +1,6 @@
 """Photos cut to a part of their frame: an image against windows of another.
 
-A photo filled to its edges has no frame (alignment.py), but a crop of it
-still looks, coarsely, like one of a grid of windows of it. The nearest
-windows are searched finely over scales and offsets on the details, and a
-pair is a copy when its colours then differ little. docs/data-checks.md
-says why.
+Why and how: docs/data-checks.md#photos-cut-to-part-of-their-frame.
 """
 
 from typing import Iterator, Tuple
