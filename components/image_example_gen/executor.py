@@ -1,11 +1,7 @@
 """ImageExampleGen's executor: IDX files or image folders to tf.train.Examples.
 
-Built like TFX's file-based ExampleGens, with its own `Do`: it adds splits the
-configs do not name (validation carved from train, earlier_eval) and writes a
-fixed number of shards per split with tfrecord_sink.py, which never holds a
-split in memory as TFX's sink does. Both formats are planned into parts (an
-input, what reads it, each shard's work, its output splits) before Beam
-starts, and every part is written the same way.
+Each input is planned into parts before Beam starts, and every part is
+written the same way (tfrecord_sink.py). Why and how: docs/input-data.md.
 """
 
 import dataclasses

@@ -1,12 +1,6 @@
 """The layouts of image folders, and the split of the one without splits.
 
-  splits:  DATA/train/<class>/<image> and DATA/eval/<class>/<image>
-  splits_with_validation: the same and DATA/validation/<class>/<image>
-  classes: DATA/<class>/<image>, one input split (ALL_SPLIT) cut into train
-           and eval by `output_config`'s hash buckets
-
-With spans, DATA is each span's folder. `partition` hashes each image's path,
-not its record as TFX does, so the split is the same with any geometry.
+Why and how: docs/input-data.md#image-folders---input-format-images.
 """
 
 import bisect

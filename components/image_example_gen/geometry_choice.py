@@ -1,8 +1,6 @@
 """The geometry image folders are converted to, chosen from a sample of headers.
 
-Channels: 3 if any sampled image is in colour, else 1. Size: the images' own
-if they share one, scaled down to fit MAX_SIDE; else a square of MAX_SIDE or
-of the median shorter side, whichever is smaller.
+Why and how: docs/input-data.md#the-geometry-when-no-flag-sets-it.
 """
 
 import collections

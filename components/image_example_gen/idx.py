@@ -1,10 +1,7 @@
 """IDX files (MNIST's format) and their splits as a source of Examples.
 
-An IDX file is a 4-byte magic number (two zero bytes, a type code, the number
-of dimensions), a big-endian uint32 per dimension, then the values in
-row-major order, maybe gzipped. A split's images and labels files are paired
-and its labels checked before Beam starts; the workers read the images
-(`Reader`), shard s an even, contiguous share in file order.
+A split's files are paired and checked before Beam starts; each shard reads
+a contiguous share of them. Why and how: docs/input-data.md.
 """
 
 import contextlib

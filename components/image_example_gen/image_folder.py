@@ -1,9 +1,6 @@
 """Folders of labelled images, <split>/<class_name>/<image>, to Examples.
 
-Labels are indices into the sorted class names. Hidden files and the files
-operating systems leave beside images (`is_os_file`) are left out and listed
-on the Examples artifact, as are the images a `skip_bad_images` run skipped;
-any other file that is not an image stops the run.
+Why and how: docs/input-data.md#image-folders---input-format-images.
 """
 
 import concurrent.futures

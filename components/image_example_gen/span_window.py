@@ -1,9 +1,6 @@
 """A window of spans: the newest N spans present, read into one Examples.
 
-TFX's driver resolves the newest span; the window adds the N-1 newest earlier
-span folders that hold data: folders named like the newest's with another
-number (span-6 and span-12 beside span-7). Their eval goes to
-the earlier_eval split, so a model is judged on today's data.
+Why and how: docs/input-data.md#a-window-of-spans.
 """
 
 import dataclasses

@@ -1,10 +1,7 @@
 """Writing a split: gzipped TFRecord shards, a batch of records at a time.
 
-TFX writes with `beam.io.WriteToTFRecord`, which with a fixed shard count
-groups the split by shard in memory on the DirectRunner (BENCHMARKS.md,
-"TFRecord sinks"). Here each worker reads and writes whole shards
-(`WriteShards`), or Beam's FileBasedSink writes lists of records
-(`WriteSplit`, for TFX's hash split); both gzip with ISA-L at level 1.
+Unlike TFX's sink it never holds a split in memory (BENCHMARKS.md,
+"TFRecord sinks"). Why and how: docs/scaling.md#data-bigger-than-memory.
 """
 
 import itertools
