@@ -1,28 +1,7 @@
 """TFX's Evaluator, with a baseline that may hold no model.
 
-Its accuracy threshold may also come from the data.
-
-The `served` baseline comes from ServedModel (components/served_model.py),
-which always outputs a Model artifact. Before anything is served that
-artifact is empty, and TFX's Evaluator would fail loading it. This executor
-then leaves the baseline out, exactly as TFX's Evaluator runs with no
-baseline. The accuracy threshold is checked, the comparison with a baseline
-is not. TFX's resolver, the `last_blessed` baseline, outputs nothing or a
-blessed model.
-
-With `accuracy_threshold_from_data` the eval_config holds no threshold.
-This executor counts the labels of the evaluated splits and sets the
-threshold components/blessing_rule.py derives from them before TFMA runs.
-They are counted here, not by ExampleGen, since the Evaluator reads those
-splits anyway. So Examples made before this rule (a cached ExampleGen) need
-no new property. Either way the rule is logged once and recorded on the
-ModelBlessing.
-
-The splits evaluated are those of TFX's `example_splits` that the Examples
-hold. With a window of spans (components/image_example_gen/span_window.py)
-`eval` is the newest span's. The earlier spans' eval is judged only when the
-pipeline asks for it (`judged_splits`). One line logs which spans' eval was
-judged, and how many records.
+With nothing served yet only the accuracy threshold is checked, and that
+threshold may come from the data. Why and how: docs/serving.md.
 """
 
 import json

@@ -1,20 +1,7 @@
 """The accuracy a model needs to be blessed, fixed or from the eval split.
 
-A fixed threshold suits a known dataset (MNIST's 0.99). For any other
-folder of images, the threshold comes from the data. The model must be
-clearly better than always guessing the eval split's most common class.
-Clearly means that the Wilson score 95% interval of its accuracy over the
-split's N images lies above that class's share q. The interval's lower
-bound exceeds q exactly when the accuracy exceeds
-q + z * sqrt(q * (1 - q) / N), the interval's defining equation solved at q.
-That is the threshold. It is an ordinary TFMA value threshold, computed once
-before TFMA runs. It is rounded up to 4 decimals, so that the number shown
-is the one checked.
-
-The Evaluator's executor (components/baseline_evaluator.py) applies the
-rule. The ModelBlessing records it (ACCURACY_THRESHOLD_PROPERTY and
-THRESHOLD_REASON_PROPERTY) for the run summary, the inspector and the
-report.
+From the data: clearly above always guessing the most common class.
+Why and how: docs/serving.md#when-a-model-is-pushed.
 """
 
 import dataclasses

@@ -1,9 +1,8 @@
 """TFX's Pusher, copying whole or not at all, and not again what is served.
 
-It copies into a hidden sibling of the version folder and renames that into
-place once complete; it skips the copy when the newest version holds the
-model. docs/serving.md#a-push-is-whole-or-absent says why and what a crash
-leaves."""
+It copies into a hidden sibling and renames it into place once complete.
+Why and how: docs/serving.md#a-push-is-whole-or-absent.
+"""
 
 import os
 import re

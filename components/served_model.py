@@ -1,25 +1,7 @@
 """ServedModel: the model being served, as the Evaluator's baseline.
 
-The baseline a new model must not be worse than is the one a model server
-answers with now, the newest version under the Pusher's destination. This
-component reads that destination itself, not ML Metadata, so it works the
-same on every orchestrator (LocalDagRunner, open-source Kubeflow Pipelines,
-Vertex AI). It copies the served SavedModel into its Model artifact's
-`Format-Serving/`, where TFX's Evaluator looks for a model
-(tfx.utils.path_utils.serving_model_path). So nothing downstream depends on
-the serving directory staying as it was.
-
-When nothing is served yet, the Model artifact holds no SavedModel. The
-Evaluator (components/baseline_evaluator.py) then checks the accuracy
-threshold only. A serving directory that cannot be read fails the run,
-since taking it for "nothing served" would let a worse model be pushed.
-
-It must never be answered from a stale cache. On LocalDagRunner its driver
-puts the served version into the execution properties before the cache is
-looked up (tfx_workarounds.ExecPropertiesDriver says why a driver). The
-cache key changes exactly when what is served changes, and an unchanged
-re-run may still be cached. The Kubeflow runner turns caching off for its
-task instead, since KFP runs no TFX driver.
+It copies the newest version under the Pusher's destination into its Model
+artifact's `Format-Serving/`. Why and how: docs/serving.md#the-baseline.
 """
 
 import os
