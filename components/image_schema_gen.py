@@ -1,22 +1,7 @@
 """ImageSchemaGen: TFX's SchemaGen, plus what TFDV does not infer for images.
 
-TFDV infers types, presence and shapes, but no value domain for int
-features. For this data that would leave the most telling facts unchecked:
-the image geometry (one value per dataset), the label values, and the pixel
-range. This executor runs SchemaGen's inference, then pins, from the same
-statistics:
-  height, width, channels  to the values seen
-  label                    to the range seen
-  pixel_min                to 0 .. the largest seen (darker is always fine)
-  pixel_max                to the smallest seen .. 255 (brighter likewise)
-Checking later data against this schema (`local_runner.py --freeze-schema`)
-then flags another image size, a new label value, or images whose pixels
-were scaled into a narrower range.
-
-It also leaves `source` without a domain (`free_source`). TFDV makes a
-string feature of few values (up to 100) an enum of the values seen. Every
-record's source is its own, so another split or any new image would be an
-anomaly.
+It pins the int features' domains (geometry, labels, pixel range) to the
+values seen and leaves `source` free. Why and how: docs/input-data.md#schema.
 """
 
 import os
@@ -59,7 +44,7 @@ def _observed_range(key: str,
 def pin_image_domains(
     schema: schema_pb2.Schema,
     statistics: Sequence[statistics_pb2.DatasetFeatureStatistics]) -> None:
-  """Sets the int domains described in the module docstring, in place."""
+  """Sets the int domains docs/input-data.md#schema describes, in place."""
   for feature in schema.feature:
     observed = _observed_range(feature.name, statistics)
     if observed is None:
@@ -81,7 +66,7 @@ def pin_image_domains(
 def free_source(schema: schema_pb2.Schema) -> None:
   """Removes any domain TFDV inferred for `source`, in place.
 
-  The module docstring says why. It stays a string present in every record.
+  docs/input-data.md#schema says why. It stays a string present in every record.
   """
   for feature in schema.feature:
     if feature.name == features.SOURCE_KEY and feature.HasField('domain'):

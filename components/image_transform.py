@@ -1,16 +1,7 @@
 """ImageTransform: TFX's Transform, told the images' geometry by the data.
 
-The preprocessing_fn decodes raw image bytes, so it needs their height,
-width and channels before it sees any record. They come from the Examples
-it transforms, never from a flag that could contradict them.
-
-This executor reads them from the Examples artifact, where ImageExampleGen
-records them as custom properties. For Examples without them it reads the
-schema, where ImageSchemaGen and the curated MNIST schema pin each to one
-value. It hands them to the preprocessing_fn in its custom_config, as
-`features.GEOMETRY_PROPERTIES`, with the records' image encoding (raw
-pixels, PNG or JPEG). Being the component's executor, it works the same on
-LocalDagRunner and Kubeflow.
+It hands the preprocessing_fn the geometry and encoding of the Examples (or
+of the schema). Why and how: docs/input-data.md.
 """
 
 from typing import Any, Dict, List, Optional

@@ -1,8 +1,7 @@
 """LabelCheck: per split, the records whose given class a held-out model doubts.
 
 Held-out splits are scored by the Trainer's model, the training split by
-cross-fitting or from the Trainer's run; label_scores.py picks the suspects.
-The eval records the model gets wrong are listed too (docs/label-check.md).
+cross-fitting or from the Trainer's run. Why and how: docs/label-check.md.
 """
 
 import dataclasses

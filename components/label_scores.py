@@ -1,8 +1,7 @@
 """Who is a suspect: the rule LabelCheck applies to a split's class probabilities.
 
-Probabilities are calibrated by a temperature, cleanlab estimates how many
-labels are wrong, and the records the model puts in another class are listed,
-least self-confident first (docs/label-check.md, "Who is a suspect").
+Calibrated by a temperature, counted by cleanlab, least self-confident first.
+Why and how: docs/label-check.md#who-is-a-suspect.
 """
 
 import dataclasses

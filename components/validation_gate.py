@@ -1,18 +1,7 @@
 """ValidationGate stops the DAG when the data checks found a problem.
 
-It stops on anomalies ExampleValidator found, and on copies of training
-images in a held-out split that DataChecks found.
-
-TFX's ExampleValidator records anomalies but succeeds either way, and
-Transform and Trainer do not look at its output. This gate sits between
-them. It reads the anomalies artifact and fails with a readable list of what
-is wrong, so nothing that trains or pushes runs on that data. The anomalies
-artifact itself stays published in ML Metadata for inspection.
-
-Copies of training images in eval make the evaluation look better than the
-model is. Above `max_eval_copy_share` of a held-out split the gate stops,
-unless `eval_copies` is 'keep' or 'drop'. With 'drop', DataChecks hands the
-Evaluator the held-out splits without those copies.
+Anomalies: docs/input-data.md#schema. Copies of training images in a
+held-out split: docs/data-checks.md#what-a-run-does-with-them.
 """
 
 import os
