@@ -1,13 +1,7 @@
 """KeepRuns: --keep-runs K as the last step of a run on Kubeflow Pipelines.
 
-It deletes the large artifacts of all but the newest K runs, as
-components/keep_runs_rule.py says, deciding from the run folders under the
-pipeline root and the serving directory (components/run_folders.py): the
-tasks reach no ML Metadata of TFX's. KFP's own ML Metadata is not edited,
-so its UI still lists the deleted artifacts, whose files are gone.
-
-Its KeptRuns output, in this run's folder, tells which runs were kept and
-what was deleted (kept_runs.json, and custom properties).
+It applies keep_runs_rule.py to the run folders (run_folders.py). Why and
+how: docs/kubeflow.md#keeping-the-bucket-from-filling---keep-runs-k.
 """
 
 import dataclasses

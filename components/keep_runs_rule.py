@@ -1,29 +1,7 @@
 """--keep-runs K's rule: the disk holds the newest K runs' large artifacts.
 
-A pipeline run on a schedule writes new Examples and a new model every run.
-After a run, the large artifacts no longer needed are deleted. Two places
-apply this rule: runners/keep_runs.py after a local run, from ML Metadata,
-and the KeepRuns step on Kubeflow Pipelines, from the run folders
-(components/run_folders.py).
-
-Kept on disk:
-  * the large artifacts the newest K runs of the pipeline wrote, reused from
-    the cache, or read, except an older run's model (its baseline or warm
-    start): that one stays only if it is served, so the disk holds K runs;
-  * the served model's lineage: the PushedModel records of the version a
-    model server loads (the newest under the serving directory), and every
-    artifact upstream of them, i.e. the Model they copy, the blessing and
-    evaluation that let it through, and the Examples, transform graph and
-    schema it was trained and evaluated on. The walk stops at other models
-    (an Evaluator's baseline, a warm start's base model): the served model
-    keeps its own lineage, not that of every model before it;
-  * anything an unfinished run reads;
-  * the small artifacts (statistics, schema, anomalies, evaluations,
-    blessings, data and label checks, training logs): the inspector and the
-    report read them for old runs, and they stay small however large the
-    data grows (BENCHMARKS.md, "Scale": bytes on disk per component).
-The serving directory itself is never touched, nor anything outside the
-pipeline root.
+Applied from ML Metadata (runners/keep_runs.py) or the run folders (KeepRuns).
+Why and how: docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k.
 """
 
 from typing import Callable, Hashable, Iterable, Set, Tuple, TypeVar
@@ -53,8 +31,8 @@ def lineage(pushes: Iterable[Artifact],
   """The served model's lineage: `pushes`, the outputs of every execution
   upstream of them, and those executions' inputs.
 
-  The walk does not go through a model other than the one pushed (see the
-  module's docstring). The graph is given by functions, so that the same
+  The walk does not go through a model other than the one pushed (see
+  docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k). The graph is given by functions, so that the same
   walk runs over ML Metadata's records and over a DAG's channels.
 
   Args:

@@ -1,45 +1,7 @@
 """--keep-runs on Kubeflow Pipelines, decided from the run folders alone.
 
-KFP 2 writes every output of a run under one folder of that run, under
-<pipeline root>/<pipeline name>/ (backend/src/v2/metadata/client.go,
-GetPipeline, and backend/src/v2/driver/driver.go, provisionOutputs):
-
-  KFP 2.1 to 2.3:  <run folder>/<task>/<output>
-  KFP 2.4 on:      <run folder>/<task>/<uuid>/<output>, a new uuid for each
-                   attempt of a task
-
-The run folder is named by the run id, the Argo workflow's uid
-(backend/src/v2/compiler/argocompiler/argo.go, runID): a random UUID, which
-says nothing of which run came first. So runs are ordered by when they
-started: the oldest modification time (the object store's clock on s3://)
-of their large outputs, a file of each, with the run id to break a tie.
-One file an output, not all: on an object store each file's time is a
-request of its own.
-
-The tasks have no ML Metadata of TFX's, so the rule of
-components/keep_runs_rule.py is applied to what the folders show:
-  * large outputs: the tasks' outputs of a large type, named
-    'task/output' by the DAG (pipeline/keep_runs.py reads them off it);
-  * the newest K runs: this run and the K-1 runs that started last before
-    it. A run that failed counts, as locally, and its large outputs go once
-    it is older than those: the next run that reaches this step collects
-    it;
-  * the served model's lineage: the run whose model (the task output the
-    Pusher pushes) holds the files of the served version, byte for byte,
-    keeps the large outputs the DAG's lineage walk reaches from the
-    Pusher. Its copies of other models (the baseline, the warm start) go;
-  * an unfinished run: one that wrote a large output after this run
-    started is still going, or was alongside this one; it is left for a
-    later run. Runs alongside each other are not otherwise seen: KFP's
-    recurring runs with max concurrency 1 (kubeflow/submit.py's default)
-    take one run at a time.
-A folder that holds no large output has nothing to delete and is not
-counted. A run reads no other run's large artifacts, so keeping a run's
-folder keeps what it read: the tasks that write them are never answered
-from KFP's cache (ImageExampleGen, ServedModel and WarmStartModel are never
-cached, kubeflow/open_source_kfp.py, and the others read this run's new
-Examples, so KFP's cache key differs). The serving directory is never
-touched, even inside the pipeline root.
+keep_runs_rule.py's rule, applied to what the folders show (no ML Metadata).
+Why and how: docs/kubeflow.md#keeping-the-bucket-from-filling---keep-runs-k.
 """
 
 import dataclasses

@@ -1,24 +1,7 @@
 """The few things the project needs from TFX that TFX has no public API for.
 
-Each is a fact about how TFX 1.16 works inside, kept here and nowhere else;
-tests/test_tfx_workarounds.py checks each against the real TFX and fails
-loudly when an upgrade changes it.
-
-- `mark_pushed`: the custom properties TFX's Pusher puts on a PushedModel
-  (its executor sets them in a private method). The push-once Pusher
-  (push_once.py) records a model already served the same way, so that
-  everything reading ML Metadata sees an ordinary push.
-- `ExecPropertiesDriver`: exec properties computed when the node is about
-  to run, before the cache is looked up. TFX 1.16 has no per-node cache
-  switch for LocalDagRunner (its compiler sets every node's caching from
-  the pipeline's), and only a driver runs at that point; TFX's own
-  ExampleGen driver is built the same way, on the orchestrator's internal
-  driver interface. ServedModel (served_model.py) uses it.
-- `output_dir`: where LocalDagRunner puts an execution's output artifact.
-  It registers output artifacts in ML Metadata only when the executor has
-  returned, so for an execution killed before that the store names no
-  directory; runners/interrupted_runs.py removes what such an execution
-  wrote from this path.
+Each is a fact about TFX 1.16's internals, kept here and nowhere else;
+tests/test_tfx_workarounds.py fails loudly when an upgrade changes one.
 """
 
 import abc
