@@ -1,8 +1,7 @@
 """CSV a person opens in a spreadsheet: no cell it would run as a formula.
 
-Every CSV the project writes goes through `writer` or `DictWriter`, and the
-project reads its own back through `dict_rows`, which returns the values
-written. Why and which cells: docs/review-lists.md.
+Every CSV the project writes, and reads back, goes through this module.
+Why and which cells: docs/review-lists.md.
 """
 
 import csv

@@ -1,27 +1,7 @@
 """What DataChecks leaves in its artifact, and reading it back.
 
-Files in the artifact's folder:
-  copies.csv        every pair of copies, one a line (PAIR_COLUMNS)
-  image_issues.csv  every image with an issue, one issue a line
-                    (ISSUE_COLUMNS)
-
-A record is named by its source, the input it came from (the `source`
-feature, records/features.py): the image's path relative to the input
-folder, "eval/roses/IMG_0412.jpg", or "<IDX images file>:<index>". Its
-place in the Examples, its shard file (within Split-<split>/) and its index
-in that file, "data_tfrecord-00003-of-00016.gz:41", is there too: what
-reading the record back needs.
-
-Custom properties of the artifact (visible in ML Metadata):
-  images            {split: records}
-  copies            {"a-b": pairs of copies between splits a and b}, for
-                    every pair of splits, a-a within split a
-  copies_A_B        the same counts, one int property each
-  held_out_copies   {split: {"images": n, "share": s}} for each split other
-                    than train: its images with a copy in train, and their
-                    share of the split
-  image_issues      {split: {issue: images}}
-  labels            {split: {label: records}}, every record counted
+copies.csv, image_issues.csv and the counts as custom properties. What each
+holds: docs/data-checks.md#what-a-run-does-with-them.
 """
 
 import json

@@ -1,12 +1,7 @@
 """Reading the record format in TensorFlow.
 
-It turns `image` bytes (raw pixels, or a PNG or JPEG file of them) or uint8
-image tensors into pixels checked against the configured geometry.
-
-The Transform graph decodes records with this, and the `serve_images`
-signature checks its uint8 images with it, so training, evaluation and both
-serving signatures accept the same geometry and say the same when a request
-has another.
+It checks `image` bytes or uint8 tensors against the configured geometry,
+alike for training, evaluation and serving. The format: docs/input-data.md.
 """
 
 from typing import Dict, List

@@ -1,9 +1,7 @@
 """The file of training-run class probabilities the Trainer leaves LabelCheck.
 
-The Trainer (modules/epoch_probabilities.py) averages the class
-probabilities of a sample of training records over its epochs and writes
-them beside its logs (the ModelRun artifact); LabelCheck
-(components/label_check.py) ranks the training split's suspects from them.
+Written by modules/epoch_probabilities.py, read by components/label_check.py.
+Why and how: docs/label-check.md#the-method-and-why.
 """
 
 import dataclasses

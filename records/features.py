@@ -1,32 +1,7 @@
 """The one place that defines the Examples format and image geometry.
 
-ExampleGen writes these features, StatisticsGen/SchemaGen describe them, the
-Transform and Trainer modules read them and the tests build them: everyone
-imports the keys from here so that nobody spells a feature name twice.
-
-Format of every record (a `tf.train.Example`):
-  image     bytes  the pixels: raw uint8, row-major height x width x
-                   channels (encoding 'raw', the default), or a PNG or JPEG
-                   file of them (ExampleGen's image_encoding 'png', 'jpeg')
-  height    int64  image height in pixels
-  width     int64  image width in pixels
-  channels  int64  1 (grey) or 3 (RGB)
-  label     int64  class index into the class names of the Examples artifact
-  pixel_min int64  darkest pixel value of the image (0..255)
-  pixel_max int64  brightest pixel value of the image (0..255)
-  source    bytes  which input the record came from, UTF-8: an image
-                   file's path relative to the input base
-                   (`train/roses/IMG_0412.jpg`, the span folder in front
-                   with spans), or `<images file>:<index>` for IDX
-                   files (`train-images-idx3-ubyte.gz:12345`, 0-based;
-                   the span folder in front with spans)
-
-pixel_min and pixel_max are there for data validation only: the raw `image`
-bytes give TFDV no pixel statistics, so without them a drop of images scaled
-to 0..127 would look like any other. `source` is there for the data checks
-that list records a person should look at (copies across splits, doubtful
-labels). The model never reads these three (DATA_CHECK_KEYS) and serving
-requests may leave them out.
+Everyone imports the feature keys from here, so none is spelled twice.
+The format: docs/input-data.md#the-examples-format.
 """
 
 import dataclasses

@@ -1,11 +1,7 @@
 """Image files as ImageExampleGen converts them for training, with Pillow.
 
-Each image is turned upright by its EXIF orientation, in grey or RGB.
-
-ImageExampleGen (components/image_example_gen/image_folder.py) converts
-every image of a folder with `convert`; the predict command converts the
-WebP and TIFF files TensorFlow cannot decode with it too, so that they reach
-the model as the training images did.
+ImageExampleGen and the predict command both convert with `convert`.
+Why and how: docs/input-data.md#image-folders---input-format-images.
 """
 
 import numpy as np

@@ -1,13 +1,7 @@
 """A stable sample of a split's records, chosen by a hash of their bytes.
 
-Each record falls in one of BUCKETS buckets by a hash of its serialized
-bytes. The same record falls in the same bucket in every run. A sample of
-about N of a split's R records is the records of the lowest N/R share of
-the buckets: a filter on each record, so the split streams and is never
-held in memory. LabelCheck's checks of the training split (the Trainer's
-run, modules/epoch_probabilities.py, or cross-fitting, modules/cross_fit.py)
-and of the validation split (components/label_check.py) take their sample
-so.
+A filter on each record, so the split streams. Why and how:
+docs/label-check.md#the-method-and-why.
 """
 
 import math

@@ -1,8 +1,7 @@
 """Which folders of a serving directory are served versions.
 
 The Pusher, ServedModel, --keep-runs and the predict tool all ask this
-module, so none of them takes a half-pushed copy for a served model
-(docs/serving.md#a-push-is-whole-or-absent says why).
+module. Why and how: docs/serving.md#a-push-is-whole-or-absent.
 """
 
 import re

@@ -1,8 +1,7 @@
 """Reading back which input each record came from (the `source` feature).
 
-The data checks find records by their pixels or predictions and name them by
-their source. A person then gets a list to act on, such as "eval/roses/
-IMG_0412.jpg is a copy of train/roses/IMG_0077.jpg".
+The data checks name the records they list by it. Why and how:
+docs/input-data.md#the-examples-format.
 """
 
 import os
