@@ -1,21 +1,6 @@
 """Predict the classes of image files with a served model.
 
-  image-pipeline-predict outputs/ photos/ -o predictions.csv
-  python -m predict outputs/serving_model/3 'scans/**/*.png' -o out.jsonl
-
-MODEL is a pushed model version (OUT/serving_model/<version>/), a folder of
-versions (its newest), or a pipeline's output directory (its newest pushed
-version). IMAGES are files, folders or globs. Folders are searched
-recursively for the formats of image folders (PNG, JPEG, GIF, BMP, WebP,
-TIFF). Files go to the model's `serve_image_bytes` signature in batches, so
-memory stays bounded whatever their number. WebP and TIFF files, which
-TensorFlow does not decode, are first converted as ImageExampleGen converts
-them (predict/inputs.py).
-
-One row per file, in order, to --output or stdout (predict/output.py says
-the columns). A file that cannot be read or decoded gets a row with its
-error, and the run goes on; the summary on stderr counts and lists them.
-Exit status 1 if the model is missing or no file could be predicted, else 0.
+Why and how: docs/serving.md#batch-predictions-image-pipeline-predict.
 """
 
 import argparse

@@ -1,17 +1,7 @@
 """The images to predict, read in batches.
 
-Paths come from files, folders and globs as a generator, so nothing is
-listed or loaded ahead. A folder is searched recursively for
-IMAGE_EXTENSIONS (any case), leaving out hidden files and folders. A file
-named on the command line is tried whatever its name. A glob is expanded
-lazily (`**` spans folders).
-
-The formats of image folders are those ImageExampleGen reads. PNG, JPEG,
-GIF and BMP files go to the model as they are; serve_image_bytes decodes
-them, EXIF orientation included. WebP and TIFF files, which TensorFlow does
-not decode, are converted here as ImageExampleGen converts them
-(records/image_conversion.py). They are sent as lossless PNG files, which
-the model then sizes as any other file.
+Paths stream from files, folders and globs; WebP and TIFF files are converted
+as ImageExampleGen converts them. Why and how: docs/serving.md.
 """
 
 import dataclasses

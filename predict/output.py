@@ -1,11 +1,6 @@
 """Prediction rows as CSV or JSON Lines, written as they come.
 
-A row holds the path, the most likely class and its probability, the next
-classes of the top k with theirs, and `error`. The error is empty, or says
-why the file could not be predicted; then the class columns are empty.
-  CSV:        path,class,probability,class_2,probability_2,...,error
-  JSON Lines: {"path", "class", "probability", "top_k": [{"class",
-              "probability"}, ...], "error"}
+The columns: docs/serving.md#batch-predictions-image-pipeline-predict.
 """
 
 import json
