@@ -1,4 +1,22 @@
-"""Spans of shape images whose class balance and style drift slowly, as a
+"""Spans of shape images whose class balance and style drift slowly.
+
+The command's help is _HELP. Why and how:
+docs/input-data.md#spans-that-drift.
+"""
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+from PIL import Image
+
+from data import shapes
+
+# The command's --help text.
+_HELP = """Spans of shape images whose class balance and style drift slowly, as a
 pipeline run on a schedule would see them arrive.
 
   python -m data.drifting_spans OUT --spans 6 --per-span 600 --size 64
@@ -15,17 +33,6 @@ From the first span to the last, linearly in the span's place:
 `--drift` scales both (0: every span alike). What each span holds and its
 style is in OUT/spans.json. The same arguments write the same bytes.
 """
-
-import argparse
-import json
-import os
-import sys
-from typing import Any, Dict, List, Optional, Sequence
-
-import numpy as np
-from PIL import Image
-
-from data import shapes
 
 MANIFEST = 'spans.json'
 SPAN_DIR = 'span-{SPAN}'
@@ -126,7 +133,7 @@ def write(out: str, spans: int, per_span: int, eval_per_span: int,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
-      prog='python -m data.drifting_spans', description=__doc__,
+      prog='python -m data.drifting_spans', description=_HELP,
       formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('out', metavar='OUT',
                       help='Folder for span-1/, span-2/, ... and spans.json.')

@@ -1,8 +1,7 @@
 """Downloading MNIST, with checksum verification.
 
-The four gzip IDX files are fetched from the first mirror that answers, each
-checked against its published SHA-256 before it is moved into place, so a
-partial or tampered download never lands where the pipeline reads.
+Each gzip IDX file is checked against its published SHA-256 before it is
+moved into place, so the pipeline never reads a partial or tampered one.
 """
 
 import hashlib

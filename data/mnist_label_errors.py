@@ -1,9 +1,7 @@
 """MNIST's test labels that people confirmed wrong, as published.
 
-Northcutt, Athalye and Mueller ("Pervasive Label Errors in Test Sets
-Destabilize Machine Learning Benchmarks", NeurIPS 2021) had five Mechanical
-Turk workers judge each test image confident learning doubted; the list is in
-cleanlab/label-errors. Downloaded with its SHA-256 checked.
+The list of cleanlab/label-errors (Northcutt, Athalye and Mueller, NeurIPS
+2021), downloaded with its SHA-256 checked.
 """
 
 import json

@@ -1,4 +1,28 @@
-"""MNIST made N times larger, in the spirit of infiMNIST / MNIST8M (Loosli,
+"""MNIST made N times larger, every copy under small random deformations.
+
+The command's help is _HELP. Why and how:
+docs/input-data.md#datasets-to-try.
+"""
+
+import argparse
+import collections
+import os
+import shutil
+import struct
+import sys
+from typing import Iterator, Optional, Sequence, Tuple
+
+from isal import igzip_threaded
+import numpy as np
+from PIL import Image
+import tensorflow as tf
+import tqdm
+
+from components.image_example_gen import idx
+from data import mnist
+
+# The command's --help text.
+_HELP = """MNIST made N times larger, in the spirit of infiMNIST / MNIST8M (Loosli,
 Canu & Bottou, 2007): every copy of the training set is the original
 images under small random deformations.
 
@@ -26,23 +50,6 @@ deformed (one TensorFlow op per block, on every core) and written in order
 through one gzip stream (ISA-L, level 1, in a thread of its own), so memory
 holds the originals and a block or two.
 """
-
-import argparse
-import collections
-import os
-import shutil
-import struct
-import sys
-from typing import Iterator, Optional, Sequence, Tuple
-
-from isal import igzip_threaded
-import numpy as np
-from PIL import Image
-import tensorflow as tf
-import tqdm
-
-from components.image_example_gen import idx
-from data import mnist
 
 # Where data/mnist.py's downloads go: the same directory as
 # pipeline/configs.py's MNIST_DIR (data/ may not import pipeline/; a test
@@ -203,7 +210,7 @@ def _save_png(out: str, split: str, label: int, number: int,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
-      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+      description=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--copies', type=int, required=True,
                       help='Copies of the training set (N x 60,000 images).')
   parser.add_argument('--out', required=True, help='Dataset directory.')
