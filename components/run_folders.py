@@ -164,8 +164,8 @@ def _holds_served_model(run: RunFolder, model_output: str,
 def plan(pipeline_dir: str, current_run: str, keep_runs: int,
          large_outputs: Sequence[str], lineage_outputs: Sequence[str],
          model_output: str, serving_model_dir: str) -> Plan:
-  """What `collect` deletes, without deleting anything; see the module's
-  docstring.
+  """What `collect` deletes, without deleting anything; see
+  docs/kubeflow.md#keeping-the-bucket-from-filling---keep-runs-k.
 
   Args:
     pipeline_dir: the folder of the pipeline's run folders.
