@@ -33,11 +33,6 @@ from modules import transform
 from modules import tuning
 from modules import warm_start
 from modules.serving_model import export_serving_model
-# Re-exported: pipeline/pipeline.py, inspector/ and tests read them here.
-from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=unused-import
-                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
-                                PROBABILITIES, SERVING_SIGNATURE,
-                                TRAINING_PLAN_FILE)
 from modules.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                   check_files_per_worker, read_data,
                                   split_files_for, validation_split)
@@ -85,8 +80,9 @@ def run_fn(fn_args: FnArgs) -> None:
   device_plan = devices.plan(devices.visible_gpus(), config.batch_size,
                              config.mixed_precision,
                              task.workers if task else 1)
-  outputs = outputs_for(fn_args, task)
-  log_plan(config, task, data, plan, device_plan, outputs, scratch_why)
+  run = Run(fn_args, config, data, plan, device_plan, task,
+            outputs_for(fn_args, task))
+  log_plan(run, scratch_why)
   seed_and_precision(config, device_plan)
   strategy = strategy or devices.make_strategy(device_plan)
   clock.lap('reading and planning')
@@ -94,35 +90,33 @@ def run_fn(fn_args: FnArgs) -> None:
     model, backbone = build_model(config, plan, data)
     if start.warm:
       start.apply(model)
-  datasets = make_datasets(fn_args, data, device_plan.global_batch_size,
-                           plan.epochs, task, ordered=config.seed is not None)
+  datasets = make_datasets(run)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
-            callbacks(fn_args, config, plan, data, device_plan, outputs,
-                      task, datasets.epoch_steps *
+            callbacks(run, datasets.epoch_steps *
                       device_plan.global_batch_size, start.warm))
   clock.lap('model and input')
-  trained = train_model(fit, backbone, config, plan, data.validation_plan)
+  trained = train_model(run, fit, backbone)
   scoring = fit.scored.seconds if fit.scored else 0.0
   clock.lap('training outside its epochs', less=fit.epoch_seconds + scoring)
   clock.add("LabelCheck's predictions", scoring)
-  model = float32_for_serving(model, config, plan, data, device_plan, task)
+  model = float32_for_serving(run, model)
   clock.lap('float32 copy')
   export_serving_model(
       model, data.transform_output, data.geometry, data.class_names,
-      outputs.serving_model_dir, data.sample_record,
-      training_record(fn_args, plan, data, device_plan, model, trained))
+      run.outputs.serving_model_dir, data.sample_record,
+      training_record(run, model, trained))
   clock.lap('SavedModel export')
   if task:
     # No worker returns before the chief's model is written: on Vertex AI
     # each worker's TFX executor checks that the serving model exists.
     _barrier(strategy)
-  if outputs.chief:  # After the barrier: the chief alone converts.
+  if run.outputs.chief:  # After the barrier: the chief alone converts.
     tflite_export.export(model, data.geometry, data.transform_output,
                          data.sample_record, data.class_names,
-                         outputs.serving_model_dir,
+                         run.outputs.serving_model_dir,
                          split_files_for(fn_args.train_files, splits.EVAL))
     clock.lap('TensorFlow Lite')
-  outputs.remove_temporary()
+  run.outputs.remove_temporary()
   clock.log()
 
 
@@ -150,28 +144,25 @@ class PhaseClock:
                  sum(self.seconds.values()))
 
 
-def train_model(fit: 'Fit', backbone: Optional[keras.Model],
-                config: TrainingConfig, plan: training_plan.TrainingPlan,
-                validation_plan: Optional[input_pipeline.InputPlan]
+def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
                 ) -> Dict[str, Any]:
   """The training step: trains the model for the plan's epochs.
 
   With a pretrained backbone, in two phases: the head, then fine-tuning
-  (modules/fine_tune.py); early stopping watches each, and the last one's
-  best weights are kept.
+  (modules/fine_tune.py); early stopping watches each (on the validation
+  split, if any), and the last one's best weights are kept.
 
   Args:
+    run: The run's settings, data and plan.
     fit: Trains the model over a range of epochs at a learning rate.
     backbone: The model's pretrained backbone, or None.
-    config: The run's settings.
-    plan: The run's plan: the epochs and the learning rate's factor.
-    validation_plan: The validation split's input plan; None: no
-      validation split, nothing is chosen on one.
 
   Returns:
     What training did, for training_plan.json: the peak learning rate, the
     early-stopping outcome and, with a backbone, its phases.
   """
+  config, plan = run.config, run.plan
+  validation_plan = run.data.validation_plan
   learning_rate = config.learning_rate * plan.learning_rate_factor
   if backbone is None:
     fit(plan.epochs, 0, learning_rate)
@@ -286,6 +277,18 @@ class Outputs:
       shutil.rmtree(self.serving_model_dir)
 
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One worker's run once planned: what every step of run_fn reads."""
+  fn_args: FnArgs
+  config: TrainingConfig  # With --tune's winner and the network chosen.
+  data: TrainerData
+  plan: training_plan.TrainingPlan
+  device_plan: devices.DevicePlan
+  task: Optional[cluster.Task]  # None: not one worker of several.
+  outputs: Outputs
+
+
 def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
   """The chief's outputs are the Trainer's; another worker's temporary."""
   if task is None or task.is_chief:
@@ -294,13 +297,12 @@ def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
                  tempfile.mkdtemp(prefix='trainer-worker-'))
 
 
-def log_plan(config: TrainingConfig, task: Optional[cluster.Task],
-             data: TrainerData, plan: training_plan.TrainingPlan,
-             device_plan: devices.DevicePlan, outputs: Outputs,
-             scratch_why: str = '') -> None:
+def log_plan(run: Run, scratch_why: str = '') -> None:
   """Logs the plan; the chief also writes the device plan beside the logs
   and shows the plan on the console, with `scratch_why` (why colour photos
   train from scratch) if any."""
+  config, task, data, plan = run.config, run.task, run.data, run.plan
+  device_plan, outputs = run.device_plan, run.outputs
   logging.info('Trainer%s: %s; %d classes %s; images %s; %s.',
                f' ({task.describe()})' if task else '',
                device_plan.describe(), len(data.class_names),
@@ -354,18 +356,19 @@ class Datasets:
   validation_steps: Optional[int]
 
 
-def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
-                  epochs: int, task: Optional[cluster.Task],
-                  ordered: bool) -> Datasets:
+def make_datasets(run: Run) -> Datasets:
   """The training and validation batches, each worker reading its own
-  files of each split; `ordered`: in a fixed order (a seeded run)."""
+  files of each split, in a fixed order in a seeded run."""
+  fn_args, data, task = run.fn_args, run.data, run.task
+  batch_size, epochs = run.device_plan.global_batch_size, run.plan.epochs
   # With TrainArgs(num_steps) the run is that many steps, spread over the
   # planned epochs; without it, each epoch is one pass over the data.
   steps_per_epoch = (math.ceil(fn_args.train_steps / epochs)
                      if fn_args.train_steps else None)
   train = input_pipeline.make_planned_dataset(
       fn_args.train_files, data.transform_output, batch_size,
-      data.train_plan, repeat=bool(steps_per_epoch), ordered=ordered)
+      data.train_plan, repeat=bool(steps_per_epoch),
+      ordered=run.config.seed is not None)
   validation = input_pipeline.make_planned_dataset(
       fn_args.eval_files, data.transform_output, batch_size,
       data.validation_plan) if data.validation_plan else None
@@ -380,24 +383,22 @@ def make_datasets(fn_args: FnArgs, data: TrainerData, batch_size: int,
       fn_args.eval_steps if data.validation else None)
 
 
-def callbacks(fn_args: FnArgs, config: TrainingConfig,
-              plan: training_plan.TrainingPlan, data: TrainerData,
-              device_plan: devices.DevicePlan, outputs: Outputs,
-              task: Optional[cluster.Task], examples_per_epoch: int,
+def callbacks(run: Run, examples_per_epoch: int,
               warm: bool) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities."""
+  config, plan, data, outputs = run.config, run.plan, run.data, run.outputs
   # Nothing to choose the epoch on without a validation split.
   stopper = (early_stopping.callback(config.budget, plan.epochs)
              if data.validation else None)
-  scored = epoch_scores(fn_args, data.train_plan.size.records,
-                        data.transform_output, outputs.model_run_dir, task,
-                        plan.epochs, examples_per_epoch, warm)
+  scored = epoch_scores(run.fn_args, data.train_plan.size.records,
+                        data.transform_output, outputs.model_run_dir,
+                        run.task, plan.epochs, examples_per_epoch, warm)
   return [
       keras.callbacks.TensorBoard(log_dir=outputs.model_run_dir,
                                   update_freq='epoch'),
       # Instead of Keras's own output (verbose=0): see progress.py.
-      progress.EpochProgress(device_plan.global_batch_size,
+      progress.EpochProgress(run.device_plan.global_batch_size,
                              epochs=plan.epochs),
       *([stopper] if stopper else []),
       *([scored] if scored else []),
@@ -438,10 +439,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
       tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 
 
-def float32_for_serving(model: keras.Model, config: TrainingConfig,
-                        plan: training_plan.TrainingPlan, data: TrainerData,
-                        device_plan: devices.DevicePlan,
-                        task: Optional[cluster.Task]) -> keras.Model:
+def float32_for_serving(run: Run, model: keras.Model) -> keras.Model:
   """The trained model in float32, outside any strategy, for serving."""
   # Served in float32 whatever it trained in: a bfloat16 graph would run
   # emulated, slowly, on a CPU without bfloat16 arithmetic. On several
@@ -449,9 +447,9 @@ def float32_for_serving(model: keras.Model, config: TrainingConfig,
   # check runs the model after the others have left, and a distributed
   # model's batch normalisation would wait for them.
   keras.mixed_precision.set_global_policy('float32')
-  if device_plan.precision == 'float32' and not task:
+  if run.device_plan.precision == 'float32' and not run.task:
     return model
-  return float32_copy(model, build_model(config, plan, data)[0])
+  return float32_copy(model, build_model(run.config, run.plan, run.data)[0])
 
 
 def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
@@ -464,15 +462,14 @@ def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
   return copy
 
 
-def training_record(fn_args: FnArgs, plan: training_plan.TrainingPlan,
-                    data: TrainerData, device_plan: devices.DevicePlan,
-                    model: keras.Model,
+def training_record(run: Run, model: keras.Model,
                     trained: Dict[str, Any]) -> Dict[str, Any]:
   """What was trained and why: the serving model's training_plan.json."""
+  plan, data, device_plan = run.plan, run.data, run.device_plan
   return {**plan.to_dict(), 'parameters': model.count_params(),
           'geometry': str(data.geometry),
           'start': 'warm' if plan.warm else 'cold',
-          'tuned': tuning.tuned_values(fn_args.hyperparameters),
+          'tuned': tuning.tuned_values(run.fn_args.hyperparameters),
           'batch_size': device_plan.global_batch_size,
           'workers': device_plan.workers,
           VALIDATION_SPLIT_KEY: data.validation,

@@ -25,8 +25,8 @@ from components.image_transform import ImageTransform
 from components.label_check import LabelCheck
 from components.label_check import auto_cross_fit_records
 from components.served_model import ServedModel
+from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from modules.trainer import PROBABILITIES, SERVING_SIGNATURE
 from pipeline import configs
 from pipeline import validation
 from pipeline import warm_start

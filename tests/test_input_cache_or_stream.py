@@ -15,6 +15,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
+from modules import signatures
 from modules import trainer
 from modules.training_config import Budget, InputConfig, TrainingConfig
 from records import features
@@ -180,7 +181,7 @@ def test_the_trainer_logs_and_records_its_choice(data, tmp_path, caplog):
   assert lines[1].startswith(f'Trainer input: eval: streamed from disk: '
                              f'{EVAL} records')
   with open(tmp_path / 'serving' / 'assets.extra' /
-            trainer.TRAINING_PLAN_FILE) as f:
+            signatures.TRAINING_PLAN_FILE) as f:
     recorded = json.load(f)['input']
   assert recorded['train']['read'] == 'cache'
   assert recorded['eval']['read'] == 'stream'

@@ -21,6 +21,7 @@ from kubeflow import vertex_training
 from modules import cluster
 from modules import devices
 from modules import local_workers
+from modules import signatures
 from modules import trainer
 from modules.training_config import Budget, TrainingConfig
 from pipeline import configs
@@ -79,8 +80,8 @@ def _accuracy(model_dir, examples_uri) -> float:
   images = np.stack([r['image'] for r in records])
   labels = np.array([r['label'] for r in records])
   model = tf.saved_model.load(model_dir)
-  classes = model.signatures[trainer.IMAGES_SIGNATURE](
-      images=tf.constant(images))[trainer.CLASSES].numpy()
+  classes = model.signatures[signatures.IMAGES_SIGNATURE](
+      images=tf.constant(images))[signatures.CLASSES].numpy()
   return float(np.mean(classes == labels))
 
 
