@@ -187,13 +187,13 @@ def _schema_path(args, schema: Optional[str],
 
 def _keep_runs(args, dag) -> bool:
   """--keep-runs: the large artifacts of older runs deleted, after a run
-  whether it succeeded or not (runners/keep_runs.py). False: nothing was
+  whether it succeeded or not (runners/keep_runs_local.py). False: nothing was
   deleted, since what is served could not be read."""
   keep_runs = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
   if keep_runs is None:
     return True
   from components import push_once
-  from runners import keep_runs as keep_runs_lib
+  from runners import keep_runs_local as keep_runs_lib
   output_dir = os.path.abspath(args.output_dir)
   try:
     collected = keep_runs_lib.collect(

@@ -59,10 +59,10 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from modules import tflite_export  # pylint: disable=g-import-not-at-top
   from predict import cli  # pylint: disable=g-import-not-at-top
-  from predict import served_model  # pylint: disable=g-import-not-at-top
+  from predict import model_loading  # pylint: disable=g-import-not-at-top
   if not ctx.args.model:
     raise SystemExit('error: --section predict-speed needs --model')
-  model_path = served_model.locate(ctx.args.model)
+  model_path = model_loading.locate(ctx.args.model)
   images, _ = harness.load_split(ctx.data_dir, harness.SPLIT_PREFIXES['eval'])
   images = images[:ctx.args.images]
   batch, repeats = cli.BATCH_SIZE, ctx.repetitions
@@ -88,7 +88,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
 
     in_process()  # Warm: the first load reads the files from disk.
     process_s, by_files = _median_s(in_process, repeats)
-    load_s, _ = _median_s(lambda: served_model.Model(model_path), repeats)
+    load_s, _ = _median_s(lambda: model_loading.Model(model_path), repeats)
 
     def command():
       subprocess.run([sys.executable, '-m', 'predict', *flags], check=True,

@@ -45,12 +45,12 @@ def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
   or, for a run with only some of them, '4 (Model)'."""
   from inspector import queries  # pylint: disable=g-import-not-at-top
   from inspector import store  # pylint: disable=g-import-not-at-top
-  from runners import keep_runs  # pylint: disable=g-import-not-at-top
+  from runners import keep_runs_local  # pylint: disable=g-import-not-at-top
   path = store.sqlite_path(output_dir=output_dir)
   md = queries.Metadata(store.open_store(path), path)
   found = {}
   for run in md.runs():
-    mine = [a for a in md.run_artifacts(run) if a.type in keep_runs.LARGE_TYPES
+    mine = [a for a in md.run_artifacts(run) if a.type in keep_runs_local.LARGE_TYPES
             and getattr(md.producer(a.id), 'run', None) == run.name]
     kept = sorted({a.type for a in mine if os.path.exists(a.uri)})
     if kept:

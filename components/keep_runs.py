@@ -24,7 +24,7 @@ NODE_ID = 'KeepRuns'
 KEEP_RUNS_KEY = 'keep_runs'
 SERVING_MODEL_DIR_KEY = 'serving_model_dir'
 PIPELINE_NAME_KEY = 'pipeline_name'
-# JSON lists of 'task/output' (pipeline/keep_runs.py reads them off the DAG).
+# JSON lists of 'task/output' (pipeline/stages.py, keep_runs, reads them off the DAG).
 LARGE_OUTPUTS_KEY = 'large_outputs'
 LINEAGE_OUTPUTS_KEY = 'lineage_outputs'
 MODEL_OUTPUT_KEY = 'model_output'  # 'task/output' the Pusher pushes.
@@ -96,7 +96,7 @@ class KeepRuns(base_component.BaseComponent):
   def __init__(self, keep_runs: int, serving_model_dir: str,
                pipeline_name: str, large_outputs: List[str],
                lineage_outputs: List[str], model_output: str):
-    """Builds the step; pipeline/keep_runs.py reads its outputs off the DAG.
+    """Builds the step; pipeline/stages.py reads its outputs off the DAG.
 
     Args:
       keep_runs: how many of the newest runs keep their large artifacts.

@@ -110,8 +110,8 @@ def _confusion(md: queries.Metadata, args) -> Any:
 
 
 def _tuning(md: queries.Metadata, args) -> Any:
-  from inspector import tuning  # pylint: disable=g-import-not-at-top
-  return tuning.trials(md, md.run(args.run))
+  from inspector import trials  # pylint: disable=g-import-not-at-top
+  return trials.trials(md, md.run(args.run))
 
 
 def _duplicates(md: queries.Metadata, args) -> Any:

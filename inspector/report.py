@@ -242,7 +242,7 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
   from inspector import training  # pylint: disable=g-import-not-at-top
-  from inspector import tuning  # pylint: disable=g-import-not-at-top
+  from inspector import trials  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Trainer', md)
   if not_run:
     return not_run
@@ -263,8 +263,8 @@ def training_section(md: queries.Metadata, run: queries.Run
       'device_plan': _attempt('the device plan', training.device_plan,
                               model_run),
       'splits': _attempt('the splits', training.splits, model),
-      'tuning': (_attempt('the tuning trials', tuning.trials, md, run)
-                 if tuning.ran_tuner(run) else None),
+      'tuning': (_attempt('the tuning trials', trials.trials, md, run)
+                 if trials.ran_tuner(run) else None),
   }
 
 

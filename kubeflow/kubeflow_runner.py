@@ -51,7 +51,7 @@ and only this:
   * --target kubeflow: the Evaluator's baseline is the served model
     (ServedModel; KFP runs no resolver), see pipeline/pipeline.py;
   * --keep-runs K (--target kubeflow): a KeepRuns step ends the DAG and
-    deletes the large artifacts of older runs (pipeline/keep_runs.py), where
+    deletes the large artifacts of older runs (pipeline/stages.py, keep_runs), where
     local_runner.py collects after the run;
   * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
     containers of --image (kubeflow/Dockerfile).
@@ -166,7 +166,7 @@ def make_parser() -> argparse.ArgumentParser:
       '--allow-local-paths', action='store_true',
       help='Accept local paths for --pipeline-root, --data-dir and '
       '--serving-model-dir (tests; a cluster whose pods share a volume).')
-  # --target kubeflow: a last step of the DAG (pipeline/keep_runs.py).
+  # --target kubeflow: a last step of the DAG (pipeline/stages.py, keep_runs).
   flags.add_runner_flags(kubeflow, knobs_lib.DiskConfig)
   flags.add_flags(
       parser, data_dir_default=None, data_dir_help=(

@@ -21,7 +21,7 @@ from modules import backbones
 from modules import cluster
 from modules import devices
 from modules import early_stopping
-from modules import epoch_probabilities
+from modules import epoch_scoring
 from modules import fine_tune
 from modules import input_pipeline
 from modules import local_workers
@@ -40,7 +40,7 @@ from modules.training_config import TrainingConfig
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
-# the epochs for LabelCheck (modules/epoch_probabilities.py); absent or 0: none.
+# the epochs for LabelCheck (modules/epoch_scoring.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # custom_config: LabelCheck may cross-fit a training split of at most this
 # many records itself (components/label_check.py); a warm start keeps no
@@ -199,10 +199,10 @@ class Fit:
                 if isinstance(c, progress.EpochProgress))
 
   @property
-  def scored(self) -> Optional[epoch_probabilities.EpochProbabilities]:
+  def scored(self) -> Optional[epoch_scoring.EpochProbabilities]:
     """LabelCheck's training-run probabilities callback, None without one."""
     return next((c for c in self.callbacks
-                 if isinstance(c, epoch_probabilities.EpochProbabilities)),
+                 if isinstance(c, epoch_scoring.EpochProbabilities)),
                 None)
 
   @property
@@ -409,7 +409,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
                  model_run_dir: str, task: Optional[cluster.Task],
                  planned_epochs: int, examples_per_epoch: int, warm: bool
-                 ) -> Optional[epoch_probabilities.EpochProbabilities]:
+                 ) -> Optional[epoch_scoring.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or
   None where none are asked for or on several workers (each would need the
   others to predict).
@@ -434,7 +434,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
                  '%d workers; the training split is not checked.',
                  task.workers)
     return None
-  return epoch_probabilities.EpochProbabilities(
+  return epoch_scoring.EpochProbabilities(
       input_pipeline.list_files(fn_args.train_files), records, checked,
       tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 

@@ -294,8 +294,8 @@ def parse_keep_runs(value: str) -> int:
 @dataclasses.dataclass(frozen=True)
 class DiskConfig:
   """What runs keep on disk: the runners' flags, applied after a local run
-  (runners/keep_runs.py) or by a last step on Kubeflow Pipelines
-  (pipeline/keep_runs.py)."""
+  (runners/keep_runs_local.py) or by a last step on Kubeflow Pipelines
+  (pipeline/stages.py, keep_runs)."""
   # Off by default: deleting a user's artifacts is for them to choose.
   keep_runs: Optional[int] = knob(
       None, 'After the run, delete the large artifacts (Examples, models) '

@@ -1,8 +1,8 @@
 """The TFX DAG, in one screen: raw images to a served, validated CNN.
 
-Each stage's settings are built in pipeline/stages.py (and the Tuner, the
-validation split and warm start in tuning.py, validation.py,
-warm_start.py); this file says what runs, on what, in which order.
+Each stage's settings are built in pipeline/stages.py (and the validation
+split and warm start in validation.py and warm_start_model.py); this file
+says what runs, on what, in which order.
 """
 
 from typing import Optional
@@ -12,10 +12,8 @@ from tfx.orchestration import pipeline as pipeline_lib
 
 from components.data_checks import component as data_checks_component
 from components.validation_gate import ValidationGate
-from pipeline import keep_runs
 from pipeline import stages
-from pipeline import tuning as tuning_lib
-from pipeline import warm_start
+from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 
 
@@ -37,8 +35,8 @@ def create_pipeline(
     data_root: where ExampleGen reads (a path, or a RuntimeParameter).
     data, training, evaluation, infrastructure, tuning: pipeline/knobs.py's.
     keep_runs_step: K, for a last step that keeps the large artifacts of
-      the newest K runs (Kubeflow Pipelines; pipeline/keep_runs.py). A
-      local run collects after the run instead (runners/keep_runs.py).
+      the newest K runs (Kubeflow Pipelines; stages.keep_runs). A
+      local run collects after the run instead (runners/keep_runs_local.py).
   """
   example_gen = stages.example_gen(data_root, data, infrastructure)
   examples = example_gen.outputs['examples']
@@ -61,11 +59,11 @@ def create_pipeline(
   transform.add_upstream_node(validation_gate)
   transform_graph = transform.outputs['transform_graph']
 
-  tuner = tuning_lib.tuner(tuning, training, examples, transform_graph,
-                           schema, data.validation_percent)  # With --tune.
+  tuner = stages.tuner(tuning, training, examples, transform_graph, schema,
+                       data.validation_percent)  # With --tune.
   # With --warm-start, the served model is where the Trainer starts.
-  warm_start_node = warm_start.served_model_node(training.warm_start,
-                                                 serving_model_dir)
+  warm_start_node = warm_start_model.served_model_node(training.warm_start,
+                                                       serving_model_dir)
   trainer = stages.trainer(examples, transform_graph, schema, tuner,
                            warm_start_node, data, training, evaluation,
                            infrastructure)
@@ -89,8 +87,8 @@ def create_pipeline(
       data_checks, validation_gate, transform, tuner, warm_start_node,
       trainer, baseline, evaluator, pusher, label_check) if node]
   if keep_runs_step is not None:
-    nodes.append(keep_runs.node(nodes, keep_runs_step, serving_model_dir,
-                                pipeline_name))
+    nodes.append(stages.keep_runs(nodes, keep_runs_step, serving_model_dir,
+                                  pipeline_name))
   return pipeline_lib.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,

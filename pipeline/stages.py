@@ -3,11 +3,12 @@ create_pipeline leaves to a name. One function a stage; each returns the
 stage's node.
 """
 
-from typing import Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
-from tfx.components import StatisticsGen, Trainer  # pylint: disable=g-multiple-import
+from tfx.components import StatisticsGen, Trainer, Tuner  # pylint: disable=g-multiple-import
+from tfx.dsl.components.base import base_node
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
@@ -17,6 +18,8 @@ from tfx.types.channel import Channel
 
 from components import baseline_evaluator
 from components import blessing_rule
+from components import keep_runs as keep_runs_component
+from components import keep_runs_rule
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
@@ -29,8 +32,8 @@ from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from pipeline import configs
 from pipeline import validation
-from pipeline import warm_start
-from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig  # pylint: disable=g-multiple-import
+from pipeline import warm_start_model
+from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 
 
@@ -110,7 +113,7 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
   executor with this same custom_config. Choices are made on the validation
   split only (pipeline/validation.py); with --tune the hyperparameters are
   the Tuner's best; with --warm-start the base model is the served one
-  (pipeline/warm_start.py).
+  (pipeline/warm_start_model.py).
   """
   trainer_class = Trainer
   if infrastructure.vertex_training:
@@ -136,7 +139,7 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
                              evaluation.label_check_train_examples)
                          if evaluation.label_check_folds is None else 0),
                      **(infrastructure.vertex_training or {})},
-      **warm_start.trainer_args(warm_start_node,
+      **warm_start_model.trainer_args(warm_start_node,
                                 bool(infrastructure.vertex_training)))
 
 
@@ -249,6 +252,93 @@ def pusher(model, blessing, serving_model_dir: str) -> push_once.Pusher:
           filesystem=pusher_pb2.PushDestination.Filesystem(
               base_directory=serving_model_dir)))
 
+
+def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
+          transform_graph, schema,
+          validation_percent: int) -> Optional[Tuner]:
+  """Returns the Tuner node, or None without --tune.
+
+  Its trials read what the Trainer reads. Each trains tuning.trial_steps
+  steps (its TrainArgs) and scores on the validation split (the Trainer's
+  eval steps).
+
+  Raises:
+    ValueError: --tune without a validation split (validation_percent 0).
+  """
+  if not tuning.trials:
+    return None
+  if not validation_percent:
+    raise ValueError('--tune needs a validation split to score its trials '
+                     'on; --validation-percent 0 leaves none')
+  return Tuner(
+      tuner_fn=configs.TUNER_FN,
+      examples=examples,
+      transform_graph=transform_graph,
+      schema=schema,
+      train_args=validation.train_args(tuning.trial_steps),
+      eval_args=validation.eval_args(validation_percent, training.eval_steps),
+      custom_config={'training': training.to_dict(),
+                     'tuning': tuning.to_dict(),
+                     **validation.custom_config(validation_percent)})
+
+
+_Output = Tuple[str, str]  # (node id, output key)
+
+
+def _name(output: _Output) -> str:
+  return '/'.join(output)
+
+
+def _inputs(node: base_node.BaseNode) -> List[Tuple[str, _Output]]:
+  """(input key, the output it reads) of each input read from a node."""
+  return [(key, (channel.producer_component_id, channel.output_key))
+          for key, channel in node.inputs.items()
+          if getattr(channel, 'producer_component_id', None)]
+
+
+def outputs_to_keep(nodes: Sequence[base_node.BaseNode]
+                    ) -> Tuple[List[str], List[str], str]:
+  """(large outputs, the large ones in the served model's lineage, the
+  output the Pusher pushes), each as 'node/output'.
+
+  Raises:
+    ValueError: the DAG pushes no model, or more than one.
+  """
+  by_id: Dict[str, base_node.BaseNode] = {node.id: node for node in nodes}
+  types = {(node.id, key): channel.type.TYPE_NAME
+           for node in nodes for key, channel in node.outputs.items()}
+  large = [output for output, name in types.items()
+           if name in keep_runs_rule.LARGE_TYPES]
+  pushes = [output for output, name in types.items() if name == 'PushedModel']
+  if len(pushes) != 1:
+    raise ValueError(f'--keep-runs needs a DAG with one Pusher; outputs of '
+                     f'type PushedModel: {[_name(p) for p in pushes]}')
+  [model] = [upstream for key, upstream in _inputs(by_id[pushes[0][0]])
+             if key == keep_runs_rule.PUSHED_MODEL_INPUT]
+  lineage = keep_runs_rule.lineage(
+      pushes, writers=lambda output: [output[0]],
+      inputs=lambda node_id: _inputs(by_id[node_id]),
+      outputs=lambda node_id: [(node_id, key)
+                               for key in by_id[node_id].outputs],
+      type_name=types.__getitem__)
+  return ([_name(o) for o in large],
+          [_name(o) for o in large if o in lineage], _name(model))
+
+
+def keep_runs(nodes: Sequence[base_node.BaseNode], keep: int,
+              serving_model_dir: str, pipeline_name: str
+              ) -> keep_runs_component.KeepRuns:
+  """--keep-runs K on Kubeflow Pipelines: a KeepRuns step after every one
+  of `nodes`, keeping `keep` runs, told what to keep by the DAG."""
+  large, lineage, model = outputs_to_keep(nodes)
+  step = keep_runs_component.KeepRuns(
+      keep_runs=keep, serving_model_dir=serving_model_dir,
+      pipeline_name=pipeline_name, large_outputs=large,
+      lineage_outputs=lineage, model_output=model)
+  # Last: a run that reaches it has finished everything else.
+  for other in nodes:
+    step.add_upstream_node(other)
+  return step
 
 def with_beam_args(beam_args, *components) -> None:
   """Gives `components` their own Beam args, when there are any."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from predict import inputs
 from predict import output
-from predict import served_model
+from predict import model_loading
 # pylint: enable=g-import-not-at-top
 
 BATCH_SIZE = 64
@@ -95,7 +95,7 @@ class _Progress:
     return time.monotonic() - self._start
 
 
-def _predict(model: served_model.Model,
+def _predict(model: model_loading.Model,
              batch: List[inputs.Item]) -> List[Optional[np.ndarray]]:
   """Returns each readable item's probabilities, None for the others.
 
@@ -154,8 +154,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   """
   args = make_parser().parse_args(argv)
   try:
-    model = served_model.Model(served_model.locate(args.model))
-  except served_model.ModelNotFound as e:
+    model = model_loading.Model(model_loading.locate(args.model))
+  except model_loading.ModelNotFound as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
   top_k = min(args.top_k, len(model.class_names))

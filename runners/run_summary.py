@@ -16,7 +16,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from components import blessing_rule
-from components.image_example_gen import progress as example_gen_progress
+from components.image_example_gen import console_lines as example_gen_progress
 from modules import progress as training_progress
 from records import data_checks as data_checks_results
 from records import features
@@ -135,9 +135,9 @@ def _describe(artifact, splits_stats: Dict[str, int],
     return '\n'.join((['; '.join(parts)] if parts else []) +
                      _geometry_chosen(props) + _left_out(props))
   if artifact.type == 'HyperParameters':  # The Tuner's winner (--tune).
-    from inspector import tuning  # pylint: disable=g-import-not-at-top
+    from inspector import trials  # pylint: disable=g-import-not-at-top
     from modules import tuning as space  # pylint: disable=g-import-not-at-top
-    return 'best: ' + space.describe(tuning.best_values(artifact))
+    return 'best: ' + space.describe(trials.best_values(artifact))
   if artifact.type.endswith('LabelSuspects'):  # components/label_check.py
     return _suspects(props)
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),

@@ -21,7 +21,7 @@ from tfx.types import standard_artifacts
 from components.data_checks import executor as data_checks_executor
 from components.data_checks import issues
 from components.data_checks import shard_signatures
-from components.data_checks import signatures
+from components.data_checks import image_signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
@@ -332,7 +332,7 @@ def test_image_issues_name_blank_dark_bright_and_blurry_images():
                 for j in range(5)) / 25
   planted = np.stack([blank, dark, bright, blurred])
   batch = np.concatenate([planted, images[4:]]).astype(np.uint8)[..., None]
-  scores = signatures.compute(batch).scores
+  scores = image_signatures.compute(batch).scores
   flags = issues.flags(scores, float(np.median(scores['sharpness'])))
   assert {issue: np.flatnonzero(found).tolist()
           for issue, found in flags.items()} == {

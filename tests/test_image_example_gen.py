@@ -17,7 +17,7 @@ from components.image_example_gen import idx
 from components.image_example_gen import image_folder
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
-from components.image_example_gen import progress
+from components.image_example_gen import console_lines
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
@@ -473,7 +473,7 @@ def test_skip_bad_images_is_for_image_folders():
 def test_progress_lines_name_the_split_and_count_its_images(
     tmp_path, monkeypatch, layout):
   # A line at every count, as on an input that takes long.
-  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0)
+  monkeypatch.setattr(console_lines, 'INTERVAL_SECONDS', 0)
   monkeypatch.setattr(idx, 'CHUNK_BYTES', 10 * 28 * 28)  # 10 images.
   if layout == 'idx':
     datasets.write_idx_dataset(str(tmp_path / 'in'), {'train': 30, 't10k': 20})
@@ -484,7 +484,7 @@ def test_progress_lines_name_the_split_and_count_its_images(
     datasets.write_image_folder(str(tmp_path / 'in'))
     options = ImageExampleGenOptions(input_format='images', num_shards=1)
     last = {'train: 12 of 12', 'eval: 6 of 6'}
-  with absl_lines(progress.PROGRESS_LINE) as lines:
+  with absl_lines(console_lines.PROGRESS_LINE) as lines:
     run_executor(tmp_path / 'in', tmp_path / 'out', options)
   assert {f'ImageExampleGen: {l} images read (100%)' for l in last} <= set(
       lines), lines

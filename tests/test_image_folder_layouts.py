@@ -15,7 +15,7 @@ import pytest
 from components.image_example_gen import folder_layout
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import image_folder
-from components.image_example_gen import progress
+from components.image_example_gen import console_lines
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
@@ -50,7 +50,7 @@ def _options(**kwargs):
 
 def _run(data, out, options, **configs):
   # The lines ImageExampleGen shows on the console besides progress.
-  with absl_lines(progress.NOTICE_LINE) as notices:
+  with absl_lines(console_lines.NOTICE_LINE) as notices:
     examples = artifacts.run_example_gen(data, out, options, **configs)
   return examples, notices
 

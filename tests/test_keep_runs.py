@@ -24,7 +24,7 @@ from pipeline import configs
 from pipeline import knobs
 from records import features
 from runners import flags
-from runners import keep_runs
+from runners import keep_runs_local
 from runners import local_store
 from tests import datasets
 from tests import local_run
@@ -116,7 +116,7 @@ def test_only_the_newest_runs_and_the_served_lineage_stay_on_disk(kept):
   assert 'marked DELETED in ML Metadata' in printed[-1]
   assert 'the served model (version ' in printed[-1]
   # A second collection finds nothing more to delete.
-  again = keep_runs.collect(
+  again = keep_runs_local.collect(
       local_store.for_run(str(out), None).connection_config,
       configs.PIPELINE_NAME, KEEP,
       str(out / configs.SERVING_MODEL_DIR_NAME),
@@ -160,7 +160,7 @@ def test_nothing_is_deleted_when_what_is_served_cannot_be_read(tmp_path):
   serving_model_dir = tmp_path / 'serving_model'
   serving_model_dir.write_text('a file, not a directory of versions')
   with pytest.raises(push_once.ServingDirectoryError):
-    keep_runs.collect(
+    keep_runs_local.collect(
         local_store.for_run(str(tmp_path), None).connection_config,
         configs.PIPELINE_NAME, KEEP, str(serving_model_dir),
         str(tmp_path / configs.PIPELINE_ROOT_NAME))
@@ -243,7 +243,7 @@ def test_a_kept_runs_baseline_goes_unless_it_is_served(tmp_path):
   root = tmp_path / configs.PIPELINE_ROOT_NAME
   serving_dir = tmp_path / configs.SERVING_MODEL_DIR_NAME
   models = _record_runs(store, root, serving_dir, 3)
-  collected = keep_runs.collect(
+  collected = keep_runs_local.collect(
       local_store.for_run(str(tmp_path), None).connection_config,
       configs.PIPELINE_NAME, 1, str(serving_dir), str(root))
   assert collected.kept_runs == ['run-3'] and collected.served_version == '3'

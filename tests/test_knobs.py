@@ -182,7 +182,7 @@ CASES = {
     '--no-mixed-precision': (['--no-mixed-precision'],
                              lambda dag: _training(dag).mixed_precision,
                              False),
-    # The Trainer's base_model: the served model (pipeline/warm_start.py).
+    # The Trainer's base_model: the served model (pipeline/warm_start_model.py).
     '--warm-start': (['--warm-start'], lambda dag: (
         _training(dag).warm_start,
         'base_model' in next(c for c in dag.components

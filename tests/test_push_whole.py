@@ -19,7 +19,7 @@ import pytest
 
 from components import push_once
 from components import served_model
-from predict import served_model as predict_model
+from predict import model_loading as predict_model
 from tests import local_run
 from tests import pause
 from tests import pushes

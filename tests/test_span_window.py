@@ -16,7 +16,7 @@ from tfx.utils import proto_utils
 
 from components import baseline_evaluator
 from components.image_example_gen import folder_layout
-from components.image_example_gen import progress as example_gen_progress
+from components.image_example_gen import console_lines
 from components.image_example_gen import span_window
 from components.image_example_gen import driver
 from components.image_example_gen.component import default_input_config
@@ -92,9 +92,9 @@ def test_idx_window_reads_the_newest_spans_eval_apart(tmp_path):
 
 def test_progress_counts_each_span_of_an_idx_window_apart(tmp_path,
                                                          monkeypatch):
-  monkeypatch.setattr(example_gen_progress, 'INTERVAL_SECONDS', 0)
+  monkeypatch.setattr(console_lines, 'INTERVAL_SECONDS', 0)
   _idx_spans(tmp_path / 'data', {1: (10, 5), 2: (12, 6)})
-  with absl_lines(example_gen_progress.PROGRESS_LINE) as lines:
+  with absl_lines(console_lines.PROGRESS_LINE) as lines:
     _run(tmp_path / 'data', tmp_path / 'out', 2, validation_percent=0)
   assert {f'ImageExampleGen: span-{span}/{name}-images-idx3-ubyte.gz: '
           f'{n} of {n} images read (100%)'
@@ -122,7 +122,7 @@ def test_image_window_of_fewer_spans_than_asked(tmp_path):
   _images(data, 1, ('cat', 'dog'), ('train', 'validation', 'eval'))
   _images(data, 2, ('cat', 'dog'), per_class=20)
   os.makedirs(data / 'span-3')
-  with absl_lines(example_gen_progress.NOTICE_LINE) as notices:
+  with absl_lines(console_lines.NOTICE_LINE) as notices:
     examples = _run(data, tmp_path / 'out', 5, 'images',
                     validation_percent=20, eval_percent=20)
 

@@ -21,7 +21,7 @@ from modules import training_plan
 from modules import warm_start
 from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
-from pipeline import warm_start as pipeline_warm_start
+from pipeline import warm_start_model
 from records import features
 from tests import kubeflow_specs
 from tests import mlmd
@@ -162,10 +162,10 @@ def test_a_warm_run_starts_from_the_served_model(warm_run):
           'classes)') in stdout
   store = mlmd.open_store(str(out))
   [model] = [m for m in mlmd.live_artifacts(store, 'Model')
-             if pipeline_warm_start.WARM_START_FROM_PROPERTY in
+             if warm_start_model.WARM_START_FROM_PROPERTY in
              m.custom_properties]
   assert model.custom_properties[
-      pipeline_warm_start.WARM_START_FROM_PROPERTY].string_value == served
+      warm_start_model.WARM_START_FROM_PROPERTY].string_value == served
   with open(os.path.join(model.uri, 'Format-Serving', EXTRA_DIR,
                          TRAINING_PLAN_FILE)) as f:
     plan = json.load(f)
@@ -178,10 +178,10 @@ def test_on_kubeflow_the_trainer_gets_the_served_model(tmp_path):
   spec = kubeflow_specs.compile_spec(tmp_path / 'warm.yaml', '--warm-start',
                                      *kubeflow_specs.CLUSTER_PATHS)
   tasks = spec['root']['dag']['tasks']
-  node = pipeline_warm_start.NODE_ID
+  node = warm_start_model.NODE_ID
   # Read anew each run, as the baseline's ServedModel is.
   assert tasks[node]['cachingOptions'] == {'enableCache': False}
   base_model = tasks['Trainer']['inputs']['artifacts']['base_model']
   assert base_model['taskOutputArtifact']['producerTask'] == node
   assert kubeflow_specs.container(spec, 'Trainer')['args'][1] == (
-      'pipeline.warm_start.Executor')
+      'pipeline.warm_start_model.Executor')

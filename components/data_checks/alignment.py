@@ -10,7 +10,7 @@ from typing import NamedTuple, Tuple
 import numpy as np
 from PIL import Image
 
-from components.data_checks import signatures
+from components.data_checks import image_signatures
 
 # The frame spans this many spreads either side of the centre.
 SPAN = 2.2
@@ -123,7 +123,7 @@ def framed(grey: np.ndarray, content=None) -> np.ndarray:
   """Returns float32 [N, THUMB, THUMB]: each image in its frame."""
   _, height, width = grey.shape
   cy, cx, sy, sx = moments(grey, content)
-  size = signatures.THUMB
+  size = image_signatures.THUMB
   rows = resampling(cy - SPAN * sy, 2 * SPAN * sy, height, size, samples=2)
   columns = resampling(cx - SPAN * sx, 2 * SPAN * sx, width, size, samples=2)
   return (rows @ grey) @ columns.transpose(0, 2, 1)
@@ -138,7 +138,7 @@ def details(images: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(images).reshape(count, -1)
   result = np.empty((count, *small, channels), np.uint8)
   for channel in range(channels):
-    result[..., channel] = np.rint(signatures.resize(
+    result[..., channel] = np.rint(image_signatures.resize(
         images[..., channel].astype(np.float32), *small)).clip(0, 255)
   return result.reshape(count, -1)
 
@@ -147,7 +147,7 @@ def grey_details(detail: np.ndarray, shape: Tuple[int, int, int]
                  ) -> np.ndarray:
   """Returns float32 [N, h, w]: uint8 [N, h * w * C] details in grey;
   `shape` is (h, w, C)."""
-  return signatures.grey(detail.reshape(-1, *shape))
+  return image_signatures.grey(detail.reshape(-1, *shape))
 
 
 def _resize(size: int, out: int, resampler=Image.Resampling.BILINEAR
@@ -350,6 +350,6 @@ def frames(images: np.ndarray) -> Frames:
   weights = _weights(grey, detail.reshape(-1, *shape[:2]) if shape[2] == 1
                      else None)
   small = framed(grey, weights)
-  return Frames(signatures.perceptual_hashes(small),
-                signatures.average_hashes(small),
-                signatures.thumbnails(small), detail, on_background(weights))
+  return Frames(image_signatures.perceptual_hashes(small),
+                image_signatures.average_hashes(small),
+                image_signatures.thumbnails(small), detail, on_background(weights))

@@ -10,7 +10,7 @@ from typing import Iterator, Tuple
 import numpy as np
 
 from components.data_checks import alignment
-from components.data_checks import signatures
+from components.data_checks import image_signatures
 from components.data_checks import windows
 
 BANDS = 4
@@ -95,7 +95,7 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
     a = thumbs[first[start:stop]].astype(np.int16)
     a -= thumbs[second[start:stop]]
     difference[start:stop] = np.abs(a).max(axis=1)
-  return difference / signatures.THUMB_SCALE
+  return difference / image_signatures.THUMB_SCALE
 
 
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray

@@ -14,7 +14,7 @@ import tensorflow as tf
 import threadpoolctl
 
 from components.data_checks import alignment
-from components.data_checks import signatures
+from components.data_checks import image_signatures
 from records import decode
 from records import features
 from records import shards
@@ -30,7 +30,7 @@ SOURCE = 'source'
 _DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
            'framed_phash': np.uint64, 'framed_ahash': np.uint64,
            'framed': bool,
-           'scores': signatures.SCORE_DTYPE, 'label': np.int32,
+           'scores': image_signatures.SCORE_DTYPE, 'label': np.int32,
            SOURCE: np.bytes_}
 # tf.data reads ahead while numpy works on the batch before.
 _PREFETCH = 2
@@ -42,7 +42,7 @@ GROUP_BYTES = 64 * 2**20
 def per_image_arrays(geometry: features.ImageGeometry
                      ) -> Dict[str, Tuple[type, int]]:
   """The per-image arrays' (dtype, values a row), by file suffix."""
-  thumbnail = signatures.THUMB * signatures.THUMB
+  thumbnail = image_signatures.THUMB * image_signatures.THUMB
   height, width = alignment.detail_shape(geometry.height, geometry.width)
   return {THUMBNAILS: (np.int8, thumbnail), FRAMED: (np.int8, thumbnail),
           DETAILS: (np.uint8, height * width * geometry.channels)}
@@ -132,7 +132,7 @@ class _ShardWriter:
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
-    result = signatures.compute(images)
+    result = image_signatures.compute(images)
     framed = alignment.frames(images)
     for suffix, array in ((THUMBNAILS, result.thumbnail),
                           (FRAMED, framed.thumbnail),

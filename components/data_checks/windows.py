@@ -8,7 +8,7 @@ from typing import Iterator, Tuple
 import numpy as np
 
 from components.data_checks import alignment
-from components.data_checks import signatures
+from components.data_checks import image_signatures
 
 # A crop keeps at least MIN_KEEP of each side of its original.
 MIN_KEEP = 0.8
@@ -208,7 +208,7 @@ def verify(original: np.ndarray, copy: np.ndarray, start: np.ndarray
   near = np.flatnonzero(result < MAX_START_DIFFERENCE)
   result[result >= MAX_START_DIFFERENCE] = np.inf
   if len(near):
-    found = search(signatures.grey(original[near]),
-                   signatures.grey(copy[near]), start[near])
+    found = search(image_signatures.grey(original[near]),
+                   image_signatures.grey(copy[near]), start[near])
     result[near] = differences(original[near], copy[near], found)
   return result

@@ -29,7 +29,7 @@ from components.image_example_gen import folder_plan
 from components.image_example_gen import geometry_choice
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
-from components.image_example_gen import progress
+from components.image_example_gen import console_lines
 from components.image_example_gen import span_window
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.options import ImageExampleGenOptions
@@ -153,13 +153,13 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
       options.eval_percent, options.validation_percent)
   spans = (f'{", ".join(span.folder for span in window)}: '
            if len(window) > 1 else '')
-  progress.notice(spans + folders.summary())
+  console_lines.notice(spans + folders.summary())
   geometry, chosen = geometry_choice.choose(
       folders.files, options.geometry, options.infer_size,
       options.infer_channels, options.max_image_pixels,
       options.skip_bad_images)
   if chosen != geometry_choice.GIVEN:
-    progress.notice(f'images converted to {geometry.height}x{geometry.width}'
+    console_lines.notice(f'images converted to {geometry.height}x{geometry.width}'
                     f'x{geometry.channels}: {chosen}; --image-size and '
                     '--channels set them')
   encoding = features.resolve_encoding(options.image_encoding, geometry,
@@ -208,7 +208,7 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
   window = span_window.of_execution(exec_properties)
   shortfall = span_window.shortfall(window, options.span_window)
   if shortfall:
-    progress.notice(shortfall)
+    console_lines.notice(shortfall)
   if options.input_format == 'idx':
     fields = _plan_idx(options, input_base, window, input_config,
                        output_config)
@@ -312,7 +312,7 @@ class Executor(base_example_gen_executor.BaseExampleGenExecutor):
       exec_properties = driver.resolve(exec_properties, examples)
     plan = _plan(exec_properties, examples.uri)
     examples.split_names = artifact_utils.encode_split_names(plan.split_names)
-    progress.reset()
+    console_lines.reset()
     try:
       with self._make_beam_pipeline() as pipeline:
         self._write_splits(pipeline, exec_properties, plan, examples_channel)

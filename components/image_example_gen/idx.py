@@ -19,7 +19,7 @@ from isal import isal_zlib
 import numpy as np
 import tensorflow as tf
 
-from components.image_example_gen import progress
+from components.image_example_gen import console_lines
 from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
 from records import features
@@ -338,7 +338,7 @@ class Reader:
     self._validation_percent = validation_percent
     self._readers = None  # Opened when first used: Beam pickles the Reader.
     # Named as the sources are: the spans of a window have the same names.
-    self._progress = progress.SplitProgress(name, self._images.count)
+    self._progress = console_lines.SplitProgress(name, self._images.count)
 
   def _examples(self, images: np.ndarray, labels: np.ndarray,
                 indices: np.ndarray) -> List[bytes]:

@@ -19,7 +19,7 @@ import tensorflow as tf
 from tfx.types import standard_artifacts
 
 from components.image_example_gen import idx
-from components.image_example_gen import progress
+from components.image_example_gen import console_lines
 from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.errors import InputDataError
 from records import features
@@ -255,7 +255,7 @@ class Decoder:
     self._input_base = input_base
     self._max_pixels = max_pixels
     self._per_write = records_per_write(geometry)
-    self._progress = progress.SplitProgress(label, count)
+    self._progress = console_lines.SplitProgress(label, count)
 
   def _example(self, path: str) -> bytes:
     try:
