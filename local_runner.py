@@ -24,7 +24,7 @@ from absl import logging as absl_logging
 from ml_metadata import metadata_store
 
 from inspector import store as inspect_store
-from pipeline import configs
+from pipeline import constants
 from pipeline import knobs as knobs_lib
 from pipeline import startup
 from runners import flags
@@ -42,7 +42,7 @@ def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   flags.add_flags(
-      parser, data_dir_default=configs.MNIST_DIR, data_dir_help=(
+      parser, data_dir_default=constants.MNIST_DIR, data_dir_help=(
           'Dataset directory (input_base of ExampleGen). idx: train-* and '
           't10k-* IDX files, gzipped or not. images: train/<class>/<image> and '
           'eval/<class>/<image>, in any format Pillow reads. Default: %(default)s, where MNIST '
@@ -50,18 +50,18 @@ def make_parser() -> argparse.ArgumentParser:
 
   run = parser.add_argument_group('run')
   run.add_argument(
-      '--output-dir', default=configs.OUTPUT_DIR,
+      '--output-dir', default=constants.OUTPUT_DIR,
       help='Where artifacts (OUT/pipeline), ML Metadata (OUT/metadata.db), '
       'pushed models (OUT/serving_model) and logs (OUT/logs) go '
       '(default: %(default)s).')
-  run.add_argument('--pipeline-name', default=configs.PIPELINE_NAME,
+  run.add_argument('--pipeline-name', default=constants.PIPELINE_NAME,
                    help='Pipeline name in ML Metadata (default: %(default)s).')
   run.add_argument(
       '--beam-args', default='',
       help='Extra Beam pipeline args for every Beam-based component, as one '
       'string; they override the defaults (%s). E.g. "--runner=FlinkRunner '
       '--flink_master=host:8081 --environment_type=LOOPBACK".' %
-      ' '.join(configs.BEAM_PIPELINE_ARGS))
+      ' '.join(constants.BEAM_PIPELINE_ARGS))
   run.add_argument(
       '--to-node', default=None, metavar='COMPONENT',
       help='Run the DAG only up to this component (and what it needs), e.g. '
@@ -88,7 +88,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _check_data_dir(args, data: knobs_lib.DataConfig) -> None:
-  if args.data_dir == configs.MNIST_DIR and data.input_format == 'idx':
+  if args.data_dir == constants.MNIST_DIR and data.input_format == 'idx':
     from data import mnist
     if mnist.missing_files(args.data_dir):
       print(f'MNIST is missing from {args.data_dir}; downloading it.')
@@ -198,7 +198,7 @@ def _keep_runs(args, dag) -> bool:
   try:
     collected = keep_runs_lib.collect(
         dag.metadata_connection_config, args.pipeline_name, keep_runs,
-        os.path.join(output_dir, configs.SERVING_MODEL_DIR_NAME),
+        os.path.join(output_dir, constants.SERVING_MODEL_DIR_NAME),
         dag.pipeline_info.pipeline_root)
   except push_once.ServingDirectoryError as e:
     print(f'error: --keep-runs {keep_runs}: nothing deleted: {e}',
@@ -225,18 +225,18 @@ def build_pipeline(args: argparse.Namespace):
   beam_args = shlex.split(args.beam_args)
   return pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
-      pipeline_root=os.path.join(output_dir, configs.PIPELINE_ROOT_NAME),
+      pipeline_root=os.path.join(output_dir, constants.PIPELINE_ROOT_NAME),
       data_root=os.path.abspath(args.data_dir) if local else args.data_dir,
       serving_model_dir=os.path.join(output_dir,
-                                     configs.SERVING_MODEL_DIR_NAME),
+                                     constants.SERVING_MODEL_DIR_NAME),
       data=dataclasses.replace(knobs.data, schema=_schema_path(
           args, knobs.data.schema, connection_config)),
       training=knobs.training,
       evaluation=knobs.evaluation,
       tuning=knobs.tuning,
       infrastructure=knobs_lib.InfrastructureConfig(
-          beam_pipeline_args=(list(configs.BEAM_PIPELINE_ARGS) +
-                              list(configs.LOCAL_BEAM_PIPELINE_ARGS) +
+          beam_pipeline_args=(list(constants.BEAM_PIPELINE_ARGS) +
+                              list(constants.LOCAL_BEAM_PIPELINE_ARGS) +
                               beam_args),
           # --beam-args last, so that they override these components' own too.
           example_gen_beam_pipeline_args=(scale.example_gen_beam_args(size) +

@@ -24,7 +24,7 @@ import numpy as np
 
 from components.image_example_gen import idx
 from modules.training_config import TrainingConfig
-from pipeline import configs
+from pipeline import constants
 from pipeline.knobs import DataConfig
 from records import csv_cells
 from records import features
@@ -34,7 +34,7 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = DataConfig()
 TRAINING = TrainingConfig()
 # Beam args of every Beam component in a local run (local_runner.py).
-BEAM_ARGS = [*configs.BEAM_PIPELINE_ARGS, *configs.LOCAL_BEAM_PIPELINE_ARGS]
+BEAM_ARGS = [*constants.BEAM_PIPELINE_ARGS, *constants.LOCAL_BEAM_PIPELINE_ARGS]
 # Beam in one process: for the runs that measure something else.
 IN_MEMORY = ['--direct_running_mode=in_memory', '--direct_num_workers=1']
 ONE_PROCESS = '--beam-args=' + ' '.join(IN_MEMORY)

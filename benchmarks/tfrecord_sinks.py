@@ -22,7 +22,7 @@ from benchmarks import harness
 from benchmarks.harness import Figure
 from components.image_example_gen import executor
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import configs
+from pipeline import constants
 
 OURS = 'ours (batched, per worker)'
 BEAM = "Beam's WriteToTFRecord"
@@ -65,7 +65,7 @@ def beam_sink_executor(beam_pipeline_args: List[str]) -> BeamSinkExecutor:
   """BeamSinkExecutor, built as tests/example_gen_standalone.py builds ours."""
   return BeamSinkExecutor(base_beam_executor.BaseBeamExecutor.Context(
       beam_pipeline_args=[*beam_pipeline_args,
-                          *configs.LOCAL_BEAM_PIPELINE_ARGS]))
+                          *constants.LOCAL_BEAM_PIPELINE_ARGS]))
 
 
 @dataclasses.dataclass

@@ -52,7 +52,7 @@ holds the originals and a block or two.
 """
 
 # Where data/mnist.py's downloads go: the same directory as
-# pipeline/configs.py's MNIST_DIR (data/ may not import pipeline/; a test
+# pipeline/constants.py's MNIST_DIR (data/ may not import pipeline/; a test
 # checks that they agree).
 DEFAULT_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               'downloads', 'mnist')

@@ -98,19 +98,19 @@ def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
   shape it (--schema, the baseline): the first whose nodes include every
   node that ran, the default flags first.
   """
-  from pipeline import configs  # pylint: disable=g-import-not-at-top
+  from pipeline import constants  # pylint: disable=g-import-not-at-top
   from pipeline import knobs  # pylint: disable=g-import-not-at-top
   from pipeline import pipeline  # pylint: disable=g-import-not-at-top
   ran = {e.node for e in run.executions}
   shapes = []
   for schema, baseline, trials, label_check in itertools.product(
-      (None, configs.MNIST_SCHEMA),
+      (None, constants.MNIST_SCHEMA),
       dict.fromkeys((knobs.EvaluationConfig().baseline, 'last_blessed',
                      'served')),
       (0, 1),  # Without and with --tune.
       (True, False)):  # With and without --no-label-check.
     built = pipeline.create_pipeline(
-        run.pipeline or configs.PIPELINE_NAME, 'root', 'data', 'serving',
+        run.pipeline or constants.PIPELINE_NAME, 'root', 'data', 'serving',
         data=knobs.DataConfig(schema=schema),
         evaluation=knobs.EvaluationConfig(baseline=baseline,
                                           label_check=label_check),

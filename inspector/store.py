@@ -18,7 +18,7 @@ from ml_metadata import errors as mlmd_errors
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import configs
+from pipeline import constants
 
 
 class InspectError(Exception):
@@ -120,8 +120,8 @@ def sqlite_path(store: Optional[str] = None,
   """`store`, else `<output_dir>/metadata.db`, else the default output dir's."""
   if store:
     return store
-  return os.path.join(output_dir or configs.OUTPUT_DIR,
-                      configs.METADATA_DB_NAME)
+  return os.path.join(output_dir or constants.OUTPUT_DIR,
+                      constants.METADATA_DB_NAME)
 
 
 def connection_config(sqlite: Optional[str] = None,

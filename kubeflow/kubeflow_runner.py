@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from kubeflow import open_source_kfp
 from kubeflow import vertex_training
-from pipeline import configs
+from pipeline import constants
 from pipeline import knobs as knobs_lib
 from pipeline import startup
 from runners import flags
@@ -101,9 +101,9 @@ def make_parser() -> argparse.ArgumentParser:
   kubeflow.add_argument(
       '--serving-model-dir', default=None,
       help='Where Pusher copies blessed models (default: PIPELINE_ROOT/%s).'
-      % configs.SERVING_MODEL_DIR_NAME)
+      % constants.SERVING_MODEL_DIR_NAME)
   kubeflow.add_argument(
-      '--pipeline-name', default=configs.KUBEFLOW_PIPELINE_NAME,
+      '--pipeline-name', default=constants.KUBEFLOW_PIPELINE_NAME,
       help='Pipeline name, [a-z0-9-] only (default: %(default)s).')
   kubeflow.add_argument(
       '--beam-args', default='',
@@ -114,7 +114,7 @@ def make_parser() -> argparse.ArgumentParser:
       '--flink_master=HOST:8081 --environment_type=EXTERNAL '
       '--environment_config=localhost:50000" or "--runner=SparkRunner '
       '--spark_master_url=spark://HOST:7077".' %
-      ' '.join(configs.BEAM_PIPELINE_ARGS))
+      ' '.join(constants.BEAM_PIPELINE_ARGS))
   kubeflow.add_argument(
       '--gpu', type=int, default=0, metavar='N',
       help='GPUs the Trainer requests (default: none). The image needs the '
@@ -173,34 +173,34 @@ def make_parser() -> argparse.ArgumentParser:
           'Required. Dataset location on object storage (default of the '
           'runtime parameter %s). idx: train-* and t10k-* IDX files; images: '
           'train/<class>/<image> and eval/<class>/<image>.' %
-          configs.DATA_ROOT_PARAMETER))
+          constants.DATA_ROOT_PARAMETER))
   return parser
 
 
 def _location(flag: str, value: str, allow_local: bool) -> str:
   """`value` if pods can reach it, else a clear error."""
-  if value.startswith(configs.OBJECT_STORE_SCHEMES):
+  if value.startswith(constants.OBJECT_STORE_SCHEMES):
     return value.rstrip('/')
   if '://' in value or not allow_local:
     raise SystemExit(
         f'error: {flag} {value}: pods need object storage, a URI starting '
-        f'with {" or ".join(configs.OBJECT_STORE_SCHEMES)} (or '
+        f'with {" or ".join(constants.OBJECT_STORE_SCHEMES)} (or '
         '--allow-local-paths for a shared volume)')
   return os.path.abspath(value)
 
 
 def _schema_location(schema: str) -> str:
   """A schema file as the containers see it."""
-  if schema.startswith(configs.OBJECT_STORE_SCHEMES):
+  if schema.startswith(constants.OBJECT_STORE_SCHEMES):
     return schema
   path = os.path.abspath(schema)
-  relative = os.path.relpath(path, configs.PROJECT_DIR)
+  relative = os.path.relpath(path, constants.PROJECT_DIR)
   if relative.startswith('..') or not os.path.isfile(path):
     raise SystemExit(
         f'error: --schema {schema}: not a file of this project, so not in the '
         'image; copy it to object storage and pass its URI')
   # The image holds the project at IMAGE_PROJECT_DIR (kubeflow/Dockerfile).
-  return f'{configs.IMAGE_PROJECT_DIR}/{relative}'
+  return f'{constants.IMAGE_PROJECT_DIR}/{relative}'
 
 
 def _s3_settings(endpoint: Optional[str], region: str):
@@ -261,7 +261,7 @@ def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   args.data_dir = _location('--data-dir', args.data_dir, args.allow_local_paths)
   if args.serving_model_dir is None:
     args.serving_model_dir = (f'{args.pipeline_root}/'
-                              f'{configs.SERVING_MODEL_DIR_NAME}')
+                              f'{constants.SERVING_MODEL_DIR_NAME}')
   args.serving_model_dir = _location('--serving-model-dir',
                                      args.serving_model_dir,
                                      args.allow_local_paths)
@@ -337,15 +337,15 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
       pipeline_name=args.pipeline_name,
       pipeline_root=args.pipeline_root,
       data_root=RuntimeParameter(
-          name=configs.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
+          name=constants.DATA_ROOT_PARAMETER, ptype=str, default=args.data_dir),
       serving_model_dir=args.serving_model_dir,
       data=knobs.data,
       training=knobs.training,
       evaluation=evaluation,
       tuning=knobs.tuning,
       infrastructure=knobs_lib.InfrastructureConfig(
-          beam_pipeline_args=(list(configs.IMAGE_BEAM_PIPELINE_ARGS) +
-                              list(configs.BEAM_PIPELINE_ARGS) + s3_beam_args +
+          beam_pipeline_args=(list(constants.IMAGE_BEAM_PIPELINE_ARGS) +
+                              list(constants.BEAM_PIPELINE_ARGS) + s3_beam_args +
                               shlex.split(args.beam_args)),
           metadata_connection_config=None,  # The cluster's ML Metadata.
           enable_cache=not args.no_cache,
@@ -367,12 +367,12 @@ def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
           # Schema 2.1: the parameter format of KFP 2 and Vertex AI.
           use_pipeline_spec_2_1=True))
   job = runner.run(dag, parameter_values={
-      configs.DATA_ROOT_PARAMETER: args.data_dir}, write_out=False)
+      constants.DATA_ROOT_PARAMETER: args.data_dir}, write_out=False)
   spec = job['pipelineSpec']
   # TFX puts the parameter's default only in the PipelineJob's runtime
   # config; in the spec too, a run started from the YAML needs no value.
   parameter = spec['root']['inputDefinitions']['parameters'][
-      configs.DATA_ROOT_PARAMETER]
+      constants.DATA_ROOT_PARAMETER]
   parameter.update(defaultValue=args.data_dir, isOptional=True)
   _, env = _s3_settings(args.s3_endpoint, args.s3_region)
   for executor in spec['deploymentSpec']['executors'].values():
@@ -432,7 +432,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   print(f'Wrote {args.output}: pipeline {args.pipeline_name!r} for '
         f'{args.target}, {len(task_summary(job))} tasks, image {args.image}\n'
         f'  pipeline root: {args.pipeline_root}\n'
-        f'  runtime parameter {configs.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
+        f'  runtime parameter {constants.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'
         + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else '')
         + (f'\n  keeps the large artifacts of the newest {keep} runs '

@@ -1,4 +1,4 @@
-"""The Trainer's settings, each a knob (modules/settings.py).
+"""The Trainer's settings, each a knob (modules/knob.py).
 
 Free of TensorFlow, so that `--help` stays fast; passed to run_fn as a dict
 in its custom_config (`to_dict`, `from_dict`). See docs/training.md.
@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from modules.architectures import (ARCHITECTURES, AUTO, BACKBONES,  # pylint: disable=g-multiple-import
                                    DEFAULT_BACKBONE, IMAGENET, NO_WEIGHTS)
-from modules.settings import knob
+from modules.knob import knob
 
 
 def parse_fraction(value: str) -> float:

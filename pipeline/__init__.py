@@ -1,2 +1,2 @@
 """The TFX DAG (pipeline.py), its knobs (knobs.py) and fixed names
-(configs.py), and how every process that runs it starts (startup.py)."""
+(constants.py), and how every process that runs it starts (startup.py)."""

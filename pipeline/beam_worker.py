@@ -2,7 +2,7 @@
 S3 client (s3_clients.py).
 
 Each worker imports this at its start (--beam_plugins, see
-configs.BEAM_PIPELINE_ARGS). Why: docs/development.md.
+constants.BEAM_PIPELINE_ARGS). Why: docs/development.md.
 """
 
 import atexit

@@ -1,5 +1,5 @@
 """The pipeline's knobs, each declared once with its default, help, flag and
-dataset presets (modules/settings.py).
+dataset presets (modules/knob.py).
 
 runners/flags.py sets a knob's field from its flag (or `--dataset` preset);
 create_pipeline() hands each config to the components that use it.
@@ -12,9 +12,9 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from ml_metadata.proto import metadata_store_pb2
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from modules.settings import KNOWN_DATASETS, dataset_preset, knob
+from modules.knob import KNOWN_DATASETS, dataset_preset, knob
 from modules.training_config import TrainingConfig, TuningConfig
-from pipeline import configs
+from pipeline import constants
 from records import features
 
 # The accuracy threshold of IDX files (MNIST's layout) and of MNIST.
@@ -153,8 +153,8 @@ class DataConfig:
   # A curated schema beats an inferred one.
   schema: Optional[str] = knob(
       None, 'Use this schema instead of inferring one, e.g. the curated '
-      'MNIST schema %s.' % os.path.relpath(configs.MNIST_SCHEMA,
-                                           configs.PROJECT_DIR),
+      'MNIST schema %s.' % os.path.relpath(constants.MNIST_SCHEMA,
+                                           constants.PROJECT_DIR),
       flag='--schema', metavar='SCHEMA_PBTXT')
   # Copies of training images in eval score the model on what it learnt.
   eval_copies: str = knob(

@@ -30,7 +30,7 @@ from components.label_check import auto_cross_fit_records
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from pipeline import configs
+from pipeline import constants
 from pipeline import validation
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
@@ -95,7 +95,7 @@ def transform(examples, schema) -> ImageTransform:
   return ImageTransform(
       examples=examples,
       schema=schema,
-      preprocessing_fn=configs.PREPROCESSING_FN,
+      preprocessing_fn=constants.PREPROCESSING_FN,
       materialize=False,
       # No pre- and post-transform statistics: StatisticsGen's are the
       # data's, nothing reads these, and the post-transform ones hold every
@@ -121,7 +121,7 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
     from tfx.extensions.google_cloud_ai_platform.trainer import component as vertex_trainer  # pylint: disable=g-import-not-at-top
     trainer_class = vertex_trainer.Trainer
   return trainer_class(
-      run_fn=configs.RUN_FN,
+      run_fn=constants.RUN_FN,
       examples=examples,
       transform_graph=transform_graph,
       schema=schema,
@@ -158,7 +158,7 @@ def label_check(examples, trainer_node, transform_graph,
       model=trainer_node.outputs['model'],
       model_run=trainer_node.outputs['model_run'],
       transform_graph=transform_graph,
-      cross_fit_fn=configs.CROSS_FIT_FN, folds=evaluation.label_check_folds,
+      cross_fit_fn=constants.CROSS_FIT_FN, folds=evaluation.label_check_folds,
       fold_examples=evaluation.label_check_train_examples,
       checked_records=evaluation.label_check_records,
       signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
@@ -271,7 +271,7 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
     raise ValueError('--tune needs a validation split to score its trials '
                      'on; --validation-percent 0 leaves none')
   return Tuner(
-      tuner_fn=configs.TUNER_FN,
+      tuner_fn=constants.TUNER_FN,
       examples=examples,
       transform_graph=transform_graph,
       schema=schema,

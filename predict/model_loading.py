@@ -4,13 +4,13 @@ import os
 from typing import List
 
 from modules import signatures
-from pipeline import configs
+from pipeline import constants
 from records import features
 from records import served_versions
 
 SAVED_MODEL_FILE = served_versions.SAVED_MODEL_FILE
 # Where a pipeline run pushes its models: OUT/<this>/<version>/.
-SERVING_MODEL_DIR = configs.SERVING_MODEL_DIR_NAME
+SERVING_MODEL_DIR = constants.SERVING_MODEL_DIR_NAME
 
 EXPECTED = ('a SavedModel folder (holding saved_model.pb), a folder of '
             'pushed versions (<version>/saved_model.pb), or a pipeline '

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any, Dict
 
 from modules.architectures import DEFAULT_BACKBONE
-from modules.settings import knob_fields, presets
+from modules.knob import knob_fields, presets
 from pipeline import knobs as knobs_lib
 
 # Help groups, and the configs whose flags each holds, in their order.

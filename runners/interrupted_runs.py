@@ -14,7 +14,7 @@ from typing import IO, List
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import configs
+from pipeline import constants
 
 _Execution = metadata_store_pb2.Execution
 _Artifact = metadata_store_pb2.Artifact
@@ -84,7 +84,7 @@ def _partial_outputs(pipeline_root: str, node_id: str,
 def close_interrupted(
     connection_config: metadata_store_pb2.ConnectionConfig,
     pipeline_root: str,
-    pipeline_name: str = configs.PIPELINE_NAME,
+    pipeline_name: str = constants.PIPELINE_NAME,
     shared_store: bool = False) -> List[Interrupted]:
   """Closes the executions of `pipeline_name` left unfinished.
 

@@ -12,7 +12,7 @@ from typing import Optional
 from ml_metadata.proto import metadata_store_pb2
 
 from inspector import store as inspect_store
-from pipeline import configs
+from pipeline import constants
 
 # In OUT: which MySQL store the artifacts there belong to.
 MYSQL_MARKER = '.mlmd_mysql'
@@ -40,7 +40,7 @@ class LocalStore:
 
 
 def sqlite_path(output_dir: str) -> str:
-  return os.path.join(output_dir, configs.METADATA_DB_NAME)
+  return os.path.join(output_dir, constants.METADATA_DB_NAME)
 
 
 def for_run(output_dir: str,

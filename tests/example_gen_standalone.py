@@ -15,16 +15,16 @@ from tfx.utils import proto_utils
 from components.image_example_gen import executor
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import configs
+from pipeline import constants
 
 
 def make_executor(beam_pipeline_args: Sequence[str]) -> executor.Executor:
   """The executor as TFX's Beam executor operator builds it, with the
   dependency flag local_runner.py adds (else TFX builds, and leaves in
-  /tmp, an sdist of itself: configs.LOCAL_BEAM_PIPELINE_ARGS)."""
+  /tmp, an sdist of itself: constants.LOCAL_BEAM_PIPELINE_ARGS)."""
   return executor.Executor(base_beam_executor.BaseBeamExecutor.Context(
       beam_pipeline_args=[*beam_pipeline_args,
-                          *configs.LOCAL_BEAM_PIPELINE_ARGS]))
+                          *constants.LOCAL_BEAM_PIPELINE_ARGS]))
 
 
 def run_example_gen(

@@ -71,5 +71,5 @@ def module_paths(spec: dict):
 
 
 def dockerfile_path() -> str:
-  return os.path.join(kubeflow_runner.configs.PROJECT_DIR, 'kubeflow',
+  return os.path.join(kubeflow_runner.constants.PROJECT_DIR, 'kubeflow',
                       'Dockerfile')

@@ -8,7 +8,7 @@ from ml_metadata import errors
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import configs
+from pipeline import constants
 from inspector import store as inspect_store
 
 _STATE = metadata_store_pb2.Execution.State
@@ -20,7 +20,7 @@ def open_store(output_dir: str) -> metadata_store.MetadataStore:
       inspect_store.sqlite_path(output_dir=output_dir))
 
 
-def execution_states(store, pipeline_name=configs.PIPELINE_NAME
+def execution_states(store, pipeline_name=constants.PIPELINE_NAME
                      ) -> Dict[str, List[str]]:
   """Node id -> states of its executions, oldest first."""
   states = {}

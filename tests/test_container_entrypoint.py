@@ -12,7 +12,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
 
 from kubeflow import container_entrypoint
-from pipeline import configs
+from pipeline import constants
 
 EXAMPLES_SCHEMA = 'title: tfx.Examples\ntype: object\n'
 MODEL_SCHEMA = 'title: tfx.Model\ntype: object\n'
@@ -97,8 +97,8 @@ def _run_entrypoint(tmp_path, executor_class_path):
        container_entrypoint.INVOCATION_FLAG,
        json_format.MessageToJson(executor_input),
        container_entrypoint.INPUTS_SPEC_FLAG, json.dumps(inputs_spec)],
-      cwd=configs.PROJECT_DIR, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, PYTHONPATH=configs.PROJECT_DIR))
+      cwd=constants.PROJECT_DIR, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, PYTHONPATH=constants.PROJECT_DIR))
 
 
 def test_a_task_succeeds_with_status_0_and_writes_its_output(tmp_path):

@@ -30,7 +30,7 @@ from inspector import images
 from inspector import queries
 from inspector import report
 from inspector import store
-from pipeline import configs
+from pipeline import constants
 from records import data_checks as results
 from records import features
 from records import sources
@@ -109,7 +109,7 @@ def run_data_checks(examples, output_uri, drop: bool = False):
   executor = data_checks_executor.Executor(
       base_beam_executor.BaseBeamExecutor.Context(
           beam_pipeline_args=[*artifacts.IN_MEMORY,
-                              *configs.LOCAL_BEAM_PIPELINE_ARGS]))
+                              *constants.LOCAL_BEAM_PIPELINE_ARGS]))
   with artifacts._program_argv():  # pylint: disable=protected-access
     executor.Do({data_checks_executor.EXAMPLES_KEY: [examples]}, outputs, {})
   return (output, without_copies) if drop else output

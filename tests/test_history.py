@@ -15,7 +15,7 @@ import tensorflow_data_validation as tfdv
 
 from inspector import history
 from inspector import queries
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tests import mlmd
 from tests import tiny_runs
@@ -33,7 +33,7 @@ def test_history_of_a_run_and_its_cached_rerun(two_runs, tmp_path):
   out = two_runs / 'out'
   first, second = _run_names(out)
   result = inspect_json(out, 'history')
-  assert result['pipeline'] == configs.PIPELINE_NAME
+  assert result['pipeline'] == constants.PIPELINE_NAME
   newest, oldest = result['runs']
   assert [newest['run'], oldest['run']] == [second, first]
 
@@ -90,8 +90,8 @@ def test_history_reads_the_window_of_spans_and_the_warm_start(two_runs,
   # --warm-start record: the spans an Examples artifact holds, and where
   # the Model started from; and whose newest evaluation's files are gone,
   # as garbage collection leaves an old run.
-  store_path = tmp_path / configs.METADATA_DB_NAME
-  shutil.copyfile(two_runs / 'out' / configs.METADATA_DB_NAME, store_path)
+  store_path = tmp_path / constants.METADATA_DB_NAME
+  shutil.copyfile(two_runs / 'out' / constants.METADATA_DB_NAME, store_path)
   config = metadata_store_pb2.ConnectionConfig()
   config.sqlite.filename_uri = str(store_path)
   store = metadata_store.MetadataStore(config)

@@ -7,7 +7,7 @@ import tensorflow_data_validation as tfdv
 
 from components.image_schema_gen import free_source
 from components.image_schema_gen import pin_image_domains
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2
@@ -82,6 +82,6 @@ def test_source_gets_no_domain_so_new_files_are_no_anomaly(tmp_path):
   assert not schema.string_domain
   assert not tfdv.validate_statistics(evaluation, schema).anomaly_info
   # The curated schema says the same of the source.
-  curated = tfdv.load_schema_text(configs.MNIST_SCHEMA)
+  curated = tfdv.load_schema_text(constants.MNIST_SCHEMA)
   assert features.SOURCE_KEY not in tfdv.validate_statistics(
       evaluation, curated).anomaly_info

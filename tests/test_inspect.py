@@ -23,7 +23,7 @@ from inspector import lineage
 from inspector import queries
 from inspector import render
 from inspector import report_page
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tests import examples_io
 from tests import local_run
@@ -51,7 +51,7 @@ def test_runs_newest_first_with_the_cached_components_marked(two_runs):
   assert [r['run'] for r in runs] == [second, first]
   newest, oldest = runs
   for run in runs:
-    assert run['state'] == 'COMPLETE' and run['pipeline'] == configs.PIPELINE_NAME
+    assert run['state'] == 'COMPLETE' and run['pipeline'] == constants.PIPELINE_NAME
     assert run['started'] <= run['ended'] and run['seconds'] >= 0
   states = {c['node']: c for c in oldest['components']}
   assert all(states[n]['state'] == 'COMPLETE' and not states[n]['cached']
@@ -74,7 +74,7 @@ def test_runs_newest_first_with_the_cached_components_marked(two_runs):
   # The flags also work before the subcommand, and --limit keeps the newest.
   result = subprocess.run(
       [sys.executable, '-m', 'inspector', '--json', '--store',
-       str(out / configs.METADATA_DB_NAME), 'runs', '--limit', '1'],
+       str(out / constants.METADATA_DB_NAME), 'runs', '--limit', '1'],
       capture_output=True, text=True, cwd=local_run.PROJECT_DIR, check=True)
   assert [r['run'] for r in json.loads(result.stdout)] == [second]
 
@@ -390,14 +390,14 @@ def _error(out_dir, *args):
 
 def test_a_missing_store_is_an_error_and_is_not_created(tmp_path):
   message = _error(tmp_path / 'nowhere', 'runs')
-  assert str(tmp_path / 'nowhere' / configs.METADATA_DB_NAME) in message
+  assert str(tmp_path / 'nowhere' / constants.METADATA_DB_NAME) in message
   assert 'no ML Metadata store' in message
   assert not (tmp_path / 'nowhere').exists()
 
 
 def test_an_empty_store_is_an_error(tmp_path):
   config = metadata_store_pb2.ConnectionConfig()
-  config.sqlite.filename_uri = str(tmp_path / configs.METADATA_DB_NAME)
+  config.sqlite.filename_uri = str(tmp_path / constants.METADATA_DB_NAME)
   metadata_store.MetadataStore(config)  # Creates the (empty) schema.
   assert 'holds no pipeline runs' in _error(tmp_path, 'runs')
   assert 'holds no artifacts' in _error(tmp_path, 'artifacts')

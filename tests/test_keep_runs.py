@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from components import push_once
 import local_runner
-from pipeline import configs
+from pipeline import constants
 from pipeline import knobs
 from records import features
 from runners import flags
@@ -52,7 +52,7 @@ def kept(tmp_path_factory):
     threshold = '0' if span == 1 else NEVER_BLESSED
     result = local_run.run(
         '--data-dir', str(data), '--span-dir-pattern', 'span-{SPAN}',
-        '--schema', configs.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
+        '--schema', constants.MNIST_SCHEMA, '--dataset', 'fashion-mnist',
         '--output-dir', str(out), '--accuracy-threshold', threshold,
         '--keep-runs', str(KEEP), *TINY_TRAINING)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -118,16 +118,16 @@ def test_only_the_newest_runs_and_the_served_lineage_stay_on_disk(kept):
   # A second collection finds nothing more to delete.
   again = keep_runs_local.collect(
       local_store.for_run(str(out), None).connection_config,
-      configs.PIPELINE_NAME, KEEP,
-      str(out / configs.SERVING_MODEL_DIR_NAME),
-      str(out / configs.PIPELINE_ROOT_NAME))
+      constants.PIPELINE_NAME, KEEP,
+      str(out / constants.SERVING_MODEL_DIR_NAME),
+      str(out / constants.PIPELINE_ROOT_NAME))
   assert again.deleted == [] and len(again.kept_runs) == KEEP
 
 
 def test_the_served_model_still_answers(kept):
   out, _ = kept
   path = serving.latest_pushed_model(
-      os.path.join(out, configs.SERVING_MODEL_DIR_NAME))
+      os.path.join(out, constants.SERVING_MODEL_DIR_NAME))
   images, _ = datasets.images_and_labels(4)
   probabilities, classes = serving.classify_images(tf.saved_model.load(path),
                                                    images)
@@ -162,8 +162,8 @@ def test_nothing_is_deleted_when_what_is_served_cannot_be_read(tmp_path):
   with pytest.raises(push_once.ServingDirectoryError):
     keep_runs_local.collect(
         local_store.for_run(str(tmp_path), None).connection_config,
-        configs.PIPELINE_NAME, KEEP, str(serving_model_dir),
-        str(tmp_path / configs.PIPELINE_ROOT_NAME))
+        constants.PIPELINE_NAME, KEEP, str(serving_model_dir),
+        str(tmp_path / constants.PIPELINE_ROOT_NAME))
 
 
 def test_keep_runs_is_off_by_default_and_at_least_one():
@@ -189,7 +189,7 @@ def _record_runs(store, root, serving_dir, runs):
     [made.id] = store.put_contexts([made])
     return made
 
-  pipeline = context('pipeline', configs.PIPELINE_NAME)
+  pipeline = context('pipeline', constants.PIPELINE_NAME)
   nodes = {}
   models = {}
   for run in range(1, runs + 1):
@@ -197,7 +197,7 @@ def _record_runs(store, root, serving_dir, runs):
 
     def execute(node, inputs, outputs):
       if node not in nodes:
-        nodes[node] = context('node', f'{configs.PIPELINE_NAME}.{node}')
+        nodes[node] = context('node', f'{constants.PIPELINE_NAME}.{node}')
       execution = pb.Execution(
           type_id=store.put_execution_type(pb.ExecutionType(name=node)),
           last_known_state=pb.Execution.COMPLETE)
@@ -240,12 +240,12 @@ def test_a_kept_runs_baseline_goes_unless_it_is_served(tmp_path):
   # before's model as its baseline, which goes with the rest of that run.
   store = metadata_store.MetadataStore(
       local_store.for_run(str(tmp_path), None).connection_config)
-  root = tmp_path / configs.PIPELINE_ROOT_NAME
-  serving_dir = tmp_path / configs.SERVING_MODEL_DIR_NAME
+  root = tmp_path / constants.PIPELINE_ROOT_NAME
+  serving_dir = tmp_path / constants.SERVING_MODEL_DIR_NAME
   models = _record_runs(store, root, serving_dir, 3)
   collected = keep_runs_local.collect(
       local_store.for_run(str(tmp_path), None).connection_config,
-      configs.PIPELINE_NAME, 1, str(serving_dir), str(root))
+      constants.PIPELINE_NAME, 1, str(serving_dir), str(root))
   assert collected.kept_runs == ['run-3'] and collected.served_version == '3'
   on_disk = {run: os.path.isdir(model.uri) for run, model in models.items()}
   assert on_disk == {1: False, 2: False, 3: True}

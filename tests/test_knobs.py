@@ -13,9 +13,9 @@ from components import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import store as inspect_store
 import local_runner
-from modules import settings
+from modules import knob as knob_lib
 from modules.training_config import TrainingConfig
-from pipeline import configs
+from pipeline import constants
 from pipeline import knobs
 from runners import flags
 
@@ -129,11 +129,11 @@ CASES = {
                            1000),
     '--skip-bad-images': ([*IMAGES, '--skip-bad-images'],
                           lambda dag: _example_gen(dag).skip_bad_images, True),
-    '--schema': (['--schema', configs.MNIST_SCHEMA],
+    '--schema': (['--schema', constants.MNIST_SCHEMA],
                  lambda dag: [c.exec_properties['schema_file']
                               for c in dag.components
                               if c.id == 'ImportSchemaGen'],
-                 [configs.MNIST_SCHEMA]),
+                 [constants.MNIST_SCHEMA]),
     '--eval-copies': (['--eval-copies', 'keep'], lambda dag: _component(
         dag, 'ValidationGate')['eval_copies'], 'keep'),
     '--max-eval-copy-share': (
@@ -299,4 +299,4 @@ def test_the_accuracy_threshold_is_fixed_or_from_the_data(tmp_path, argv,
 
 def test_a_preset_for_an_unknown_dataset_is_refused():
   with pytest.raises(ValueError, match=r"unknown datasets \['cifar-10'\]"):
-    settings.knob(1, 'A knob.', presets={'cifar-10': 2})
+    knob_lib.knob(1, 'A knob.', presets={'cifar-10': 2})

@@ -14,7 +14,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from pipeline import configs
+from pipeline import constants
 from pipeline.knobs import DataConfig
 from records import features
 from tests import datasets
@@ -38,7 +38,7 @@ def run(tmp_path_factory):
                                        {'train': 300, 't10k': 100})
   with preloaded_python.Server(kfp_launcher.task_environment()) as preloaded:
     status = preloaded.run(
-        [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
+        [sys.executable, os.path.join(constants.PROJECT_DIR, 'kubeflow',
                                       'kubeflow_runner.py'),
          '--target', 'vertex',
          '--output', str(tmp / 'pipeline.yaml'), '--image', 'unused:local',

@@ -11,16 +11,16 @@ import shutil
 import subprocess
 import sys
 
-from pipeline import configs
+from pipeline import constants
 from tests import kubeflow_specs
 
-PROJECT_DIR = configs.PROJECT_DIR
+PROJECT_DIR = constants.PROJECT_DIR
 # Paths only the project provides (TFX's own come from the lock file).
 OUR_PATHS = {'components.image_example_gen.executor.Executor',
              'components.validation_gate.ValidationGate_Executor',
              'components.push_once.Executor',
              'components.baseline_evaluator.Executor',
-             configs.RUN_FN, configs.PREPROCESSING_FN}
+             constants.RUN_FN, constants.PREPROCESSING_FN}
 # Besides, per target: the open-source KFP target's entrypoint, baseline
 # and --keep-runs step.
 TARGET_PATHS = {
@@ -123,7 +123,7 @@ def test_the_image_installs_what_the_makefile_installs():
                                          '--compile-bytecode'}) ==
             _install_options(run, {'--ignore-requires-python'})), make_line
   workdir, _ = copies(kubeflow_specs.dockerfile_path())
-  assert workdir == configs.IMAGE_PROJECT_DIR
+  assert workdir == constants.IMAGE_PROJECT_DIR
 
 
 def test_spec_module_paths_import_from_the_image_layout(tmp_path):

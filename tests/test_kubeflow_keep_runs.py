@@ -13,10 +13,10 @@ import pytest
 from components import push_once
 from components import run_folders
 from kubeflow import open_source_kfp
-from pipeline import configs
+from pipeline import constants
 from tests import kubeflow_specs
 
-PIPELINE = configs.KUBEFLOW_PIPELINE_NAME
+PIPELINE = constants.KUBEFLOW_PIPELINE_NAME
 LARGE = ['ImageExampleGen/examples', 'Pusher/pushed_model',
          'ServedModel/model', 'Trainer/model', 'WarmStartModel/model']
 LINEAGE = ['ImageExampleGen/examples', 'Pusher/pushed_model', 'Trainer/model']

@@ -30,7 +30,7 @@ import pytest
 
 from components import keep_runs
 from kubeflow import kubeflow_runner
-from pipeline import configs
+from pipeline import constants
 from tests import datasets
 from tests import kfp_launcher
 from tests import preloaded_python
@@ -64,7 +64,7 @@ RUNS = [
 def _compile(preloaded, tmp, endpoint, name, threshold, training):
   path, log = str(tmp / name), str(tmp / f'{name}.log')
   status = preloaded.run(
-      [sys.executable, os.path.join(configs.PROJECT_DIR, 'kubeflow',
+      [sys.executable, os.path.join(constants.PROJECT_DIR, 'kubeflow',
                                     'kubeflow_runner.py'),
        '--output', path, '--image', 'unused:local', '--pipeline-root', ROOT,
        '--data-dir', DATA, '--span-dir-pattern', 'span-{SPAN}',
@@ -108,7 +108,7 @@ def _fail_after_example_gen(endpoint, launcher):
   (run 1's, copied) in a run folder of its own. Returns its run id."""
   s3 = s3_server.client(endpoint)
   run_id = uuid.uuid4().hex[:12]
-  prefix = f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/'
+  prefix = f'tfx/{constants.KUBEFLOW_PIPELINE_NAME}/'
   for key in s3_server.list_keys(endpoint, BUCKET,
                                  f'{prefix}{launcher.run_id}/'):
     if key.split('/')[3] in ('ImageExampleGen', 'StatisticsGen'):
@@ -164,11 +164,11 @@ def test_first_run_reads_s3_writes_every_artifact_there_and_pushes(runs):
     for key, artifacts in outputs.items():
       for artifact in artifacts:
         run_root, attempt, output = artifact.uri.rsplit('/', 2)
-        assert run_root == (f'{ROOT}/{configs.KUBEFLOW_PIPELINE_NAME}/'
+        assert run_root == (f'{ROOT}/{constants.KUBEFLOW_PIPELINE_NAME}/'
                             f'{launcher.run_id}/{task}')
         assert output == key and str(uuid.UUID(attempt)) == attempt
   keys = s3_server.list_keys(endpoint, BUCKET, 'tfx/')
-  run_prefix = f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{launcher.run_id}/'
+  run_prefix = f'tfx/{constants.KUBEFLOW_PIPELINE_NAME}/{launcher.run_id}/'
   for task in ('ImageExampleGen', 'Transform', 'Trainer', 'Evaluator'):
     assert any(k.startswith(run_prefix + task + '/') for k in keys), task
   # Nothing served before: blessed on the threshold alone, then pushed.
@@ -242,7 +242,7 @@ def _large_outputs(endpoint, run_id):
   """{'task/output'} of the large outputs a run folder still holds."""
   found = set()
   for key in s3_server.list_keys(
-      endpoint, BUCKET, f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{run_id}/'):
+      endpoint, BUCKET, f'tfx/{constants.KUBEFLOW_PIPELINE_NAME}/{run_id}/'):
     task, _, output = key.split('/')[3:6]
     if f'{task}/{output}' in keep_runs_cases.LARGE:
       found.add(f'{task}/{output}')
@@ -283,7 +283,7 @@ def test_the_next_run_collects_a_failed_run(runs):
   # Its small artifacts stay, as every run's.
   assert s3_server.list_keys(
       endpoint, BUCKET,
-      f'tfx/{configs.KUBEFLOW_PIPELINE_NAME}/{failed}/StatisticsGen/')
+      f'tfx/{constants.KUBEFLOW_PIPELINE_NAME}/{failed}/StatisticsGen/')
 
 
 # What KeepRuns decides, on run folders built on the S3 server (the same as
@@ -311,7 +311,7 @@ def test_on_s3_keep_runs_decides_as_on_a_disk(cluster):
            **cases.run_files('run-b', cases.FAILED_RUN),
            **cases.run_files('run-a', cases.FULL_RUN)}
   # Written in this order: the object store's clock orders the runs.
-  pipeline = configs.KUBEFLOW_PIPELINE_NAME
+  pipeline = constants.KUBEFLOW_PIPELINE_NAME
   for path, data in files.items():
     s3.put_object(Bucket=bucket, Key=os.path.normpath(
         f'tfx/{pipeline}/{path}'), Body=data)

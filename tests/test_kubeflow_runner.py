@@ -13,7 +13,7 @@ from tfx.utils import dependency_utils
 import local_runner
 from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
-from pipeline import configs
+from pipeline import constants
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from pipeline import validation
 from tests import kubeflow_specs
@@ -73,7 +73,7 @@ def test_both_formats_parse_as_the_same_pipeline_spec(compiled):
   assert job['runtimeConfig'] == {
       'gcsOutputDirectory': 'gs://bucket/tfx',
       'parameterValues': {'data_root': 'gs://bucket/data/mnist'}}
-  assert yaml_spec['pipelineInfo']['name'] == configs.KUBEFLOW_PIPELINE_NAME
+  assert yaml_spec['pipelineInfo']['name'] == constants.KUBEFLOW_PIPELINE_NAME
 
 
 def test_one_task_per_local_component_wired_the_same(compiled, tmp_path):
@@ -146,9 +146,9 @@ def test_the_compiled_settings_are_the_local_ones(compiled, tmp_path):
   assert json.loads(params['Trainer']['custom_config']['runtimeValue'][
       'constant']) == json.loads(trainer['custom_config'])
   assert params['Trainer']['run_fn']['runtimeValue']['constant'] == (
-      configs.RUN_FN)
+      constants.RUN_FN)
   assert params['Transform']['preprocessing_fn']['runtimeValue'][
-      'constant'] == configs.PREPROCESSING_FN
+      'constant'] == constants.PREPROCESSING_FN
 
 
 def test_data_root_is_a_runtime_parameter_with_a_default(compiled):
@@ -176,10 +176,10 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path, target):
       # After the defaults, so it wins (Beam keeps a flag's last value).
       assert args[-3:] == ['--runner=DataflowRunner', '--project=p',
                            '--region=r'], name
-      defaults = len(configs.BEAM_PIPELINE_ARGS)
-      assert args[-3 - defaults:-3] == list(configs.BEAM_PIPELINE_ARGS)
+      defaults = len(constants.BEAM_PIPELINE_ARGS)
+      assert args[-3 - defaults:-3] == list(constants.BEAM_PIPELINE_ARGS)
       beam_args = args[-4 - defaults:]
-      assert beam_args[0] == f'--setup_file={configs.IMAGE_PROJECT_DIR}/setup.py'
+      assert beam_args[0] == f'--setup_file={constants.IMAGE_PROJECT_DIR}/setup.py'
       # The image's setup.py is the dependency flag TFX looks for: it adds
       # no sdist of itself (built, and left in /tmp, in every executor).
       assert dependency_utils.make_beam_dependency_flags(beam_args) == beam_args
@@ -299,10 +299,10 @@ def kubeflow_specs_path(tmp_path, name, *flags):
 def test_curated_schema_is_read_from_the_image(tmp_path):
   spec = kubeflow_specs.compile_spec(
       tmp_path / 'p.yaml', *kubeflow_specs.CLUSTER_PATHS,
-      '--schema', configs.MNIST_SCHEMA)
+      '--schema', constants.MNIST_SCHEMA)
   schema_file = spec['root']['dag']['tasks']['ImportSchemaGen']['inputs'][
       'parameters']['schema_file']['runtimeValue']['constant']
-  assert schema_file == (f'{configs.IMAGE_PROJECT_DIR}/'
+  assert schema_file == (f'{constants.IMAGE_PROJECT_DIR}/'
                          'pipeline/schema/mnist/schema.pbtxt')
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kubeflow import container_entrypoint
-from pipeline import configs
+from pipeline import constants
 from tests import kubeflow_specs
 
 TUNE = ['--tune', '2', '--tune-trial-steps', '9']
@@ -25,7 +25,7 @@ def test_the_tuner_compiles_and_feeds_the_trainer(tmp_path, target):
               'ImageExampleGen', 'SchemaGen', 'Transform'}
   parameters = {key: value['runtimeValue']['constant']
                 for key, value in tuner['inputs']['parameters'].items()}
-  assert parameters['tuner_fn'] == configs.TUNER_FN
+  assert parameters['tuner_fn'] == constants.TUNER_FN
   assert json.loads(parameters['train_args']) == {'num_steps': 9,
                                                    'splits': ['train']}
   assert json.loads(parameters['custom_config'])['tuning']['trials'] == 2

@@ -9,7 +9,7 @@ import re
 from PIL import Image
 import pytest
 
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tests import datasets
 from tests import examples_io
@@ -43,7 +43,7 @@ def test_idx_run_then_cached_rerun(tmp_path):
   store = mlmd.open_store(str(tmp_path / 'out'))
   assert mlmd.execution_states(store) == {n: ['COMPLETE'] for n in DATA_HALF}
   [examples] = mlmd.live_artifacts(store, 'Examples')
-  assert examples.uri.startswith(str(tmp_path / 'out' / configs.PIPELINE_ROOT_NAME))
+  assert examples.uri.startswith(str(tmp_path / 'out' / constants.PIPELINE_ROOT_NAME))
   assert len(examples_io.split_files(examples.uri, 'train')) == 8
   assert len(examples_io.read_split(examples.uri, 'eval')) == 20
   assert features.decode_class_names(
@@ -242,7 +242,7 @@ def test_geometry_flags_are_for_image_folders(tmp_path, flag):
   assert ('error: --image-size and --channels apply to image folders only '
           '(--input-format images); IDX files declare their geometry in their '
           'headers') in result.stderr
-  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+  assert not (tmp_path / 'out' / constants.METADATA_DB_NAME).exists()
 
 
 def test_to_node_must_name_a_component(tmp_path):
@@ -258,7 +258,7 @@ def test_missing_data_dir(tmp_path):
                str(tmp_path / 'out'))
   assert result.returncode != 0
   assert f'{tmp_path}/nowhere: no such directory' in result.stderr
-  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+  assert not (tmp_path / 'out' / constants.METADATA_DB_NAME).exists()
 
 
 def test_unreadable_data_dir(tmp_path):
@@ -275,7 +275,7 @@ def test_unreadable_data_dir(tmp_path):
   assert (f'error: --data-dir {tmp_path}/mnist: permission denied'
           in result.stderr)
   # Stopped before anything ran: nothing in ML Metadata.
-  assert not (tmp_path / 'out' / configs.METADATA_DB_NAME).exists()
+  assert not (tmp_path / 'out' / constants.METADATA_DB_NAME).exists()
 
 
 def test_help_explains_every_flag():

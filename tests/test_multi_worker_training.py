@@ -24,7 +24,7 @@ from modules import local_workers
 from modules import signatures
 from modules import trainer
 from modules.training_config import Budget, TrainingConfig
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tests import artifacts
 from tests import datasets
@@ -245,7 +245,7 @@ def test_vertex_replicas_train_as_chief_and_worker(data, tmp_path):
           'training'],
       **vertex_training.trainer_custom_config(
           'project', 'region', 'image', 2, 'machine')}
-  exec_properties = {'run_fn': configs.RUN_FN, 'train_args': '{}',
+  exec_properties = {'run_fn': constants.RUN_FN, 'train_args': '{}',
                      'eval_args': '{}',
                      'custom_config': json.dumps(custom_config)}
   job_args = copy.deepcopy(custom_config[trainer_executor.TRAINING_ARGS_KEY])

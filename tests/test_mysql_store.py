@@ -10,7 +10,7 @@ import pytest
 from ml_metadata.proto import metadata_store_pb2
 
 from inspector import store as inspect_store
-from pipeline import configs
+from pipeline import constants
 from runners import interrupted_runs
 from runners import local_store
 from tests import datasets
@@ -52,12 +52,12 @@ def test_runs_cache_freeze_schema_and_inspect(server, tmp_path):
   address = f'{server.host}:{server.port}/{database}'
   assert f'ML Metadata (MySQL): {address}' in first.stdout
   # Artifacts under --output-dir, ML Metadata not.
-  assert not (out / configs.METADATA_DB_NAME).exists()
+  assert not (out / constants.METADATA_DB_NAME).exists()
   assert (out / local_store.MYSQL_MARKER).read_text().strip() == address
   store = _store(server, database)
   assert mlmd.execution_states(store) == {n: ['COMPLETE'] for n in DATA_HALF}
   [examples] = mlmd.live_artifacts(store, 'Examples')
-  assert examples.uri.startswith(str(out / configs.PIPELINE_ROOT_NAME))
+  assert examples.uri.startswith(str(out / constants.PIPELINE_ROOT_NAME))
 
   # The re-run finds the schema the first run validated, in MySQL, and
   # reuses ExampleGen, DataChecks and StatisticsGen from MySQL's cache.
@@ -92,7 +92,7 @@ def test_only_this_output_dirs_interrupted_executions_are_closed(
       server.host, server.port, database, mariadb.USER, mariadb.PASSWORD))
   store = _store(server, database)
   pipeline = metadata_store_pb2.Context(
-      name=configs.PIPELINE_NAME,
+      name=constants.PIPELINE_NAME,
       type_id=store.put_context_type(metadata_store_pb2.ContextType(
           name='pipeline')))
   node_type = store.put_context_type(metadata_store_pb2.ContextType(
@@ -106,12 +106,12 @@ def test_only_this_output_dirs_interrupted_executions_are_closed(
         type_id=execution_type,
         last_known_state=metadata_store_pb2.Execution.RUNNING)])
     [node] = store.put_contexts([metadata_store_pb2.Context(
-        name=f'{configs.PIPELINE_NAME}.Trainer{who}', type_id=node_type)])
+        name=f'{constants.PIPELINE_NAME}.Trainer{who}', type_id=node_type)])
     store.put_attributions_and_associations(
         [], [metadata_store_pb2.Association(context_id=c,
                                             execution_id=ids[who])
              for c in (pipeline_id, node)])
-  root = tmp_path / 'out' / configs.PIPELINE_ROOT_NAME
+  root = tmp_path / 'out' / constants.PIPELINE_ROOT_NAME
   partial = root / 'Trainerours' / 'model' / str(ids['ours'])
   partial.mkdir(parents=True)
 
@@ -181,7 +181,7 @@ def test_the_store_is_checked_before_tensorflow_is_imported(tmp_path):
 def test_an_output_dir_stays_with_its_store(tmp_path):
   out = tmp_path / 'out'
   out.mkdir()
-  (out / configs.METADATA_DB_NAME).touch()  # An earlier SQLite run's.
+  (out / constants.METADATA_DB_NAME).touch()  # An earlier SQLite run's.
   result = local_run.run('--data-dir', str(tmp_path), '--output-dir', str(out),
                          '--mysql-host', '127.0.0.1')
   assert result.returncode == 1

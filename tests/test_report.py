@@ -17,7 +17,7 @@ from inspector import queries
 from inspector import report
 from inspector import report_page
 from modules import devices as device_plans
-from pipeline import configs
+from pipeline import constants
 from runners import local_store
 from runners import run_report
 from tests import browser
@@ -331,7 +331,7 @@ def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path,
   # log has the traceback, and no report (or half of one) is left.
   # A SQLite store in an output directory that has none.
   line = run_report.write_report(local_store.for_run(str(tmp_path), None),
-                                 str(tmp_path), configs.PIPELINE_NAME)
+                                 str(tmp_path), constants.PIPELINE_NAME)
   assert line.startswith('Report: not written (InspectError: ')
   assert 'no ML Metadata store' in line
   assert 'Traceback' in caplog.text
@@ -341,7 +341,7 @@ def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path,
 # ------------------------------------------------------------------ DAG --
 
 
-@pytest.mark.parametrize('schema', [None, configs.MNIST_SCHEMA])
+@pytest.mark.parametrize('schema', [None, constants.MNIST_SCHEMA])
 def test_the_report_knows_the_pipelines_dag(tmp_path, schema):
   # A run that stopped after its first components: the report still draws
   # the whole DAG pipeline/pipeline.py builds for the flags it ran with.
@@ -351,9 +351,9 @@ def test_the_report_knows_the_pipelines_dag(tmp_path, schema):
   built = local_runner.build_pipeline(args).components
   ran = [queries.Execution(
       id=i, node=c.id, type='', state='COMPLETE', started_ms=0, ended_ms=0,
-      run='run', pipeline=configs.PIPELINE_NAME, properties={})
+      run='run', pipeline=constants.PIPELINE_NAME, properties={})
          for i, c in enumerate(built[:2])]
-  dag = report.pipeline_dag(queries.Run('run', configs.PIPELINE_NAME, ran))
+  dag = report.pipeline_dag(queries.Run('run', constants.PIPELINE_NAME, ran))
   assert dag == {c.id: sorted(u.id for u in c.upstream_nodes) for c in built}
 
 

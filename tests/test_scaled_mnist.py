@@ -11,7 +11,7 @@ import pytest
 
 from components.image_example_gen import idx
 from data import scaled_mnist
-from pipeline import configs
+from pipeline import constants
 from tests import datasets
 from tests import tiny_runs
 
@@ -123,7 +123,7 @@ def test_image_folder_format(tmp_path, source):
 
 
 def test_default_source_is_where_the_pipeline_keeps_mnist():
-  assert scaled_mnist.DEFAULT_SOURCE == configs.MNIST_DIR
+  assert scaled_mnist.DEFAULT_SOURCE == constants.MNIST_DIR
 
 
 def test_3x_tiny_scaled_dataset_through_the_whole_dag(tuned_run):
@@ -136,11 +136,11 @@ def test_3x_tiny_scaled_dataset_through_the_whole_dag(tuned_run):
       rf'shards; eval: {source["t10k"]} records', stdout).groups())
   assert tiny_runs.SCALED_COPIES == 3
   assert train + validation == 3 * source['train'] and 0 < validation < 60
-  assert os.listdir(out / configs.SERVING_MODEL_DIR_NAME)
+  assert os.listdir(out / constants.SERVING_MODEL_DIR_NAME)
   # Transform computed no statistics of its own (StatisticsGen's are the
   # data's; pipeline/pipeline.py says why): its statistics outputs
   # hold no file, where TFX's default writes pre- and post-transform ones.
-  transform_dir = out / configs.PIPELINE_ROOT_NAME / 'Transform'
+  transform_dir = out / constants.PIPELINE_ROOT_NAME / 'Transform'
   for output in ('pre_transform_stats', 'post_transform_stats'):
     assert not [name for _, _, names in os.walk(transform_dir / output)
                 for name in names]

@@ -23,7 +23,7 @@ from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.errors import InputDataError
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import configs
+from pipeline import constants
 from tests import artifacts
 from tests.absl_lines import absl_lines
 from tests import datasets
@@ -222,7 +222,7 @@ def test_the_cache_answers_until_a_new_span_lands(tmp_path):
       str(data), ImageExampleGenOptions(num_shards=2, span_window=3),
       span_dir_pattern=PATTERN)
   example_gen.with_beam_pipeline_args(
-      [*artifacts.IN_MEMORY, *configs.LOCAL_BEAM_PIPELINE_ARGS])
+      [*artifacts.IN_MEMORY, *constants.LOCAL_BEAM_PIPELINE_ARGS])
   pipeline = tfx.dsl.Pipeline(
       pipeline_name='span_window_test', pipeline_root=str(root / 'pipeline'),
       components=[example_gen], enable_cache=True,

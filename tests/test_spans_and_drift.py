@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from components.image_example_gen import idx
-from pipeline import configs
+from pipeline import constants
 from records import features
 from tests import datasets
 from tests import local_run
@@ -130,7 +130,7 @@ def test_new_spans_that_drift_are_stopped_at_the_gate(tmp_path):
     # Nothing downstream of the gate ever ran, nothing was trained or pushed.
     assert not set(MODEL_HALF) & set(states), drift
     assert mlmd.live_artifacts(store, 'Model') == []
-    assert not (out / configs.SERVING_MODEL_DIR_NAME).exists()
+    assert not (out / constants.SERVING_MODEL_DIR_NAME).exists()
 
   # Span 1's artifacts are untouched, and still in ML Metadata as they were.
   store = mlmd.open_store(str(out))
@@ -161,7 +161,7 @@ def test_curated_schema_catches_labels_and_pixel_range(tmp_path):
   _scale_pixels(str(tmp_path / 'data' / 'span-7'), 0.5)
   result = local_run.run(
       '--data-dir', str(tmp_path / 'data'), '--span-dir-pattern', 'span-{SPAN}',
-      '--schema', configs.MNIST_SCHEMA, '--output-dir', str(tmp_path / 'out'),
+      '--schema', constants.MNIST_SCHEMA, '--output-dir', str(tmp_path / 'out'),
       local_run.ONE_PROCESS, '--to-node', 'ValidationGate')
   assert result.returncode == 1
   assert '✘ ValidationGate' in result.stdout

@@ -16,7 +16,7 @@ from modules import tuner as tuner_module
 from modules import tuning
 from modules.architectures import ARCHITECTURES, BACKBONES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig, TuningConfig
-from pipeline import configs
+from pipeline import constants
 from records import features
 
 
@@ -47,7 +47,7 @@ def test_tune_adds_the_tuner_before_the_trainer_and_nothing_else(tmp_path):
   assert (trainer.exec_properties['custom_config'] ==
           plain['Trainer'].exec_properties['custom_config'])
   props = tuner.exec_properties
-  assert props['tuner_fn'] == configs.TUNER_FN
+  assert props['tuner_fn'] == constants.TUNER_FN
   # The trials train on train and are scored on validation, as the
   # Trainer's epochs are; eval is the Evaluator's alone.
   assert json.loads(props['train_args']) == {'splits': ['train'],
@@ -65,7 +65,7 @@ def test_tune_adds_the_tuner_before_the_trainer_and_nothing_else(tmp_path):
   assert custom['tuning'] == {'trials': 3, 'trial_steps': 7,
                               'search': 'bayesian', 'seed': 0}
   assert TrainingConfig.from_dict(custom['training']).eval_steps == 5
-  module, name = configs.TUNER_FN.rsplit('.', 1)
+  module, name = constants.TUNER_FN.rsplit('.', 1)
   assert callable(getattr(importlib.import_module(module), name))
 
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 import tensorflow_data_validation as tfdv
 
 from components import validation_gate
-from pipeline import configs
+from pipeline import constants
 from records import features
 
 from tensorflow_metadata.proto.v0 import anomalies_pb2
@@ -28,7 +28,7 @@ def _statistics(tmp_path):
 
 
 def _schema_without_source():
-  schema = tfdv.load_schema_text(configs.MNIST_SCHEMA)
+  schema = tfdv.load_schema_text(constants.MNIST_SCHEMA)
   kept = [f for f in schema.feature if f.name != features.SOURCE_KEY]
   del schema.feature[:]
   schema.feature.extend(kept)

@@ -13,7 +13,7 @@ import pytest
 
 from components.image_example_gen import validation_split
 from data import scaled_mnist
-from pipeline import configs
+from pipeline import constants
 from pipeline.knobs import DataConfig
 from records import features
 from tests import datasets
@@ -138,7 +138,7 @@ def stopped_run(tmp_path_factory):
   datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
                              geometry=features.ImageGeometry(32, 32, 1))
   result = local_run.run('--data-dir', str(tmp / 'data'), '--schema',
-                         configs.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
+                         constants.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
                          local_run.ONE_PROCESS)
   (tmp / 'run.out').write_text(result.stdout + result.stderr)
   (tmp / 'run.stdout').write_text(result.stdout)
