@@ -51,8 +51,8 @@ and only this:
   * --target kubeflow: the Evaluator's baseline is the served model
     (ServedModel; KFP runs no resolver), see pipeline/pipeline.py;
   * --keep-runs K (--target kubeflow): a KeepRuns step ends the DAG and
-    deletes the large artifacts of older runs (pipeline/stages.py, keep_runs), where
-    local_runner.py collects after the run;
+    deletes the large artifacts of older runs (pipeline/stages.py,
+    keep_runs), where local_runner.py collects after the run;
   * the runner: TFX's KubeflowV2DagRunner writes a PipelineSpec, run by
     containers of --image (kubeflow/Dockerfile).
 
