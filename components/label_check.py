@@ -74,7 +74,7 @@ CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
 # The Trainer's run: probabilities averaged over its epochs.
 TRAINING_RUN = 'training_run'
 # Records per call of the model.
-BATCH_SIZE = 512
+BATCH_SIZE = sample.BATCH
 # Folds of a training split small enough to cross-fit when none are given.
 AUTO_FOLDS = 2
 
@@ -100,10 +100,8 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   `checked_buckets`: every one by default. Batches come in file order, then
   record order; positions count records over the whole of `files`.
   """
-  keep = (None if checked_buckets >= sample.BUCKETS
-          else lambda buckets: buckets < checked_buckets)
-  return sample.kept_batches(shards.placed_batches(files, batch_size),
-                             batch_size, keep).prefetch(1)
+  return sample.sampled_batches(files, checked_buckets,
+                               batch_size).prefetch(1)
 
 
 def sources_at(split_uri: str, positions: np.ndarray

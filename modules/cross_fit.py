@@ -24,7 +24,7 @@ from records import sample
 from records import shards
 
 SHUFFLE_RECORDS = 10_000
-PREDICT_BATCH = 512
+PREDICT_BATCH = sample.BATCH
 
 # The log line of each fold's model.
 FOLD_LINE = ('LabelCheck: fold %d of %d: %s trained %d steps of %d; %d of %d '

@@ -14,10 +14,10 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
-from modules import cross_fit
 from modules import input_pipeline
 from records import epoch_probabilities as stored
 from records import features
+from records import sample
 from records import sources as record_sources
 
 # A prediction of the sample costs a good part of a training epoch's time:
@@ -46,9 +46,12 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
     return (*transform(serialized), tf.io.parse_example(
         serialized, source_spec)[features.SOURCE_KEY])
 
-  return cross_fit.held_out(
-      files, 0, cross_fit.plan(records, 1, checked_records), parse,
-      cache=True)
+  return (sample.sampled_batches(
+      files, sample.sample_buckets(records, checked_records)).cache()
+          .map(tf.autograph.experimental.do_not_convert(
+              lambda positions, shard, index, block: (
+                  positions, shard, index, *parse(block))),
+               num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
 
 def stride(planned_epochs: int) -> int:

@@ -5,11 +5,15 @@ docs/label-check.md#the-method-and-why.
 """
 
 import math
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 import tensorflow as tf
 
+from records import shards
+
 BUCKETS = 1 << 20
+# Records of a batch of a sample: a model predicts each batch in one call.
+BATCH = 512
 
 
 def bucket_of(serialized: tf.Tensor) -> tf.Tensor:
@@ -61,3 +65,17 @@ def kept_batches(blocks: tf.data.Dataset, batch_size: int,
   # full batches, they reach a model in few calls (each has a cost of its
   # own), not in one per block read.
   return blocks.scan(tf.constant(0, tf.int64), select).rebatch(batch_size)
+
+
+def sampled_batches(files: List[str], checked_buckets: int,
+                    batch_size: int = BATCH) -> tf.data.Dataset:
+  """Returns batches of the records of `files` whose bucket is below
+  `checked_buckets` (sample_buckets; every record at BUCKETS).
+
+  Batches are those of kept_batches: (positions, shard numbers, indices in
+  the shards, serialized records), in record order.
+  """
+  keep = (None if checked_buckets >= BUCKETS
+          else lambda buckets: buckets < checked_buckets)
+  return kept_batches(shards.placed_batches(files, batch_size), batch_size,
+                      keep)
