@@ -62,7 +62,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import uuid
 from typing import Any, Dict, List, Optional
 
@@ -166,9 +165,8 @@ def execution_order(spec: pipeline_spec_pb2.PipelineSpec) -> List[str]:
 class LocalLauncher:
   """Runs every task of a PipelineSpec as a local subprocess."""
 
-  def __init__(self, spec_path: str, pipeline_root: str,
-               parameters: Optional[Dict[str, Any]] = None,
-               log_dir: Optional[str] = None, timeout: int = 900,
+  def __init__(self, spec_path: str, pipeline_root: str, log_dir: str,
+               parameters: Optional[Dict[str, Any]] = None, timeout: int = 900,
                mode: str = 'vertex', backend: Optional[Backend] = None,
                env: Optional[Dict[str, str]] = None,
                secrets: Optional[Dict[str, Dict[str, str]]] = None,
@@ -176,6 +174,8 @@ class LocalLauncher:
     """Reads the spec; refuses (Refused) what the backend would refuse.
 
     Args:
+      log_dir: where the tasks' logs and ExecutorOutput files go, on this
+        machine as in a pod.
       env: extra environment of every task (this machine's is inherited).
       secrets: the Kubernetes secrets of the run's namespace, name -> key ->
         value, which the PlatformSpec's secretAsEnv reads (kubeflow mode).
@@ -196,8 +196,7 @@ class LocalLauncher:
     self.run_id = uuid.uuid4().hex[:12]
     self.run_root = '/'.join([pipeline_root.rstrip('/'),
                               self.spec.pipeline_info.name, self.run_id])
-    # Logs and ExecutorOutput files: on this machine, as in a pod.
-    self.local_dir = log_dir or tempfile.mkdtemp(prefix='kfp-run-')
+    self.local_dir = log_dir
     self.timeout = timeout
     self.env = dict(env or {})
     self.preloaded = preloaded

@@ -148,7 +148,7 @@ def test_a_task_not_cached_gets_cached_inputs_with_a_system_title(tmp_path):
 def _refused(tmp_path, spec, name='spec.yaml', **parameters):
   with pytest.raises(kfp_launcher.Refused) as raised:
     kfp_launcher.LocalLauncher(_write(tmp_path, spec, name), str(tmp_path),
-                               mode='kubeflow',
+                               str(tmp_path / 'logs'), mode='kubeflow',
                                parameters=parameters or {'p': 'x'})
   return str(raised.value)
 
@@ -160,7 +160,7 @@ def test_refuses_what_the_kfp_backend_refuses(tmp_path):
   assert "schemaVersion '2.0.0'" in _refused(tmp_path, old)
   with pytest.raises(kfp_launcher.Refused, match="'p' has no default"):
     kfp_launcher.LocalLauncher(_write(tmp_path, SPEC), str(tmp_path),
-                               mode='kubeflow')
+                               str(tmp_path / 'logs'), mode='kubeflow')
 
   underscore = copy.deepcopy(SPEC)
   tasks = underscore['root']['dag']['tasks']
