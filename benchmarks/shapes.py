@@ -200,7 +200,7 @@ def measure_colour(ctx: harness.Context) -> Dict[str, Any]:
 def render_colour(r: Dict[str, Any], ctx: harness.Context) -> Dict:
   """What templates/colour_time_to_accuracy.md.j2 reads: goals, the
   variants and the bare loop."""
-  from modules import early_stopping  # pylint: disable=g-import-not-at-top
+  from modules.training import early_stopping  # pylint: disable=g-import-not-at-top
   reference = r['reference']
   before, now = r['variants']
   per_class, eval_per_class, tests = r['counts']

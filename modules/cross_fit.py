@@ -17,7 +17,7 @@ import tf_keras as keras
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
-from modules import training_plan
+from modules.training import plan as training_plan
 from modules.training_config import TrainingConfig
 from records import features
 from records import sample

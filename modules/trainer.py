@@ -20,27 +20,27 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from modules import backbones
 from modules import cluster
 from modules import devices
-from modules import early_stopping
-from modules import epoch_scoring
-from modules import fine_tune
+from modules.training import early_stopping
+from modules.training import epoch_scoring
+from modules.training import fine_tune
 from modules import input_pipeline
-from modules import local_workers
+from modules.training import local_workers
 from modules import model as model_lib
-from modules import progress
+from modules.training import progress
 from modules import tflite_export
-from modules import training_plan
+from modules.training import plan as training_plan
 from modules import transform
 from modules import tuning
-from modules import warm_start
+from modules.training import warm_start
 from modules.serving_model import export_serving_model
-from modules.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
+from modules.training.data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                   check_files_per_worker, read_data,
                                   split_files_for, validation_split)
 from modules.training_config import TrainingConfig
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
-# the epochs for LabelCheck (modules/epoch_scoring.py); absent or 0: none.
+# the epochs for LabelCheck (modules/training/epoch_scoring.py); absent or 0: none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # custom_config: LabelCheck may cross-fit a training split of at most this
 # many records itself (components/label_check.py); a warm start keeps no
@@ -149,7 +149,7 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
   """The training step: trains the model for the plan's epochs.
 
   With a pretrained backbone, in two phases: the head, then fine-tuning
-  (modules/fine_tune.py); early stopping watches each (on the validation
+  (modules/training/fine_tune.py); early stopping watches each (on the validation
   split, if any), and the last one's best weights are kept.
 
   Args:
@@ -183,7 +183,7 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
 @dataclasses.dataclass
 class Fit:
   """Trains the model over a range of epochs at a peak learning rate: the
-  `fit` of modules/fine_tune.py, and the whole run without a backbone."""
+  `fit` of modules/training/fine_tune.py, and the whole run without a backbone."""
   model: keras.Model
   strategy: tf.distribute.Strategy
   config: TrainingConfig
@@ -239,7 +239,7 @@ def training_config(fn_args: FnArgs) -> TrainingConfig:
 
 def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
   """Hands training to config.workers local processes
-  (modules/local_workers.py), once each has files of its own to read."""
+  (modules/training/local_workers.py), once each has files of its own to read."""
   check_files_per_worker(fn_args, config.workers, validation_split(fn_args))
   local_workers.train(fn_args, config.workers,
                       config.workers_timeout_seconds)

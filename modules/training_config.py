@@ -26,7 +26,7 @@ def parse_fraction(value: str) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
-  """How long to train (modules/training_plan.py)."""
+  """How long to train (modules/training/plan.py)."""
   epochs: Optional[int] = knob(
       None, 'Passes over the training split (default: from the dataset\'s '
       'size, ceil(%(training_examples)d / training records) within '
@@ -57,7 +57,7 @@ class Budget:
       'val_accuracy', 'What early stopping watches, and which epoch\'s '
       'weights it keeps: the Evaluator\'s measure, on the validation split '
       '(the eval split makes no choice).')
-  # --warm-start (modules/warm_start.py): fine-tuning what the served
+  # --warm-start (modules/training/warm_start.py): fine-tuning what the served
   # model learnt needs a fraction of the steps; steps as large as from
   # scratch let it follow the data's drift (BENCHMARKS.md, "A schedule").
   warm_start_epochs_fraction: float = knob(
@@ -120,7 +120,7 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  # A pretrained backbone (modules/backbones.py, modules/fine_tune.py).
+  # A pretrained backbone (modules/backbones.py, modules/training/fine_tune.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '
       'weights unless --weights says otherwise) with a new head, trained in '

@@ -19,11 +19,11 @@ from modules import backbones
 from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
-from modules import progress
+from modules.training import progress
 from modules import trainer
-from modules import training_plan
+from modules.training import plan as training_plan
 from modules import tuning
-from modules.trainer_data import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
+from modules.training.data import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 from modules.training_config import TrainingConfig, TuningConfig
 
 PROJECT_NAME = 'tuning'

@@ -16,7 +16,7 @@ from tfx.utils import path_utils
 
 from components import served_model
 from modules import signatures
-from modules import warm_start
+from modules.training import warm_start
 
 # The ServedModel node the Trainer starts from (the baseline's is
 # 'ServedModel').

@@ -15,11 +15,11 @@ import tf_keras as keras
 
 from data import shapes
 from modules import backbones
-from modules import fine_tune
+from modules.training import fine_tune
 from modules import model as model_lib
-from modules import progress
+from modules.training import progress
 from modules import trainer
-from modules import trainer_data
+from modules.training import data as trainer_data
 from modules.architectures import BACKBONES, DEFAULT_BACKBONE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import knobs as knobs_lib

@@ -15,7 +15,7 @@ from modules import architectures
 from modules import devices
 from modules import model as model_lib
 from modules import trainer
-from modules import training_plan
+from modules.training import plan as training_plan
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import stages
 from records import features

@@ -1,4 +1,4 @@
-"""Early stopping (modules/early_stopping.py): training stops when
+"""Early stopping (modules/training/early_stopping.py): training stops when
 validation stops improving, the model keeps its best epoch's weights, and
 the outcome says so. Tiny Keras models trained for a second."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tf_keras as keras
 
-from modules import early_stopping
+from modules.training import early_stopping
 from modules import model as model_lib
 from modules.training_config import Budget
 

@@ -24,7 +24,7 @@ from inspector import labels as inspector_labels
 from inspector import report
 from inspector import report_page
 from modules import cross_fit
-from modules import epoch_scoring
+from modules.training import epoch_scoring
 from modules import training_config
 from pipeline import knobs
 from pipeline import pipeline

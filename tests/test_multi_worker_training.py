@@ -20,7 +20,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from kubeflow import vertex_training
 from modules import cluster
 from modules import devices
-from modules import local_workers
+from modules.training import local_workers
 from modules import signatures
 from modules import trainer
 from modules.training_config import Budget, TrainingConfig

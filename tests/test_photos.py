@@ -16,7 +16,7 @@ import tensorflow as tf
 from data import photos
 from modules import backbones
 from modules import model as model_lib
-from modules import progress
+from modules.training import progress
 from modules.architectures import DEFAULT_BACKBONE, SMALL_GAP_CNN
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from records import features

@@ -1,4 +1,4 @@
-"""The Trainer's progress (modules/progress.py) on a tiny Keras model: one
+"""The Trainer's progress (modules/training/progress.py) on a tiny Keras model: one
 log line per epoch always, and a live bar only on a terminal."""
 
 import fcntl
@@ -14,7 +14,7 @@ import pytest
 import tf_keras as keras
 
 from modules import model as model_lib
-from modules import progress
+from modules.training import progress
 from tests.absl_lines import absl_lines
 
 

@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from modules import model as model_lib
-from modules import training_plan
-from modules import warm_start
+from modules.training import plan as training_plan
+from modules.training import warm_start
 from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start_model

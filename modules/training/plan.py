@@ -81,7 +81,7 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
          warm_start_from: str = '', start_why: str = '',
          why: str = '') -> TrainingPlan:
   """The plan; warm_start_from: the served model training starts from
-  ('' for from scratch), start_why: why (modules/warm_start.py); why: why
+  ('' for from scratch), start_why: why (modules/training/warm_start.py); why: why
   this network, if not model.choose's."""
   architecture, chosen_why = model_lib.choose(model, geometry)
   if model.backbone:

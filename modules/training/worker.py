@@ -1,7 +1,7 @@
 """One worker process of a multi-worker Trainer on this machine.
 
-`TF_CONFIG=... python -m modules.trainer_worker ARGS.json` (the FnArgs and
-thread count), started by modules/local_workers.py, runs TFX's run_fn.
+`TF_CONFIG=... python -m modules.training.worker ARGS.json` (the FnArgs and
+thread count), started by modules/training/local_workers.py, runs TFX's run_fn.
 """
 
 import ctypes
@@ -13,7 +13,7 @@ import sys
 from absl import logging
 import tensorflow as tf
 
-from modules import local_workers
+from modules.training import local_workers
 from modules import trainer
 
 

@@ -21,9 +21,9 @@ import tensorflow as tf
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import cluster
-from modules import progress
+from modules.training import progress
 
-WORKER_MODULE = 'modules.trainer_worker'
+WORKER_MODULE = 'modules.training.worker'
 # In the ModelRun artifact: worker-<i>.log, each worker's whole output.
 LOGS_DIR = 'workers'
 # Lines of a failed worker's output the error quotes.
