@@ -52,7 +52,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from modules import devices  # pylint: disable=g-import-not-at-top
   from modules import model as model_lib  # pylint: disable=g-import-not-at-top
-  from modules.training import data as trainer_data  # pylint: disable=g-import-not-at-top
+  from modules.training import trainer_data  # pylint: disable=g-import-not-at-top
   from modules.training import plan as training_plan  # pylint: disable=g-import-not-at-top
   from modules.training_config import TrainingConfig  # pylint: disable=g-import-not-at-top
 

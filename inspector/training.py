@@ -76,7 +76,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   stopping and the kept epoch were decided on (None: none), 'early_stopping':
   its outcome (modules/training/early_stopping.py)}."""
   from modules import signatures  # pylint: disable=g-import-not-at-top
-  from modules.training import data as trainer_data  # pylint: disable=g-import-not-at-top
+  from modules.training import trainer_data  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
   model_dir = path_utils.serving_model_path(model.uri)

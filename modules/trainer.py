@@ -33,7 +33,7 @@ from modules import transform
 from modules import tuning
 from modules.training import warm_start
 from modules.serving_model import export_serving_model
-from modules.training.data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
+from modules.training.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                   check_files_per_worker, read_data,
                                   split_files_for, validation_split)
 from modules.training_config import TrainingConfig

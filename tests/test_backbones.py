@@ -19,7 +19,7 @@ from modules.training import fine_tune
 from modules import model as model_lib
 from modules.training import progress
 from modules import trainer
-from modules.training import data as trainer_data
+from modules.training import trainer_data
 from modules.architectures import BACKBONES, DEFAULT_BACKBONE
 from modules.training_config import Budget, ModelConfig, TrainingConfig
 from pipeline import knobs as knobs_lib
