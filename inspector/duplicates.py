@@ -138,8 +138,7 @@ def pairs_picture(examples: queries.Artifact, rows: List[Dict[str, str]],
     for side in ('a', 'b'):
       by_split.setdefault(row[f'split_{side}'], []).append(
           row[f'record_{side}'])
-  pixels = {split: images_lib.records_at(examples, split, names)
-            for split, names in by_split.items()}
+  pixels = images_lib.records_in(examples, by_split)
   grid = {number: [pixels[row['split_a']][row['record_a']],
                    pixels[row['split_b']][row['record_b']]]
           for number, row in enumerate(rows)}

@@ -132,25 +132,35 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
   Only the shards that hold one are read, each up to its last wanted
   record.
   """
+  return records_in(examples, {split: names}).get(split, {})
+
+
+def records_in(examples: queries.Artifact,
+               names: Dict[str, Iterable[str]]
+               ) -> Dict[str, Dict[str, np.ndarray]]:
+  """records_at of several splits at once, {split: {name: HxWxC uint8}}:
+  their shards are read together, in one pass."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  wanted: Dict[str, set] = {}
-  for name in names:
-    shard, index = record_sources.parse_place(name)
-    wanted.setdefault(shard, set()).add(index)
+  wanted: Dict[Tuple[str, str], set] = {}
+  for split, split_names in names.items():
+    for name in split_names:
+      shard, index = record_sources.parse_place(name)
+      wanted.setdefault((split, shard), set()).add(index)
   if not wanted:
     return {}
-  _split_files(examples, split)  # The split's checks.
-  shard_names = sorted(wanted)
-  paths = [os.path.join(examples.uri, f'Split-{split}', s)
-           for s in shard_names]
+  for split in {split for split, _ in wanted}:
+    _split_files(examples, split)  # The split's checks.
+  keys = sorted(wanted)
+  paths = [os.path.join(examples.uri, f'Split-{split}', shard)
+           for split, shard in keys]
   for path in paths:
     if not files.exists(path):
       raise InspectError(f'Examples {examples.id}: {path} is missing')
   # Shard i's wanted indices, row i, padded with -1 (never a position).
   width = max(len(indices) for indices in wanted.values())
-  table = np.full((len(shard_names), width), -1, np.int64)
-  for row, shard in enumerate(shard_names):
-    table[row, :len(wanted[shard])] = sorted(wanted[shard])
+  table = np.full((len(keys), width), -1, np.int64)
+  for row, key in enumerate(keys):
+    table[row, :len(wanted[key])] = sorted(wanted[key])
   table = tf.constant(table)
 
   def pick(number, positions, records):
@@ -158,13 +168,15 @@ def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
     hits = tf.equal(positions[:, None], table[number][None, :])
     return positions, tf.reduce_any(hits, axis=1)
 
-  found, encoded = {}, _encoded(examples)
+  found: Dict[str, Dict[str, np.ndarray]] = {}
+  encoded = _encoded(examples)
   for number, positions, records in _picked(
-      paths, pick, [max(wanted[s]) + 1 for s in shard_names]):
+      paths, pick, [max(wanted[key]) + 1 for key in keys]):
     parsed = _parse(records)
+    split, shard = keys[number]
     for i, position in enumerate(positions.tolist()):
-      found[record_sources.place(shard_names[number], position)] = _image(
-          parsed, i, encoded)
+      found.setdefault(split, {})[record_sources.place(shard, position)] = (
+          _image(parsed, i, encoded))
   return found
 
 

@@ -161,21 +161,36 @@ def write_csv(path: str, rows: List[Dict[str, Any]],
 def images_at(examples: queries.Artifact, split: str,
               rows: List[Dict[str, Any]]) -> Dict[str, np.ndarray]:
   """{source: HxWxC uint8} of the records in `rows` (suspects or
-  mistakes), all of `split`.
+  mistakes), all of `split`."""
+  return images_in(examples, [dict(r, split=split) for r in rows]).get(
+      split, {})
+
+
+def images_in(examples: queries.Artifact, rows: List[Dict[str, Any]]
+              ) -> Dict[str, Dict[str, np.ndarray]]:
+  """{split: {source: HxWxC uint8}} of the records in `rows` (suspects or
+  mistakes), each of its row's `split`.
 
   A row names its record's place ('shard file:index') in `record`, so only
-  the shards holding them are read, each up to its last one. Suspects
-  written before LabelCheck named the place are found by their source,
-  reading the split until all are found.
+  the shards holding them are read, those of every split in one pass, each
+  up to its last one. Suspects written before LabelCheck named the place
+  are found by their source, reading their split until all are found.
   """
   from inspector import images  # pylint: disable=g-import-not-at-top
-  placed = {r['record']: r['source'] for r in rows
-            if r.get('record') and r.get('source')}
-  found = {placed[name]: pixels for name, pixels in
-           images.records_at(examples, split, placed).items()}
-  found.update(images.records_with_sources(
-      examples, split, [r['source'] for r in rows
-                        if r.get('source') and not r.get('record')]))
+  placed: Dict[str, Dict[str, str]] = {}  # split -> place -> source
+  unplaced: Dict[str, List[str]] = {}  # split -> sources
+  for r in rows:
+    if r.get('source'):
+      if r.get('record'):
+        placed.setdefault(r['split'], {})[r['record']] = r['source']
+      else:
+        unplaced.setdefault(r['split'], []).append(r['source'])
+  found = {split: {placed[split][name]: pixels
+                   for name, pixels in by_name.items()}
+           for split, by_name in images.records_in(examples, placed).items()}
+  for split, sources in unplaced.items():
+    found.setdefault(split, {}).update(
+        images.records_with_sources(examples, split, sources))
   return found
 
 

@@ -345,29 +345,36 @@ def labels_section(md: queries.Metadata, run: queries.Run
     return not_run
   found = labels.suspects(md, run)
   examples = md.run_output(run, 'ImageExampleGen', 'examples')
+  top = {split: [r for r in found['rows']
+                 if r['split'] == split][:labels.THUMBNAILS_PER_SPLIT]
+         for split in found['methods']}
+  # Every split's pictures in one pass over their shards.
+  pictures = _attempt('the thumbnails', lambda: {
+      'by_split': labels.images_in(
+          examples, [r for rows in top.values() for r in rows])})
   splits = {}
   for split, method in found['methods'].items():
-    rows = [r for r in found['rows'] if r['split'] == split]
     splits[split] = {
         'method': method, 'suspects': found['counts'].get(split),
         'checked': found['checked'].get(split),
         'records': found['records'].get(split),
         'seconds': found['seconds'].get(split),
-        'top': rows[:labels.THUMBNAILS_PER_SPLIT],
+        'top': top[split],
         'thumbnails': (_attempt(f'the {split} thumbnails', _thumbnails,
-                                examples, split,
-                                rows[:labels.THUMBNAILS_PER_SPLIT])
-                       if rows else None)}
+                                top[split], pictures, split)
+                       if top[split] else None)}
   return {'status': 'ok', 'cached': run.execution(labels.NODE).cached,
           'suspects': found['suspects'], 'splits': splits}
 
 
-def _thumbnails(examples: queries.Artifact, split: str,
-                rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _thumbnails(rows: List[Dict[str, Any]], pictures: Dict[str, Any],
+                split: str) -> Dict[str, Any]:
   from inspector import images  # pylint: disable=g-import-not-at-top
   from inspector import labels  # pylint: disable=g-import-not-at-top
+  if 'error' in pictures:
+    return pictures
   return images.inline_png(labels.draw_suspects(
-      rows, labels.images_at(examples, split, rows)))
+      rows, pictures['by_split'].get(split, {})))
 
 
 def mistakes_part(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:

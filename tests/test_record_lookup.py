@@ -20,11 +20,13 @@ GEOMETRY = features.ImageGeometry(height=4, width=3, channels=1)
 SHARD_SIZES = (5, 9, images.SCAN_BATCH + 7)
 
 
-def _pixels(shard, index):
-  """Every record's own image: its shard and index in two pixels."""
+def _pixels(shard, index, split='train'):
+  """Every record's own image: its shard and index in two pixels, and its
+  split in a third."""
   image = np.zeros(GEOMETRY.shape, np.uint8)
   image[0, 0, 0], image[0, 1, 0] = shard, index % 251
   image[0, 2, 0] = index // 251
+  image[1, 0, 0] = 0 if split == 'train' else 1
   return image
 
 
@@ -35,20 +37,23 @@ def _shard(number):
 @pytest.fixture(scope='module')
 def examples(tmp_path_factory):
   """An Examples artifact with a train split in three gzipped shards; each
-  record's source is 'img-<shard>-<index>', its label index % 10."""
+  record's source is 'img-<shard>-<index>', its label index % 10; and an
+  eval split of two shards named as train's first two."""
   root = tmp_path_factory.mktemp('examples')
-  (root / 'Split-train').mkdir()
   options = tf.io.TFRecordOptions(compression_type='GZIP')
-  for number, size in enumerate(SHARD_SIZES):
-    with tf.io.TFRecordWriter(str(root / 'Split-train' / _shard(number)),
-                              options) as writer:
-      for index in range(size):
-        writer.write(features.make_example(
-            _pixels(number, index).tobytes(), GEOMETRY, index % 10,
-            source=f'img-{number}-{index}'))
+  for split, sizes in (('train', SHARD_SIZES), ('eval', SHARD_SIZES[:2])):
+    (root / f'Split-{split}').mkdir()
+    for number, size in enumerate(sizes):
+      with tf.io.TFRecordWriter(str(root / f'Split-{split}' / _shard(number)),
+                                options) as writer:
+        for index in range(size):
+          writer.write(features.make_example(
+              _pixels(number, index, split).tobytes(), GEOMETRY, index % 10,
+              source=f'{split}-img-{number}-{index}' if split == 'eval'
+              else f'img-{number}-{index}'))
   return queries.Artifact(
       id=1, type='Examples', uri=str(root), state='LIVE', created_ms=0,
-      properties={'split_names': json.dumps(['train']),
+      properties={'split_names': json.dumps(['train', 'eval']),
                   'file_format': 'tfrecords_gzip'})
 
 
@@ -82,6 +87,27 @@ def test_suspects_of_either_row_form_get_their_images(examples):
   assert set(found) == {'img-0-2', 'img-2-11', 'img-1-3'}
   np.testing.assert_array_equal(found['img-2-11'], _pixels(2, 11))
   np.testing.assert_array_equal(found['img-1-3'], _pixels(1, 3))
+
+
+def test_the_records_of_several_splits_are_read_in_one_pass(examples):
+  # The same shard file name in two splits: each split's own record.
+  found = images.records_in(examples, {'train': [f'{_shard(1)}:4'],
+                                       'eval': [f'{_shard(1)}:4',
+                                                f'{_shard(0)}:2']})
+  np.testing.assert_array_equal(found['train'][f'{_shard(1)}:4'],
+                                _pixels(1, 4))
+  np.testing.assert_array_equal(found['eval'][f'{_shard(1)}:4'],
+                                _pixels(1, 4, 'eval'))
+  assert set(found['eval']) == {f'{_shard(1)}:4', f'{_shard(0)}:2'}
+  rows = [{'split': 'train', 'source': 'img-0-1', 'record': f'{_shard(0)}:1'},
+          {'split': 'eval', 'source': 'eval-img-0-1',
+           'record': f'{_shard(0)}:1'},
+          {'split': 'eval', 'source': 'eval-img-1-2'}]
+  pictures = labels.images_in(examples, rows)
+  assert {split: set(found) for split, found in pictures.items()} == {
+      'train': {'img-0-1'}, 'eval': {'eval-img-0-1', 'eval-img-1-2'}}
+  np.testing.assert_array_equal(pictures['eval']['eval-img-1-2'],
+                                _pixels(1, 2, 'eval'))
 
 
 def test_a_missing_shard_is_named(examples):
