@@ -158,7 +158,17 @@ def gauge(value: float, threshold: Optional[float],
           baseline: Optional[float], metric: str) -> str:
   """The metric's value as a bar, with the threshold and baseline marked;
   the axis starts low enough to show all three, high enough to tell
-  close values apart."""
+  close values apart.
+
+  Args:
+    value: the candidate model's value of the metric, 0 to 1.
+    threshold: the blessing's lower bound; None: no mark.
+    baseline: the baseline model's value; None: no mark.
+    metric: the metric's name, for the axis.
+
+  Returns:
+    The chart as inline SVG text.
+  """
   marks = [v for v in (value, threshold, baseline) if v is not None]
   low = max([0.0] + [c for c in (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99)
                      if c <= min(marks) - (1 - min(marks))])
@@ -183,8 +193,18 @@ def gauge(value: float, threshold: Optional[float],
 @_styled
 def confusion(matrix: List[List[int]], names: Sequence[str], title: str,
               fmt: str = 'svg', path: Optional[str] = None):
-  """Counts in cells coloured by their share of the true class's row; as
-  SVG text, or written to `path` as `fmt` (e.g. png: then its size)."""
+  """Counts in cells coloured by their share of the true class's row.
+
+  Args:
+    matrix: counts[true][predicted].
+    names: the classes' names, in label order.
+    title: the picture's title.
+    fmt: with `path`, the file's format (e.g. png).
+    path: where to write the picture; None: return it as SVG text.
+
+  Returns:
+    The SVG text, or with `path` the written picture's size in pixels.
+  """
   counts = np.asarray(matrix, np.int64)
   rows = counts.sum(axis=1, keepdims=True)
   shares = np.divide(counts, rows, out=np.zeros(counts.shape),

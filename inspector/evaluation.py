@@ -150,7 +150,13 @@ def _output(md: queries.Metadata, execution: queries.Execution
 def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                        model: queries.Artifact) -> Dict[str, Any]:
   """Metrics, blessing and baseline comparison of one Evaluator execution
-  (a cached one's are those of the execution it reused)."""
+  (a cached one's are those of the execution it reused).
+
+  Args:
+    md: the store.
+    execution: the Evaluator's execution.
+    model: the candidate model it evaluated.
+  """
   tfma = _tfma()
   evaluation = _output(md, execution)
   blessing = md.output(execution, 'blessing')
@@ -190,9 +196,22 @@ def confusion_matrix(md: queries.Metadata, model: queries.Artifact,
                      split: Optional[str] = None,
                      execution: Optional[queries.Execution] = None
                      ) -> Dict[str, Any]:
-  """The candidate's multi-class confusion matrix on the whole split, from
-  the TFMA plots of `execution` (default: the model's newest evaluation):
-  counts[true][predicted]."""
+  """The candidate's multi-class confusion matrix on the whole split.
+
+  Args:
+    md: the store.
+    model: the candidate model.
+    split: the evaluated split; None: the first the Evaluator evaluated.
+    execution: the Evaluator's execution whose TFMA plots hold the matrix;
+      None: the model's newest evaluation.
+
+  Returns:
+    'matrix' as counts[true][predicted], 'class_names', the accuracy and
+    each class's precision and recall, and where they came from.
+
+  Raises:
+    InspectError: the Evaluator did not evaluate `split`.
+  """
   from inspector import images  # pylint: disable=g-import-not-at-top
   execution = execution or _evaluation(md, model)
   evaluation = _output(md, execution)

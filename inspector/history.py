@@ -191,8 +191,20 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
 
 def history(md: queries.Metadata, upto: Optional[queries.Run] = None,
             limit: Optional[int] = None) -> Dict[str, Any]:
-  """{'pipeline', 'runs'}: a row per run of the pipeline of `upto` (default:
-  the newest run), newest first, from `upto` back; at most `limit` rows."""
+  """Every run of a pipeline, newest first.
+
+  Args:
+    md: the store.
+    upto: the newest run to list, and whose pipeline; None: the store's
+      newest run.
+    limit: at most this many rows; None: every run.
+
+  Returns:
+    {'pipeline': its name, 'runs': a row per run, from `upto` back}.
+
+  Raises:
+    InspectError: the store holds no pipeline runs.
+  """
   runs = md.runs()
   if not runs:
     raise InspectError(f'{md.where}: the store holds no pipeline runs')

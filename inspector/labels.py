@@ -53,8 +53,18 @@ def _json_property(artifact: queries.Artifact, key: str) -> Dict[str, Any]:
 
 def suspects(md: queries.Metadata, run: queries.Run,
              split: Optional[str] = None) -> Dict[str, Any]:
-  """The run's suspects (of `split`, or all), with the counts and the
-  method that scored each split."""
+  """The run's suspects, with the counts and the method that scored each
+  split.
+
+  Args:
+    md: the store.
+    run: the run whose LabelCheck listed them.
+    split: only this split's suspects; None: every split's.
+
+  Raises:
+    InspectError: the run has no LabelCheck output, its list is missing,
+      or it has no split `split`.
+  """
   artifact = suspects_artifact(md, run)
   path = os.path.join(artifact.uri, SUSPECTS_FILE)
   if not files.exists(path):
@@ -205,10 +215,20 @@ _FONT_SIZE = 12
 
 
 def draw_suspects(rows: List[Dict[str, Any]],
-                  pictures: Dict[int, np.ndarray], columns: int = 6
+                  pictures: Dict[str, np.ndarray], columns: int = 6
                   ) -> Image.Image:
   """A grid of the suspects' images, each captioned with its rank and
-  source, 'given -> suggested' and its score, in rank order."""
+  source, 'given -> suggested' and its score, in rank order.
+
+  Args:
+    rows: the suspects, as `suspects` lists them.
+    pictures: {source: HxWxC uint8} (images_at); a row without one is left
+      out.
+    columns: images per row of the grid.
+
+  Raises:
+    InspectError: no row has a picture.
+  """
   from inspector import images  # pylint: disable=g-import-not-at-top
   font = ImageFont.load_default(size=_FONT_SIZE)
   shown = [r for r in rows if r.get('source') in pictures]

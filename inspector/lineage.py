@@ -112,8 +112,13 @@ def _file(info: files.FileInfo) -> Dict[str, Any]:
 def input_data(execution: queries.Execution, all_files: bool = False,
                on_file: Optional[OnFile] = None) -> Dict[str, Any]:
   """What an ExampleGen execution read: per split the recorded fingerprint,
-  the files there now (count, bytes, the first few; all if `all_files`)
-  and whether they still match. `on_file` sees every file."""
+  the files there now and whether they still match.
+
+  Args:
+    execution: the ExampleGen execution.
+    all_files: list every file of a split, not only the first few.
+    on_file: called with every file found (OnFile).
+  """
   props = execution.properties
   base = props['input_base']
   try:
