@@ -24,6 +24,9 @@ IDX_ACCURACY_THRESHOLD = 0.99
 def parse_class_names(value: str) -> Optional[List[str]]:
   """A comma-separated list, or @FILE with one name per line.
 
+  Args:
+    value: --class-names' text; '' gives None (no names given).
+
   Raises:
     ValueError: the file cannot be read.
   """
@@ -39,7 +42,14 @@ def parse_class_names(value: str) -> Optional[List[str]]:
 
 
 def parse_image_size(value: str) -> Tuple[int, int]:
-  """(height, width) of 'HEIGHTxWIDTH'; ValueError with a message if not."""
+  """(height, width) of 'HEIGHTxWIDTH'; ValueError with a message if not.
+
+  Args:
+    value: --image-size's text, e.g. '28x28'.
+
+  Raises:
+    ValueError: not two integers joined by an x.
+  """
   try:
     height, width = (int(v) for v in value.lower().split('x'))
     return height, width
@@ -49,7 +59,14 @@ def parse_image_size(value: str) -> Tuple[int, int]:
 
 
 def parse_span_dir_pattern(value: str) -> str:
-  """`value` if it is one folder name with {SPAN}; ValueError if not."""
+  """`value` if it is one folder name with {SPAN}; ValueError if not.
+
+  Args:
+    value: --span-dir-pattern's text, e.g. 'span-{SPAN}'.
+
+  Raises:
+    ValueError: a path of several folders, or no {SPAN} in it.
+  """
   try:
     return check_span_dir_pattern(value)
   except ValueError:
@@ -281,7 +298,14 @@ class InfrastructureConfig:
 
 
 def parse_keep_runs(value: str) -> int:
-  """`value` as a number of runs, 1 or more; ValueError if not."""
+  """`value` as a number of runs, 1 or more; ValueError if not.
+
+  Args:
+    value: --keep-runs' text.
+
+  Raises:
+    ValueError: not an integer, or less than 1.
+  """
   try:
     runs = int(value)
   except ValueError:

@@ -42,6 +42,12 @@ def measure(data_root: str, input_format: str,
             ) -> Optional[input_size.InputSize]:
   """Returns the input's size, or None when a file cannot be sized.
 
+  Args:
+    data_root: the folder of the images or IDX files.
+    input_format: 'idx' or 'images', as --input-format.
+    span_dir_pattern: each span's folder name, with {SPAN}; None: one span,
+      the files right under `data_root`.
+
   A damaged IDX header gives None. The run then goes on with the small-data
   settings, and ExampleGen stops it with its error about that file. ML
   Metadata records that as a failed execution like any other bad input.

@@ -39,7 +39,13 @@ from records import features
 
 def example_gen(data_root, data: DataConfig,
                 infrastructure: InfrastructureConfig) -> ImageExampleGen:
-  """ImageExampleGen, reading `data_root` (a path or a RuntimeParameter)."""
+  """ImageExampleGen, reading `data_root` (a path or a RuntimeParameter).
+
+  Args:
+    data_root: the folder of the images or IDX files (of every span).
+    data: the input's format, classes, geometry, splits and spans.
+    infrastructure: ExampleGen's own Beam args, if it has any.
+  """
   node = ImageExampleGen(
       input_base=data_root, options=ImageExampleGenOptions(
           input_format=data.input_format, class_names=data.class_names,
@@ -114,6 +120,19 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
   split only (pipeline/validation.py); with --tune the hyperparameters are
   the Tuner's best; with --warm-start the base model is the served one
   (pipeline/warm_start_model.py).
+
+  Args:
+    examples: ExampleGen's Examples.
+    transform_graph: Transform's graph, applied per batch.
+    schema: the schema the records were checked against.
+    tuner: the Tuner node; None without --tune.
+    warm_start_node: the ServedModel node of the model to start from; None
+      without --warm-start.
+    data: its validation_percent chooses the validation split.
+    training: run_fn's settings: steps, budget, model and its knobs.
+    evaluation: what LabelCheck needs the Trainer to record.
+    infrastructure: its vertex_training, the Vertex AI job's custom_config
+      entries; None: TFX's Trainer.
   """
   trainer_class = Trainer
   if infrastructure.vertex_training:
@@ -147,6 +166,13 @@ def label_check(examples, trainer_node, transform_graph,
                 training: TrainingConfig,
                 evaluation: EvaluationConfig) -> Optional[LabelCheck]:
   """The records whose label a model that never trained on them doubts.
+
+  Args:
+    examples: ExampleGen's Examples, whose labels are checked.
+    trainer_node: the Trainer, whose model and model run are read.
+    transform_graph: Transform's graph.
+    training: the Trainer's settings, which the cross-fit models train with.
+    evaluation: LabelCheck's settings (--label-check-*, --no-label-check).
 
   Returns:
     LabelCheck (components/label_check.py), or None with --no-label-check.
@@ -202,7 +228,16 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
 def evaluator(examples, model, baseline_model, data: DataConfig,
               evaluation: EvaluationConfig) -> baseline_evaluator.Evaluator:
   """TFX's Evaluator, which may set the accuracy threshold from the eval
-  split's classes (components/baseline_evaluator.py)."""
+  split's classes (components/baseline_evaluator.py).
+
+  Args:
+    examples: the Examples judged on (eval's copies of train dropped with
+      --eval-copies drop).
+    model: the Trainer's model.
+    baseline_model: the model it must be no worse than (baseline()'s).
+    data: the input, whose format decides whether the threshold is fixed.
+    evaluation: the threshold, and the spans judged on (--judge-window).
+  """
   accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
   return baseline_evaluator.Evaluator(
       examples=examples,
@@ -244,7 +279,13 @@ def eval_config(accuracy_threshold: Optional[float]) -> tfma.EvalConfig:
 
 def pusher(model, blessing, serving_model_dir: str) -> push_once.Pusher:
   """TFX's Pusher, except that the model already served is not pushed again
-  (components/push_once.py)."""
+  (components/push_once.py).
+
+  Args:
+    model: the Trainer's model.
+    blessing: the Evaluator's blessing; an unblessed model is not pushed.
+    serving_model_dir: the folder each pushed version is written under.
+  """
   return push_once.Pusher(
       model=model,
       model_blessing=blessing,
@@ -261,6 +302,15 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
   Its trials read what the Trainer reads. Each trains tuning.trial_steps
   steps (its TrainArgs) and scores on the validation split (the Trainer's
   eval steps).
+
+  Args:
+    tuning: --tune's settings: trials, steps per trial, search and seed.
+    training: the Trainer's settings; its eval steps score each trial.
+    examples: ExampleGen's Examples.
+    transform_graph: Transform's graph.
+    schema: the schema the records were checked against.
+    validation_percent: the share of the data held out for validation, in
+      percent; 0: no validation split.
 
   Raises:
     ValueError: --tune without a validation split (validation_percent 0).
@@ -301,6 +351,9 @@ def outputs_to_keep(nodes: Sequence[base_node.BaseNode]
   """(large outputs, the large ones in the served model's lineage, the
   output the Pusher pushes), each as 'node/output'.
 
+  Args:
+    nodes: every node of the DAG.
+
   Raises:
     ValueError: the DAG pushes no model, or more than one.
   """
@@ -329,7 +382,15 @@ def keep_runs(nodes: Sequence[base_node.BaseNode], keep: int,
               serving_model_dir: str, pipeline_name: str
               ) -> keep_runs_component.KeepRuns:
   """--keep-runs K on Kubeflow Pipelines: a KeepRuns step after every one
-  of `nodes`, keeping `keep` runs, told what to keep by the DAG."""
+  of `nodes`, keeping `keep` runs, told what to keep by the DAG.
+
+  Args:
+    nodes: every other node of the DAG; the step runs after them all.
+    keep: K, how many of the newest runs keep their large artifacts.
+    serving_model_dir: where the Pusher pushes; the served model's run
+      keeps what made it.
+    pipeline_name: the pipeline's name, whose runs are counted.
+  """
   large, lineage, model = outputs_to_keep(nodes)
   step = keep_runs_component.KeepRuns(
       keep_runs=keep, serving_model_dir=serving_model_dir,

@@ -30,6 +30,11 @@ def eval_args(validation_percent: int,
   Without one, TFX still hands the Trainer the files of its default split,
   'eval'. run_fn reads none of them, since `custom_config`'s
   VALIDATION_SPLIT_KEY is None.
+
+  Args:
+    validation_percent: the share of the data held out for validation, in
+      percent; 0: no validation split.
+    num_steps: evaluation steps; None: the whole split.
   """
   return trainer_pb2.EvalArgs(
       splits=[split(validation_percent) or 'eval'], num_steps=num_steps)

@@ -27,7 +27,12 @@ WARM_START_FROM_PROPERTY = 'warm_start_from'
 
 def served_model_node(warm: bool, serving_model_dir: str
                       ) -> Optional[served_model.ServedModel]:
-  """Returns the node that finds the model to start from, or None."""
+  """Returns the node that finds the model to start from, or None.
+
+  Args:
+    warm: --warm-start; False gives None.
+    serving_model_dir: where the Pusher pushes, read for the newest version.
+  """
   if not warm:
     return None
   return served_model.ServedModel(
@@ -36,7 +41,17 @@ def served_model_node(warm: bool, serving_model_dir: str
 
 def trainer_args(node: Optional[served_model.ServedModel],
                  vertex_training: bool) -> Dict[str, Any]:
-  """Returns the Trainer's arguments for a warm start from `node`'s model."""
+  """Returns the Trainer's arguments for a warm start from `node`'s model.
+
+  Args:
+    node: served_model_node's node; None: no warm start, no arguments.
+    vertex_training: the Trainer runs as a Vertex AI job, whose own
+      executor is kept.
+
+  Returns:
+    base_model; and, but on Vertex AI, custom_executor_spec: this module's
+    Executor.
+  """
   if node is None:
     return {}
   return {'base_model': node.outputs[served_model.MODEL_KEY],
