@@ -57,7 +57,13 @@ def _add_flag(group, field: dataclasses.Field, defaults: Dict[str, Any]):
 
 def add_flags(parser: argparse.ArgumentParser, data_dir_default: str,
               data_dir_help: str) -> None:
-  """Every knob's flag; --data-dir's default and help are the runner's."""
+  """Every knob's flag; --data-dir's default and help are the runner's.
+
+  Args:
+    parser: the runner's parser; each of GROUPS becomes a group of it.
+    data_dir_default: --data-dir's default.
+    data_dir_help: --data-dir's help text.
+  """
   defaults = _defaults()
   for title, classes in GROUPS:
     group = parser.add_argument_group(title)
@@ -71,7 +77,12 @@ def add_flags(parser: argparse.ArgumentParser, data_dir_default: str,
 
 
 def add_runner_flags(group, config_class) -> None:
-  """The flags of a config only one runner has (knobs_lib.DiskConfig)."""
+  """The flags of a config only one runner has (knobs_lib.DiskConfig).
+
+  Args:
+    group: the argparse group the flags are added to.
+    config_class: the config's dataclass, whose every field is a flag.
+  """
   defaults = _defaults()
   for field in knob_fields(config_class):
     _add_flag(group, field, defaults)
@@ -88,6 +99,9 @@ def runner_config(args: argparse.Namespace, config_class):
 def knobs_from_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   """The configs of the parsed flags: given flags, else the values the knobs
   preset for the --dataset, else the fields' defaults.
+
+  Args:
+    args: the flags add_flags added, parsed.
 
   Raises:
     SystemExit: flags that contradict each other or the input format.

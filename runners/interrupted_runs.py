@@ -32,7 +32,14 @@ class OutputDirBusyError(RuntimeError):
 def lock_output_dir(output_dir: str) -> IO:
   """Locks `output_dir` for this process; the lock goes when the process does.
 
-  Keep the returned file open for the whole run.
+  Args:
+    output_dir: the run's output directory, made if missing.
+
+  Returns:
+    The open lock file; keep it open for the whole run.
+
+  Raises:
+    OutputDirBusyError: another process holds the lock.
   """
   os.makedirs(output_dir, exist_ok=True)
   path = os.path.join(output_dir, LOCK_FILE_NAME)

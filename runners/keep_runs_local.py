@@ -57,7 +57,13 @@ def _under(path: str, root: str) -> bool:
 def served_pushes(md: queries.Metadata, pipeline_name: str,
                   serving_model_dir: str) -> List[queries.Artifact]:
   """The pipeline's PushedModels of the version served now (the newest
-  under `serving_model_dir`); none if nothing is."""
+  under `serving_model_dir`); none if nothing is.
+
+  Args:
+    md: the run's ML Metadata.
+    pipeline_name: the pipeline whose pushes count.
+    serving_model_dir: where the Pusher pushes.
+  """
   # Imported here: push_once imports TensorFlow, which the rest does not.
   from components import push_once  # pylint: disable=g-import-not-at-top
   version = push_once.newest_version(serving_model_dir)
@@ -90,7 +96,17 @@ def lineage(md: queries.Metadata,
 
 def plan(md: queries.Metadata, pipeline_name: str, keep_runs: int,
          serving_model_dir: str, pipeline_root: str) -> Collected:
-  """What `collect` deletes, without deleting anything."""
+  """What `collect` deletes, without deleting anything.
+
+  Args:
+    md: the run's ML Metadata.
+    pipeline_name: the pipeline whose runs are counted.
+    keep_runs: how many of the newest runs keep their large artifacts.
+    serving_model_dir: where the Pusher pushes; the served model's lineage
+      is kept.
+    pipeline_root: the output's pipeline root; only artifacts under it are
+      deleted, and only runs that wrote under it are counted.
+  """
   # On a shared store, runs of other output directories are not counted.
   runs = [run for run in md.runs() if run.pipeline == pipeline_name and any(
       _under(a.uri, pipeline_root)
@@ -143,6 +159,22 @@ def collect(connection_config: metadata_store_pb2.ConnectionConfig,
   "Keeping the disk from filling".
 
   Call it while holding the output directory's lock, after a run.
+
+  Args:
+    connection_config: the run's ML Metadata store.
+    pipeline_name: the pipeline whose runs are counted.
+    keep_runs: how many of the newest runs keep their large artifacts.
+    serving_model_dir: where the Pusher pushes; the served model's lineage
+      is kept.
+    pipeline_root: the output's pipeline root; only artifacts under it are
+      deleted, and only runs that wrote under it are counted.
+
+  Returns:
+    The runs kept, the served version, and the artifacts deleted with the
+    bytes freed.
+
+  Raises:
+    ValueError: `keep_runs` is less than 1.
   """
   if keep_runs < 1:
     raise ValueError(f'keep_runs {keep_runs}: must be 1 or more')

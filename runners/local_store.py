@@ -65,7 +65,16 @@ def _mysql_address(mysql: inspect_store.MySqlOptions) -> str:
 
 
 def check_output_dir(output_dir: str, store: LocalStore) -> None:
-  """StoreMismatchError if `output_dir` belongs to another store than `store`."""
+  """StoreMismatchError if `output_dir` belongs to another store than `store`.
+
+  Args:
+    output_dir: the run's output directory.
+    store: the ML Metadata store the run is to record in.
+
+  Raises:
+    StoreMismatchError: `output_dir`'s artifacts are recorded in another
+      store: MySQL's for SQLite, SQLite's or another MySQL's for MySQL.
+  """
   recorded = _recorded_mysql(output_dir)
   if store.mysql is None:
     if recorded:
@@ -90,6 +99,14 @@ def bind_output_dir(output_dir: str, store: LocalStore) -> None:
 
   Call it holding the output directory's lock (interrupted_runs), once the
   store has answered: a mistyped host must not bind the directory.
+
+  Args:
+    output_dir: the run's output directory.
+    store: the ML Metadata store the run records in; only MySQL's is
+      written down (SQLite's file is in `output_dir`).
+
+  Raises:
+    StoreMismatchError: as check_output_dir.
   """
   check_output_dir(output_dir, store)
   if store.mysql is not None and not _recorded_mysql(output_dir):

@@ -15,7 +15,13 @@ REPORT_NAME = 'report.html'
 def write_report(run_store: local_store.LocalStore, output_dir: str,
                  pipeline_name: str) -> str:
   """Writes the report of the pipeline's newest run in the run's store to
-  OUT/report.html; returns the console line naming it, or saying why not."""
+  OUT/report.html; returns the console line naming it, or saying why not.
+
+  Args:
+    run_store: the ML Metadata store the run recorded in.
+    output_dir: OUT, the run's output directory.
+    pipeline_name: the pipeline whose newest run is reported.
+  """
   path = os.path.join(output_dir, REPORT_NAME)
   try:
     # pylint: disable=g-import-not-at-top

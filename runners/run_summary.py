@@ -210,7 +210,14 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
                   out: TextIO = sys.stdout) -> None:
   """Where everything went and how to look at it.
 
-  store_description: where ML Metadata is, e.g. '(SQLite): OUT/metadata.db'.
+  Args:
+    connection_config: the run's ML Metadata store.
+    pipeline_name: the pipeline's name, in the first line.
+    nodes: the run's components by node id, as ComponentProgress timed
+      them.
+    store_description: where ML Metadata is, e.g. '(SQLite): OUT/metadata.db'.
+    log_path: the run's full log, named in the last line.
+    out: where the summary is printed.
   """
   from inspector import data  # pylint: disable=g-import-not-at-top
   from inspector import queries  # pylint: disable=g-import-not-at-top

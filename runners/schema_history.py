@@ -24,7 +24,17 @@ def _events(store, execution_ids: Iterable[int], kind, key=None) -> List:
 def last_validated_schema(store: metadata_store.MetadataStore,
                           pipeline_name: str,
                           gate_id: str = 'ValidationGate') -> Optional[str]:
-  """Path of the schema file of the newest run whose data passed the gate."""
+  """Path of the schema file of the newest run whose data passed the gate.
+
+  Args:
+    store: the ML Metadata store of the pipeline's runs.
+    pipeline_name: the pipeline whose runs are searched.
+    gate_id: the ValidationGate's node id.
+
+  Returns:
+    The file an imported schema was copied from, else the schema artifact's
+    file; None if no run passed the gate.
+  """
   context = store.get_context_by_type_and_name(
       'node', f'{pipeline_name}.{gate_id}')
   if context is None:
