@@ -52,6 +52,10 @@ def restore_input_types(executor_input: pipeline_spec_pb2.ExecutorInput,
                         ) -> List[str]:
   """Gives input artifacts that lost their type the one their spec declares.
 
+  Args:
+    executor_input: the task's ExecutorInput, changed in place.
+    inputs_spec: the component's declared inputs, with their types.
+
   Returns:
     The input keys whose types were restored.
 
@@ -72,7 +76,16 @@ def restore_input_types(executor_input: pipeline_spec_pb2.ExecutorInput,
 
 
 def fix_arguments(argv: List[str]) -> List[str]:
-  """`argv` with the ExecutorInput's input types restored from the spec."""
+  """`argv` with the ExecutorInput's input types restored from the spec.
+
+  Args:
+    argv: the arguments of TFX's executor entrypoint, without the program
+      name; not changed.
+
+  Raises:
+    SystemExit: no INVOCATION_FLAG in `argv`.
+    ValueError: as restore_input_types.
+  """
   argv = list(argv)
   invocation = _flag_value(argv, INVOCATION_FLAG)
   executor_input = json_format.Parse(
@@ -108,7 +121,14 @@ def _import_executor(argv: List[str]) -> None:
 
 
 def run(argv: List[str]) -> int:
-  """Runs TFX's executor entrypoint on `argv` (without the program name)."""
+  """Runs TFX's executor entrypoint on `argv` (without the program name).
+
+  Args:
+    argv: the task's arguments, as fix_arguments takes them.
+
+  Returns:
+    The entrypoint's exit status: 0 when it finished.
+  """
   _import_executor(argv)
   argv = fix_arguments(argv)
   # TFX's module run as its own command line, as the image's default

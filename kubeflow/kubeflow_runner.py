@@ -225,7 +225,15 @@ def _s3_settings(endpoint: Optional[str], region: str):
 
 def check_args(args: argparse.Namespace) -> knobs_lib.Knobs:
   """The knobs of `args`, the schema as the containers see it; normalises
-  locations in place. Exits with a message on bad flags."""
+  locations in place. Exits with a message on bad flags.
+
+  Args:
+    args: the parsed command line (make_parser's).
+
+  Raises:
+    SystemExit: a bad flag, flags that contradict each other or the target,
+      or a local path without --allow-local-paths.
+  """
   if not args.output.endswith(SPEC_EXTENSIONS):
     raise SystemExit(f'error: --output {args.output}: the file name must end '
                      f'with {", ".join(SPEC_EXTENSIONS)}')
@@ -359,7 +367,16 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
 
 
 def compile_pipeline(dag, args: argparse.Namespace) -> Dict[str, Any]:
-  """The PipelineJob (as a dict) of `dag`, run by containers of args.image."""
+  """The PipelineJob (as a dict) of `dag`, run by containers of args.image.
+
+  Args:
+    dag: build_pipeline's pipeline.
+    args: the checked command line: the image, target, data and S3 flags.
+
+  Raises:
+    SystemExit: --target kubeflow, and the spec is not runnable on
+      open-source Kubeflow Pipelines (open_source_kfp.check).
+  """
   from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(

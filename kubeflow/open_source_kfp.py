@@ -23,7 +23,15 @@ def _executor(spec: Dict[str, Any], task: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def check(spec: Dict[str, Any]) -> None:
-  """Raises ValueError if open-source KFP would refuse or mis-run `spec`."""
+  """Raises ValueError if open-source KFP would refuse or mis-run `spec`.
+
+  Args:
+    spec: a PipelineSpec, as a dict.
+
+  Raises:
+    ValueError: task names Argo refuses, executors other than containers
+      and importers, or lifecycle hooks; the message lists every one.
+  """
   problems = []
   for name, task in sorted(spec['root']['dag']['tasks'].items()):
     if not re.fullmatch(TASK_NAME_PATTERN, name):
@@ -48,7 +56,19 @@ def _with_entrypoint(command: List[str]) -> List[str]:
 
 def adapt(spec: Dict[str, Any],
           never_cached: Iterable[str] = NEVER_CACHED) -> Dict[str, Any]:
-  """`spec` (TFX's PipelineSpec dict) made for open-source KFP, in place."""
+  """`spec` (TFX's PipelineSpec dict) made for open-source KFP, in place.
+
+  Args:
+    spec: the PipelineSpec; its containers run ENTRYPOINT, without
+      lifecycle hooks.
+    never_cached: the names of the tasks whose caching is turned off.
+
+  Returns:
+    `spec`, adapted.
+
+  Raises:
+    ValueError: as check, what is left unrunnable after adapting.
+  """
   tasks = spec['root']['dag']['tasks']
   for name, task in tasks.items():
     container = _executor(spec, task).get('container')
@@ -65,7 +85,14 @@ def adapt(spec: Dict[str, Any],
 def credentials_platform_spec(spec: Dict[str, Any], secret_name: str,
                               access_key: str, secret_key: str
                               ) -> Dict[str, Any]:
-  """A PlatformSpec giving every container the secret's S3 credentials."""
+  """A PlatformSpec giving every container the secret's S3 credentials.
+
+  Args:
+    spec: the PipelineSpec, as a dict, whose container executors get them.
+    secret_name: the Kubernetes secret holding the credentials.
+    access_key: the secret's key of AWS_ACCESS_KEY_ID.
+    secret_key: the secret's key of AWS_SECRET_ACCESS_KEY.
+  """
   secret_as_env = [{'secretName': secret_name, 'keyToEnv': [
       {'secretKey': access_key, 'envVar': 'AWS_ACCESS_KEY_ID'},
       {'secretKey': secret_key, 'envVar': 'AWS_SECRET_ACCESS_KEY'}]}]

@@ -66,7 +66,21 @@ def _cron_value(token: str, bounds, field: int) -> int:
 
 
 def check_cron(expression: str, fields, descriptors=()) -> str:
-  """`expression` if it is a cron of len(fields) fields, else UsageError."""
+  """`expression` if it is a cron of len(fields) fields, else UsageError.
+
+  Args:
+    expression: --cron's text.
+    fields: the (lowest, highest) value of each field, in order:
+      KFP_CRON_FIELDS or VERTEX_CRON_FIELDS (which may start with TZ=).
+    descriptors: the '@daily'-like words taken as they are.
+
+  Returns:
+    `expression`, stripped.
+
+  Raises:
+    UsageError: the wrong number of fields, or a field that cannot be read
+      or is out of its bounds; the message gives an example.
+  """
   text = expression.strip()
   if text in descriptors:
     return text
@@ -95,7 +109,14 @@ def check_cron(expression: str, fields, descriptors=()) -> str:
 
 
 def load_spec(path: str) -> Dict[str, Any]:
-  """The PipelineSpec dict of a .yaml (PipelineSpec) or .json (PipelineJob)."""
+  """The PipelineSpec dict of a .yaml (PipelineSpec) or .json (PipelineJob).
+
+  Args:
+    path: --spec, the compiled pipeline's file.
+
+  Raises:
+    UsageError: no such file, or not a compiled pipeline.
+  """
   if not os.path.isfile(path):
     raise UsageError(f'--spec {path}: no such file (compile one with '
                      'kubeflow/kubeflow_runner.py)')
@@ -134,7 +155,19 @@ def _typed(name: str, value: str, parameter_type: str) -> Any:
 
 def pipeline_parameters(spec: Dict[str, Any], params: List[str]
                         ) -> Dict[str, Any]:
-  """--param NAME=VALUE flags, checked and typed against the spec."""
+  """--param NAME=VALUE flags, checked and typed against the spec.
+
+  Args:
+    spec: the PipelineSpec, as a dict, declaring the parameters.
+    params: the --param flags' values, each NAME=VALUE.
+
+  Returns:
+    Each parameter's value by name, of its declared type.
+
+  Raises:
+    UsageError: no '=', a parameter the pipeline does not declare, or a
+      value not of its type.
+  """
   declared = spec.get('root', {}).get('inputDefinitions', {}).get(
       'parameters', {})
   values = {}

@@ -10,7 +10,15 @@ from typing import Any, Dict, List
 
 def worker_pool_specs(image: str, workers: int, machine_type: str,
                       gpus: int = 0, gpu_type: str = '') -> List[Dict[str, Any]]:
-  """Vertex AI's workerPoolSpecs: the chief, then the other workers."""
+  """Vertex AI's workerPoolSpecs: the chief, then the other workers.
+
+  Args:
+    image: the container image every replica runs.
+    workers: replicas in all, the chief included; 1 or more.
+    machine_type: each replica's machine, e.g. 'n1-standard-8'.
+    gpus: accelerators per replica; 0: none.
+    gpu_type: their accelerator type, e.g. 'NVIDIA_TESLA_T4'.
+  """
   machine_spec: Dict[str, Any] = {'machine_type': machine_type}
   if gpus:
     machine_spec.update(accelerator_type=gpu_type, accelerator_count=gpus)
@@ -27,7 +35,17 @@ def trainer_custom_config(project: str, region: str, image: str,
                           workers: int, machine_type: str, gpus: int = 0,
                           gpu_type: str = '') -> Dict[str, Any]:
   """The custom_config entries that make TFX's Vertex AI Trainer start the
-  custom job (its keys, from TFX's extension)."""
+  custom job (its keys, from TFX's extension).
+
+  Args:
+    project: the Google Cloud project the job runs in.
+    region: its region, e.g. 'europe-west4'.
+    image: the container image every replica runs.
+    workers: replicas in all, the chief included; 1 or more.
+    machine_type: each replica's machine, e.g. 'n1-standard-8'.
+    gpus: accelerators per replica; 0: none.
+    gpu_type: their accelerator type, e.g. 'NVIDIA_TESLA_T4'.
+  """
   from tfx.extensions.google_cloud_ai_platform import constants  # pylint: disable=g-import-not-at-top
   from tfx.extensions.google_cloud_ai_platform.trainer import executor  # pylint: disable=g-import-not-at-top
   return {
