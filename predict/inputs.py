@@ -54,6 +54,11 @@ def paths(arguments: Iterable[str]) -> Iterator[Item]:
   """Yields an Item for each image path of the arguments, in order.
 
   An argument that names nothing gives an Item with an error.
+
+  Args:
+    arguments: image files, folders (walked, hidden entries skipped, image
+      extensions only) or glob patterns (** recurses), as on the command
+      line.
   """
   for argument in arguments:
     if os.path.isdir(argument):
@@ -92,6 +97,9 @@ def converted(data: bytes) -> bytes:
 
   That is `data` itself, or for a WebP or TIFF file, a PNG file converted as
   ImageExampleGen converts images.
+
+  Args:
+    data: the bytes of an image file that check() accepts.
 
   Raises:
     OSError, SyntaxError, ValueError, Image.DecompressionBombError: Pillow

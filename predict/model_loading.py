@@ -34,6 +34,10 @@ def locate(path: str) -> str:
   That is `path` itself, its newest pushed version, or the newest version
   its pipeline output pushed.
 
+  Args:
+    path: the --model folder: a SavedModel, a folder of pushed versions, or
+      a pipeline output directory.
+
   Raises:
     ModelNotFound: `path` holds no served model.
   """
@@ -69,6 +73,9 @@ class Model:
 
   def probabilities(self, files: List[bytes]):
     """Returns the class probabilities of image files, float32 [files, classes].
+
+    Args:
+      files: the image files' bytes, one batch.
 
     Raises:
       tf.errors.InvalidArgumentError: a file cannot be decoded.

@@ -34,7 +34,14 @@ class Writer:
       self._csv.writerow(header + ['error'])
 
   def row(self, path: str, ranked: Ranked = (), error: str = '') -> None:
-    """Writes the row of one file, with its ranked classes or its error."""
+    """Writes the row of one file, with its ranked classes or its error.
+
+    Args:
+      path: the image file, as its argument named it.
+      ranked: (class name, probability) pairs, best first, top_k of them
+        at most.
+      error: why the file has no prediction; '' when it has one.
+    """
     if self._format == 'jsonl':
       top = [{'class': name, 'probability': round(p, 6)} for name, p in ranked]
       self._stream.write(json.dumps({
