@@ -54,7 +54,13 @@ def _progress(span: int, spans: int, drift: float) -> float:
 
 
 def style(span: int, spans: int, drift: float = 1.0) -> Dict[str, float]:
-  """The style parameters of `span`: FIRST_STYLE moved towards LAST_STYLE."""
+  """The style parameters of `span`: FIRST_STYLE moved towards LAST_STYLE.
+
+  Args:
+    span: the span's number, 1 for the first.
+    spans: how many spans there are.
+    drift: the share of the way to LAST_STYLE the last span goes; 0: none.
+  """
   t = _progress(span, spans, drift)
   return {key: round(FIRST_STYLE[key] + t * (LAST_STYLE[key] -
                                              FIRST_STYLE[key]), 4)
@@ -64,7 +70,19 @@ def style(span: int, spans: int, drift: float = 1.0) -> Dict[str, float]:
 def class_counts(total: int, classes: int, span: int, spans: int,
                  drift: float = 1.0) -> List[int]:
   """`total` images shared among `classes` by the span's weights (largest
-  remainders), at least one each."""
+  remainders), at least one each.
+
+  Args:
+    total: images of the split, in all.
+    classes: how many classes share them.
+    span: the span's number, 1 for the first.
+    spans: how many spans there are.
+    drift: how far the last span's class weights move from even, up to
+      1 +- BALANCE_DRIFT at 1.
+
+  Raises:
+    ValueError: fewer images than classes.
+  """
   if total < classes:
     raise ValueError(f'{total} images cannot hold {classes} classes: every '
                      'class needs at least one image in every split')
@@ -92,9 +110,20 @@ def write(out: str, spans: int, per_span: int, eval_per_span: int,
           drift: float = 1.0, seed: int = 0) -> Dict[str, Any]:
   """Writes the spans under `out` and the manifest; returns the manifest.
 
+  Args:
+    out: the folder of span-1/, span-2/, ... and the manifest.
+    spans: how many spans, 1 or more.
+    per_span: training images of each span, shared among the classes.
+    eval_per_span: eval images of each span, likewise.
+    size: the images' height and width, in pixels.
+    classes: the shapes drawn (of shapes.SHAPES), a class each.
+    drift: how far the last span's style and class balance move from the
+      first span's: 0: not at all; 1: to LAST_STYLE and BALANCE_DRIFT.
+    seed: the same seed writes the same images.
+
   Raises:
-    ValueError: a span folder is already there, or a split is too small to
-      hold every class.
+    ValueError: fewer than 1 span, a span folder is already there, or a
+      split is too small to hold every class.
   """
   # In label order (the sorted folder names): the first class is label 0.
   classes = sorted(classes)

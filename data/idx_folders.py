@@ -31,7 +31,18 @@ def _file(source: str, prefix: str, kind: str) -> str:
 def write_split(source: str, prefix: str, folder: str,
                 limit: Optional[int]) -> int:
   """Writes the first `limit` images (all with None) of IDX `prefix` as PNG
-  files in folder/<label>/; returns how many."""
+  files in folder/<label>/; returns how many.
+
+  Args:
+    source: the folder of the IDX files.
+    prefix: the split's file name start: 'train' or 't10k'.
+    folder: the split's image folder, made if missing.
+    limit: images written at most; None: all.
+
+  Raises:
+    FileNotFoundError: no `prefix` images or labels file in `source`.
+    ValueError: the images and labels files hold different counts.
+  """
   images = idx.validate(_file(source, prefix, 'images'))
   labels = idx.validate(_file(source, prefix, 'labels'))
   if images.count != labels.count:

@@ -75,6 +75,18 @@ def download(directory: str,
 
   Files already present are verified too: a corrupt copy is an error to fix
   (delete it), not something to train on. Returns the paths of all files.
+
+  Args:
+    directory: where the files go, made if missing.
+    mirrors: base URLs, each ending in '/', tried in order for each file.
+    checksums: the SHA-256 of each file by name, the files fetched; None:
+      MNIST's four.
+    timeout: seconds a connection may wait for the server.
+    log: prints each URL as its download starts.
+
+  Raises:
+    DownloadError: a file present has another checksum, or no mirror gave
+      a file with its checksum.
   """
   checksums = SHA256 if checksums is None else checksums
   mirrors = list(mirrors)

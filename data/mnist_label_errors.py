@@ -32,6 +32,15 @@ def load(directory: str, mirrors=(URL,), checksums=None,
          log=print) -> Dict[int, int]:
   """Downloads the list into `directory` if missing; the confirmed errors.
 
+  Args:
+    directory: where the list is kept (default_dir()).
+    mirrors: base URLs the list is fetched from, in order.
+    checksums: the SHA-256 of the file by name; None: SHA256.
+    log: prints each URL as its download starts.
+
+  Returns:
+    {t10k index: given label}, as confirmed() reads them.
+
   Raises:
     mnist.DownloadError: no mirror gave the file with its checksum.
   """

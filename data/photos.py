@@ -28,7 +28,14 @@ NOISE = 12.0
 def write(out: str, per_class: int, seed: int = 0,
           size: Tuple[int, int] = (WIDTH, HEIGHT)) -> None:
   """Writes `per_class` photos of each class, of `size` (width, height),
-  under `out`."""
+  under `out`.
+
+  Args:
+    out: the dataset folder; each class's JPEG files go in out/<class>/.
+    per_class: photos of each of CLASSES.
+    seed: the same seed writes the same photos.
+    size: (width, height) in pixels.
+  """
   width, height = size
   for c, shape in enumerate(CLASSES):
     rng = np.random.default_rng([seed, c])

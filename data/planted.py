@@ -66,7 +66,16 @@ def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
   """A part of `image`: a share in `keep` of each side, at a random place,
   or (given `border`, a (low, high) pixel range) the image with a border of
   that many pixels cut from each side; resized back to the image's size, or
-  kept as cut (as a photo exported)."""
+  kept as cut (as a photo exported).
+
+  Args:
+    image: the image cut.
+    rng: a NumPy Generator, which picks the share and place, or the border.
+    keep: the (low, high) share of each side kept.
+    border: the (low, high) pixels cut from each side, drawn per side;
+      None: a share in `keep` instead.
+    resize_back: resize the part to the image's size; False: as cut.
+  """
   width, height = image.size
   if border:
     left, top, right, bottom = (int(cut) for cut in rng.integers(
@@ -86,7 +95,13 @@ def cropped(image: Image.Image, rng, keep=CROP_KEEP, border=None,
 
 def shrunk(image: Image.Image, rng, share=SHRINK_SHARE) -> Image.Image:
   """`image` saved smaller (a share in `share` of each side) and enlarged
-  again, both by one resampler picked at random."""
+  again, both by one resampler picked at random.
+
+  Args:
+    image: the image shrunk.
+    rng: a NumPy Generator, which picks the resampler and the share.
+    share: the (low, high) range the share of each side is drawn from.
+  """
   resampler = RESAMPLERS[int(rng.integers(len(RESAMPLERS)))]
   factor = rng.uniform(*share)
   small = image.resize((max(1, round(image.width * factor)),
@@ -151,8 +166,23 @@ def plant(source: str, root: str, copies: int, wrong_labels: int,
   """Copies `source` to `root`/data, plants the faults; returns the
   manifest.
 
-  Of the `wrong_labels`, `eval_wrong_labels` are planted in eval (half by
-  default), the others in train.
+  Args:
+    source: an image folder of train/<class>/ and eval/<class>/.
+    root: a new folder: the data, the sideways pairs (SIDEWAYS_DIR) and
+      the manifest go in it.
+    copies: train images copied into eval, in turn exact, as JPEG and
+      brightened.
+    wrong_labels: images moved into another class's folder.
+    sideways: eval images written upright and turned, with an EXIF tag that
+      turns them back.
+    seed: the same seed plants the same faults.
+    eval_wrong_labels: how many of the `wrong_labels` are planted in eval,
+      the others in train; None: half, rounded down.
+
+  Raises:
+    ValueError: `root` exists, `source` lacks train/ or eval/,
+      `eval_wrong_labels` is not within 0 and `wrong_labels`, or `source`
+      has too few images for the faults.
   """
   if os.path.exists(root):
     raise ValueError(f'{root} exists: planting needs a new folder')

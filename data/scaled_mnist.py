@@ -75,7 +75,14 @@ Deformation = collections.namedtuple(
 
 def deformation(seed: int, copy: int, block: int, count: int) -> Deformation:
   """The parameters of `count` images of `block` of `copy` (radians,
-  factors, pixels): uniform within the bounds above."""
+  factors, pixels): uniform within the bounds above.
+
+  Args:
+    seed: the dataset's seed.
+    copy: the copy of the training set, from 1 (copy 0 is not deformed).
+    block: the block's number within the copy, of BLOCK_IMAGES images.
+    count: images in the block.
+  """
   rng = np.random.default_rng([seed, copy, block])
   rotation = np.deg2rad(MAX_ROTATION_DEGREES)
   return Deformation(
@@ -156,7 +163,19 @@ def _source_files(source: str) -> str:
 def write_idx(out: str, copies: int, source: str = DEFAULT_SOURCE,
               seed: int = 0, progress: bool = True) -> int:
   """Writes the scaled dataset as gzipped IDX files; returns the number of
-  training images."""
+  training images.
+
+  Args:
+    out: the dataset folder, made if missing.
+    copies: copies of MNIST's training set, 1 or more; all but the first
+      deformed. The test set is copied as it is.
+    source: the folder of MNIST's four .gz files, downloaded if missing.
+    seed: the same seed writes the same bytes.
+    progress: show a progress bar.
+
+  Raises:
+    ValueError: `copies` is less than 1.
+  """
   if copies < 1:
     raise ValueError(f'copies must be at least 1, got {copies}')
   images, labels = _read_split(_source_files(source), TRAIN)
@@ -185,7 +204,15 @@ def write_images(out: str, copies: int, source: str = DEFAULT_SOURCE,
                  seed: int = 0, eval_count: Optional[int] = None) -> int:
   """The same training images as PNG files in out/train/<label>/<n>.png,
   and the test set's first `eval_count` (all by default) in
-  out/eval/<label>/; returns the number of training images."""
+  out/eval/<label>/; returns the number of training images.
+
+  Args:
+    out: the dataset folder.
+    copies: copies of MNIST's training set; all but the first deformed.
+    source: the folder of MNIST's four .gz files, downloaded if missing.
+    seed: the same seed writes the same images.
+    eval_count: test images written at most; None: all.
+  """
   source = _source_files(source)
   train_images, train_labels = _read_split(source, TRAIN)
   number = 0

@@ -138,7 +138,16 @@ def draw(shape: str, size: int, rng: np.random.Generator,
 
 def write(out: str, per_class: int, size: int, eval_per_class: int,
           seed: int = 0, shapes: Sequence[str] = SHAPES) -> None:
-  """Writes the dataset under `out` (see the module docstring)."""
+  """Writes the dataset under `out` (see the module docstring).
+
+  Args:
+    out: the dataset folder: train/<shape>/ and eval/<shape>/.
+    per_class: training images of each shape.
+    size: the images' height and width, in pixels.
+    eval_per_class: eval images of each shape.
+    seed: the same seed writes the same images.
+    shapes: the shapes drawn (of SHAPES), a class each.
+  """
   for split, count in (('train', per_class), ('eval', eval_per_class)):
     for c, shape in enumerate(shapes):
       # A generator per (seed, split, class): the same image whatever else
