@@ -113,8 +113,11 @@ def resolve_encoding(encoding: str, geometry: 'ImageGeometry',
                      png_min_pixels: Optional[int]) -> str:
   """Returns the encoding that records of `geometry` get.
 
-  That is `encoding`, unless it is AUTO_ENCODING. AUTO_ENCODING means png for
-  images of at least `png_min_pixels` pixels (height x width), raw below.
+  Args:
+    encoding: one of IMAGE_ENCODINGS, returned as is, or AUTO_ENCODING.
+    geometry: the records' image geometry.
+    png_min_pixels: with AUTO_ENCODING, the pixels (height x width) from
+      which images are png; smaller ones are raw.
 
   Raises:
     ValueError: `encoding` is AUTO_ENCODING and `png_min_pixels` is None.
@@ -127,7 +130,16 @@ def resolve_encoding(encoding: str, geometry: 'ImageGeometry',
 
 
 def encode_image(pixels: bytes, geometry: ImageGeometry, encoding: str) -> bytes:
-  """Raw uint8 pixels of `geometry` as the `image` bytes of `encoding`."""
+  """Raw uint8 pixels of `geometry` as the `image` bytes of `encoding`.
+
+  Args:
+    pixels: one image's raw uint8 pixels, height x width x channels.
+    geometry: the image's geometry.
+    encoding: one of IMAGE_ENCODINGS; 'raw' returns `pixels` as they are.
+
+  Raises:
+    ValueError: `encoding` is not one of IMAGE_ENCODINGS.
+  """
   if encoding == 'raw':
     return pixels
   if encoding not in IMAGE_ENCODINGS:

@@ -72,8 +72,15 @@ def sampled_batches(files: List[str], checked_buckets: int,
   """Returns batches of the records of `files` whose bucket is below
   `checked_buckets` (sample_buckets; every record at BUCKETS).
 
-  Batches are those of kept_batches: (positions, shard numbers, indices in
-  the shards, serialized records), in record order.
+  Args:
+    files: the split's gzipped shards, in name order (shards.split_files).
+    checked_buckets: buckets kept, from 0 to BUCKETS; BUCKETS keeps every
+      record without hashing it.
+    batch_size: records per batch returned.
+
+  Returns:
+    The batches of kept_batches: (positions, shard numbers, indices in the
+    shards, serialized records), in record order.
   """
   keep = (None if checked_buckets >= BUCKETS
           else lambda buckets: buckets < checked_buckets)

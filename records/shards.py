@@ -34,8 +34,13 @@ def interleaved_batches(files: Sequence[str], batch_size: int,
                         compression: str = GZIP) -> tf.data.Dataset:
   """Returns batches of serialized records of `files`, in no set order.
 
-  Each batch comes from one file; `cycle_length` files are read at once, in
-  parallel (all of them by default).
+  Each batch comes from one file.
+
+  Args:
+    files: TFRecord paths.
+    batch_size: records per batch at most; a file's last batch is smaller.
+    cycle_length: files read at once, in parallel; None: all of them.
+    compression: GZIP (the project's shards) or '' (plain TFRecord files).
   """
   return tf.data.Dataset.from_tensor_slices(list(files)).interleave(
       tf.autograph.experimental.do_not_convert(
@@ -49,7 +54,14 @@ def label_counts(files: Sequence[str], label_key: str,
                  batch_size: int = 4096) -> np.ndarray:
   """Counts the records of each label in TFRecord files of tf.Examples.
 
-  Only the labels are parsed, a batch at a time, `open_files` files at once.
+  Only the labels are parsed, a batch at a time.
+
+  Args:
+    files: TFRecord paths of tf.Examples; none gives an empty count.
+    label_key: the int64 feature holding each record's label.
+    compression: GZIP (the project's shards) or '' (plain TFRecord files).
+    open_files: files read at once, in parallel.
+    batch_size: records parsed per batch.
 
   Returns:
     int64 counts indexed by label (as long as the largest label found).
