@@ -88,6 +88,13 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
   That is the eval_config's fixed threshold, or one from the labels of the
   evaluated splits.
 
+  Args:
+    input_dict: the Evaluator's inputs; its examples give the labels.
+    exec_properties: the Evaluator's; ACCURACY_FROM_DATA_KEY picks the data's
+      threshold, example_splits (present_splits) the splits it counts.
+    eval_config: the evaluation's config, whose accuracy threshold is the
+      fixed one.
+
   Raises:
     ValueError: the eval_config has no threshold and none comes from data.
   """

@@ -31,6 +31,10 @@ def clear_margin_threshold(majority: int, total: int) -> float:
   `majority / total`. The result is above 1 when `total` is too small for
   any accuracy to be clear of it.
 
+  Args:
+    majority: eval examples of the most common class.
+    total: eval examples of all classes.
+
   Raises:
     ValueError: `total` is 0.
   """
@@ -69,7 +73,13 @@ def fixed(threshold: float) -> Rule:
 
 def from_class_counts(counts: Sequence[int],
                       class_names: Optional[Sequence[str]] = None) -> Rule:
-  """Returns the rule for an eval split of counts[i] examples of class i."""
+  """Returns the rule for an eval split of counts[i] examples of class i.
+
+  Args:
+    counts: eval examples per class index; all 0 gives a threshold above 1.
+    class_names: the classes' names, naming the most common one in the
+      rule's reason; None, or too few, name it by its index.
+  """
   total = int(sum(counts))
   majority = max(range(len(counts)), key=lambda i: counts[i]) if total else 0
   threshold = clear_margin_threshold(int(counts[majority]) if total else 0,

@@ -44,7 +44,13 @@ def _observed_range(key: str,
 def pin_image_domains(
     schema: schema_pb2.Schema,
     statistics: Sequence[statistics_pb2.DatasetFeatureStatistics]) -> None:
-  """Sets the int domains docs/input-data.md#schema describes, in place."""
+  """Sets the int domains docs/input-data.md#schema describes, in place.
+
+  Args:
+    schema: the schema SchemaGen inferred, changed in place.
+    statistics: the statistics of each split; a domain spans the feature's
+      range over all of them. Features without one are left as they are.
+  """
   for feature in schema.feature:
     observed = _observed_range(feature.name, statistics)
     if observed is None:

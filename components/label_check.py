@@ -96,9 +96,14 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
   """Returns batches of (positions, shard numbers, indices in the shards,
   serialized records) of a hash sample.
 
-  A record is read if its bucket (records/sample.py) is below
-  `checked_buckets`: every one by default. Batches come in file order, then
-  record order; positions count records over the whole of `files`.
+  Batches come in file order, then record order; positions count records
+  over the whole of `files`.
+
+  Args:
+    files: the split's record files (split_files).
+    checked_buckets: a record is read if its bucket (records/sample.py) is
+      below this; every one by default.
+    batch_size: records per batch.
   """
   return sample.sampled_batches(files, checked_buckets,
                                batch_size).prefetch(1)
@@ -111,6 +116,14 @@ def sources_at(split_uri: str, positions: np.ndarray
   The place, 'shard file:index', is where a reader finds the record without
   reading the split (records/data_checks.py names records so too). Shards
   are read in order, up to the last record wanted.
+
+  Args:
+    split_uri: the split's folder.
+    positions: places of records in the split, counted over its shards in
+      name order; repeats are read once.
+
+  Returns:
+    {position: (source, place)} of each position the split holds.
   """
   wanted = np.unique(positions)
   found: Dict[int, Tuple[str, str]] = {}

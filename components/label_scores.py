@@ -39,6 +39,10 @@ def calibrate(labels: np.ndarray, probabilities: np.ndarray
   Modern Neural Networks", ICML 2017). The order of the classes of a record
   is unchanged.
 
+  Args:
+    labels: int [N] given classes.
+    probabilities: float [N, classes] of the records.
+
   Returns:
     The temperature, and the probabilities at it.
   """
@@ -61,6 +65,11 @@ def estimated_issues(labels: np.ndarray, probabilities: np.ndarray) -> int:
   confident joint's off-diagonal counts, each row calibrated to the records
   given that label. cleanlab needs two classes among the labels; of one
   class, no label is estimated wrong.
+
+  Args:
+    labels: int [N] given classes.
+    probabilities: float [N, classes], out of sample as cleanlab needs
+      them; find_suspects passes calibrated ones.
   """
   if len(np.unique(labels)) < 2:
     return 0

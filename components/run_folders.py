@@ -72,6 +72,11 @@ def run_folder_of(uri: str, pipeline_name: str, task: str
   """(the pipeline's folder of run folders, this run's id) of an output URI
   of `task`.
 
+  Args:
+    uri: an output's URI, as KFP 2 gives it to the task.
+    pipeline_name: the pipeline's name, its folder under the root.
+    task: the node id of the task that writes `uri`.
+
   Raises:
     LayoutError: `uri` is not <folder>/<pipeline_name>/<run id>/<task>/
       [<uuid>/]<output>, so run folders cannot be told apart.
@@ -139,7 +144,14 @@ def _write_times(folders: Iterable[str]) -> Optional[_Times]:
 def scan(pipeline_dir: str, large_outputs: Sequence[str],
          serving_model_dir: str) -> List[RunFolder]:
   """The run folders under `pipeline_dir` that hold a large output, oldest
-  first."""
+  first.
+
+  Args:
+    pipeline_dir: the folder of the pipeline's run folders.
+    large_outputs: the DAG's outputs of a large type, 'task/output'.
+    serving_model_dir: where the Pusher pushes; a folder holding it is not
+      a run's.
+  """
   runs = []
   for entry in sorted(_name(e) for e in fileio.listdir(pipeline_dir)):
     path = _join(pipeline_dir, entry)
@@ -177,6 +189,8 @@ def plan(pipeline_dir: str, current_run: str, keep_runs: int,
     serving_model_dir: where the Pusher pushes.
 
   Raises:
+    ValueError: `keep_runs` is below 1.
+    LayoutError: this run's folder holds no large output.
     push_once.ServingDirectoryError: the serving directory cannot be read.
   """
   if keep_runs < 1:
@@ -213,7 +227,24 @@ def collect(pipeline_dir: str, current_run: str, keep_runs: int,
             large_outputs: Sequence[str], lineage_outputs: Sequence[str],
             model_output: str, serving_model_dir: str) -> Plan:
   """Deletes the large outputs of older runs that neither the newest
-  `keep_runs` runs nor the served model need (see `plan`)."""
+  `keep_runs` runs nor the served model need (see `plan`).
+
+  Args:
+    pipeline_dir: the folder of the pipeline's run folders.
+    current_run: the id of the run collecting.
+    keep_runs: K, the newest runs kept, this one among them.
+    large_outputs: the DAG's outputs of a large type, 'task/output'.
+    lineage_outputs: those the served model's lineage holds.
+    model_output: the output the Pusher pushes, 'task/output'.
+    serving_model_dir: where the Pusher pushes.
+
+  Returns:
+    The plan carried out.
+
+  Raises:
+    ValueError, LayoutError, push_once.ServingDirectoryError: as `plan`;
+      nothing is deleted then.
+  """
   collected = plan(pipeline_dir, current_run, keep_runs, large_outputs,
                    lineage_outputs, model_output, serving_model_dir)
   for path in collected.deleted:

@@ -119,6 +119,14 @@ def ValidationGate(
   A held-out split is not clean, with `data_checks` and eval_copies 'stop',
   when more than max_eval_copy_share of its images are copies from train.
 
+  Args:
+    anomalies: ExampleValidator's output, with each split's blessing.
+    data_checks: DataChecks' output; None checks no copies.
+    eval_copies: one of EVAL_COPIES_CHOICES; only 'stop' fails on copies
+      ('keep' goes on with them; with 'drop' DataChecks removed them).
+    max_eval_copy_share: the share, from 0 to 1, of a held-out split's
+      images that may be copies from train.
+
   Raises:
     DataValidationError: listing the anomalies or the copies found.
     ValueError: eval_copies is not one of EVAL_COPIES_CHOICES.
