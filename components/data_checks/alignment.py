@@ -75,8 +75,15 @@ def on_background(weights: np.ndarray) -> np.ndarray:
 
 def moments(grey: np.ndarray, weights=None) -> Tuple[np.ndarray, ...]:
   """Returns the content's (centre y, centre x, spread y, spread x) of
-  float32 [N, H, W] images (or of their _weights), in pixels (pixel i
-  covers [i, i + 1))."""
+  float32 [N, H, W] images, in pixels (pixel i covers [i, i + 1)).
+
+  Args:
+    grey: float32 [N, H, W] grey images.
+    weights: their _weights if at hand; None computes them.
+
+  Returns:
+    float32 [N] each.
+  """
   n, height, width = grey.shape
   weights = _weights(grey) if weights is None else weights
   total = np.maximum(weights.sum(axis=(1, 2)), 1e-6)
@@ -103,10 +110,18 @@ def linear(positions: np.ndarray, size: int) -> np.ndarray:
 
 def resampling(start: np.ndarray, length: np.ndarray, size: int, out: int,
                samples: int = 1) -> np.ndarray:
-  """Returns [P, out, size] weights that resample, along an axis of `size`
-  pixels, the span [start, start + length) (in pixels, [P] each) to `out`
-  pixels, each the mean of `samples` linear samples (an area resize rather
-  than a pick, when shrinking)."""
+  """Returns [P, out, size] weights that resample P spans of an axis.
+
+  Each output pixel is the mean of `samples` linear samples (an area resize
+  rather than a pick, when shrinking).
+
+  Args:
+    start: [P] where each span starts, in pixels.
+    length: [P] each span's length, in pixels: it is [start, start + length).
+    size: the axis' length in pixels.
+    out: the pixels each span is resampled to.
+    samples: linear samples per output pixel.
+  """
   steps = (np.arange(out * samples, dtype=np.float32) + 0.5) / (out * samples)
   taken = linear(start[:, None] + length[:, None] * steps - 0.5,
                  size).reshape(len(start), out, samples, size)
@@ -120,7 +135,12 @@ def resampling(start: np.ndarray, length: np.ndarray, size: int, out: int,
 
 
 def framed(grey: np.ndarray, content=None) -> np.ndarray:
-  """Returns float32 [N, THUMB, THUMB]: each image in its frame."""
+  """Returns float32 [N, THUMB, THUMB]: each image in its frame.
+
+  Args:
+    grey: float32 [N, H, W] grey images.
+    content: their _weights if at hand; None computes them.
+  """
   _, height, width = grey.shape
   cy, cx, sy, sx = moments(grey, content)
   size = image_signatures.THUMB

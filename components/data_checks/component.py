@@ -77,7 +77,13 @@ class DataChecksDroppingCopies(base_beam_component.BaseBeamComponent):
 
 def node(examples: types.BaseChannel, drop_held_out_copies: bool
          ) -> base_beam_component.BaseBeamComponent:
-  """Returns the DataChecks node, whose id is 'DataChecks' either way."""
+  """Returns the DataChecks node, whose id is 'DataChecks' either way.
+
+  Args:
+    examples: the Examples to check.
+    drop_held_out_copies: whether the node also outputs the held-out splits
+      without their copies of training images (DataChecksDroppingCopies).
+  """
   if drop_held_out_copies:
     return DataChecksDroppingCopies(examples).with_id('DataChecks')
   return DataChecks(examples)

@@ -19,6 +19,11 @@ def write_without(source: str, target: str, dropped: Sequence[int]) -> int:
 
   The target is compressed as the source is.
 
+  Args:
+    source: a TFRecord shard; gzipped if its name ends in .gz.
+    target: the shard to write.
+    dropped: indices in `source` of the records to leave out.
+
   Returns:
     The number of records written.
   """

@@ -84,6 +84,10 @@ class Shards:
     """Returns the source (records/features.py) of each global index.
 
     Memory holds the sources of one shard at a time.
+
+    Args:
+      work_dir: where shard_signatures wrote each shard's work files.
+      index: global indices of images.
     """
     shard, offset = self.locate(index)
     found = np.empty(len(index), object)
@@ -304,6 +308,11 @@ def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
   """Returns {split: indices of its images with a copy in train}.
 
   Every split but train is there. Without a train split the dict is empty.
+
+  Args:
+    pairs: the copies found, by global index.
+    split: each image's split, a number into `split_names`.
+    split_names: the splits' names.
   """
   if splits.TRAIN not in split_names:
     return {}

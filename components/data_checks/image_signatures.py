@@ -52,7 +52,13 @@ def grey(images: np.ndarray) -> np.ndarray:
 
 
 def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
-  """Resizes float32 [N, H, W] to [N, height, width] by area weights."""
+  """Resizes float32 [N, H, W] to [N, height, width] by area weights.
+
+  Args:
+    images: float32 [N, H, W].
+    height: the rows wanted; more than H repeats the nearest pixel.
+    width: the columns wanted, likewise.
+  """
   rows = area_matrix(images.shape[1], height)
   columns = area_matrix(images.shape[2], width)
   return rows @ images @ columns.T

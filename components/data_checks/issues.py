@@ -16,7 +16,13 @@ BLURRY_SHARE = 0.2
 
 
 def flags(scores: np.ndarray, median_sharpness: float) -> Dict[str, np.ndarray]:
-  """Returns {issue: bool [N]} for the SCORE_DTYPE scores of N images."""
+  """Returns {issue: bool [N]} for the SCORE_DTYPE scores of N images.
+
+  Args:
+    scores: SCORE_DTYPE [N] (image_signatures.scores).
+    median_sharpness: the median sharpness of all images checked; an image
+      below BLURRY_SHARE of it is blurry.
+  """
   near_blank = scores['spread'] < NEAR_BLANK_SPREAD
   return {
       'near_blank': near_blank,

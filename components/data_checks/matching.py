@@ -53,6 +53,16 @@ def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
 
   There is one block per band and step of the window, each at most as long
   as `hashes`. A pair may come in several blocks.
+
+  Args:
+    hashes: uint64 [N] perceptual hashes; a pair shares one of BANDS bands
+      and differs in at most MAX_HASH_BITS bits.
+    second_hashes: uint64 [N] other hashes (average ones), which order the
+      images of a band, so that the window's neighbours are alike.
+    usable: bool [N], the images that may be paired.
+
+  Yields:
+    (first, second): int64 indices of the pairs' images.
   """
   index = np.flatnonzero(usable)
   band_bits = 64 // BANDS
@@ -86,8 +96,16 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
             ) -> np.ndarray:
   """Returns the largest pixel difference of each pair's thumbnails.
 
-  The difference is in standard deviations. `thumbs` (a memmap is fine) is
-  read a block at a time.
+  The difference is in standard deviations.
+
+  Args:
+    thumbs: int8 [N, THUMB * THUMB] thumbnails (image_signatures.thumbnails);
+      a memmap is fine, read a block at a time.
+    first: [P] indices of one image of each pair.
+    second: [P] indices of the other.
+
+  Returns:
+    float32 [P].
   """
   difference = np.empty(len(first), np.float32)
   for start in range(0, len(first), _BLOCK):
@@ -100,7 +118,16 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
 
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
                  ) -> np.ndarray:
-  """Returns the correlation of the thumbnails of each (verified) pair."""
+  """Returns the correlation of the thumbnails of each (verified) pair.
+
+  Args:
+    thumbs: int8 [N, THUMB * THUMB] thumbnails.
+    first: [P] indices of one image of each pair.
+    second: [P] indices of the other.
+
+  Returns:
+    float32 [P], from -1 to 1.
+  """
   a = thumbs[first].astype(np.float32)
   b = thumbs[second].astype(np.float32)
   return (np.einsum('ij,ij->i', a, b) /
@@ -149,6 +176,14 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   have near hashes and verified thumbnails. Rescaled copies are near in
   their frames. Each pair comes once, with first < second. Candidates are
   verified a block at a time, so only verified pairs are kept.
+
+  Args:
+    digests: uint64 [N] digests of the images' bytes.
+    hashes: uint64 [N] perceptual hashes.
+    second_hashes: uint64 [N] average hashes (candidates).
+    thumbs: int8 [N, THUMB * THUMB] thumbnails; a memmap is fine.
+    usable: bool [N], the images that may be near copies (not near blank).
+    framed: the images' frames; None seeks no rescaled copies.
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]

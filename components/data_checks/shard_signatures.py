@@ -50,7 +50,13 @@ def per_image_arrays(geometry: features.ImageGeometry
 
 def work_path(work_dir: str, shard_number: int, suffix: str) -> str:
   """Returns a shard's file of the small arrays (SMALL_SUFFIX) or of one of
-  the per-image arrays (THUMBNAILS, FRAMED, DETAILS)."""
+  the per-image arrays (THUMBNAILS, FRAMED, DETAILS).
+
+  Args:
+    work_dir: the folder of the shards' work files.
+    shard_number: the shard's number over all splits (groups).
+    suffix: SMALL_SUFFIX, THUMBNAILS, FRAMED or DETAILS.
+  """
   return os.path.join(work_dir, f'{shard_number:06d}{suffix}')
 
 
@@ -58,7 +64,13 @@ def read_small(work_dir: str, shard_number: int, names=None
                ) -> Dict[str, np.ndarray]:
   """Reads the small arrays `write_shard` wrote for a shard, but the sources.
 
-  Only those in `names` are read, if given.
+  Args:
+    work_dir: the folder of the shards' work files.
+    shard_number: the shard's number over all splits (groups).
+    names: the arrays to read; None reads all of them.
+
+  Returns:
+    {name: array}, one entry per record of the shard in each.
   """
   with tf.io.gfile.GFile(work_path(work_dir, shard_number, SMALL_SUFFIX),
                          'rb') as f:
@@ -78,7 +90,17 @@ def read_sources(work_dir: str, shard_number: int) -> np.ndarray:
 def groups(paths: List[str], at_least: int = 1) -> List[List[Tuple[int, str]]]:
   """Numbers the shards and groups neighbours into GROUP_BYTES or more, or
   into `at_least` groups (for as many workers) where the shards are fewer
-  bytes than that."""
+  bytes than that.
+
+  Args:
+    paths: the shards of every split, in order.
+    at_least: the groups wanted (workers) where the shards are small; no
+      group is ever empty, so there may be fewer.
+
+  Returns:
+    The groups, in order, each of (shard number, path): the number is the
+    shard's index in `paths`.
+  """
   sizes = [tf.io.gfile.stat(path).length for path in paths]
   most = min(GROUP_BYTES, max(1, sum(sizes) // max(1, at_least)))
   found, group, size = [], [], 0
@@ -161,6 +183,12 @@ class _ShardWriter:
 def write_shards(group: List[Tuple[int, str]], work_dir: str,
                  geometry: features.ImageGeometry, encoding: str) -> None:
   """Writes the signatures of a group of (shard number, path).
+
+  Args:
+    group: one of `groups`.
+    work_dir: the folder of the shards' work files.
+    geometry: the records' image geometry.
+    encoding: the records' image encoding, one of features.IMAGE_ENCODINGS.
 
   Raises:
     ValueError: a record cannot be read as an image of `geometry`, naming

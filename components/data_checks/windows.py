@@ -53,7 +53,14 @@ def _resampling(windows: np.ndarray, height: int, width: int,
 def warp(images: np.ndarray, windows: np.ndarray, shape: Tuple[int, int]
          ) -> np.ndarray:
   """Returns float32 [P, *shape]: each window of float32 [P, H, W] images
-  ([P, 4] windows) resized to `shape`."""
+  ([P, 4] windows) resized to `shape`.
+
+  Args:
+    images: float32 [P, H, W].
+    windows: [P, 4], one per image, as `grid` gives them: (keep y,
+      offset y, keep x, offset x), shares of the side.
+    shape: the (height, width) each window is resized to.
+  """
   _, height, width = images.shape
   rows, columns = _resampling(windows, height, width, shape, 1)
   return rows @ images @ columns.transpose(0, 2, 1)
