@@ -20,8 +20,14 @@ def default_input_config(input_format: str,
   """The input splits of a dataset laid out the usual way.
 
   IDX: train from train-* files, eval from t10k-* (MNIST's test set). Image
-  folders: the splits of `layout`. Both in each span's folder
-  `span_dir_pattern` (e.g. 'span-{SPAN}') if given.
+  folders: the splits of `layout`.
+
+  Args:
+    input_format: one of options.INPUT_FORMATS, 'idx' or 'images'.
+    span_dir_pattern: each span's folder (e.g. 'span-{SPAN}'), holding the
+      splits; None: no spans.
+    layout: the image folders' layout (folder_layout.SPLITS,
+      SPLITS_WITH_VALIDATION or CLASSES); ignored for IDX files.
   """
   if input_format != 'idx':
     return folder_layout.input_config(layout, span_dir_pattern)

@@ -111,6 +111,14 @@ def fit(input_base: str, configured: example_gen_pb2.Input,
   the component's default, or what a pipeline built without seeing the data
   configured; an output_config with splits is kept.
 
+  Args:
+    input_base: the folder of the data, or of its span folders.
+    configured: the input config given; other ones are returned as they
+      are.
+    output: the output config given.
+    eval_percent: the share of images, in percent, that class folders
+      give eval; None where none was set.
+
   Raises:
     ValueError: class folders without train/eval folders, no output_config
       splits and no eval_percent to split them.
@@ -141,6 +149,11 @@ def partition(files: Sequence[str], data_dir: str,
               split_config: example_gen_pb2.SplitConfig
               ) -> Dict[str, List[str]]:
   """{output split: its files} by TFX's hash buckets of paths under `data_dir`.
+
+  Args:
+    files: the image files.
+    data_dir: the folder the paths hashed are relative to.
+    split_config: the output splits, each with its hash buckets.
 
   Raises:
     ValueError: a split_config without hash buckets, or a partition feature.

@@ -87,6 +87,16 @@ def check_span_classes(input_base: str, input_config: example_gen_pb2.Input,
 
   Labels are indices in the sorted class names, so a class added or dropped
   shifts the labels after it.
+
+  Args:
+    input_base: the folder of the span folders.
+    input_config: the input splits, in span folders; without a span folder
+      nothing is checked.
+    span: the span's number; 0 or below checks nothing.
+    class_names: the classes found in span `span`.
+
+  Raises:
+    InputDataError: the classes differ from the earlier span's.
   """
   folder = span_window.span_folder(input_config)
   if span <= 0 or folder is None:
@@ -122,8 +132,19 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
          validation_percent: Optional[int] = None) -> FolderPlan:
   """Lists and checks span `span`'s input splits, cut into output splits.
 
+  Args:
+    input_base: the folder of the data, or of its span folders.
+    input_config: the input splits; patterns are under `input_base`.
+    output_config: its hash-bucket splits, if any, cut the one input split.
+    class_names: the classes given; None finds them in the folders (and
+      checks them against the earlier span's).
+    span: the span's number (TFX's; 0 without spans).
+    validation_percent: the share of train, in percent, carved out as
+      validation where no validation folder is given; None or 0: none.
+
   Raises:
     InputDataError: bad or missing folders, classes or splits.
+    ValueError: an output_config with splits and more than one input split.
   """
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
@@ -178,6 +199,15 @@ def plan_window(input_base: str, window: List[span_window.Span],
                 eval_percent: Optional[int],
                 validation_percent: Optional[int]) -> FolderPlan:
   """Plans each span of `window` as if read alone, and joins them by split.
+
+  Args:
+    input_base: the folder of the span folders.
+    window: the spans read, oldest first (span_window.resolve).
+    output_config: the newest span's output splits.
+    class_names: the classes given; None finds them in the folders.
+    eval_percent: the share of images, in percent, that an earlier span of
+      class folders gives eval; None where none was set.
+    validation_percent: as `plan`'s, for each span.
 
   Raises:
     InputDataError: an earlier span of class folders and no eval_percent, or

@@ -85,8 +85,22 @@ def choose(files: Dict[str, List[str]], given: features.ImageGeometry,
            ) -> Tuple[features.ImageGeometry, str]:
   """Chooses the geometry of `files` ({split: images}) from their headers.
 
-  What is not inferred is `given`'s; `skip_bad` leaves unreadable images out
-  of the sample. Returns (the geometry, GIVEN or how it was chosen).
+  Args:
+    files: {split: image files}; a sample of them is read (`sample`).
+    given: the configured geometry, whatever is not inferred.
+    infer_size: whether the height and width come from the headers: the
+      one size all share, else the median shorter side, square, both at
+      most MAX_SIDE.
+    infer_channels: whether the channels do: 3 if any image is in colour.
+    max_pixels: the most pixels an image may have; None: Pillow's limit.
+    skip_bad: whether unreadable images are left out of the sample.
+
+  Returns:
+    (the geometry, GIVEN or how it was chosen).
+
+  Raises:
+    InputDataError: an image of the sample cannot be read, unless
+      `skip_bad`.
   """
   if not (infer_size or infer_channels):
     return given, GIVEN

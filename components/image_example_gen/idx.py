@@ -131,14 +131,23 @@ def _parse_header(stream: BinaryIO, path: str, gzipped: bool) -> IdxHeader:
 
 
 def read_header(path: str) -> IdxHeader:
-  """Reads the header of the IDX file at `path`."""
+  """Reads the header of the IDX file at `path`.
+
+  Raises:
+    InputDataError: the file cannot be read, or is not IDX.
+  """
   stream, gzipped = _open(path)
   with stream:
     return _parse_header(stream, path, gzipped)
 
 
 def validate(path: str) -> IdxHeader:
-  """Reads the whole file once: the header, then that the data is all there."""
+  """Reads the whole file once: the header, then that the data is all there.
+
+  Raises:
+    InputDataError: the file cannot be read, is not IDX, or holds fewer or
+      more bytes than its header declares.
+  """
   stream, gzipped = _open(path)
   with stream:
     header = _parse_header(stream, path, gzipped)
@@ -184,7 +193,12 @@ class ItemReader:
         (stop - start,) + header.shape[1:])
 
   def check_end(self) -> None:
-    """After reading the last item: raises if the file holds more."""
+    """After reading the last item: raises if the file holds more.
+
+    Raises:
+      ValueError: the last item was not the one read last.
+      InputDataError: the file holds more than its header declares.
+    """
     if self._stream is None or self._next != self.header.count:
       raise ValueError('check_end follows a read of the last item')
     _check_end(self._stream, self.header)
@@ -206,7 +220,14 @@ def read_all(header: IdxHeader) -> np.ndarray:
 
 
 def write(path: str, array: np.ndarray, compress: bool = True) -> None:
-  """Writes `array` as an IDX file (used by tests and the benchmarks)."""
+  """Writes `array` as an IDX file (used by tests and the benchmarks).
+
+  Args:
+    path: the file to write.
+    array: of a dtype IDX holds (uint8, int8, int16, int32, float32 or
+      float64); its shape is the header's.
+    compress: whether the file is gzipped.
+  """
   codes = {dtype: code for code, dtype in _DTYPES.items()}
   dtype = array.dtype.newbyteorder('>') if array.dtype.itemsize > 1 else array.dtype
   code = codes[np.dtype(dtype)]
@@ -224,7 +245,19 @@ SplitFiles = Tuple[IdxHeader, IdxHeader]
 
 
 def split_files(split_pattern: str) -> SplitFiles:
-  """Finds, validates and pairs the images and labels files of a split."""
+  """Finds, validates and pairs the images and labels files of a split.
+
+  Args:
+    split_pattern: a glob matching the split's two files.
+
+  Returns:
+    The headers of (images, labels); only the labels file is read whole.
+
+  Raises:
+    InputDataError: a file cannot be read, or the split is not one uint8
+      images file and one integer labels file of as many items, at least
+      one.
+  """
   paths = sorted(tf.io.gfile.glob(split_pattern))
   if not paths:
     raise InputDataError(split_pattern, 'no files match this split pattern')
@@ -263,7 +296,11 @@ def split_files(split_pattern: str) -> SplitFiles:
 
 
 def geometry(header: IdxHeader) -> features.ImageGeometry:
-  """The image geometry an images file's header declares."""
+  """The image geometry an images file's header declares.
+
+  Raises:
+    InputDataError: the geometry is not one records hold (e.g. 2 channels).
+  """
   channels = header.shape[3] if len(header.shape) == 4 else 1
   try:
     return features.ImageGeometry(header.shape[1], header.shape[2], channels)
@@ -272,7 +309,11 @@ def geometry(header: IdxHeader) -> features.ImageGeometry:
 
 
 def dataset_geometry(splits: Iterable[SplitFiles]) -> features.ImageGeometry:
-  """The one geometry of every split's images."""
+  """The one geometry of every split's images.
+
+  Raises:
+    InputDataError: the splits' geometries differ, or one is unsupported.
+  """
   found = {}
   for images, _ in splits:
     found.setdefault(geometry(images), images.path)
@@ -292,7 +333,11 @@ def class_names_from_labels(splits: Iterable[SplitFiles]) -> List[str]:
 
 
 def log_split(files: SplitFiles, class_names: Sequence[str]) -> None:
-  """Checks a split's labels against the class names and logs its size."""
+  """Checks a split's labels against the class names and logs its size.
+
+  Raises:
+    InputDataError: a label is not an index into `class_names`.
+  """
   images, labels = files
   values = read_all(labels)  # Whole, as class_names_from_labels reads them.
   bad = np.flatnonzero((values < 0) | (values >= len(class_names)))
@@ -351,7 +396,17 @@ class Reader:
 
   def batches(self, work: Tuple[int, int], skipped: List[dict]
               ) -> Iterator[Tuple[List[bytes], ...]]:
-    """Yields the Examples of records [start, stop), a chunk at a time."""
+    """Yields the Examples of records [start, stop), a chunk at a time.
+
+    Args:
+      work: (start, stop), a shard's range of records (shard_ranges).
+      skipped: where unreadable inputs are noted; unused: a damaged IDX
+        file fails the run.
+
+    Yields:
+      (train Examples, validation Examples) of a chunk with a
+      validation_percent, else (Examples,).
+    """
     del skipped  # A damaged IDX file fails the run.
     start, stop = work
     if self._readers is None:

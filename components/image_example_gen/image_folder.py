@@ -87,7 +87,16 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
 
 def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
   """A split's sorted image candidates; fails on a missing split, an empty or
-  unknown class folder."""
+  unknown class folder.
+
+  Args:
+    split_pattern: the split's files, '<split folder>/*/*'.
+    class_names: the classes a class folder may be named.
+
+  Raises:
+    InputDataError: no class folder, or one that is unknown, empty or
+      unreadable.
+  """
   split_dir = os.path.dirname(os.path.dirname(split_pattern))
   dirs = class_dirs(split_pattern)
   if not dirs and tf.io.gfile.isdir(split_dir):
@@ -124,7 +133,11 @@ def label_of(path: str, class_names: Sequence[str]) -> int:
 
 
 def check_file(path: str, size: int) -> None:
-  """Refuses a file of `size` bytes that cannot be an image by name or size."""
+  """Refuses a file of `size` bytes that cannot be an image by name or size.
+
+  Raises:
+    InputDataError: no IMAGE_EXTENSIONS ending, or 0 bytes.
+  """
   if not path.lower().endswith(IMAGE_EXTENSIONS):
     raise InputDataError(
         path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)}, '
@@ -141,6 +154,12 @@ def _too_many_pixels(pixels: str, max_pixels: Optional[int]) -> str:
 
 def open_image(path: str, data, max_pixels: Optional[int]) -> Image.Image:
   """Opens `data` (bytes or a file object) with Pillow, reading the header only.
+
+  Args:
+    path: the file's path, for messages.
+    data: its bytes, or a file object.
+    max_pixels: the most pixels (width x height) accepted; None: Pillow's
+      limit.
 
   Raises:
     InputDataError: over `max_pixels` pixels (None: Pillow's limit), or not an
@@ -177,6 +196,16 @@ def decode_image(path: str, data: bytes,
 
   An image claiming more than `max_pixels` pixels is refused before it is
   decoded; records/image_conversion.py converts the rest.
+
+  Args:
+    path: the file's path, for its extension and messages.
+    data: the file's bytes.
+    geometry: the size and channels the image is resized and converted to.
+    max_pixels: the most pixels accepted; None: Pillow's limit.
+
+  Raises:
+    InputDataError: the file is not an image, too large, or cannot be
+      decoded.
   """
   check_file(path, len(data))
   with open_image(path, data, max_pixels) as image:
@@ -280,6 +309,17 @@ class Decoder:
 
     The files of a batch are read and decoded on a thread a core: Pillow
     and TensorFlow's file reads free the GIL.
+
+    Args:
+      paths: a shard's image files.
+      skipped: {'path', 'reason'} of each unreadable image is appended to
+        it, with skip_bad.
+
+    Yields:
+      (Examples,) of each batch that holds any.
+
+    Raises:
+      InputDataError: an image cannot be read, without skip_bad.
     """
     with concurrent.futures.ThreadPoolExecutor(
         len(os.sched_getaffinity(0))) as pool:
@@ -312,6 +352,14 @@ def record_skipped(examples: standard_artifacts.Examples,
                    split_files: Dict[str, List[str]],
                    skipped: Dict[str, str]) -> None:
   """Gathers what the workers skipped (`skipped_files`) onto `examples`.
+
+  The list goes to features.SKIPPED_IMAGES_FILE and custom properties; the
+  workers' files are deleted.
+
+  Args:
+    examples: the Examples written.
+    split_files: {split name: its image files}.
+    skipped: {split name: its workers' file}, as `skipped_files` gives.
 
   Raises:
     InputDataError: every image of a split was skipped.
