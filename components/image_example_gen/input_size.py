@@ -23,7 +23,15 @@ class InputSize:
 
 def measure(input_base: str, input_config: example_gen_pb2.Input,
             input_format: str) -> InputSize:
-  """Measures the input of `input_config` under `input_base`, unread."""
+  """Measures the input of `input_config` under `input_base`, unread.
+
+  Args:
+    input_base: the folder of the data, local.
+    input_config: the input splits; a {SPAN}, {VERSION} or date in their
+      patterns matches any.
+    input_format: 'idx' (images counted from the headers) or 'images' (one
+      record a file).
+  """
   records = size = train = 0
   if input_format == 'images':
     input_config, _ = folder_layout.fit(  # The input splits only.

@@ -79,8 +79,12 @@ def resolve(input_base: str, input_config: example_gen_pb2.Input,
   """The window's spans, oldest first: span `newest` and earlier spans on disk.
 
   Args:
+    input_base: the folder of the span folders.
     input_config: span `newest`'s, as TFX's driver resolved it.
+    newest: the span TFX's driver resolved, the window's last.
     size: the most spans in the window.
+    input_format: 'idx' or 'images': how an earlier span folder is told to
+      hold data.
 
   Raises:
     ValueError: a window of more than one span, and the split patterns do not

@@ -86,7 +86,13 @@ class _TFRecordBatchSink(filebasedsink.FileBasedSink):
 @beam.typehints.with_input_types(bytes)
 def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disable=invalid-name
                num_shards: int) -> beam.pvalue.PDone:
-  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`."""
+  """Serialized records -> num_shards gzipped TFRecord files in `split_uri`.
+
+  Args:
+    records: serialized Examples, in any order.
+    split_uri: the split's folder.
+    num_shards: the files written, records dealt among them by Beam.
+  """
   return (records
           | 'Batch' >> beam.BatchElements(max_batch_size=RECORDS_PER_WRITE)
           | 'Write' >> beam.io.Write(_TFRecordBatchSink(
@@ -95,7 +101,13 @@ def WriteSplit(records: beam.pvalue.PCollection, split_uri: str,  # pylint: disa
 
 
 def shard_path(split_uri: str, shard: int, num_shards: int) -> str:
-  """Shard `shard` of `split_uri`, named as WriteSplit names it."""
+  """Shard `shard` of `split_uri`, named as WriteSplit names it.
+
+  Args:
+    split_uri: the split's folder.
+    shard: the shard's number, from 0.
+    num_shards: the split's shards in all.
+  """
   return os.path.join(
       split_uri, f'{write_split.DEFAULT_TF_RECORD_FILE_NAME}-'
       f'{shard:05d}-of-{num_shards:05d}.gz')
@@ -107,6 +119,11 @@ def write_shards(paths: Sequence[str],
 
   Each file is written under a temporary name and renamed when complete, so
   it is whole or absent.
+
+  Args:
+    paths: the files, one per split.
+    batches: each a sequence of lists of serialized records, the i-th list
+      for paths[i].
   """
   temps = [f'{path}.temp-{uuid.uuid4().hex}' for path in paths]
   writers = []
@@ -162,8 +179,12 @@ def WriteShards(  # pylint: disable=invalid-name
   """Writes shard i of each split in `split_uris` from `work[i]`, per worker.
 
   Args:
+    pipeline: the Beam pipeline.
     source: its `batches(work, skipped)` yields one list of records per split
       and lists what it skips in `skipped`.
+    work: one item of the source's work per shard.
+    split_uris: the output splits' folders, in the order of the source's
+      lists.
     first_shard, total_shards: the shards of an output split that several
       inputs share.
 
@@ -198,7 +219,14 @@ class _ReadShard(beam.DoFn):
 @beam.typehints.with_output_types(bytes)
 def ReadShards(pipeline: beam.Pipeline, source,  # pylint: disable=invalid-name
                work: Sequence[Any]) -> beam.pvalue.PCollection:
-  """Reads `source`'s records (as WriteShards does), one per element."""
+  """Reads `source`'s records (as WriteShards does), one per element.
+
+  Args:
+    pipeline: the Beam pipeline.
+    source: as WriteShards'; the first list of each batch is read, what it
+      skips is dropped.
+    work: one item of the source's work per shard.
+  """
   return (pipeline
           | 'Shards' >> beam.Create(list(work), reshuffle=False)
           | 'Distribute' >> beam.Reshuffle()

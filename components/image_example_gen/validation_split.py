@@ -27,7 +27,13 @@ def mask(keys: Sequence[bytes], percent: int) -> np.ndarray:
 
 def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
           percent: int) -> Dict[str, List[str]]:
-  """{split: files} with validation taken out of train by `keys`' hashes."""
+  """{split: files} with validation taken out of train by `keys`' hashes.
+
+  Args:
+    files: {split: files}, with a train split.
+    keys: {path: the bytes hashed} of each train file.
+    percent: the share of train, from 0 to 100, to take out.
+  """
   train, validation = [], []
   for path in files[splits.TRAIN]:
     (validation if chosen(keys[path], percent) else train).append(path)
