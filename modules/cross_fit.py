@@ -59,6 +59,12 @@ def plan(records: int, folds: int, checked_records: int) -> Plan:
   The sample is the lowest buckets, and folds are runs of buckets. So a
   small sample lies in few folds, and only those folds' models are trained.
   With 2 folds, a sample of half the split or less takes one model.
+
+  Args:
+    records: the records of the training split.
+    folds: the number of folds.
+    checked_records: about how many records to check; all of them if the
+      split is no larger, none if 0 or less.
   """
   return Plan(folds, sample.sample_buckets(records, checked_records))
 
@@ -94,8 +100,16 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
   """Returns blocks of (positions, shard numbers, indices in the shards,
   *parse(serialized)) of `fold`'s checked records.
 
-  Blocks come in file order. With `cache`, the serialized records are kept
-  in memory after the first pass, for a caller that reads them again.
+  Blocks come in file order.
+
+  Args:
+    files: the training split's gzipped TFRecord files, in order.
+    fold: the fold whose checked records are read, from 0.
+    the_plan: the folds and the buckets checked.
+    parse: a block of serialized records -> a tuple of tensors, e.g.
+      (images, labels) from input_pipeline.parse_and_transform.
+    cache: keep the serialized records in memory after the first pass, for
+      a caller that reads them again.
   """
   folds, checked = the_plan.folds, the_plan.checked_buckets
   selected = sample.kept_batches(
@@ -123,6 +137,13 @@ def fold_budget(config: TrainingConfig, records: int, folds: int,
 
   That is `fold_examples`, and never more than the Trainer's own model saw,
   so a fold of a small dataset costs no more than its training.
+
+  Args:
+    config: the Trainer's training config.
+    records: the records of the training split.
+    folds: the number of folds; unused, each fold may see as many examples
+      as the Trainer's model.
+    fold_examples: the examples each fold's model trains on at most.
   """
   del folds  # Each fold's model may see as many examples as the Trainer's.
   return max(1, min(fold_examples, trainer_examples(config, records)))

@@ -142,7 +142,16 @@ def measure(file_patterns: Union[str, Sequence[str]]) -> SplitSize:
 
 def plan_split(split: str, size: SplitSize, config: InputConfig,
                training: bool, budget: int) -> InputPlan:
-  """Plans to cache the split if it fits `budget` bytes, else to stream it."""
+  """Plans to cache the split if it fits `budget` bytes, else to stream it.
+
+  Args:
+    split: the split's name in the plan's log line.
+    size: the split's shards and records, as `measure` found them.
+    config: the Trainer's input settings (the streaming shuffle buffer's
+      bytes, the shards read at once).
+    training: whether the split is shuffled for training.
+    budget: the bytes of memory the split may take.
+  """
   cache = size.memory_bytes <= budget
   if not training:
     shuffle_buffer = None
@@ -166,6 +175,14 @@ def plan_inputs(train: SplitSize, evaluation: SplitSize,
   The training split is planned against the whole budget. Evaluation gets
   what it leaves: the budget less its cache, or less its shuffle buffer
   when streamed.
+
+  Args:
+    train: the training split's size.
+    evaluation: the evaluation split's size.
+    config: the Trainer's input settings, with the memory budget.
+
+  Returns:
+    (the training split's plan, the evaluation split's plan).
   """
   train_plan = plan_split('train', train, config, True, config.memory_budget)
   held = (train.memory_bytes if train_plan.cache else
@@ -332,6 +349,17 @@ def make_planned_dataset(file_patterns: Union[str, Sequence[str]],
                          batch_size: int, plan: InputPlan,
                          repeat: bool = False,
                          ordered: bool = False) -> tf.data.Dataset:
-  """Returns make_dataset's dataset as `plan` (plan_inputs) decided."""
+  """Returns make_dataset's dataset as `plan` (plan_inputs) decided.
+
+  Args:
+    file_patterns: the split's gzipped TFRecord files.
+    tf_transform_output: the Transform graph.
+    batch_size: records per batch.
+    plan: the split's plan: training or not, cached or streamed, its
+      shuffle buffer and the shards read at once.
+    repeat: whether to repeat the records without end.
+    ordered: whether training too reads and parses in a fixed order, so
+      that a seeded run repeats.
+  """
   return make_dataset(file_patterns, tf_transform_output, batch_size,
                       repeat=repeat, ordered=ordered, **plan.dataset_args())
