@@ -78,6 +78,13 @@ def build(architecture: str, geometry: features.ImageGeometry,
   so logits and the softmax on them stay numerically safe under mixed
   precision.
 
+  Args:
+    architecture: the scratch network: SMALL_BN_CNN, MNIST_CNN or
+      SMALL_GAP_CNN.
+    geometry: the transformed images' height, width and channels.
+    num_classes: the number of classes, one logit each.
+    config: the network's settings (input size, augmentation, layers).
+
   Raises:
     ValueError: `architecture` is not one of the scratch networks.
   """
@@ -106,6 +113,11 @@ def one_cycle(peak: float, warmup_fraction: float,
 
   It rises from peak/10 to `peak` over the first `warmup_fraction` of the
   steps, then follows a cosine down to zero at the last step.
+
+  Args:
+    peak: the highest learning rate.
+    warmup_fraction: the share of the steps spent rising, from 0 to 1.
+    total_steps: the training steps the schedule spans.
   """
   warmup = int(warmup_fraction * total_steps)
   return keras.optimizers.schedules.CosineDecay(
@@ -129,8 +141,14 @@ def compile_for_training(model: keras.Model, config: TrainingConfig,
                          num_classes: int, total_steps: int) -> None:
   """Compiles `model` as the Trainer and the Tuner's trials train it.
 
-  That is Adam on the one-cycle schedule over `total_steps`, the (smoothed)
-  cross-entropy and accuracy.
+  That is Adam on the one-cycle schedule, the (smoothed) cross-entropy and
+  accuracy.
+
+  Args:
+    model: the network, compiled in place.
+    config: the training settings: learning rate, warm-up, label smoothing.
+    num_classes: the number of classes, for the smoothed loss's labels.
+    total_steps: the training steps the one-cycle schedule spans.
   """
   steps_without_autograph(model)
   model.compile(
@@ -165,7 +183,13 @@ def loss(num_classes: int, label_smoothing: float = 0.0):
 
 def build_cnn(geometry: features.ImageGeometry, num_classes: int,
               config: ModelConfig) -> keras.Model:
-  """Builds the classic MNIST CNN."""
+  """Builds the classic MNIST CNN.
+
+  Args:
+    geometry: the transformed images' height, width and channels.
+    num_classes: the number of classes, one logit each.
+    config: the network's settings (conv filters, dense units, dropout).
+  """
   return build(MNIST_CNN, geometry, num_classes, config)
 
 

@@ -63,7 +63,16 @@ def serving_signatures(model: keras.Model,
                        class_names: List[str], sample_record: bytes
                        ) -> Dict[str, Callable[..., Dict[str, tf.Tensor]]]:
   """{signature name: its tf.function}; the Transform layer goes on `model`
-  (as `tft_layer`), so that saving the model saves it too."""
+  (as `tft_layer`), so that saving the model saves it too.
+
+  Args:
+    model: The trained network, in float32.
+    tf_transform_output: The Transform graph the model trained behind.
+    geometry: The images' geometry, the transform graph's.
+    class_names: Name of class i at i.
+    sample_record: Any serialized record of the data, to read the
+      normalisation the transform graph learnt.
+  """
   model.tft_layer = tf_transform_output.transform_features_layer()
   raw_spec = tf_transform_output.raw_feature_spec()
   # Requests carry images only: no label, and no pixel_min/pixel_max or

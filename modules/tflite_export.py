@@ -32,7 +32,14 @@ _BATCH = 200
 
 def pixel_classifier(model: keras.Model, geometry: features.ImageGeometry,
                      mean: np.ndarray, variance: np.ndarray):
-  """Returns a concrete function from uint8 [N, H, W, C] to probabilities."""
+  """Returns a concrete function from uint8 [N, H, W, C] to probabilities.
+
+  Args:
+    model: the trained network, from normalised images to logits.
+    geometry: the images' height, width and channels.
+    mean: each channel's mean [C] the transform graph learnt.
+    variance: each channel's variance [C] the transform graph learnt.
+  """
 
   @tf.function(autograph=False, input_signature=[
       tf.TensorSpec([None, *geometry.shape], tf.uint8, name='images')])
@@ -69,7 +76,13 @@ def _stderr_to_log() -> Iterator[None]:
 def save_classifier(concrete_function, model: keras.Model,
                     directory: str) -> None:
   """Saves `concrete_function` of `model` as the serving_default signature
-  of a SavedModel in `directory`, for `convert`."""
+  of a SavedModel in `directory`, for `convert`.
+
+  Args:
+    concrete_function: what `pixel_classifier` returns.
+    model: the network the function calls; only its variables are saved.
+    directory: the SavedModel's folder.
+  """
   # A module holding only the model's variables saves in a fraction of the
   # time the Keras model takes (which traces every layer), for the same
   # files. Saved once for both files: the converter, given the function,
@@ -121,6 +134,12 @@ def eval_sample(eval_files: Sequence[str],
   They come in a fixed order. They are read as the Trainer reads any split,
   through the Transform graph, which outputs normalised floats. Those are
   un-normalised and rounded, which recovers the uint8 values exactly.
+
+  Args:
+    eval_files: the eval split's file patterns.
+    tf_transform_output: the Transform graph.
+    mean: each channel's mean [C] the transform graph learnt.
+    variance: each channel's variance [C] the transform graph learnt.
 
   Raises:
     ValueError: the eval split holds no records.

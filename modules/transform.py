@@ -35,12 +35,16 @@ def normalise(images: tf.Tensor, mean: tf.Tensor,
               variance: tf.Tensor) -> tf.Tensor:
   """Maps uint8 images [N, H, W, C] to model inputs.
 
-  The inputs have per-channel zero mean and unit variance, given the
-  channels' `mean` and `variance` of pixels in 0..1. This is the one map
-  from pixels to model inputs. The Transform graph applies it with its
+  The inputs have per-channel zero mean and unit variance. This is the one
+  map from pixels to model inputs. The Transform graph applies it with its
   analyzers (training, evaluation, `serving_default`). `serve_images`
-  applies it with their values (modules/serving_model.py) on the uint8 tensors it
-  is sent.
+  applies it with their values (modules/serving_model.py) on the uint8
+  tensors it is sent.
+
+  Args:
+    images: uint8 pixels [N, H, W, C].
+    mean: each channel's mean [C], of pixels in 0..1.
+    variance: each channel's variance [C], of pixels in 0..1.
   """
   pixels = tf.cast(images, tf.float32) / 255.0
   return (pixels - mean) * tf.math.rsqrt(variance + VARIANCE_EPSILON)
