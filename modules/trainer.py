@@ -248,7 +248,14 @@ def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
 def start_from(fn_args: FnArgs, config: TrainingConfig,
                data: TrainerData) -> warm_start.Start:
   """Where training starts: from the served model (fn_args.base_model) with
-  --warm-start if it fits, else from scratch."""
+  --warm-start if it fits, else from scratch.
+
+  Args:
+    fn_args: TFX's FnArgs: base_model, and custom_config's served model path
+      (warm_start.SERVED_FROM_KEY).
+    config: the run's settings: --warm-start and the network's.
+    data: the run's inputs: their image geometry and classes.
+  """
   if not config.warm_start:
     return warm_start.cold('')
   architecture, _ = model_lib.choose(config.model, data.geometry)
@@ -334,7 +341,14 @@ def seed_and_precision(config: TrainingConfig,
 def build_model(config: TrainingConfig, plan: training_plan.TrainingPlan,
                 data: TrainerData
                 ) -> Tuple[keras.Model, Optional[keras.Model]]:
-  """(The planned network, its pretrained backbone or None.)"""
+  """(The planned network, its pretrained backbone or None.)
+
+  Args:
+    config: the run's settings, with the network chosen.
+    plan: the training plan, with the scratch network's architecture.
+    data: the run's inputs: geometry, classes and a record to read the
+      transform's normalisation from (for a backbone).
+  """
   if config.model.backbone:
     return backbones.build(
         data.geometry, len(data.class_names), config.model,
@@ -386,7 +400,15 @@ def make_datasets(run: Run) -> Datasets:
 def callbacks(run: Run, examples_per_epoch: int,
               warm: bool) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
-  validation split, and LabelCheck's training-run probabilities."""
+  validation split, and LabelCheck's training-run probabilities.
+
+  Args:
+    run: the run's settings, data, plan and outputs.
+    examples_per_epoch: the examples an epoch trains on, for the
+      probabilities' validation-accuracy curve.
+    warm: whether training starts from the served model's weights; then no
+      probabilities are kept where LabelCheck cross-fits.
+  """
   config, plan, data, outputs = run.config, run.plan, run.data, run.outputs
   # Nothing to choose the epoch on without a validation split.
   stopper = (early_stopping.callback(config.budget, plan.epochs)
@@ -419,6 +441,18 @@ def epoch_scores(fn_args: FnArgs, records: int,
   Not on a warm start, though: its few epochs would spend a large share of
   their time predicting, and its curve says nothing of fold models trained
   from scratch.
+
+  Args:
+    fn_args: TFX's FnArgs: the training files, and custom_config's records
+      to check (EPOCH_PROBABILITIES_KEY) and to cross-fit
+      (CROSS_FIT_RECORDS_KEY).
+    records: the records of the training split.
+    tf_transform_output: the Transform graph that makes model inputs.
+    model_run_dir: where the probabilities are written.
+    task: this worker of a cluster, None for a single process.
+    planned_epochs: the epochs planned.
+    examples_per_epoch: the examples an epoch trains on.
+    warm: whether training starts from the served model's weights.
   """
   custom_config = fn_args.custom_config or {}
   checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
@@ -464,7 +498,14 @@ def float32_copy(model: keras.Model, copy: keras.Model) -> keras.Model:
 
 def training_record(run: Run, model: keras.Model,
                     trained: Dict[str, Any]) -> Dict[str, Any]:
-  """What was trained and why: the serving model's training_plan.json."""
+  """What was trained and why: the serving model's training_plan.json.
+
+  Args:
+    run: the run's plan, data and device plan.
+    model: the trained model, to count its parameters.
+    trained: what train_model returns: learning rate, early stopping and
+      fine-tuning phases.
+  """
   plan, data, device_plan = run.plan, run.data, run.device_plan
   return {**plan.to_dict(), 'parameters': model.count_params(),
           'geometry': str(data.geometry),

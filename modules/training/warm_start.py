@@ -128,8 +128,13 @@ def grown_classifier(served: List[np.ndarray], fresh: List[np.ndarray],
   """Returns the classifier's [kernel, bias] for `class_names`.
 
   Each served class's column comes from `served`, moved to its index in
-  `class_names`. A new class's comes from `fresh`, a newly initialised
-  classifier.
+  `class_names`. A new class's comes from `fresh`.
+
+  Args:
+    served: the served model's classifier, [kernel, bias].
+    fresh: a newly initialised classifier for `class_names`, [kernel, bias].
+    served_names: the served model's classes, in its columns' order.
+    class_names: this run's classes, each of `served_names` among them.
   """
   kernel, bias = (np.array(w) for w in fresh)
   for old_index, name in enumerate(served_names):
