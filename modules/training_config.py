@@ -14,7 +14,11 @@ from modules.knob import knob
 
 
 def parse_fraction(value: str) -> float:
-  """`value` as a fraction within 0..1; ValueError with a message if not."""
+  """`value` as a fraction within 0..1.
+
+  Raises:
+    ValueError: `value` is not a number within 0..1; the message says so.
+  """
   try:
     fraction = float(value)
   except ValueError:

@@ -122,7 +122,13 @@ class TrialTuner(base_tuner.BaseTuner):
 
 
 def oracle(tuning_config: TuningConfig, hyperparameters):
-  """Returns the oracle of the --tune-search, over `hyperparameters`."""
+  """Returns the oracle of the --tune-search, over `hyperparameters`.
+
+  Args:
+    tuning_config: the Tuner's settings: the search, its trials and seed.
+    hyperparameters: the search space, keras_tuner HyperParameters
+      (tuning.hyperparameters).
+  """
   kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)

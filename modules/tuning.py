@@ -82,6 +82,11 @@ def apply(config: TrainingConfig, values: Mapping[str, Any]) -> TrainingConfig:
 
   The point sets the network, the learning rate, the widths (scaled by its
   width) and the dropout.
+
+  Args:
+    config: the run's training settings.
+    values: {hyperparameter name: value} of the point, as a keras_tuner
+      trial holds them; the network must be in SPACES.
   """
   network = values[NETWORK]
   space = space_for(network)
