@@ -37,8 +37,16 @@ def outcome(stopper: Optional[keras.callbacks.EarlyStopping],
             split_records: Optional[int] = None) -> Dict[str, Any]:
   """What happened, for the log (`describe`) and training_plan.json:
   epochs planned and run, whether training stopped early, and which
-  epoch's weights the model kept (1-based) with its validation value;
-  `split`, the split validated on, and its records."""
+  epoch's weights the model kept (1-based) with its validation value, and
+  the split validated on with its records.
+
+  Args:
+    stopper: the early-stopping callback once trained; None: none ran.
+    epochs_planned: the epochs planned.
+    epochs_run: the epochs trained, over every phase.
+    split: the split validated on; None leaves it and its records out.
+    split_records: that split's records.
+  """
   on = {'split': split, 'split_records': split_records} if split else {}
   if stopper is None:
     return {'enabled': False, 'epochs_planned': epochs_planned,

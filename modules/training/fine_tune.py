@@ -36,7 +36,18 @@ def freeze_below(backbone: keras.Model, first: int) -> None:
 
 def train(backbone: keras.Model, epochs: int, config: ModelConfig,
           learning_rate: float, fit: Fit) -> None:
-  """Both phases; a phase of no epochs is left out."""
+  """Both phases; a phase of no epochs is left out.
+
+  Args:
+    backbone: the model's pretrained backbone: frozen for the head phase,
+      its top layers trained in the second.
+    epochs: the epochs planned over both phases.
+    config: the model's settings: the head's share of the epochs, the
+      share of layers fine-tuned, the learning-rate factor.
+    learning_rate: the head phase's peak learning rate; fine-tuning's is
+      this times config.fine_tune_learning_rate_factor.
+    fit: trains the model for a phase (see Fit).
+  """
   head, fine_tuning = phase_epochs(epochs, config)
   backbone.trainable = False
   fit(head, 0, learning_rate)
@@ -47,7 +58,17 @@ def train(backbone: keras.Model, epochs: int, config: ModelConfig,
 
 def describe(backbone: keras.Model, epochs: int,
              config: ModelConfig) -> dict:
-  """What the serving model's training plan records of the two phases."""
+  """What the serving model's training plan records of the two phases.
+
+  Args:
+    backbone: the model's pretrained backbone.
+    epochs: the epochs planned over both phases.
+    config: the model's settings: weights and the phases' shares.
+
+  Returns:
+    {'backbone': its weights, input size, each phase's epochs, its layers
+    and those fine-tuned, the fine-tuning learning-rate factor}.
+  """
   head, fine_tuning = phase_epochs(epochs, config)
   first = first_trained_layer(backbone, config)
   return {'backbone': {

@@ -66,7 +66,14 @@ class TrainingPlan:
 
 
 def epochs_for(budget: Budget, train_records: int, warm: bool = False) -> int:
-  """--epochs if given; else from the records, a share of that if warm."""
+  """--epochs if given; else from the records, a share of that if warm.
+
+  Args:
+    budget: the run's budget: --epochs, the examples to show the model,
+      the bounds of the epochs, a warm start's share of them.
+    train_records: the records of the training split.
+    warm: whether training starts from the served model's weights.
+  """
   if budget.epochs:
     return budget.epochs
   wanted = math.ceil(budget.training_examples / max(train_records, 1))
@@ -80,9 +87,18 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
          geometry: features.ImageGeometry, train_records: int,
          warm_start_from: str = '', start_why: str = '',
          why: str = '') -> TrainingPlan:
-  """The plan; warm_start_from: the served model training starts from
-  ('' for from scratch), start_why: why (modules/training/warm_start.py); why: why
-  this network, if not model.choose's."""
+  """The plan of a training run.
+
+  Args:
+    budget: the run's budget: epochs, warm-up, a warm start's shares.
+    model: the network's settings.
+    geometry: the images' height, width and channels.
+    train_records: the records of the training split.
+    warm_start_from: the served model training starts from ('' for from
+      scratch).
+    start_why: why it starts there (modules/training/warm_start.py).
+    why: why this network, if not model.choose's.
+  """
   architecture, chosen_why = model_lib.choose(model, geometry)
   if model.backbone:
     size, input_why = backbones.input_size(model)

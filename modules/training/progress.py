@@ -36,6 +36,11 @@ def validation_notice(train_records: int, split: Optional[str],
 
   For example 'trains on train (54,000 records); early stopping and the
   kept epoch on validation (6,000 records)'.
+
+  Args:
+    train_records: the records of the training split.
+    split: the split validated on; None: no validation split.
+    split_records: that split's records.
   """
   trains = f'trains on train ({train_records:,} records)'
   if split is None:
@@ -56,8 +61,14 @@ def epoch_summary(steps: int, examples: int, seconds: float,
   """Summarises an epoch in a line.
 
   For example '30 steps, 960 examples in 2.1s (457 examples/s); loss
-  0.6764, ...'. `examples` is steps x batch size, though a pass over the
-  data may end on a smaller batch.
+  0.6764, ...'.
+
+  Args:
+    steps: the epoch's steps.
+    examples: steps x batch size, though a pass over the data may end on a
+      smaller batch.
+    seconds: the epoch's duration.
+    logs: Keras's logs of the epoch, its metrics ('lr' left out).
   """
   rate = examples / seconds if seconds > 0 else 0.0
   metrics = _metrics(logs)
