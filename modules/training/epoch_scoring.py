@@ -36,6 +36,13 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
 
   Blocks come in file order. The serialized records are cached in memory
   after the first pass, and parsed and transformed again on each.
+
+  Args:
+    files: the training split's record files, in order.
+    records: the records in them.
+    checked_records: about how many records to check, chosen by a hash of
+      their bytes (records/sample.py).
+    tf_transform_output: the transform graph that makes model inputs.
   """
   transform = input_pipeline.parse_and_transform(tf_transform_output)
   source_spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string,

@@ -124,6 +124,12 @@ def _stop(processes: Sequence[subprocess.Popen]) -> None:
 def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
   """Trains with `workers` worker processes; returns when all succeeded.
 
+  Args:
+    fn_args: the Trainer's FnArgs, passed on to each worker; the workers'
+      logs are kept under its model_run_dir.
+    workers: the number of processes; worker 0 is the chief.
+    timeout_seconds: how long they may take in all before they are stopped.
+
   Raises:
     WorkerError: a worker failed (naming it, with its last lines), or
       they had not finished after `timeout_seconds`.

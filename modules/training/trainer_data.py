@@ -42,7 +42,13 @@ class TrainerData:
 def read_data(fn_args: FnArgs, config: TrainingConfig,
               reader: str = 'Trainer') -> TrainerData:
   """Reads the transform graph, the class names and the splits' sizes, and
-  plans how to read each split, logged as `reader`'s input."""
+  plans how to read each split, logged as `reader`'s input.
+
+  Args:
+    fn_args: TFX's FnArgs: the transform graph and the splits' files.
+    config: the run's settings; its input settings plan each split.
+    reader: the component named in the log lines, 'Trainer' or 'Tuner'.
+  """
   transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
   validation = validation_split(fn_args)
   train_plan, validation_plan = plan_inputs(fn_args, config, validation)
@@ -84,7 +90,14 @@ def validation_split(fn_args: FnArgs) -> Optional[str]:
 def plan_inputs(fn_args: FnArgs, config: TrainingConfig, split: Optional[str]
                 ) -> Tuple[input_pipeline.InputPlan,
                            Optional[input_pipeline.InputPlan]]:
-  """(The train split's plan, the validation split's or None)."""
+  """(The train split's plan, the validation split's or None).
+
+  Args:
+    fn_args: TFX's FnArgs: the train and eval files.
+    config: the run's settings; its input settings plan each split.
+    split: the split validated on, named in its plan; None: the train split
+      alone is planned, with the whole memory budget.
+  """
   train = input_pipeline.measure(fn_args.train_files)
   if split is None:
     return input_pipeline.plan_split(
@@ -105,6 +118,12 @@ def check_files_per_worker(fn_args: FnArgs, workers: int,
                            validation: Optional[str]) -> None:
   """Each worker reads its own files of a split: a split of fewer files
   than workers is an error, said before any worker starts.
+
+  Args:
+    fn_args: TFX's FnArgs: the train and eval files.
+    workers: the number of workers.
+    validation: the split validated on, read from the eval files; None: the
+      train split alone is checked.
 
   Raises:
     ValueError: a split has fewer files than `workers`.
