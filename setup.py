@@ -15,7 +15,8 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=['records', 'records.*', 'components', 'components.*',
                  'modules', 'modules.*', 'pipeline', 'pipeline.*',
-                 'inspector', 'inspector.*', 'runners', 'runners.*',
+                 'metadata', 'metadata.*', 'inspector', 'inspector.*',
+                 'runners', 'runners.*',
                  'kubeflow', 'kubeflow.*', 'data', 'data.*',
                  'predict', 'predict.*']),
     package_data={'pipeline': ['schema/*/*.pbtxt'],

@@ -43,8 +43,8 @@ def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
   """The runs (by span; `spans`: run name -> span) whose own large
   artifacts (keep_runs's types) are still on disk, from ML Metadata: '5, 6'
   or, for a run with only some of them, '4 (Model)'."""
-  from inspector import queries  # pylint: disable=g-import-not-at-top
-  from inspector import store  # pylint: disable=g-import-not-at-top
+  from metadata import queries  # pylint: disable=g-import-not-at-top
+  from metadata import store  # pylint: disable=g-import-not-at-top
   from runners import keep_runs_local  # pylint: disable=g-import-not-at-top
   path = store.sqlite_path(output_dir=output_dir)
   md = queries.Metadata(store.open_store(path), path)

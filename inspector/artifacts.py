@@ -4,8 +4,8 @@ import json
 from typing import Any, Dict, List, Optional
 
 from records import features
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 
 
 def key_properties(md: queries.Metadata, artifact: queries.Artifact

@@ -18,11 +18,11 @@ startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 from inspector import artifacts as artifacts_lib
 from inspector import files
 from inspector import lineage as lineage_lib
-from inspector import queries
+from metadata import queries
 from inspector import render
 from inspector import report
-from inspector import store as store_lib
-from inspector.store import InspectError
+from metadata import store as store_lib
+from metadata.store import InspectError
 # pylint: enable=g-import-not-at-top
 
 

@@ -14,8 +14,8 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from inspector import files
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 from records import data_checks
 
 # tfx stats_artifact_utils' and the ExampleValidator executor's file names.

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.text import Text
 
 from inspector import files
-from inspector import queries
+from metadata import queries
 from inspector import render
-from inspector.store import InspectError
+from metadata.store import InspectError
 from records import csv_cells
 from records import data_checks as results
 

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 
 _BASELINE = 'baseline'
 # What the Evaluator records on its ModelBlessing (components/

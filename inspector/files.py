@@ -10,7 +10,7 @@ import glob as glob_lib
 import os
 from typing import Iterator, List
 
-from inspector.store import InspectError
+from metadata.store import InspectError
 
 FileInfo = collections.namedtuple('FileInfo', 'path size mtime')
 

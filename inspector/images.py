@@ -17,8 +17,8 @@ from records import features
 from records import shards
 from records import sources as record_sources
 from inspector import files
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 
 # Records per batch where every record of a shard is read.
 SCAN_BATCH = 4096

@@ -14,8 +14,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from inspector import files
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 from records import csv_cells
 
 NODE = 'LabelCheck'

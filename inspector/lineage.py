@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, Optional, Set
 
 from inspector import files
-from inspector import queries
+from metadata import queries
 from inspector.artifacts import key_properties
 
 # Input files named per split; the others are counted, and listed in full

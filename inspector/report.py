@@ -15,9 +15,9 @@ import os
 from typing import Any, Callable, Dict, List, Optional
 
 from inspector import artifacts as artifacts_lib
-from inspector import queries
+from metadata import queries
 from inspector import render
-from inspector.store import InspectError
+from metadata.store import InspectError
 from records import csv_cells
 from records import data_checks as data_checks_results
 

@@ -10,8 +10,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from inspector import files
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 
 
 def epoch_curves(model_run: queries.Artifact) -> Dict[str, Any]:

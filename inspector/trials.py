@@ -9,8 +9,8 @@ import os
 from typing import Any, Dict
 
 from inspector import files
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 from modules import tuning
 
 TUNER = 'Tuner'

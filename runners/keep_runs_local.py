@@ -14,7 +14,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from components import keep_runs_rule
-from inspector import queries
+from metadata import queries
 
 _Artifact = metadata_store_pb2.Artifact
 LARGE_TYPES = keep_runs_rule.LARGE_TYPES

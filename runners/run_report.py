@@ -7,7 +7,7 @@ line and a traceback in the run's log. See docs/metadata.md, "The run report".
 import logging
 import os
 
-from runners import local_store
+from metadata import local_store
 
 REPORT_NAME = 'report.html'
 
@@ -25,9 +25,9 @@ def write_report(run_store: local_store.LocalStore, output_dir: str,
   path = os.path.join(output_dir, REPORT_NAME)
   try:
     # pylint: disable=g-import-not-at-top
-    from inspector import queries
+    from metadata import queries
     from inspector import report
-    from inspector import store
+    from metadata import store
     # pylint: enable=g-import-not-at-top
     md = queries.Metadata(
         store.open_store(mysql=run_store.mysql) if run_store.mysql else

@@ -106,7 +106,7 @@ _NOT_SUMMARISED = ('pre_transform_stats', 'pre_transform_schema',
 
 def _describe(artifact, splits_stats: Dict[str, int],
               evaluation_uri: Optional[str] = None) -> str:
-  """A few words on what an artifact (an inspector.queries.Artifact) holds."""
+  """A few words on what an artifact (an metadata.queries.Artifact) holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   props = artifact.properties
   if artifact.type == 'ModelBlessing' and 'blessed' in props:
@@ -220,7 +220,7 @@ def print_summary(connection_config: metadata_store_pb2.ConnectionConfig,
     out: where the summary is printed.
   """
   from inspector import data  # pylint: disable=g-import-not-at-top
-  from inspector import queries  # pylint: disable=g-import-not-at-top
+  from metadata import queries  # pylint: disable=g-import-not-at-top
   md = queries.Metadata(metadata_store.MetadataStore(connection_config),
                         store_description)
   total = sum(n.seconds or 0 for n in nodes.values())

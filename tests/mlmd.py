@@ -9,7 +9,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import constants
-from inspector import store as inspect_store
+from metadata import store as inspect_store
 
 _STATE = metadata_store_pb2.Execution.State
 

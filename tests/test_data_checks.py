@@ -27,9 +27,9 @@ from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import duplicates
 from inspector import images
-from inspector import queries
+from metadata import queries
 from inspector import report
-from inspector import store
+from metadata import store
 from pipeline import constants
 from records import data_checks as results
 from records import features

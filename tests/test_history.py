@@ -14,7 +14,7 @@ import pandas as pd
 import tensorflow_data_validation as tfdv
 
 from inspector import history
-from inspector import queries
+from metadata import queries
 from pipeline import constants
 from records import features
 from tests import mlmd

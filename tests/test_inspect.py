@@ -20,7 +20,7 @@ import pytest
 import rich.console
 
 from inspector import lineage
-from inspector import queries
+from metadata import queries
 from inspector import render
 from inspector import report_page
 from pipeline import constants

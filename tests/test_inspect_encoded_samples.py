@@ -4,7 +4,7 @@ import numpy as np
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import images
-from inspector import queries
+from metadata import queries
 from records import features
 from tests import artifacts
 from tests import datasets

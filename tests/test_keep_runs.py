@@ -25,7 +25,7 @@ from pipeline import knobs
 from records import features
 from runners import flags
 from runners import keep_runs_local
-from runners import local_store
+from metadata import local_store
 from tests import datasets
 from tests import local_run
 from tests import mlmd

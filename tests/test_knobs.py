@@ -11,7 +11,7 @@ import pytest
 
 from components import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
-from inspector import store as inspect_store
+from metadata import store as inspect_store
 import local_runner
 from modules import knob as knob_lib
 from modules.training_config import TrainingConfig

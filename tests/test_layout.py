@@ -15,22 +15,25 @@ from tests.local_run import PROJECT_DIR
 # Each part of the project, and the parts it may import besides itself.
 # Lowest first: the record format knows nothing of the project; components
 # and modules know the record format; the DAG knows components and modules;
-# the inspect tool reads what the DAG wrote; the runners' shared machinery
-# uses the DAG and the inspect tool; the runners and data tools use anything
-# below them. The predict tool is a client of the served model: it knows the
-# record format and the model's interface (modules), nothing of the DAG.
+# the ML Metadata access reads the store the DAG writes; the inspect tool
+# reads what the DAG wrote; the runners' shared machinery uses the DAG and
+# the inspect tool; the runners and data tools use anything below them. The
+# predict tool is a client of the served model: it knows the record format
+# and the model's interface (modules), nothing of the DAG.
 ALLOWED = {
     'records': set(),
     'components': {'records'},
     'modules': {'records'},
     'pipeline': {'records', 'components', 'modules'},
-    'inspector': {'records', 'modules', 'pipeline'},
+    'metadata': {'records', 'pipeline'},
+    'inspector': {'records', 'modules', 'pipeline', 'metadata'},
     'predict': {'records', 'modules', 'pipeline'},
-    'runners': {'records', 'components', 'modules', 'pipeline', 'inspector'},
+    'runners': {'records', 'components', 'modules', 'pipeline', 'metadata',
+                'inspector'},
     'data': {'records', 'components'},
     'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runners'},
     'local_runner': {'records', 'components', 'modules', 'pipeline',
-                     'inspector', 'runners', 'data'},
+                     'metadata', 'inspector', 'runners', 'data'},
 }
 # Not installed (setup.py leaves them out): free to import anything above,
 # and imported by nothing above.

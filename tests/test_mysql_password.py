@@ -5,7 +5,7 @@ inspect tool alike. No server needed: the options the store is opened with."""
 import pytest
 
 from inspector import cli
-from inspector import store
+from metadata import store
 import local_runner
 
 HOST = ['--mysql-host', 'db.example.com', '--mysql-user', 'alice']

@@ -9,10 +9,10 @@ import sys
 import pytest
 from ml_metadata.proto import metadata_store_pb2
 
-from inspector import store as inspect_store
+from metadata import store as inspect_store
 from pipeline import constants
 from runners import interrupted_runs
-from runners import local_store
+from metadata import local_store
 from tests import datasets
 from tests import local_run
 from tests import mariadb

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from inspector import images
 from inspector import labels
-from inspector import queries
-from inspector.store import InspectError
+from metadata import queries
+from metadata.store import InspectError
 from records import features
 
 GEOMETRY = features.ImageGeometry(height=4, width=3, channels=1)

@@ -13,12 +13,12 @@ import pytest
 
 import local_runner
 from inspector import charts
-from inspector import queries
+from metadata import queries
 from inspector import report
 from inspector import report_page
 from modules import devices as device_plans
 from pipeline import constants
-from runners import local_store
+from metadata import local_store
 from runners import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ml_metadata.proto import metadata_store_pb2
 
-from inspector import store as inspect_store
+from metadata import store as inspect_store
 from pipeline import constants
 
 # In OUT: which MySQL store the artifacts there belong to.
@@ -40,6 +40,7 @@ class LocalStore:
 
 
 def sqlite_path(output_dir: str) -> str:
+  """The SQLite store of a local run's output directory."""
   return os.path.join(output_dir, constants.METADATA_DB_NAME)
 
 

@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from inspector.store import InspectError
+from metadata.store import InspectError
 
 _STATE = metadata_store_pb2.Execution.State
 _ARTIFACT_STATE = metadata_store_pb2.Artifact.State
@@ -47,6 +47,7 @@ def _properties(node) -> Dict[str, Any]:
 
 @dataclasses.dataclass
 class Execution:
+  """One component's execution, as ML Metadata recorded it."""
   id: int
   node: str  # The component id, e.g. 'Trainer'.
   type: str  # The component class, e.g. 'tfx.components...Trainer'.
@@ -59,15 +60,18 @@ class Execution:
 
   @property
   def cached(self) -> bool:
+    """Whether it reused an earlier execution's outputs."""
     return self.state == 'CACHED'
 
   @property
   def seconds(self) -> float:
+    """Its wall time, from the store's timestamps."""
     return max(0, self.ended_ms - self.started_ms) / 1000
 
 
 @dataclasses.dataclass
 class Artifact:
+  """One artifact: its type, where its files are, its state and properties."""
   id: int
   type: str
   uri: str
@@ -76,6 +80,7 @@ class Artifact:
   properties: Dict[str, Any]
 
   def split_names(self) -> List[str]:
+    """The splits of an Examples artifact, in their recorded order."""
     return list(json.loads(self.properties.get('split_names', '[]')))
 
   def check_on_disk(self) -> None:
@@ -89,6 +94,7 @@ class Artifact:
 
 def artifact_from_proto(artifact: metadata_store_pb2.Artifact,
                         type_name: str) -> Artifact:
+  """An Artifact of ML Metadata's proto, whose type is named `type_name`."""
   return Artifact(id=artifact.id, type=type_name, uri=artifact.uri,
                   state=_ARTIFACT_STATE.Name(artifact.state),
                   created_ms=artifact.create_time_since_epoch,
@@ -97,12 +103,14 @@ def artifact_from_proto(artifact: metadata_store_pb2.Artifact,
 
 @dataclasses.dataclass
 class Run:
+  """One pipeline run: its executions, in the order they started."""
   name: str  # The pipeline_run context's name: the run id.
   pipeline: Optional[str]
   executions: List[Execution]  # In the order they started.
 
   @property
   def state(self) -> str:
+    """FAILED, RUNNING, NEW or CANCELED if an execution is; else COMPLETE."""
     states = {e.state for e in self.executions}
     for state in ('FAILED', 'RUNNING', 'NEW', 'CANCELED'):
       if state in states:
@@ -111,10 +119,12 @@ class Run:
 
   @property
   def started_ms(self) -> int:
+    """When its first execution started (ms since the epoch; 0: none)."""
     return min((e.started_ms for e in self.executions), default=0)
 
   @property
   def ended_ms(self) -> Optional[int]:
+    """When its last execution ended; None while it runs."""
     if self.state in ('RUNNING', 'NEW'):
       return None
     return max((e.ended_ms for e in self.executions), default=0)
@@ -126,6 +136,8 @@ class Run:
 
 
 class Metadata:
+  """Read access to one ML Metadata store: its runs, executions and
+  artifacts, and the events between them (read once, then kept)."""
 
   def __init__(self, store: metadata_store.MetadataStore, where: str):
     self._store = store
@@ -141,6 +153,7 @@ class Metadata:
 
   @functools.cached_property
   def executions(self) -> Dict[int, Execution]:
+    """Every execution of the store, by id."""
     types = {t.id: t.name for t in self._store.get_execution_types()}
     runs = self._context_of('pipeline_run')
     pipelines = self._context_of('pipeline')
@@ -162,6 +175,7 @@ class Metadata:
 
   @functools.cached_property
   def artifacts(self) -> Dict[int, Artifact]:
+    """Every artifact of the store, by id."""
     types = {t.id: t.name for t in self._store.get_artifact_types()}
     return {a.id: artifact_from_proto(a, types.get(a.type_id, '?'))
             for a in sorted(self._store.get_artifacts(), key=lambda a: a.id)}
@@ -218,6 +232,11 @@ class Metadata:
         '; or use latest, -1, -2, ...)')
 
   def artifact(self, ref: str) -> Artifact:
+    """The artifact whose id `ref` names.
+
+    Raises:
+      InspectError: the store holds none, or `ref` is no artifact's id.
+    """
     if not self.artifacts:
       raise InspectError(f'{self.where}: the store holds no artifacts')
     try:
@@ -231,6 +250,7 @@ class Metadata:
     return self.artifacts[artifact_id]
 
   def of_type(self, type_name: str) -> List[Artifact]:
+    """The artifacts of type `type_name`, oldest first."""
     return [a for a in self.artifacts.values() if a.type == type_name]
 
   def inputs(self, execution_id: int) -> List[Tuple[str, Artifact]]:
@@ -245,6 +265,7 @@ class Metadata:
             if e == execution_id and kind in _OUTPUTS]
 
   def output(self, execution: Execution, key: str) -> Optional[Artifact]:
+    """The execution's (last) output under `key`, None without one."""
     found = [a for k, a in self.outputs(execution.id) if k == key]
     return found[-1] if found else None
 
@@ -262,6 +283,7 @@ class Metadata:
             if a == artifact_id and kind in _OUTPUTS]
 
   def consumers(self, artifact_id: int) -> List[Execution]:
+    """Every execution that read an artifact."""
     return [self.executions[e] for e, a, kind, _ in self._events
             if a == artifact_id and kind in _INPUTS]
 
@@ -284,6 +306,12 @@ class Metadata:
     return [self.artifacts[a] for a in sorted(seen)]
 
   def run_output(self, run: Run, node: str, key: str) -> Artifact:
+    """The output `key` of the run's execution of component `node`.
+
+    Raises:
+      InspectError: the run has no such execution, or it recorded no such
+        output.
+    """
     execution = run.execution(node)
     if execution is None:
       ran = ', '.join(e.node for e in run.executions) or 'nothing'

@@ -37,6 +37,7 @@ MYSQL_PASSWORD_ENV = 'MLMD_MYSQL_PASSWORD'
 
 @dataclasses.dataclass(frozen=True)
 class MySqlOptions:
+  """Where a MySQL or MariaDB store is, and how to log in to it."""
   host: str
   port: int = 3306
   database: str = 'mlmd'
