@@ -109,6 +109,44 @@ def transform(examples, schema) -> ImageTransform:
       disable_statistics=True).with_id('Transform')
 
 
+def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
+          transform_graph, schema,
+          validation_percent: int) -> Optional[Tuner]:
+  """Returns the Tuner node, or None without --tune.
+
+  Its trials read what the Trainer reads. Each trains tuning.trial_steps
+  steps (its TrainArgs) and scores on the validation split (the Trainer's
+  eval steps).
+
+  Args:
+    tuning: --tune's settings: trials, steps per trial, search and seed.
+    training: the Trainer's settings; its eval steps score each trial.
+    examples: ExampleGen's Examples.
+    transform_graph: Transform's graph.
+    schema: the schema the records were checked against.
+    validation_percent: the share of the data held out for validation, in
+      percent; 0: no validation split.
+
+  Raises:
+    ValueError: --tune without a validation split (validation_percent 0).
+  """
+  if not tuning.trials:
+    return None
+  if not validation_percent:
+    raise ValueError('--tune needs a validation split to score its trials '
+                     'on; --validation-percent 0 leaves none')
+  return Tuner(
+      tuner_fn=constants.TUNER_FN,
+      examples=examples,
+      transform_graph=transform_graph,
+      schema=schema,
+      train_args=validation.train_args(tuning.trial_steps),
+      eval_args=validation.eval_args(validation_percent, training.eval_steps),
+      custom_config={'training': training.to_dict(),
+                     'tuning': tuning.to_dict(),
+                     **validation.custom_config(validation_percent)})
+
+
 def trainer(examples, transform_graph, schema, tuner, warm_start_node,
             data: DataConfig, training: TrainingConfig,
             evaluation: EvaluationConfig,
@@ -292,44 +330,6 @@ def pusher(model, blessing, serving_model_dir: str) -> push_once.Pusher:
       push_destination=pusher_pb2.PushDestination(
           filesystem=pusher_pb2.PushDestination.Filesystem(
               base_directory=serving_model_dir)))
-
-
-def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
-          transform_graph, schema,
-          validation_percent: int) -> Optional[Tuner]:
-  """Returns the Tuner node, or None without --tune.
-
-  Its trials read what the Trainer reads. Each trains tuning.trial_steps
-  steps (its TrainArgs) and scores on the validation split (the Trainer's
-  eval steps).
-
-  Args:
-    tuning: --tune's settings: trials, steps per trial, search and seed.
-    training: the Trainer's settings; its eval steps score each trial.
-    examples: ExampleGen's Examples.
-    transform_graph: Transform's graph.
-    schema: the schema the records were checked against.
-    validation_percent: the share of the data held out for validation, in
-      percent; 0: no validation split.
-
-  Raises:
-    ValueError: --tune without a validation split (validation_percent 0).
-  """
-  if not tuning.trials:
-    return None
-  if not validation_percent:
-    raise ValueError('--tune needs a validation split to score its trials '
-                     'on; --validation-percent 0 leaves none')
-  return Tuner(
-      tuner_fn=constants.TUNER_FN,
-      examples=examples,
-      transform_graph=transform_graph,
-      schema=schema,
-      train_args=validation.train_args(tuning.trial_steps),
-      eval_args=validation.eval_args(validation_percent, training.eval_steps),
-      custom_config={'training': training.to_dict(),
-                     'tuning': tuning.to_dict(),
-                     **validation.custom_config(validation_percent)})
 
 
 _Output = Tuple[str, str]  # (node id, output key)
