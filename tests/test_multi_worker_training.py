@@ -20,9 +20,9 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from kubeflow import vertex_training
 from modules import cluster
 from modules import devices
-from modules.training import local_workers
 from modules import signatures
 from modules import trainer
+from modules.training import local_workers
 from modules.training_config import Budget, TrainingConfig
 from pipeline import constants
 from records import features
@@ -184,6 +184,12 @@ def test_a_killed_worker_ends_the_run_with_an_error_naming_it(data, tmp_path):
   # No worker is left behind, and no model.
   assert _workers() == {}
   assert not os.path.exists(fn_args.serving_model_dir)
+
+
+def test_local_workers_import_this_copy_of_the_project():
+  # First on the workers' PYTHONPATH: the checkout the run's code is from,
+  # not an installed copy of it.
+  assert local_workers.PROJECT_ROOT == constants.PROJECT_DIR
 
 
 def test_tf_config_of_vertex_and_of_local_workers():

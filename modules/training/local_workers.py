@@ -20,10 +20,15 @@ from absl import logging
 import tensorflow as tf
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+import modules
 from modules import cluster
 from modules.training import progress
 
 WORKER_MODULE = 'modules.training.worker'
+# The folder holding this copy of the project's packages, which the workers
+# import (first on their PYTHONPATH).
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
+    modules.__file__)))
 # In the ModelRun artifact: worker-<i>.log, each worker's whole output.
 LOGS_DIR = 'workers'
 # Lines of a failed worker's output the error quotes.
@@ -134,7 +139,6 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
     WorkerError: a worker failed (naming it, with its last lines), or
       they had not finished after `timeout_seconds`.
   """
-  project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   addresses = [f'127.0.0.1:{port}' for port in free_ports(workers)]
   threads = threads_per_worker(workers)
   with tempfile.TemporaryDirectory(prefix='trainer-workers-') as tmp:
@@ -155,7 +159,7 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
                'PYTHONUNBUFFERED': '1',
                # The workers import this very copy of the project.
                'PYTHONPATH': os.pathsep.join(
-                   [project_root] + [p for p in [os.environ.get('PYTHONPATH')]
+                   [PROJECT_ROOT] + [p for p in [os.environ.get('PYTHONPATH')]
                                      if p])}
         with open(logs[i], 'wb') as log:
           processes.append(subprocess.Popen(
