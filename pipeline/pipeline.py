@@ -1,8 +1,7 @@
 """The TFX DAG, in one screen: raw images to a served, validated CNN.
 
-Each stage's settings are built in pipeline/stages.py (and the validation
-split and warm start in validation.py and warm_start_model.py); this file
-says what runs, on what, in which order.
+Each stage's settings are built in pipeline/stages.py (and warm start in
+warm_start_model.py); this file says what runs, on what, in which order.
 """
 
 from typing import Optional

@@ -3,7 +3,7 @@ create_pipeline leaves to a name. One function a stage; each returns the
 stage's node.
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
@@ -13,6 +13,7 @@ from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGe
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
 from tfx.proto import pusher_pb2
+from tfx.proto import trainer_pb2
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
@@ -30,11 +31,12 @@ from components.label_check import auto_cross_fit_records
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
+from modules.training.trainer_data import VALIDATION_SPLIT_KEY
 from pipeline import constants
-from pipeline import validation
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
+from records import splits
 
 
 def example_gen(data_root, data: DataConfig,
@@ -109,6 +111,44 @@ def transform(examples, schema) -> ImageTransform:
       disable_statistics=True).with_id('Transform')
 
 
+# The split the Trainer and the Tuner validate on: ImageExampleGen's
+# validation split, or none with --validation-percent 0 (docs/training.md,
+# "What the validation split decides").
+
+
+def validation_split(validation_percent: int) -> Optional[str]:
+  """The validation split's name, None without one."""
+  return splits.VALIDATION if validation_percent else None
+
+
+def train_args(num_steps: Optional[int]) -> trainer_pb2.TrainArgs:
+  """Returns TrainArgs of the training split, for `num_steps` steps."""
+  return trainer_pb2.TrainArgs(splits=[splits.TRAIN], num_steps=num_steps)
+
+
+def eval_args(validation_percent: int,
+              num_steps: Optional[int]) -> trainer_pb2.EvalArgs:
+  """Returns EvalArgs of the validation split.
+
+  Without one, TFX still hands the Trainer the files of its default split,
+  'eval'. run_fn reads none of them, since `custom_config`'s
+  VALIDATION_SPLIT_KEY is None.
+
+  Args:
+    validation_percent: the share of the data held out for validation, in
+      percent; 0: no validation split.
+    num_steps: evaluation steps; None: the whole split.
+  """
+  return trainer_pb2.EvalArgs(
+      splits=[validation_split(validation_percent) or splits.EVAL],
+      num_steps=num_steps)
+
+
+def validation_config(validation_percent: int) -> Dict[str, Any]:
+  """Returns what run_fn and tuner_fn are told of the validation split."""
+  return {VALIDATION_SPLIT_KEY: validation_split(validation_percent)}
+
+
 def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
           transform_graph, schema,
           validation_percent: int) -> Optional[Tuner]:
@@ -140,11 +180,11 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
       examples=examples,
       transform_graph=transform_graph,
       schema=schema,
-      train_args=validation.train_args(tuning.trial_steps),
-      eval_args=validation.eval_args(validation_percent, training.eval_steps),
+      train_args=train_args(tuning.trial_steps),
+      eval_args=eval_args(validation_percent, training.eval_steps),
       custom_config={'training': training.to_dict(),
                      'tuning': tuning.to_dict(),
-                     **validation.custom_config(validation_percent)})
+                     **validation_config(validation_percent)})
 
 
 def trainer(examples, transform_graph, schema, tuner, warm_start_node,
@@ -155,7 +195,7 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
 
   The Vertex AI Trainer starts a custom job whose replicas run TFX's Trainer
   executor with this same custom_config. Choices are made on the validation
-  split only (pipeline/validation.py); with --tune the hyperparameters are
+  split only (validation_split below); with --tune the hyperparameters are
   the Tuner's best; with --warm-start the base model is the served one
   (pipeline/warm_start_model.py).
 
@@ -182,13 +222,13 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
       examples=examples,
       transform_graph=transform_graph,
       schema=schema,
-      train_args=validation.train_args(training.train_steps),
-      eval_args=validation.eval_args(data.validation_percent,
+      train_args=train_args(training.train_steps),
+      eval_args=eval_args(data.validation_percent,
                                      training.eval_steps),
       hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
                        else None),
       custom_config={'training': training.to_dict(),
-                     **validation.custom_config(data.validation_percent),
+                     **validation_config(data.validation_percent),
                      EPOCH_PROBABILITIES_KEY:
                          evaluation.epoch_probabilities_records(),
                      CROSS_FIT_RECORDS_KEY: (

@@ -15,7 +15,7 @@ from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
 from pipeline import constants
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from pipeline import validation
+from modules.training.trainer_data import VALIDATION_SPLIT_KEY
 from tests import kubeflow_specs
 
 RESOLVER = 'latest_blessed_model_resolver'
@@ -249,7 +249,7 @@ def test_trainer_workers_on_vertex_are_a_custom_job_of_worker_pools(tmp_path):
   # No Vertex AI job's entries: the training config, the validation split
   # and LabelCheck's sample.
   assert set(_trainer_custom_config(plain)) == {
-      'training', validation.VALIDATION_SPLIT_KEY, EPOCH_PROBABILITIES_KEY,
+      'training', VALIDATION_SPLIT_KEY, EPOCH_PROBABILITIES_KEY,
       CROSS_FIT_RECORDS_KEY}
 
 

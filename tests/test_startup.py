@@ -80,7 +80,7 @@ def test_a_local_run_loads_none_of_tfxs_google_cloud_extensions(tmp_path):
 def test_the_names_taken_from_tfxs_modules_are_its_public_ones():
   # Fails when TFX moves a name that tfx.v1 exports.
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from pipeline import pipeline, stages, validation  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from pipeline import pipeline, stages  # pylint: disable=g-import-not-at-top,g-multiple-import
   from components import validation_gate  # pylint: disable=g-import-not-at-top
   from modules import tuner  # pylint: disable=g-import-not-at-top
   assert stages.StatisticsGen is tfx.components.StatisticsGen
@@ -92,8 +92,8 @@ def test_the_names_taken_from_tfxs_modules_are_its_public_ones():
   assert stages.Channel is tfx.dsl.Channel
   assert stages.standard_artifacts.Model is tfx.types.standard_artifacts.Model
   assert stages.pusher_pb2.PushDestination is tfx.proto.PushDestination
-  assert validation.trainer_pb2.TrainArgs is tfx.proto.TrainArgs
-  assert validation.trainer_pb2.EvalArgs is tfx.proto.EvalArgs
+  assert stages.trainer_pb2.TrainArgs is tfx.proto.TrainArgs
+  assert stages.trainer_pb2.EvalArgs is tfx.proto.EvalArgs
   assert stages.Tuner is tfx.components.Tuner
   assert pipeline.ExampleValidator is tfx.components.ExampleValidator
   assert pipeline.pipeline_lib.Pipeline is tfx.dsl.Pipeline
