@@ -124,22 +124,18 @@ def _keep(number, batch, records, pick):
   return number, tf.boolean_mask(keys, mask), tf.boolean_mask(records, mask)
 
 
-def records_at(examples: queries.Artifact, split: str, names: Iterable[str]
-               ) -> Dict[str, np.ndarray]:
-  """{name: HxWxC uint8} of the split's records named 'shard file:index',
-  as DataChecks and LabelCheck name them.
-
-  Only the shards that hold one are read, each up to its last wanted
-  record.
-  """
-  return records_in(examples, {split: names}).get(split, {})
-
-
 def records_in(examples: queries.Artifact,
                names: Dict[str, Iterable[str]]
                ) -> Dict[str, Dict[str, np.ndarray]]:
-  """records_at of several splits at once, {split: {name: HxWxC uint8}}:
-  their shards are read together, in one pass."""
+  """{split: {name: HxWxC uint8}} of the records named 'shard file:index'
+  in each split, as DataChecks and LabelCheck name them.
+
+  Only the shards that hold one are read, those of every split in one pass,
+  each up to its last wanted record.
+
+  Raises:
+    InspectError: a named shard is missing.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   wanted: Dict[Tuple[str, str], set] = {}
   for split, split_names in names.items():

@@ -308,8 +308,8 @@ def test_the_pairs_images_are_the_records_the_pairs_name(checked):
   for side in ('a', 'b'):
     for split in {row[f'split_{side}'] for row in rows}:
       named = [row for row in rows if row[f'split_{side}'] == split]
-      by_place = images.records_at(artifact, split,
-                                   [row[f'record_{side}'] for row in named])
+      by_place = images.records_in(artifact, {split: [
+          row[f'record_{side}'] for row in named]})[split]
       by_source = images.records_with_sources(
           artifact, split, [row[f'source_{side}'] for row in named])
       for row in named:

@@ -61,7 +61,7 @@ def test_records_are_read_back_by_their_place(examples):
   wanted = [(0, 0), (0, 4), (2, 3), (2, images.SCAN_BATCH + 6),
             (2, images.SCAN_BATCH - 1)]
   names = [f'{_shard(s)}:{i}' for s, i in wanted]
-  found = images.records_at(examples, 'train', names)
+  found = images.records_in(examples, {'train': names})['train']
   assert set(found) == set(names)
   for (shard, index), name in zip(wanted, names):
     np.testing.assert_array_equal(found[name], _pixels(shard, index))
@@ -112,7 +112,7 @@ def test_the_records_of_several_splits_are_read_in_one_pass(examples):
 
 def test_a_missing_shard_is_named(examples):
   with pytest.raises(InspectError, match='gone.gz is missing'):
-    images.records_at(examples, 'train', ['gone.gz:3'])
+    images.records_in(examples, {'train': ['gone.gz:3']})
 
 
 def test_label_counts_read_every_shard(examples):
