@@ -144,6 +144,18 @@ def eval_args(validation_percent: int,
       num_steps=num_steps)
 
 
+def training_reads(examples, transform_graph, schema,
+                   train_steps: Optional[int], validation_percent: int,
+                   eval_steps: Optional[int]) -> Dict[str, Any]:
+  """What the Trainer and each of the Tuner's trials read, as their
+  keyword arguments: the records, the Transform graph and the schema, the
+  training split for `train_steps` steps and the validation split for
+  `eval_steps` (None: whole)."""
+  return dict(examples=examples, transform_graph=transform_graph,
+              schema=schema, train_args=train_args(train_steps),
+              eval_args=eval_args(validation_percent, eval_steps))
+
+
 def validation_config(validation_percent: int) -> Dict[str, Any]:
   """Returns what run_fn and tuner_fn are told of the validation split."""
   return {VALIDATION_SPLIT_KEY: validation_split(validation_percent)}
@@ -177,11 +189,8 @@ def tuner(tuning: TuningConfig, training: TrainingConfig, examples,
                      'on; --validation-percent 0 leaves none')
   return Tuner(
       tuner_fn=constants.TUNER_FN,
-      examples=examples,
-      transform_graph=transform_graph,
-      schema=schema,
-      train_args=train_args(tuning.trial_steps),
-      eval_args=eval_args(validation_percent, training.eval_steps),
+      **training_reads(examples, transform_graph, schema, tuning.trial_steps,
+                       validation_percent, training.eval_steps),
       custom_config={'training': training.to_dict(),
                      'tuning': tuning.to_dict(),
                      **validation_config(validation_percent)})
@@ -219,12 +228,9 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
     trainer_class = vertex_trainer.Trainer
   return trainer_class(
       run_fn=constants.RUN_FN,
-      examples=examples,
-      transform_graph=transform_graph,
-      schema=schema,
-      train_args=train_args(training.train_steps),
-      eval_args=eval_args(data.validation_percent,
-                                     training.eval_steps),
+      **training_reads(examples, transform_graph, schema,
+                       training.train_steps, data.validation_percent,
+                       training.eval_steps),
       hyperparameters=(tuner.outputs['best_hyperparameters'] if tuner
                        else None),
       custom_config={'training': training.to_dict(),
@@ -237,7 +243,7 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
                          if evaluation.label_check_folds is None else 0),
                      **(infrastructure.vertex_training or {})},
       **warm_start_model.trainer_args(warm_start_node,
-                                bool(infrastructure.vertex_training)))
+                                      bool(infrastructure.vertex_training)))
 
 
 def label_check(examples, trainer_node, transform_graph,
