@@ -50,7 +50,8 @@ def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
   md = queries.Metadata(store.open_store(path), path)
   found = {}
   for run in md.runs():
-    mine = [a for a in md.run_artifacts(run) if a.type in keep_runs_local.LARGE_TYPES
+    mine = [a for a in md.run_artifacts(run)
+            if a.type in keep_runs_local.LARGE_TYPES
             and getattr(md.producer(a.id), 'run', None) == run.name]
     kept = sorted({a.type for a in mine if os.path.exists(a.uri)})
     if kept:

@@ -24,7 +24,8 @@ NODE_ID = 'KeepRuns'
 KEEP_RUNS_KEY = 'keep_runs'
 SERVING_MODEL_DIR_KEY = 'serving_model_dir'
 PIPELINE_NAME_KEY = 'pipeline_name'
-# JSON lists of 'task/output' (pipeline/stages.py, keep_runs, reads them off the DAG).
+# JSON lists of 'task/output' (pipeline/stages.py, keep_runs, reads them off
+# the DAG).
 LARGE_OUTPUTS_KEY = 'large_outputs'
 LINEAGE_OUTPUTS_KEY = 'lineage_outputs'
 MODEL_OUTPUT_KEY = 'model_output'  # 'task/output' the Pusher pushes.

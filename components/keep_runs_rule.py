@@ -1,6 +1,7 @@
 """--keep-runs K's rule: the disk holds the newest K runs' large artifacts.
 
-Applied from ML Metadata (runners/keep_runs_local.py) or the run folders (KeepRuns).
+Applied from ML Metadata (runners/keep_runs_local.py) or the run folders
+(KeepRuns).
 Why and how: docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k.
 """
 
@@ -32,8 +33,9 @@ def lineage(pushes: Iterable[Artifact],
   upstream of them, and those executions' inputs.
 
   The walk does not go through a model other than the one pushed (see
-  docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k). The graph is given by functions, so that the same
-  walk runs over ML Metadata's records and over a DAG's channels.
+  docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k). The graph
+  is given by functions, so that the same walk runs over ML Metadata's
+  records and over a DAG's channels.
 
   Args:
     pushes: the PushedModel artifacts of the served version.

@@ -106,7 +106,7 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
     batch_size: records per batch.
   """
   return sample.sampled_batches(files, checked_buckets,
-                               batch_size).prefetch(1)
+                                batch_size).prefetch(1)
 
 
 def sources_at(split_uri: str, positions: np.ndarray

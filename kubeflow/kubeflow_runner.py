@@ -353,8 +353,8 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
       tuning=knobs.tuning,
       infrastructure=knobs_lib.InfrastructureConfig(
           beam_pipeline_args=(list(constants.IMAGE_BEAM_PIPELINE_ARGS) +
-                              list(constants.BEAM_PIPELINE_ARGS) + s3_beam_args +
-                              shlex.split(args.beam_args)),
+                              list(constants.BEAM_PIPELINE_ARGS) +
+                              s3_beam_args + shlex.split(args.beam_args)),
           metadata_connection_config=None,  # The cluster's ML Metadata.
           enable_cache=not args.no_cache,
           vertex_training=_vertex_training(args, workers)),
@@ -449,7 +449,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   print(f'Wrote {args.output}: pipeline {args.pipeline_name!r} for '
         f'{args.target}, {len(task_summary(job))} tasks, image {args.image}\n'
         f'  pipeline root: {args.pipeline_root}\n'
-        f'  runtime parameter {constants.DATA_ROOT_PARAMETER} = {args.data_dir}\n'
+        f'  runtime parameter {constants.DATA_ROOT_PARAMETER} = '
+        f'{args.data_dir}\n'
         f'  pushed models: {args.serving_model_dir}'
         + (f'\n  Trainer: {args.gpu} x {args.gpu_type}' if args.gpu else '')
         + (f'\n  keeps the large artifacts of the newest {keep} runs '

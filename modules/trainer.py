@@ -34,13 +34,14 @@ from modules import tuning
 from modules.training import warm_start
 from modules.serving_model import export_serving_model
 from modules.training.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
-                                  check_files_per_worker, read_data,
-                                  split_files_for, validation_split)
+                                           check_files_per_worker, read_data,
+                                           split_files_for, validation_split)
 from modules.training_config import TrainingConfig
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
-# the epochs for LabelCheck (modules/training/epoch_scoring.py); absent or 0: none.
+# the epochs for LabelCheck (modules/training/epoch_scoring.py); absent or 0:
+# none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # custom_config: LabelCheck may cross-fit a training split of at most this
 # many records itself (components/label_check.py); a warm start keeps no
@@ -149,8 +150,8 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
   """The training step: trains the model for the plan's epochs.
 
   With a pretrained backbone, in two phases: the head, then fine-tuning
-  (modules/training/fine_tune.py); early stopping watches each (on the validation
-  split, if any), and the last one's best weights are kept.
+  (modules/training/fine_tune.py); early stopping watches each (on the
+  validation split, if any), and the last one's best weights are kept.
 
   Args:
     run: The run's settings, data and plan.
@@ -183,7 +184,8 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
 @dataclasses.dataclass
 class Fit:
   """Trains the model over a range of epochs at a peak learning rate: the
-  `fit` of modules/training/fine_tune.py, and the whole run without a backbone."""
+  `fit` of modules/training/fine_tune.py, and the whole run without a
+  backbone."""
   model: keras.Model
   strategy: tf.distribute.Strategy
   config: TrainingConfig
@@ -239,7 +241,8 @@ def training_config(fn_args: FnArgs) -> TrainingConfig:
 
 def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
   """Hands training to config.workers local processes
-  (modules/training/local_workers.py), once each has files of its own to read."""
+  (modules/training/local_workers.py), once each has files of its own to
+  read."""
   check_files_per_worker(fn_args, config.workers, validation_split(fn_args))
   local_workers.train(fn_args, config.workers,
                       config.workers_timeout_seconds)

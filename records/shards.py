@@ -118,7 +118,8 @@ def placed_batches(files: List[str], batch_size: int) -> tf.data.Dataset:
   record again without counting. No batch spans two files."""
   @tf.autograph.experimental.do_not_convert
   def batches_of(number: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
-    return records(path).batch(batch_size).enumerate().map(tf.autograph.experimental.do_not_convert(
+    return records(path).batch(batch_size).enumerate().map(
+        tf.autograph.experimental.do_not_convert(
             lambda batch_number, batch: (
                 tf.fill(tf.shape(batch), number),
                 batch_number * batch_size + tf.range(

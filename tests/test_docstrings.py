@@ -14,7 +14,8 @@ import pytest
 
 from tests.local_run import PROJECT_DIR
 
-FOLDERS = ['components', 'metadata', 'modules', 'pipeline', 'predict', 'records']
+FOLDERS = ['components', 'metadata', 'modules', 'pipeline', 'predict',
+           'records']
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Statements whose bodies still define module-level names.
 _BLOCKS = (ast.If, ast.Try, ast.With)

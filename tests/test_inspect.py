@@ -51,7 +51,8 @@ def test_runs_newest_first_with_the_cached_components_marked(two_runs):
   assert [r['run'] for r in runs] == [second, first]
   newest, oldest = runs
   for run in runs:
-    assert run['state'] == 'COMPLETE' and run['pipeline'] == constants.PIPELINE_NAME
+    assert run['state'] == 'COMPLETE'
+    assert run['pipeline'] == constants.PIPELINE_NAME
     assert run['started'] <= run['ended'] and run['seconds'] >= 0
   states = {c['node']: c for c in oldest['components']}
   assert all(states[n]['state'] == 'COMPLETE' and not states[n]['cached']

@@ -179,7 +179,8 @@ def test_every_container_runs_the_image_and_beam_args(tmp_path, target):
       defaults = len(constants.BEAM_PIPELINE_ARGS)
       assert args[-3 - defaults:-3] == list(constants.BEAM_PIPELINE_ARGS)
       beam_args = args[-4 - defaults:]
-      assert beam_args[0] == f'--setup_file={constants.IMAGE_PROJECT_DIR}/setup.py'
+      assert beam_args[0] == (
+          f'--setup_file={constants.IMAGE_PROJECT_DIR}/setup.py')
       # The image's setup.py is the dependency flag TFX looks for: it adds
       # no sdist of itself (built, and left in /tmp, in every executor).
       assert dependency_utils.make_beam_dependency_flags(beam_args) == beam_args

@@ -43,7 +43,8 @@ def test_idx_run_then_cached_rerun(tmp_path):
   store = mlmd.open_store(str(tmp_path / 'out'))
   assert mlmd.execution_states(store) == {n: ['COMPLETE'] for n in DATA_HALF}
   [examples] = mlmd.live_artifacts(store, 'Examples')
-  assert examples.uri.startswith(str(tmp_path / 'out' / constants.PIPELINE_ROOT_NAME))
+  assert examples.uri.startswith(
+      str(tmp_path / 'out' / constants.PIPELINE_ROOT_NAME))
   assert len(examples_io.split_files(examples.uri, 'train')) == 8
   assert len(examples_io.read_split(examples.uri, 'eval')) == 20
   assert features.decode_class_names(

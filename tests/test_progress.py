@@ -1,5 +1,5 @@
-"""The Trainer's progress (modules/training/progress.py) on a tiny Keras model: one
-log line per epoch always, and a live bar only on a terminal."""
+"""The Trainer's progress (modules/training/progress.py) on a tiny Keras
+model: one log line per epoch always, and a live bar only on a terminal."""
 
 import fcntl
 import os

@@ -227,7 +227,8 @@ def test_tflite_batches_give_each_image_its_own_answer(grey):
   assert probabilities.shape == (count, 10)
   np.testing.assert_allclose(
       probabilities,
-      _serve(model, signatures.IMAGES_SIGNATURE, images=pixels)['probabilities'],
+      _serve(model, signatures.IMAGES_SIGNATURE,
+             images=pixels)['probabilities'],
       atol=1e-4)
 
 

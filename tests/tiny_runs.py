@@ -138,8 +138,8 @@ def stopped_run(tmp_path_factory):
   datasets.write_idx_dataset(str(tmp / 'data'), {'train': 40, 't10k': 20},
                              geometry=features.ImageGeometry(32, 32, 1))
   result = local_run.run('--data-dir', str(tmp / 'data'), '--schema',
-                         constants.MNIST_SCHEMA, '--output-dir', str(tmp / 'out'),
-                         local_run.ONE_PROCESS)
+                         constants.MNIST_SCHEMA, '--output-dir',
+                         str(tmp / 'out'), local_run.ONE_PROCESS)
   (tmp / 'run.out').write_text(result.stdout + result.stderr)
   (tmp / 'run.stdout').write_text(result.stdout)
   (tmp / 'run.stderr').write_text(result.stderr)

@@ -25,7 +25,8 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 def mnist_schema(geometry: features.ImageGeometry) -> schema_pb2.Schema:
   """The curated MNIST schema, with `geometry` as the image size."""
-  schema = io_utils.parse_pbtxt_file(constants.MNIST_SCHEMA, schema_pb2.Schema())
+  schema = io_utils.parse_pbtxt_file(constants.MNIST_SCHEMA,
+                                     schema_pb2.Schema())
   for feature in schema.feature:
     value = {features.HEIGHT_KEY: geometry.height,
              features.WIDTH_KEY: geometry.width,

@@ -372,4 +372,5 @@ def frames(images: np.ndarray) -> Frames:
   small = framed(grey, weights)
   return Frames(image_signatures.perceptual_hashes(small),
                 image_signatures.average_hashes(small),
-                image_signatures.thumbnails(small), detail, on_background(weights))
+                image_signatures.thumbnails(small), detail,
+                on_background(weights))

@@ -159,9 +159,10 @@ def _plan_folders(options: ImageExampleGenOptions, input_base: str,
       options.infer_channels, options.max_image_pixels,
       options.skip_bad_images)
   if chosen != geometry_choice.GIVEN:
-    console_lines.notice(f'images converted to {geometry.height}x{geometry.width}'
-                    f'x{geometry.channels}: {chosen}; --image-size and '
-                    '--channels set them')
+    console_lines.notice(
+        f'images converted to {geometry.height}x{geometry.width}'
+        f'x{geometry.channels}: {chosen}; --image-size and --channels set '
+        'them')
   encoding = features.resolve_encoding(options.image_encoding, geometry,
                                        options.png_min_pixels)
   _log_start(geometry, encoding, folders.class_names)

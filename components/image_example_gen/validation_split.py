@@ -1,7 +1,7 @@
 """The validation split, carved from the training data by a stable hash.
 
-A record goes to the validation split by sha256 of a salted key, modulo 100: the image's
-path under its split's folder, or an IDX image's pixels.
+A record goes to the validation split by sha256 of a salted key, modulo
+100: the image's path under its split's folder, or an IDX image's pixels.
 """
 
 import hashlib

@@ -80,7 +80,8 @@ def split_files_for(train_files: List[str], split: str) -> List[str]:
 
 def validation_split(fn_args: FnArgs) -> Optional[str]:
   """The split the Trainer (or the Tuner) validates on, None for none: as
-  custom_config says (pipeline/stages.py, validation_config), else its eval files'."""
+  custom_config says (pipeline/stages.py, validation_config), else its eval
+  files'."""
   if VALIDATION_SPLIT_KEY in (fn_args.custom_config or {}):
     return fn_args.custom_config[VALIDATION_SPLIT_KEY]
   return os.path.basename(os.path.dirname(fn_args.eval_files[0]))[
