@@ -46,11 +46,10 @@ def plant(data_dir: str, out_dir: str, percent: float, seed: int = 0):
 
 def unchecked_sources(out: str, checked_records: int):
   """The sources of the training and validation records LabelCheck's
-  samples left out (records/sample.py), an empty set where all were
+  samples left out (records/shards.py), an empty set where all were
   checked."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
-  from records import sample  # pylint: disable=g-import-not-at-top
   from records import shards  # pylint: disable=g-import-not-at-top
   spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string)}
   unchecked = set()
@@ -58,10 +57,10 @@ def unchecked_sources(out: str, checked_records: int):
     files = sorted(glob.glob(os.path.join(
         out, 'pipeline', 'ImageExampleGen', 'examples', '*', f'Split-{split}',
         '*.gz')))
-    buckets = sample.sample_buckets(shards.count_records(files),
+    buckets = shards.sample_buckets(shards.count_records(files),
                                     checked_records)
     for block in shards.records(files).batch(4096):
-      keep = (sample.bucket_of(block) >= buckets).numpy()
+      keep = (shards.bucket_of(block) >= buckets).numpy()
       names = tf.io.parse_example(block, spec)[features.SOURCE_KEY].numpy()
       unchecked |= {n.decode() for n in names[keep]}
   return unchecked

@@ -31,9 +31,7 @@ from components import label_scores
 from records import csv_cells
 from records import epoch_probabilities
 from records import features
-from records import sample
 from records import shards
-from records import sources as record_sources
 
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
@@ -74,7 +72,7 @@ CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
 # The Trainer's run: probabilities averaged over its epochs.
 TRAINING_RUN = 'training_run'
 # Records per call of the model.
-BATCH_SIZE = sample.BATCH
+BATCH_SIZE = shards.SAMPLE_BATCH
 # Folds of a training split small enough to cross-fit when none are given.
 AUTO_FOLDS = 2
 
@@ -91,7 +89,7 @@ def split_files(examples: types.Artifact, split: str) -> List[str]:
   return shards.split_files(artifact_utils.get_split_uri([examples], split))
 
 
-def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
+def read_records(files: List[str], checked_buckets: int = shards.BUCKETS,
                  batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
   """Returns batches of (positions, shard numbers, indices in the shards,
   serialized records) of a hash sample.
@@ -101,11 +99,11 @@ def read_records(files: List[str], checked_buckets: int = sample.BUCKETS,
 
   Args:
     files: the split's record files (split_files).
-    checked_buckets: a record is read if its bucket (records/sample.py) is
+    checked_buckets: a record is read if its bucket (records/shards.py) is
       below this; every one by default.
     batch_size: records per batch.
   """
-  return sample.sampled_batches(files, checked_buckets,
+  return shards.sampled_batches(files, checked_buckets,
                                 batch_size).prefetch(1)
 
 
@@ -143,7 +141,7 @@ def sources_at(split_uri: str, positions: np.ndarray
       names = tf.io.parse_example(tf.gather(batch, here - start),
                                   spec)[features.SOURCE_KEY].numpy()
       for position, name in zip(here.tolist(), names):
-        found[position] = (name.decode(), record_sources.place(
+        found[position] = (name.decode(), shards.place(
             files[shard], offset + position - start))
     start, offset = start + size, offset + size
     if start > wanted[-1]:
@@ -183,14 +181,14 @@ class Scored(NamedTuple):
 
 def model_probabilities(serve: Callable[..., Any], files: List[str],
                         probabilities_key: str,
-                        checked_buckets: int = sample.BUCKETS) -> Scored:
+                        checked_buckets: int = shards.BUCKETS) -> Scored:
   """Streams the records of `files` a hash sample keeps through `serve`.
 
   Args:
     serve: a signature taking serialized Examples.
     files: the record files, in order.
     probabilities_key: the signature's output of class probabilities.
-    checked_buckets: the sample's buckets (records/sample.py); all of them
+    checked_buckets: the sample's buckets (records/shards.py); all of them
       by default, every record.
   """
   spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
@@ -213,7 +211,7 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
     positions.append(batch_positions)
     labels.append(batch_labels)
     probabilities.append(batch_probabilities)
-    named.update(record_sources.names_of(
+    named.update(shards.names_of(
         files, np.flatnonzero(
             np.argmax(batch_probabilities, axis=1) != batch_labels),
         batch_positions, shard, index, sources))
@@ -538,7 +536,7 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
     records = shards.count_records(files)
     scores = model_probabilities(
         serve(), files, exec_properties[PROBABILITIES_KEY],
-        sample.sample_buckets(records, checked_records))
+        shards.sample_buckets(records, checked_records))
     return _Scores(*scores[:3], records=records, method=_method(
         OUT_OF_SAMPLE, len(scores.labels), records), named=scores.named)
   run = (epoch_probabilities.read(artifact_utils.get_single_uri(

@@ -15,7 +15,6 @@ from PIL import Image, ImageDraw, ImageFont
 
 from records import features
 from records import shards
-from records import sources as record_sources
 from inspector import files
 from metadata import queries
 from metadata.store import InspectError
@@ -140,7 +139,7 @@ def records_in(examples: queries.Artifact,
   wanted: Dict[Tuple[str, str], set] = {}
   for split, split_names in names.items():
     for name in split_names:
-      shard, index = record_sources.parse_place(name)
+      shard, index = shards.parse_place(name)
       wanted.setdefault((split, shard), set()).add(index)
   if not wanted:
     return {}
@@ -171,7 +170,7 @@ def records_in(examples: queries.Artifact,
     parsed = _parse(records)
     split, shard = keys[number]
     for i, position in enumerate(positions.tolist()):
-      found.setdefault(split, {})[record_sources.place(shard, position)] = (
+      found.setdefault(split, {})[shards.place(shard, position)] = (
           _image(parsed, i, encoded))
   return found
 

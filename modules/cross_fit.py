@@ -20,11 +20,10 @@ from modules import model as model_lib
 from modules.training import plan as training_plan
 from modules.training_config import TrainingConfig
 from records import features
-from records import sample
 from records import shards
 
 SHUFFLE_RECORDS = 10_000
-PREDICT_BATCH = sample.BATCH
+PREDICT_BATCH = shards.SAMPLE_BATCH
 
 # The log line of each fold's model.
 FOLD_LINE = ('LabelCheck: fold %d of %d: %s trained %d steps of %d; %d of %d '
@@ -32,12 +31,12 @@ FOLD_LINE = ('LabelCheck: fold %d of %d: %s trained %d steps of %d; %d of %d '
 
 
 def fold_of(bucket: tf.Tensor, folds: int) -> tf.Tensor:
-  """Returns the fold of each bucket of records/sample.py.
+  """Returns the fold of each bucket of records/shards.py.
 
   Folds are runs of consecutive buckets, and the records checked are the
   lowest buckets (see `plan`).
   """
-  return bucket * folds // sample.BUCKETS
+  return bucket * folds // shards.BUCKETS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +49,7 @@ class Plan:
   def models(self) -> int:
     """The number of folds that hold checked records, one model each."""
     return max(1, math.ceil(self.checked_buckets * self.folds /
-                            sample.BUCKETS))
+                            shards.BUCKETS))
 
 
 def plan(records: int, folds: int, checked_records: int) -> Plan:
@@ -66,7 +65,7 @@ def plan(records: int, folds: int, checked_records: int) -> Plan:
     checked_records: about how many records to check; all of them if the
       split is no larger, none if 0 or less.
   """
-  return Plan(folds, sample.sample_buckets(records, checked_records))
+  return Plan(folds, shards.sample_buckets(records, checked_records))
 
 
 def _training_data(files: List[str], fold: int, folds: int,
@@ -81,7 +80,7 @@ def _training_data(files: List[str], fold: int, folds: int,
   # more than reading them.
   def others(block: tf.Tensor) -> tf.Tensor:
     return tf.boolean_mask(
-        block, fold_of(sample.bucket_of(block), folds) != fold)
+        block, fold_of(shards.bucket_of(block), folds) != fold)
 
   return (paths.interleave(
       shards.records,
@@ -112,7 +111,7 @@ def held_out(files: List[str], fold: int, the_plan: Plan, parse,
       a caller that reads them again.
   """
   folds, checked = the_plan.folds, the_plan.checked_buckets
-  selected = sample.kept_batches(
+  selected = shards.kept_batches(
       shards.placed_batches(files, PREDICT_BATCH), PREDICT_BATCH,
       lambda buckets: (fold_of(buckets, folds) == fold) & (buckets < checked))
   if cache:

@@ -25,7 +25,7 @@ class EpochProbabilities:
   records: int  # Records in the split.
   seconds: float  # The Trainer's time spent predicting them.
   # {position: (source, place)} of the records whose most probable class
-  # is not their label, as records/sources.py names them: LabelCheck's
+  # is not their label, as records/shards.py names them: LabelCheck's
   # suspects are among them, so it does not read the split again. Files
   # written before hold none.
   named: Dict[int, Tuple[str, str]] = dataclasses.field(default_factory=dict)

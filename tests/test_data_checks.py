@@ -33,7 +33,7 @@ from metadata import store
 from pipeline import constants
 from records import data_checks as results
 from records import features
-from records import sources
+from records import shards
 from tests import artifacts
 from tests import kubeflow_specs
 from tests import local_run
@@ -236,7 +236,7 @@ def test_dropping_leaves_eval_without_its_copies_of_train(checked):
   assert artifact_utils.decode_split_names(
       without_copies.split_names) == ['eval']
   copies = {row['source_b'] for row in results.read_pairs(output.uri)}
-  kept = [source for source, _ in sources.read_sources(os.path.join(
+  kept = [source for source, _ in shards.read_sources(os.path.join(
       without_copies.uri, 'Split-eval'))]
   assert len(kept) == 100 - sum(len(v) for v in copied.values())
   assert len(copies) == 20 and not copies & set(kept)
@@ -254,7 +254,7 @@ def test_the_label_counts_are_those_of_every_record_of_each_split(checked):
       results.LABELS_PROPERTY))
   read = {}
   for split in artifact_utils.decode_split_names(examples.split_names):
-    labels = [label for _, label in sources.read_sources(
+    labels = [label for _, label in shards.read_sources(
         artifact_utils.get_split_uri([examples], split))]
     read[split] = {str(label): count for label, count in
                    zip(*np.unique(labels, return_counts=True))}

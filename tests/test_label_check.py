@@ -30,9 +30,7 @@ from pipeline import knobs
 from pipeline import pipeline
 from records import epoch_probabilities as recorded_probabilities
 from records import features
-from records import sample
 from records import shards
-from records import sources
 from tests import datasets
 from tests import local_run
 from tests import tiny_runs
@@ -136,7 +134,7 @@ def test_scoring_names_the_records_the_model_puts_in_another_class(
   assert whole.named[12] == ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7')
   assert whole.named[911] == ('img-2-6', 'data_tfrecord-00002-of-00003.gz:6')
   sampled = label_check.model_probabilities(
-      serve, files, 'probabilities', sample.sample_buckets(912, 300))
+      serve, files, 'probabilities', shards.sample_buckets(912, 300))
   wrong_in_sample = [p for p in sampled.positions.tolist() if p in whole.named]
   assert 10 < len(wrong_in_sample) < 80
   assert sampled.named == {p: whole.named[p] for p in wrong_in_sample}
@@ -215,7 +213,7 @@ def test_a_sample_within_one_fold_takes_one_model():
   assert cross_fit.plan(60_000, 2, 40_000).models == 2
   everything = cross_fit.plan(300, 2, 10_000)
   assert everything.models == 2
-  assert everything.checked_buckets == sample.BUCKETS
+  assert everything.checked_buckets == shards.BUCKETS
 
 
 def test_a_sample_comes_in_full_blocks_that_name_their_records(tmp_path):
@@ -275,13 +273,13 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
         tf.io.parse_example(batch, spec)[features.LABEL_KEY], classes)}
 
   assert shards.count_records(files) == total
-  buckets = sample.sample_buckets(total, cap)
+  buckets = shards.sample_buckets(total, cap)
   first = label_check.model_probabilities(serve, files, 'probabilities',
                                           buckets)
   positions, checked_labels, probabilities, _ = first
   # Exactly the records the hash keeps, about `cap` of them, each scored
   # once, from the whole split (both files), in order.
-  in_sample = np.concatenate([sample.bucket_of(block).numpy() < buckets
+  in_sample = np.concatenate([shards.bucket_of(block).numpy() < buckets
                               for block in tf.data.TFRecordDataset(
                                   files, 'GZIP').batch(999)])
   assert positions.tolist() == np.flatnonzero(in_sample).tolist()
@@ -299,10 +297,10 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   assert again[0].tolist() == positions.tolist()
   # A split no larger than the cap is scored whole.
   whole = label_check.model_probabilities(
-      serve, files, 'probabilities', sample.sample_buckets(total, total))
+      serve, files, 'probabilities', shards.sample_buckets(total, total))
   assert whole[0].tolist() == list(range(total))
   assert whole[1].tolist() == labels.tolist()
-  assert sample.sample_buckets(total, 0) == 0
+  assert shards.sample_buckets(total, 0) == 0
 
 
 def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
@@ -641,7 +639,7 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
   assert len(planted['t10k'] & set(by_split['extra'])) >= 9
   # The planted records hashed into train (the rest went to validation).
   in_train = planted['train'] & set(
-      s for s, _ in sources.read_sources(str(copy / 'Split-train')))
+      s for s, _ in shards.read_sources(str(copy / 'Split-train')))
   assert len(by_split['train']) <= 2 * len(in_train)
   assert len(in_train & set(by_split['train'])) >= 0.7 * len(in_train)
 

@@ -1,11 +1,10 @@
 """Every record says which input it came from: the `source` feature, from
 IDX files (file name and index) and from image folders (the path as laid
-out), and read back by records/sources.py."""
+out), and read back by records/shards.py."""
 
 import json
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from tfx.proto import example_gen_pb2
@@ -14,7 +13,7 @@ from components.image_example_gen import folder_layout
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
-from records import sources
+from records import shards
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
@@ -156,7 +155,7 @@ def test_read_sources_gives_each_records_source_and_label_in_order(tmp_path):
   examples = artifacts.run_example_gen(tmp_path / 'in', tmp_path / 'out',
                                        ImageExampleGenOptions(num_shards=3))
   uri = _split_uri(examples, 'eval')
-  read = list(sources.read_sources(uri))
+  read = list(shards.read_sources(uri))
   # In the order of the shards and their records.
   files = sorted(tf.io.gfile.glob(os.path.join(uri, '*.gz')))
   in_order = [tf.train.Example.FromString(r.numpy()).features.feature[
@@ -167,4 +166,4 @@ def test_read_sources_gives_each_records_source_and_label_in_order(tmp_path):
   assert sorted(read) == sorted((f't10k-images-idx3-ubyte.gz:{i}', int(label))
                                 for i, label in enumerate(labels))
   with pytest.raises(FileNotFoundError, match='no gzipped TFRecord shards'):
-    list(sources.read_sources(str(tmp_path / 'nothing')))
+    list(shards.read_sources(str(tmp_path / 'nothing')))

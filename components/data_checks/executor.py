@@ -29,7 +29,6 @@ from records import csv_cells
 from records import data_checks as results
 from records import features
 from records import shards
-from records import sources as record_sources
 from records import splits
 
 EXAMPLES_KEY = 'examples'
@@ -77,7 +76,7 @@ class Shards:
   def record_names(self, index: np.ndarray) -> List[str]:
     """Returns 'shard file:index' of each global index."""
     shard, offset = self.locate(index)
-    return [record_sources.place(self.entries[s][1], o)
+    return [shards.place(self.entries[s][1], o)
             for s, o in zip(shard.tolist(), offset.tolist())]
 
   def sources(self, work_dir: str, index: np.ndarray) -> List[str]:

@@ -17,8 +17,7 @@ import tf_keras as keras
 from modules import input_pipeline
 from records import epoch_probabilities as stored
 from records import features
-from records import sample
-from records import sources as record_sources
+from records import shards
 
 # A prediction of the sample costs a good part of a training epoch's time:
 # a long run is scored at this many of its epochs, spread over it, and a
@@ -41,7 +40,7 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
     files: the training split's record files, in order.
     records: the records in them.
     checked_records: about how many records to check, chosen by a hash of
-      their bytes (records/sample.py).
+      their bytes (records/shards.py).
     tf_transform_output: the transform graph that makes model inputs.
   """
   transform = input_pipeline.parse_and_transform(tf_transform_output)
@@ -53,8 +52,8 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
     return (*transform(serialized), tf.io.parse_example(
         serialized, source_spec)[features.SOURCE_KEY])
 
-  return (sample.sampled_batches(
-      files, sample.sample_buckets(records, checked_records)).cache()
+  return (shards.sampled_batches(
+      files, shards.sample_buckets(records, checked_records)).cache()
           .map(tf.autograph.experimental.do_not_convert(
               lambda positions, shard, index, block: (
                   positions, shard, index, *parse(block))),
@@ -170,7 +169,7 @@ class EpochProbabilities(keras.callbacks.Callback):
           positions=self._positions, labels=self._labels,
           probabilities=probabilities, epochs=self._epochs,
           records=self._records, seconds=round(self._seconds, 2),
-          named=record_sources.names_of(
+          named=shards.names_of(
               self._files, np.flatnonzero(
                   np.argmax(probabilities, axis=1) != self._labels),
               self._positions, *self._places),
