@@ -54,7 +54,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   from modules import model as model_lib  # pylint: disable=g-import-not-at-top
   from modules.training import trainer_data  # pylint: disable=g-import-not-at-top
   from modules.training import plan as training_plan  # pylint: disable=g-import-not-at-top
-  from modules.training_config import TrainingConfig  # pylint: disable=g-import-not-at-top
+  from modules.training.config import TrainingConfig  # pylint: disable=g-import-not-at-top
 
   config = TrainingConfig()
   output = tft.TFTransformOutput(args.transform)

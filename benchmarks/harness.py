@@ -23,7 +23,7 @@ import jinja2
 import numpy as np
 
 from components.image_example_gen import idx
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from pipeline import constants
 from pipeline.knobs import DataConfig
 from records import csv_cells

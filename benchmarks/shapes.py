@@ -230,7 +230,7 @@ COLOUR_TIME_TO_ACCURACY = harness.Section(
 
 def measure_backbones(ctx: harness.Context) -> Dict[str, Any]:
   """Each network up to the Trainer, with the load before and after."""
-  from modules.architectures import BACKBONES, SMALL_GAP_CNN  # pylint: disable=g-import-not-at-top
+  from modules.training.config import BACKBONES, SMALL_GAP_CNN  # pylint: disable=g-import-not-at-top
   per_class, eval_per_class, epochs = ctx.pick(BACKBONE_DATA, BACKBONE_QUICK)
   shapes_dir = ctx.path('backbone-shapes')
   shapes.write(shapes_dir, per_class, BACKBONE_SIZE, eval_per_class)

@@ -16,10 +16,9 @@ import tf_keras as keras
 
 from modules import model as model_lib
 from modules import transform
-from modules.architectures import (AUTO, BACKBONE_MIN_SIDE,  # pylint: disable=g-multiple-import
-                                   BACKBONE_SIZES, DEFAULT_BACKBONE,
-                                   IMAGENET, NO_WEIGHTS)
-from modules.training_config import ModelConfig
+from modules.training.config import (AUTO, BACKBONE_MIN_SIDE, BACKBONE_SIZES,  # pylint: disable=g-multiple-import
+                                     DEFAULT_BACKBONE, IMAGENET, ModelConfig,
+                                     NO_WEIGHTS)
 from records import features
 
 

@@ -18,7 +18,7 @@ from modules import devices
 from modules import input_pipeline
 from modules import model as model_lib
 from modules.training import plan as training_plan
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from records import features
 from records import shards
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from modules.training_config import InputConfig
+from modules.training.config import InputConfig
 from records import features
 from records import shards
 

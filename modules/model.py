@@ -9,8 +9,9 @@ from typing import Tuple
 import tensorflow as tf
 import tf_keras as keras
 
-from modules.architectures import AUTO, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
-from modules.training_config import ModelConfig, TrainingConfig
+from modules.training.config import (AUTO, MNIST_CNN, ModelConfig,  # pylint: disable=g-multiple-import
+                                     SMALL_BN_CNN, SMALL_GAP_CNN,
+                                     TrainingConfig)
 from records import features
 
 # Inputs are normalised per channel (zero mean, unit variance), so their

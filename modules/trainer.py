@@ -36,7 +36,7 @@ from modules.serving_model import export_serving_model
 from modules.training.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                            check_files_per_worker, read_data,
                                            split_files_for, validation_split)
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
@@ -58,7 +58,7 @@ def run_fn(fn_args: FnArgs) -> None:
 
   Args:
     fn_args: TFX's FnArgs; custom_config['training'] is a TrainingConfig's
-      dict (modules/training_config.py).
+      dict (modules/training/config.py).
   """
   config = training_config(fn_args)
   if config.workers > 1 and not cluster.has_tf_config():

@@ -24,7 +24,7 @@ from modules import trainer
 from modules.training import plan as training_plan
 from modules import tuning
 from modules.training.trainer_data import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
-from modules.training_config import TrainingConfig, TuningConfig
+from modules.training.config import TrainingConfig, TuningConfig
 
 PROJECT_NAME = 'tuning'
 

@@ -7,8 +7,8 @@ the Trainer train with. The space: docs/training.md, "Tuning".
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from modules.architectures import BACKBONES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
-from modules.training_config import TrainingConfig
+from modules.training.config import (BACKBONES, MNIST_CNN, SMALL_BN_CNN,  # pylint: disable=g-multiple-import
+                                     SMALL_GAP_CNN, TrainingConfig)
 
 # What a trial's score is: the Trainer's validation metric, higher better.
 OBJECTIVE = 'val_accuracy'

@@ -13,7 +13,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 from modules.knob import KNOWN_DATASETS, dataset_preset, knob
-from modules.training_config import TrainingConfig, TuningConfig
+from modules.training.config import TrainingConfig, TuningConfig
 from pipeline import constants
 from records import features
 

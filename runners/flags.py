@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 from typing import Any, Dict
 
-from modules.architectures import DEFAULT_BACKBONE
+from modules.training.config import DEFAULT_BACKBONE
 from modules.knob import knob_fields, presets
 from pipeline import knobs as knobs_lib
 

@@ -18,10 +18,9 @@ from modules import backbones
 from modules.training import fine_tune
 from modules import model as model_lib
 from modules.training import progress
-from modules import trainer
 from modules.training import trainer_data
-from modules.architectures import BACKBONES, DEFAULT_BACKBONE
-from modules.training_config import Budget, ModelConfig, TrainingConfig
+from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pylint: disable=g-multiple-import
+                                     ModelConfig, TrainingConfig)
 from pipeline import knobs as knobs_lib
 from records import features
 from runners import flags
@@ -253,7 +252,7 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
   from modules import tuner as tuner_lib  # pylint: disable=g-import-not-at-top
   from modules import tuning  # pylint: disable=g-import-not-at-top
-  from modules.training_config import TuningConfig  # pylint: disable=g-import-not-at-top
+  from modules.training.config import TuningConfig  # pylint: disable=g-import-not-at-top
   shapes.write(str(tmp_path / 'data'), per_class=8, size=SIZE,
                eval_per_class=4, shapes=CLASSES)
   patterns = artifacts.trainer_inputs(tmp_path / 'data', tmp_path,

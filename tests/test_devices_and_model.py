@@ -11,12 +11,12 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from modules import architectures
 from modules import devices
 from modules import model as model_lib
 from modules import trainer
 from modules.training import plan as training_plan
-from modules.training_config import Budget, ModelConfig, TrainingConfig
+from modules.training.config import (Budget, ModelConfig, SMALL_BN_CNN,  # pylint: disable=g-multiple-import
+                                     TrainingConfig)
 from pipeline import stages
 from records import features
 from runners import flags
@@ -363,7 +363,7 @@ def _library_calls_converted_fitting(model) -> list:
 
 
 def test_training_steps_run_nothing_through_autograph():
-  ours, plain = (model_lib.build(architectures.SMALL_BN_CNN,
+  ours, plain = (model_lib.build(SMALL_BN_CNN,
                                  features.ImageGeometry(8, 8, 1), 3, CONFIG)
                  for _ in range(2))
   model_lib.compile_for_training(ours, TrainingConfig(), 3, total_steps=4)
@@ -374,7 +374,7 @@ def test_training_steps_run_nothing_through_autograph():
 
 
 def test_the_first_epoch_traces_the_training_step_once():
-  model = model_lib.build(architectures.SMALL_BN_CNN,
+  model = model_lib.build(SMALL_BN_CNN,
                           features.ImageGeometry(8, 8, 1), 3, CONFIG)
   model_lib.compile_for_training(model, TrainingConfig(), 3, total_steps=4)
   images = np.zeros((8, 8, 8, 1), np.float32)

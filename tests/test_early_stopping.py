@@ -8,7 +8,7 @@ import tf_keras as keras
 
 from modules.training import early_stopping
 from modules import model as model_lib
-from modules.training_config import Budget
+from modules.training.config import Budget
 
 
 def _data(seed: int = 0):

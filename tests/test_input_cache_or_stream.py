@@ -17,7 +17,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from modules import input_pipeline
 from modules import signatures
 from modules import trainer
-from modules.training_config import Budget, InputConfig, TrainingConfig
+from modules.training.config import Budget, InputConfig, TrainingConfig
 from records import features
 from tests import artifacts
 from tests import datasets

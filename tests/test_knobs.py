@@ -14,7 +14,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from metadata import store as inspect_store
 import local_runner
 from modules import knob as knob_lib
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from pipeline import constants
 from pipeline import knobs
 from runners import flags

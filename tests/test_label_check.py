@@ -25,7 +25,7 @@ from inspector import report
 from inspector import report_page
 from modules import cross_fit
 from modules.training import epoch_scoring
-from modules import training_config
+from modules.training.config import TrainingConfig
 from pipeline import knobs
 from pipeline import pipeline
 from records import epoch_probabilities as recorded_probabilities
@@ -624,7 +624,7 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
       cross_fit_fn='modules.cross_fit.cross_fit', folds=2,
       fold_examples=2560, checked_records=10_000,
       signature_name='serving_default', probabilities_key='probabilities',
-      custom_config={'training': training_config.TrainingConfig(
+      custom_config={'training': TrainingConfig(
           seed=1, batch_size=32).to_dict()})
   label_check.Executor().Do(
       {'examples': [examples], 'model': [model], 'transform_graph': [graph]},
@@ -723,7 +723,7 @@ def test_fold_models_too_weak_to_doubt_labels_give_way_to_the_trainers_run(
   out, _ = planted_run
   # One step per fold at a learning rate that leaves the network as it was
   # made, seeded: a model that doubts right labels, in any process.
-  weak = training_config.TrainingConfig(learning_rate=1e-9, seed=0)
+  weak = TrainingConfig(learning_rate=1e-9, seed=0)
   with absl_lines(cross_fit.FOLD_LINE) as folds:
     properties, rows = check_again(out, tmp_path, 10_000, folds=2,
                                    fold_examples=32,

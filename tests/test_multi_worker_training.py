@@ -23,7 +23,7 @@ from modules import devices
 from modules import signatures
 from modules import trainer
 from modules.training import local_workers
-from modules.training_config import Budget, TrainingConfig
+from modules.training.config import Budget, TrainingConfig
 from pipeline import constants
 from records import features
 from tests import artifacts

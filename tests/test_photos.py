@@ -17,8 +17,8 @@ from data import photos
 from modules import backbones
 from modules import model as model_lib
 from modules.training import progress
-from modules.architectures import DEFAULT_BACKBONE, SMALL_GAP_CNN
-from modules.training_config import Budget, ModelConfig, TrainingConfig
+from modules.training.config import (Budget, DEFAULT_BACKBONE, ModelConfig,  # pylint: disable=g-multiple-import
+                                     SMALL_GAP_CNN, TrainingConfig)
 from records import features
 from tests import artifacts
 from tests import ports

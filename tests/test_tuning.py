@@ -14,8 +14,9 @@ import local_runner
 from modules import model as model_lib
 from modules import tuner as tuner_module
 from modules import tuning
-from modules.architectures import ARCHITECTURES, BACKBONES, MNIST_CNN, SMALL_BN_CNN, SMALL_GAP_CNN  # pylint: disable=g-multiple-import
-from modules.training_config import TrainingConfig, TuningConfig
+from modules.training.config import (ARCHITECTURES, BACKBONES, MNIST_CNN,  # pylint: disable=g-multiple-import
+                                     SMALL_BN_CNN, SMALL_GAP_CNN,
+                                     TrainingConfig, TuningConfig)
 from pipeline import constants
 from records import features
 

@@ -7,7 +7,7 @@ import re
 
 from modules import model as model_lib
 from modules import tuning
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from records import features
 from tests import tiny_runs
 

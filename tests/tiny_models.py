@@ -11,7 +11,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from modules import trainer
-from modules.training_config import Budget, TrainingConfig
+from modules.training.config import Budget, TrainingConfig
 from records import features
 from tests import artifacts
 from tests import datasets

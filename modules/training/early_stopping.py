@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 
 import tf_keras as keras
 
-from modules.training_config import Budget
+from modules.training.config import Budget
 
 
 def callback(budget: Budget,

@@ -8,7 +8,7 @@ from typing import Callable, Tuple
 
 import tf_keras as keras
 
-from modules.training_config import ModelConfig
+from modules.training.config import ModelConfig
 
 # fit(epochs, initial_epoch, learning_rate): compiles the model for that
 # learning rate (the trainable weights changed) and trains up to `epochs`.

@@ -10,7 +10,7 @@ from typing import Any, Dict, Tuple
 
 from modules import backbones
 from modules import model as model_lib
-from modules.training_config import Budget
+from modules.training.config import Budget
 from records import features
 
 

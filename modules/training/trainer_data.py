@@ -13,7 +13,7 @@ import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import input_pipeline
-from modules.training_config import TrainingConfig
+from modules.training.config import TrainingConfig
 from records import features
 
 # custom_config's entry naming the split validated on (None: none).

@@ -14,7 +14,7 @@ import tf_keras as keras
 
 from modules import model as model_lib
 from modules import signatures
-from modules.training_config import ModelConfig
+from modules.training.config import ModelConfig
 from records import features
 
 # custom_config's entry naming the served model's path under the serving

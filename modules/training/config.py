@@ -1,4 +1,5 @@
-"""The Trainer's settings, each a knob (modules/knob.py).
+"""The Trainer's settings, each a knob (modules/knob.py), and the networks'
+names.
 
 Free of TensorFlow, so that `--help` stays fast; passed to run_fn as a dict
 in its custom_config (`to_dict`, `from_dict`). See docs/training.md.
@@ -8,9 +9,33 @@ import argparse
 import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
-from modules.architectures import (ARCHITECTURES, AUTO, BACKBONES,  # pylint: disable=g-multiple-import
-                                   DEFAULT_BACKBONE, IMAGENET, NO_WEIGHTS)
 from modules.knob import knob
+
+# The networks from scratch (`--architecture`; model.py builds them).
+AUTO = 'auto'
+MNIST_CNN = 'mnist-cnn'
+SMALL_BN_CNN = 'small-bn-cnn'
+SMALL_GAP_CNN = 'small-gap-cnn'
+ARCHITECTURES = (SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN)
+
+# Keras Applications (`--backbone`), by flag value: each one's input size
+# (height, width) by default, the size its ImageNet weights were trained at.
+BACKBONE_SIZES = {
+    'mobilenet-v3-small': (224, 224),
+    'mobilenet-v3-large': (224, 224),
+    'mobilenet-v2': (224, 224),
+    'efficientnet-b0': (224, 224),
+    'resnet50': (224, 224),
+}
+BACKBONES = tuple(BACKBONE_SIZES)
+# What `auto` starts colour photos from, and what --weights alone loads.
+DEFAULT_BACKBONE = 'mobilenet-v3-small'
+# --weights: Keras' published ImageNet weights, or none (from scratch); any
+# other value is a weights file.
+IMAGENET = 'imagenet'
+NO_WEIGHTS = 'none'
+# Keras Applications refuse smaller inputs.
+BACKBONE_MIN_SIDE = 32
 
 
 def parse_fraction(value: str) -> float:
