@@ -112,10 +112,10 @@ def _check_backbone_weights(model) -> None:
   (Kubeflow)."""
   if not model.backbone:
     return
-  from modules import backbones
+  from modules.training import model as model_lib
   try:
-    backbones.check_weights(model)
-  except backbones.WeightsError as e:
+    model_lib.check_weights(model)
+  except model_lib.WeightsError as e:
     raise SystemExit(f'error: {e}') from e
 
 

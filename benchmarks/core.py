@@ -185,7 +185,7 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from benchmarks import colour_reference  # pylint: disable=g-import-not-at-top
   from modules import input_pipeline  # pylint: disable=g-import-not-at-top
-  from modules import model as model_lib  # pylint: disable=g-import-not-at-top
+  from modules.training import model as model_lib  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
   training = harness.TRAINING
   batch_size = training.batch_size

@@ -16,7 +16,7 @@ import tf_keras as keras
 
 from modules import devices
 from modules import input_pipeline
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training.config import TrainingConfig
 from records import features

@@ -17,7 +17,6 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from modules import backbones
 from modules import cluster
 from modules import devices
 from modules.training import early_stopping
@@ -25,7 +24,7 @@ from modules.training import epoch_scoring
 from modules.training import fine_tune
 from modules import input_pipeline
 from modules.training import local_workers
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import progress
 from modules import tflite_export
 from modules.training import plan as training_plan
@@ -70,7 +69,7 @@ def run_fn(fn_args: FnArgs) -> None:
   strategy = (devices.make_multi_worker_strategy(
       config.communication_timeout_seconds) if task else None)
   data = read_data(fn_args, config)
-  model_config, network_why, scratch_why = backbones.auto(config.model,
+  model_config, network_why, scratch_why = model_lib.auto(config.model,
                                                           data.geometry)
   config = dataclasses.replace(config, model=model_config)
   start = start_from(fn_args, config, data)
@@ -353,7 +352,7 @@ def build_model(config: TrainingConfig, plan: training_plan.TrainingPlan,
       transform's normalisation from (for a backbone).
   """
   if config.model.backbone:
-    return backbones.build(
+    return model_lib.build_pretrained(
         data.geometry, len(data.class_names), config.model,
         *transform.normalisation_constants(data.transform_output,
                                            data.sample_record))

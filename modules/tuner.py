@@ -15,10 +15,9 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.components.tuner.component import TunerFnResult
 
-from modules import backbones
 from modules import devices
 from modules import input_pipeline
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import progress
 from modules import trainer
 from modules.training import plan as training_plan
@@ -142,7 +141,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
 
   The network tuned is the one the Trainer trains: with `--model auto`, a
   pretrained backbone for colour photos where its weights can be had
-  (backbones.auto), as run_fn chooses it.
+  (model_lib.auto), as run_fn chooses it.
 
   Raises:
     ValueError: the Examples have no validation split to score trials on.
@@ -154,7 +153,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
                      'trials on, and the Examples have none '
                      '(--validation-percent 0)')
   data = read_data(fn_args, config, reader='Tuner')
-  model_config, network_why, scratch_why = backbones.auto(config.model,
+  model_config, network_why, scratch_why = model_lib.auto(config.model,
                                                           data.geometry)
   if scratch_why:
     logging.info('Tuner: %s', scratch_why)

@@ -14,9 +14,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from data import shapes
-from modules import backbones
 from modules.training import fine_tune
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import progress
 from modules.training import trainer_data
 from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pylint: disable=g-multiple-import
@@ -50,7 +49,7 @@ def weights_path(tmp_path_factory):
   """Weights of the backbone at its initialisation, saved as a user's
   weights file is."""
   path = tmp_path_factory.mktemp('weights') / 'backbone.weights.h5'
-  backbones.application(NAME, (SIZE, SIZE), None).save_weights(str(path))
+  model_lib.application(NAME, (SIZE, SIZE), None).save_weights(str(path))
   return str(path)
 
 
@@ -69,23 +68,23 @@ def test_the_weights_table_is_what_keras_applications_download():
                                 efficientnet.WEIGHTS_HASHES['b0'][1]),
             'resnet50': (resnet.BASE_WEIGHTS_PATH,
                          resnet.WEIGHTS_HASHES['resnet50'][1])}
-  assert set(tables) == set(BACKBONES) == set(backbones.APPLICATIONS)
+  assert set(tables) == set(BACKBONES) == set(model_lib.APPLICATIONS)
   for name, (base_url, md5) in tables.items():
-    weights = backbones.APPLICATIONS[name][2]
+    weights = model_lib.APPLICATIONS[name][2]
     assert (weights.base_url, weights.md5) == (base_url, md5), name
     assert weights.url.endswith('.h5')
-    assert callable(getattr(keras.applications, backbones.APPLICATIONS[name][0]))
+    assert callable(getattr(keras.applications, model_lib.APPLICATIONS[name][0]))
 
 
 def test_without_network_the_download_fails_in_one_line_with_the_way_out(
     tmp_path, monkeypatch):
   for key, value in no_network(tmp_path).items():
     monkeypatch.setenv(key, value)
-  with pytest.raises(backbones.WeightsError) as raised:
-    backbones.imagenet_weights(NAME)
+  with pytest.raises(model_lib.WeightsError) as raised:
+    model_lib.imagenet_weights(NAME)
   message = str(raised.value)
   assert '\n' not in message
-  assert backbones.APPLICATIONS[NAME][2].url in message
+  assert model_lib.APPLICATIONS[NAME][2].url in message
   assert '--weights PATH' in message and '--weights none' in message
 
 
@@ -95,14 +94,14 @@ def test_a_wrong_weights_file_is_named(tmp_path, weights_path):
   for wrong, backbone in ((str(not_h5), NAME),
                           (weights_path, 'mobilenet-v2')):  # Another network's.
     config = ModelConfig(backbone=backbone, weights=wrong)
-    with pytest.raises(backbones.WeightsError,
+    with pytest.raises(model_lib.WeightsError,
                        match=f'--weights {wrong}: not weights of --backbone '
                        f'{backbone}') as raised:
-      backbones.application(backbone, (SIZE, SIZE),
-                            backbones.weights_file(config))
+      model_lib.application(backbone, (SIZE, SIZE),
+                            model_lib.weights_file(config))
     assert '\n' not in str(raised.value)
-  with pytest.raises(backbones.WeightsError, match='no such file'):
-    backbones.weights_file(ModelConfig(backbone=NAME,
+  with pytest.raises(model_lib.WeightsError, match='no such file'):
+    model_lib.weights_file(ModelConfig(backbone=NAME,
                                        weights=str(tmp_path / 'missing.h5')))
 
 
@@ -121,11 +120,11 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
   geometry = features.ImageGeometry(28, 28, 1)
   config = ModelConfig(backbone=NAME, weights=weights_path, augment=False,
                        input_size=(28, 28))
-  model, backbone = backbones.build(geometry, 3, config, np.array([0.3]),
+  model, backbone = model_lib.build_pretrained(geometry, 3, config, np.array([0.3]),
                                     np.array([0.04]))
   assert backbone.input_shape[1:] == (SIZE, SIZE, 3)
   initial = _weights(backbone.layers)
-  file_weights = backbones.application(NAME, (SIZE, SIZE), weights_path)
+  file_weights = model_lib.application(NAME, (SIZE, SIZE), weights_path)
   for mine, saved in zip(backbone.get_weights(), file_weights.get_weights()):
     np.testing.assert_array_equal(mine, saved)
   rng = np.random.default_rng(0)
@@ -239,7 +238,7 @@ def test_the_local_runner_stops_before_the_dag_without_network(tmp_path):
   assert result.returncode == 1
   assert '▶' not in result.stdout  # No component started.
   [line] = [l for l in result.stderr.splitlines() if l.startswith('error')]
-  assert backbones.APPLICATIONS[NAME][2].url in line
+  assert model_lib.APPLICATIONS[NAME][2].url in line
   assert '--weights PATH' in line
 
 
@@ -277,6 +276,6 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   assert len(trials) == 1 and NAME in trials[0]
   # The Trainer applies it to its settings and still starts from the
   # backbone.
-  tuned, _, _ = backbones.auto(tuning.apply(config, best.values).model,
+  tuned, _, _ = model_lib.auto(tuning.apply(config, best.values).model,
                                features.ImageGeometry(SIZE, SIZE, 3))
   assert tuned.backbone == NAME

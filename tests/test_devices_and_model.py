@@ -12,7 +12,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modules import devices
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules import trainer
 from modules.training import plan as training_plan
 from modules.training.config import (Budget, ModelConfig, SMALL_BN_CNN,  # pylint: disable=g-multiple-import

@@ -7,7 +7,7 @@ import pytest
 import tf_keras as keras
 
 from modules.training import early_stopping
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training.config import Budget
 
 

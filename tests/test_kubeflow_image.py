@@ -203,7 +203,7 @@ def test_the_image_fetches_the_weights_auto_starts_photos_from(tmp_path):
   # The build step, run as a build runs it but without network: it asks
   # for the default backbone's ImageNet file, for Keras' cache.
   from tests.test_backbones import no_network  # pylint: disable=g-import-not-at-top
-  from modules import backbones  # pylint: disable=g-import-not-at-top
+  from modules.training import model as model_lib  # pylint: disable=g-import-not-at-top
   [run] = [rest for keyword, rest in instructions(
       kubeflow_specs.dockerfile_path()) if keyword == 'RUN'
            and 'WITH_WEIGHTS' in rest]
@@ -214,7 +214,7 @@ def test_the_image_fetches_the_weights_auto_starts_photos_from(tmp_path):
        *command[1:]], cwd=PROJECT_DIR, capture_output=True, text=True,
       env={**os.environ, **no_network(tmp_path / 'home')}, check=False)
   assert result.returncode != 0
-  weights = backbones.APPLICATIONS[backbones.DEFAULT_BACKBONE][2]
+  weights = model_lib.APPLICATIONS[model_lib.DEFAULT_BACKBONE][2]
   assert f'cannot download the ImageNet weights of --backbone ' \
-         f'{backbones.DEFAULT_BACKBONE} from {weights.url}' in result.stderr
+         f'{model_lib.DEFAULT_BACKBONE} from {weights.url}' in result.stderr
   assert str(tmp_path / 'home' / '.keras' / 'models') in result.stderr

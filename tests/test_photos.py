@@ -14,8 +14,7 @@ import pytest
 import tensorflow as tf
 
 from data import photos
-from modules import backbones
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import progress
 from modules.training.config import (Budget, DEFAULT_BACKBONE, ModelConfig,  # pylint: disable=g-multiple-import
                                      SMALL_GAP_CNN, TrainingConfig)
@@ -38,9 +37,9 @@ def unreachable_weights(tmp_path, monkeypatch):
   # Keras downloads through urllib's global opener, which keeps the proxies
   # of its first use: this test's must not outlive it.
   monkeypatch.setattr(urllib.request, '_opener', None)
-  name, module, weights = backbones.APPLICATIONS[DEFAULT_BACKBONE]
-  monkeypatch.setitem(backbones.APPLICATIONS, DEFAULT_BACKBONE, (
-      name, module, backbones.Weights(
+  name, module, weights = model_lib.APPLICATIONS[DEFAULT_BACKBONE]
+  monkeypatch.setitem(model_lib.APPLICATIONS, DEFAULT_BACKBONE, (
+      name, module, model_lib.Weights(
           weights.file_name, f'http://127.0.0.1:{ports.free_port()}/',
           weights.md5)))
   return weights.file_name
@@ -82,18 +81,18 @@ def test_a_scratch_network_sees_large_images_scaled_down():
 
 def test_auto_starts_photos_from_the_cached_pretrained_weights(
     tmp_path, unreachable_weights, monkeypatch):
-  cache = tmp_path / 'home' / '.keras' / backbones.CACHE_SUBDIR
+  cache = tmp_path / 'home' / '.keras' / model_lib.CACHE_SUBDIR
   cache.mkdir(parents=True)
   path = cache / unreachable_weights
-  backbones.application(DEFAULT_BACKBONE, (32, 32), None).save_weights(
+  model_lib.application(DEFAULT_BACKBONE, (32, 32), None).save_weights(
       str(path))
   # The table's checksum is the published file's; here, the test's file's.
-  name, module, weights = backbones.APPLICATIONS[DEFAULT_BACKBONE]
-  monkeypatch.setitem(backbones.APPLICATIONS, DEFAULT_BACKBONE, (
-      name, module, backbones.Weights(
+  name, module, weights = model_lib.APPLICATIONS[DEFAULT_BACKBONE]
+  monkeypatch.setitem(model_lib.APPLICATIONS, DEFAULT_BACKBONE, (
+      name, module, model_lib.Weights(
           weights.file_name, weights.base_url,
           hashlib.md5(path.read_bytes()).hexdigest())))
-  chosen, why, scratch_why = backbones.auto(ModelConfig(), PHOTOS)
+  chosen, why, scratch_why = model_lib.auto(ModelConfig(), PHOTOS)
   assert chosen == ModelConfig(backbone=DEFAULT_BACKBONE)
   assert why.startswith('auto: colour photos') and not scratch_why
   # Not photos (grey, or small), or a network named: no backbone.
@@ -101,7 +100,7 @@ def test_auto_starts_photos_from_the_cached_pretrained_weights(
       (ModelConfig(), features.ImageGeometry(HEIGHT, WIDTH, 1)),
       (ModelConfig(), features.ImageGeometry(96, 96, 3)),
       (ModelConfig(architecture=SMALL_GAP_CNN), PHOTOS)):
-    assert backbones.auto(config, geometry) == (config, '', '')
+    assert model_lib.auto(config, geometry) == (config, '', '')
 
 
 def test_without_weights_photos_train_from_scratch_saying_how_to_give_them(
@@ -116,7 +115,7 @@ def test_without_weights_photos_train_from_scratch_saying_how_to_give_them(
   [why] = [line for line in plan_lines if 'from scratch' in line]
   assert '\n' not in why
   assert unreachable_weights in why and '--weights PATH' in why
-  assert str(tmp_path / 'home' / '.keras' / backbones.CACHE_SUBDIR) in why
+  assert str(tmp_path / 'home' / '.keras' / model_lib.CACHE_SUBDIR) in why
   assert any('small-gap-cnn' in line and 'at 72x96' in line
              for line in plan_lines)
   with open(os.path.join(serving_dir, 'assets.extra',

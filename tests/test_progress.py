@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tf_keras as keras
 
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import progress
 from tests.absl_lines import absl_lines
 

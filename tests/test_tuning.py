@@ -11,7 +11,7 @@ import pytest
 import tf_keras
 
 import local_runner
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules import tuner as tuner_module
 from modules import tuning
 from modules.training.config import (ARCHITECTURES, BACKBONES, MNIST_CNN,  # pylint: disable=g-multiple-import

@@ -5,7 +5,7 @@ import glob
 import json
 import re
 
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules import tuning
 from modules.training.config import TrainingConfig
 from records import features

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import warm_start
 from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE

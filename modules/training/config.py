@@ -103,7 +103,7 @@ class Budget:
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-  """Which network (modules/model.py) and its size."""
+  """Which network (modules/training/model.py) and its size."""
   architecture: str = knob(
       AUTO, 'The network: small-bn-cnn (conv blocks with batch norm, a dense '
       'head; fast on small grey images), mnist-cnn (the classic MNIST CNN), '
@@ -149,7 +149,7 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  # A pretrained backbone (modules/backbones.py, modules/training/fine_tune.py).
+  # A pretrained backbone (modules/training/model.py, modules/training/fine_tune.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '
       'weights unless --weights says otherwise) with a new head, trained in '

@@ -8,8 +8,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Tuple
 
-from modules import backbones
-from modules import model as model_lib
+from modules.training import model as model_lib
 from modules.training.config import Budget
 from records import features
 
@@ -101,7 +100,7 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
   """
   architecture, chosen_why = model_lib.choose(model, geometry)
   if model.backbone:
-    size, input_why = backbones.input_size(model)
+    size, input_why = model_lib.pretrained_input_size(model)
   else:
     size, input_why = model_lib.input_size(model, geometry)
   augment, augment_why = model_lib.choose_augment(model, geometry)
