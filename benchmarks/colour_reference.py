@@ -20,7 +20,7 @@ startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 def arrays(pattern: str, transform_output):
   """(images float32 [N, H, W, C], labels [N]) of a split, transformed."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   batches = list(input_pipeline.make_dataset(
       pattern, transform_output, 1024, training=False, cache=False))
   return tuple(np.concatenate([b[i].numpy() for b in batches])
@@ -51,14 +51,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules.training import model as model_lib  # pylint: disable=g-import-not-at-top
-  from modules.training import trainer_data  # pylint: disable=g-import-not-at-top
   from modules.training import plan as training_plan  # pylint: disable=g-import-not-at-top
   from modules.training.config import TrainingConfig  # pylint: disable=g-import-not-at-top
 
   config = TrainingConfig()
   output = tft.TFTransformOutput(args.transform)
-  geometry = trainer_data.image_geometry(output)
+  geometry = input_pipeline.image_geometry(output)
   x, y = arrays(os.path.join(args.examples, 'Split-train', '*'), output)
   xv, yv = arrays(os.path.join(args.examples, 'Split-eval', '*'), output)
   classes = int(max(y.max(), yv.max())) + 1

@@ -149,7 +149,7 @@ def stage_datasets(file_pattern: str, transform_output, batch_size: int):
 def read_inputs(reference_files: List[str], pattern: str, transform_output,
                 batch_size: int, repetitions: int) -> Input:
   """Section 2: one epoch of each input, interleaved."""
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   plan = input_pipeline.plan_training(pattern, harness.TRAINING.input)
   makers = {
       'reference': lambda: reference_tutorial.input_fn(
@@ -184,7 +184,7 @@ def train(pattern: str, transform_output, num_classes: int, steps: int,
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   from benchmarks import colour_reference  # pylint: disable=g-import-not-at-top
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules.training import model as model_lib  # pylint: disable=g-import-not-at-top
   from records import features  # pylint: disable=g-import-not-at-top
   training = harness.TRAINING

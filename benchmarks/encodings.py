@@ -49,7 +49,7 @@ def measure(work_dir: str, per_class: int, repetitions: int, batch_size: int,
             size: int, with_keras: bool) -> Result:
   """Builds the data, measures every variant."""
   from data import shapes  # pylint: disable=g-import-not-at-top
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules import transform  # pylint: disable=g-import-not-at-top
   from tests import transform_analysis  # pylint: disable=g-import-not-at-top
   geometry = features.ImageGeometry(size, size, 3)

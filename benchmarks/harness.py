@@ -245,7 +245,7 @@ def bare_read(file_pattern: str, batch_size: int):
   """The ceiling of reading: every shard's records in batches, the shards
   read in parallel; no parsing, shuffle or transform."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from records import shards  # pylint: disable=g-import-not-at-top
   return shards.interleaved_batches(
       input_pipeline.list_files(file_pattern), batch_size).prefetch(

@@ -219,7 +219,7 @@ def stream_vs_bare_read(out_dir: str, copies: int, batch_size: int,
   """One epoch of the training split each, from the run's Examples and
   transform graph: the Trainer's streaming plan, and the bare read."""
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  from modules import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   pattern = os.path.join(harness.newest_artifact(
       out_dir, 'ImageExampleGen', 'examples'), 'Split-train', '*')
   output = tft.TFTransformOutput(harness.newest_artifact(

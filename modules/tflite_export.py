@@ -18,7 +18,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
-from modules import input_pipeline
+from modules.training import input_pipeline
 from modules import signatures
 from modules import transform
 from records import features

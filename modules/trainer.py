@@ -22,7 +22,7 @@ from modules import devices
 from modules.training import early_stopping
 from modules.training import epoch_scoring
 from modules.training import fine_tune
-from modules import input_pipeline
+from modules.training import input_pipeline
 from modules.training import local_workers
 from modules.training import model as model_lib
 from modules.training import progress
@@ -32,7 +32,7 @@ from modules import transform
 from modules import tuning
 from modules.training import warm_start
 from modules.serving_model import export_serving_model
-from modules.training.trainer_data import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
+from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                            check_files_per_worker, read_data,
                                            split_files_for, validation_split)
 from modules.training.config import TrainingConfig

@@ -31,7 +31,7 @@ from components.label_check import auto_cross_fit_records
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from modules.training.trainer_data import VALIDATION_SPLIT_KEY
+from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
 from pipeline import constants
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import

@@ -17,7 +17,7 @@ from data import shapes
 from modules.training import fine_tune
 from modules.training import model as model_lib
 from modules.training import progress
-from modules.training import trainer_data
+from modules.training import input_pipeline
 from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pylint: disable=g-multiple-import
                                      ModelConfig, TrainingConfig)
 from pipeline import knobs as knobs_lib
@@ -260,7 +260,7 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   config = TrainingConfig(batch_size=8, model=ModelConfig(
       backbone=NAME if model == 'backbone' else None, weights=weights_path,
       input_size=(SIZE, SIZE), photo_min_side=SIZE))
-  with absl_lines(trainer_data.INPUT_LINE) as inputs:
+  with absl_lines(input_pipeline.INPUT_LINE) as inputs:
     result = tuner_lib.tuner_fn(FnArgs(
         train_files=[patterns['train']], eval_files=[patterns['eval']],
         train_steps=2, eval_steps=1, working_dir=str(tmp_path / 'tuner'),

@@ -15,7 +15,7 @@ from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
 from pipeline import constants
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from modules.training.trainer_data import VALIDATION_SPLIT_KEY
+from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
 from tests import kubeflow_specs
 
 RESOLVER = 'latest_blessed_model_resolver'

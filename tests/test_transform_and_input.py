@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
-from modules import input_pipeline
+from modules.training import input_pipeline
 from modules import transform
 from records import decode
 from records import features

@@ -228,7 +228,7 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class InputConfig:
-  """How the input_fn (modules/input_pipeline.py) may use memory."""
+  """How the input_fn (modules/training/input_pipeline.py) may use memory."""
   memory_budget: int = knob(
       1 << 30, 'Memory the Trainer\'s input may hold, in MiB: a split that '
       'fits (training split first) is cached and shuffled whole, one that '

@@ -14,7 +14,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
-from modules import input_pipeline
+from modules.training import input_pipeline
 from records import epoch_probabilities as stored
 from records import features
 from records import shards
