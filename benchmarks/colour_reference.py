@@ -50,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
-  from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules.training import devices  # pylint: disable=g-import-not-at-top
   from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from modules.training import model as model_lib  # pylint: disable=g-import-not-at-top
   from modules.training import plan as training_plan  # pylint: disable=g-import-not-at-top

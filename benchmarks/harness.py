@@ -44,7 +44,7 @@ QUICK_SEED = 1
 QUICK_ARGS = ('--seed', str(QUICK_SEED), '--epochs', '1', '--train-steps',
               '5', '--accuracy-threshold', '0', ONE_PROCESS)
 WHOLE_RUN = 'whole run'
-# The CPU flags that decide the Trainer's precision (modules/devices.py).
+# The CPU flags that decide the Trainer's precision (modules/training/devices.py).
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 # IDX file prefix of each split (ExampleGen's default input config).
 SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
@@ -201,7 +201,7 @@ def cpu_model() -> str:
 
 def cpu_flags(none: str) -> str:
   """Which of CPU_FLAGS this CPU has, or `none`."""
-  from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules.training import devices  # pylint: disable=g-import-not-at-top
   flags = devices.cpu_flags()
   return ', '.join(f for f in CPU_FLAGS if f in flags) or none
 
@@ -209,7 +209,7 @@ def cpu_flags(none: str) -> str:
 def cpu_line(none: str, rest: str = '') -> str:
   """'CPU: model; flags: ...; the Trainer trains in ...', then `rest`;
   `none`: the flags when the CPU has none of CPU_FLAGS."""
-  from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules.training import devices  # pylint: disable=g-import-not-at-top
   precision, why = devices.cpu_precision(devices.cpu_flags())
   return (f'CPU: {cpu_model()}; flags: {cpu_flags(none)}. The Trainer trains '
           f'in {precision} here ({why}){rest}.')

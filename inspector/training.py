@@ -96,7 +96,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
 
 
 def device_plan(model_run: queries.Artifact) -> Dict[str, Any]:
-  from modules import devices  # pylint: disable=g-import-not-at-top
+  from modules.training import devices  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_run.uri, devices.PLAN_FILE)
   if not files.exists(path):
     raise InspectError(f'{path}: missing (a Trainer from before the device '

@@ -14,7 +14,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
-from modules import devices
+from modules.training import devices
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan

@@ -17,8 +17,7 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from modules import cluster
-from modules import devices
+from modules.training import devices
 from modules.training import early_stopping
 from modules.training import epoch_scoring
 from modules.training import fine_tune
@@ -60,11 +59,11 @@ def run_fn(fn_args: FnArgs) -> None:
       dict (modules/training/config.py).
   """
   config = training_config(fn_args)
-  if config.workers > 1 and not cluster.has_tf_config():
+  if config.workers > 1 and not devices.has_tf_config():
     train_on_local_workers(fn_args, config)
     return
   clock = PhaseClock()
-  task = cluster.from_environment()
+  task = devices.task_from_environment()
   # First thing, before any TensorFlow op (see devices.py).
   strategy = (devices.make_multi_worker_strategy(
       config.communication_timeout_seconds) if task else None)
@@ -294,11 +293,11 @@ class Run:
   data: TrainerData
   plan: training_plan.TrainingPlan
   device_plan: devices.DevicePlan
-  task: Optional[cluster.Task]  # None: not one worker of several.
+  task: Optional[devices.Task]  # None: not one worker of several.
   outputs: Outputs
 
 
-def outputs_for(fn_args: FnArgs, task: Optional[cluster.Task]) -> Outputs:
+def outputs_for(fn_args: FnArgs, task: Optional[devices.Task]) -> Outputs:
   """The chief's outputs are the Trainer's; another worker's temporary."""
   if task is None or task.is_chief:
     return Outputs(True, fn_args.model_run_dir, fn_args.serving_model_dir)
@@ -431,7 +430,7 @@ def callbacks(run: Run, examples_per_epoch: int,
 
 def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
-                 model_run_dir: str, task: Optional[cluster.Task],
+                 model_run_dir: str, task: Optional[devices.Task],
                  planned_epochs: int, examples_per_epoch: int, warm: bool
                  ) -> Optional[epoch_scoring.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or

@@ -15,7 +15,7 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.components.tuner.component import TunerFnResult
 
-from modules import devices
+from modules.training import devices
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import progress
@@ -78,7 +78,7 @@ class TrialTuner(base_tuner.BaseTuner):
     started = time.monotonic()
     try:
       keras.backend.clear_session()
-      # The Trainer's precision (modules/devices.py).
+      # The Trainer's precision (modules/training/devices.py).
       keras.mixed_precision.set_global_policy(devices.plan(
           devices.visible_gpus(), config.batch_size,
           config.mixed_precision).precision)

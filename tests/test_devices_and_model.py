@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from modules import devices
+from modules.training import devices
 from modules.training import model as model_lib
 from modules import trainer
 from modules.training import plan as training_plan

@@ -18,8 +18,7 @@ import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from kubeflow import vertex_training
-from modules import cluster
-from modules import devices
+from modules.training import devices
 from modules import signatures
 from modules import trainer
 from modules.training import local_workers
@@ -137,7 +136,7 @@ def _workers():
   workers = {}
   for process in psutil.Process().children(recursive=True):
     if local_workers.WORKER_MODULE in ' '.join(process.cmdline()):
-      task = cluster.parse(process.environ().get(cluster.TF_CONFIG))
+      task = devices.parse_tf_config(process.environ().get(devices.TF_CONFIG))
       workers[task.task_index] = process
   return workers
 
@@ -195,18 +194,18 @@ def test_local_workers_import_this_copy_of_the_project():
 def test_tf_config_of_vertex_and_of_local_workers():
   vertex = ('{"cluster": {"chief": ["c:2222"], "worker": ["w0:2222", '
             '"w1:2222"]}, "task": {"type": "worker", "index": 0}}')
-  task = cluster.parse(vertex)
+  task = devices.parse_tf_config(vertex)
   assert (task.workers, task.is_chief) == (3, False)
-  assert cluster.parse(vertex.replace('"type": "worker"',
+  assert devices.parse_tf_config(vertex.replace('"type": "worker"',
                                       '"type": "chief"')).is_chief
-  assert cluster.parse(cluster.local_tf_config(['a:1', 'b:2'], 0)).is_chief
-  assert not cluster.parse(cluster.local_tf_config(['a:1', 'b:2'], 1)).is_chief
+  assert devices.parse_tf_config(devices.local_tf_config(['a:1', 'b:2'], 0)).is_chief
+  assert not devices.parse_tf_config(devices.local_tf_config(['a:1', 'b:2'], 1)).is_chief
   # One task, or none: one process trains alone.
-  assert cluster.parse('{"cluster": {"chief": ["c:1"]}, '
+  assert devices.parse_tf_config('{"cluster": {"chief": ["c:1"]}, '
                        '"task": {"type": "chief", "index": 0}}') is None
-  assert cluster.parse(None) is None
+  assert devices.parse_tf_config(None) is None
   with pytest.raises(ValueError, match='TF_CONFIG is not a JSON object'):
-    cluster.parse('chief')
+    devices.parse_tf_config('chief')
 
 
 def test_more_workers_than_files_is_refused_before_any_starts(data,
@@ -275,7 +274,7 @@ def test_vertex_replicas_train_as_chief_and_worker(data, tmp_path):
           [sys.executable, *command[1:]], stdout=log,
           stderr=subprocess.STDOUT, cwd=tmp_path,
           env={**os.environ,
-               cluster.TF_CONFIG: _vertex_tf_config(addresses, task_type)}))
+               devices.TF_CONFIG: _vertex_tf_config(addresses, task_type)}))
   try:
     codes = [process.wait(timeout=600) for process in processes]
   finally:

@@ -16,7 +16,7 @@ from inspector import charts
 from metadata import queries
 from inspector import report
 from inspector import report_page
-from modules import devices as device_plans
+from modules.training import devices as device_plans
 from pipeline import constants
 from metadata import local_store
 from runners import run_report

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modules import devices
+from modules.training import devices
 from records import features
 from tests import datasets
 from tests import examples_io

@@ -1,6 +1,5 @@
-"""The Trainer's inputs: what it reads before training (class names, split
-files, the split validated on, the geometry), and its input_fn from sharded,
-gzipped raw Examples to model batches.
+"""The Trainer's inputs: class names, split files and geometry, and its
+input_fn from sharded, gzipped raw Examples to model batches.
 
 Each split is cached in memory or streamed from its shards (`plan_inputs`),
 then parsed and transformed per batch. Why and how: docs/training.md, "Input".

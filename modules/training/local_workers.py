@@ -21,7 +21,7 @@ import tensorflow as tf
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 import modules
-from modules import cluster
+from modules.training import devices
 from modules.training import progress
 
 WORKER_MODULE = 'modules.training.worker'
@@ -153,7 +153,7 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
     try:
       for i in range(workers):
         env = {**os.environ,
-               cluster.TF_CONFIG: cluster.local_tf_config(addresses, i),
+               devices.TF_CONFIG: devices.local_tf_config(addresses, i),
                # Lines reach the log as they are written (the epoch lines
                # are relayed from there).
                'PYTHONUNBUFFERED': '1',

@@ -1,4 +1,5 @@
-"""Which devices train the model, with which strategy and precision.
+"""Where training runs: the devices, strategy and precision, and the cluster
+TF_CONFIG names.
 
 `plan()` depends only on the visible GPUs and the CPU's flags, so it is
 tested on any machine. Why and how: docs/training.md, "Devices".
@@ -7,9 +8,10 @@ tested on any machine. Why and how: docs/training.md, "Devices".
 import dataclasses
 import json
 import os
-from typing import Collection, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
+
 
 # Where the Trainer records its plan, in the ModelRun artifact's directory
 # (beside TensorBoard's logs): the run report shows it.
@@ -32,7 +34,7 @@ class DevicePlan:
   devices: Sequence[str]
   precision: str  # A Keras mixed-precision policy name.
   global_batch_size: int
-  workers: int = 1  # Processes training together (modules/cluster.py).
+  workers: int = 1  # Processes training together (modules/training/devices.py).
   precision_why: str = ''
 
   def describe(self) -> str:
@@ -160,3 +162,81 @@ def make_strategy(device_plan: DevicePlan) -> tf.distribute.Strategy:
   if device_plan.strategy == 'one_device':
     return tf.distribute.OneDeviceStrategy(device_plan.devices[0])
   return tf.distribute.get_strategy()
+
+
+TF_CONFIG = 'TF_CONFIG'
+# Task types that train (an `evaluator` or `ps` task would not).
+TRAINING_TASK_TYPES = ('chief', 'worker')
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """This process in the cluster."""
+  task_type: str
+  task_index: int
+  workers: int  # Training tasks in the cluster: the chief and the workers.
+  has_chief: bool  # Whether the cluster has a `chief` task.
+
+  @property
+  def is_chief(self) -> bool:
+    """Whether this is the one task that writes the model and the logs.
+
+    That is the `chief` task, or worker 0 when the cluster has no chief
+    (TensorFlow's own rule).
+    """
+    return self.task_type == 'chief' or (
+        self.task_type == 'worker' and self.task_index == 0 and
+        not self.has_chief)
+
+  def describe(self) -> str:
+    """Names the task for a log line, such as 'worker 1 of 2 training tasks'."""
+    return (f'{self.task_type} {self.task_index} of {self.workers} training '
+            f'tasks{" (chief)" if self.is_chief else ""}')
+
+
+def parse_tf_config(tf_config: Optional[str]) -> Optional[Task]:
+  """Returns the task of a TF_CONFIG value, None when one process trains alone.
+
+  Raises:
+    ValueError: the value is not TF_CONFIG's JSON, or this task does not
+      train.
+  """
+  if not tf_config:
+    return None
+  try:
+    config = json.loads(tf_config)
+    cluster = config.get('cluster') or {}
+    task = config.get('task') or {}
+  except (ValueError, AttributeError) as e:
+    raise ValueError(f'{TF_CONFIG} is not a JSON object with "cluster" and '
+                     f'"task": {tf_config!r}') from e
+  workers = sum(len(cluster.get(t) or ()) for t in TRAINING_TASK_TYPES)
+  if workers < 2:
+    return None
+  if task.get('type') not in TRAINING_TASK_TYPES:
+    raise ValueError(f'{TF_CONFIG}: task {task!r} is not one of the training '
+                     f'tasks {TRAINING_TASK_TYPES} of cluster {cluster!r}')
+  return Task(task['type'], int(task.get('index', 0)), workers,
+              bool(cluster.get('chief')))
+
+
+def has_tf_config() -> bool:
+  """Whether a cluster manager (Vertex AI, a TFJob...) started this process."""
+  return bool(os.environ.get(TF_CONFIG))
+
+
+def task_from_environment() -> Optional[Task]:
+  """Returns this process's task, or None for a single-process run."""
+  return parse_tf_config(os.environ.get(TF_CONFIG))
+
+
+def local_tf_config(addresses: List[str], index: int) -> str:
+  """Returns the TF_CONFIG of worker `index` of a cluster on this machine.
+
+  Args:
+    addresses: the workers' host:port. Worker 0 is the chief.
+    index: this worker's index.
+  """
+  config: Dict[str, Any] = {'cluster': {'worker': list(addresses)},
+                            'task': {'type': 'worker', 'index': index}}
+  return json.dumps(config)
