@@ -200,7 +200,7 @@ def measure_colour(ctx: harness.Context) -> Dict[str, Any]:
 def render_colour(r: Dict[str, Any], ctx: harness.Context) -> Dict:
   """What templates/colour_time_to_accuracy.md.j2 reads: goals, the
   variants and the bare loop."""
-  from modules.training import early_stopping  # pylint: disable=g-import-not-at-top
+  from modules.training import callbacks  # pylint: disable=g-import-not-at-top
   reference = r['reference']
   before, now = r['variants']
   per_class, eval_per_class, tests = r['counts']
@@ -218,7 +218,7 @@ def render_colour(r: Dict[str, Any], ctx: harness.Context) -> Dict:
       flags=(*RUNNER_FLAGS, *ctx.pick((), (harness.ONE_PROCESS,))),
       command=shapes_data(per_class, eval_per_class, SIZE)['command'],
       cpu_flags=harness.cpu_flags('none of them'),
-      now_stopping=early_stopping.describe(now.plan['early_stopping']))
+      now_stopping=callbacks.describe_stopping(now.plan['early_stopping']))
 
 
 COLOUR_TIME_TO_ACCURACY = harness.Section(

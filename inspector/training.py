@@ -74,7 +74,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   """Which split decided what, from the serving model's training_plan.json:
   {'records': {split: records read}, 'validation_split': the split early
   stopping and the kept epoch were decided on (None: none), 'early_stopping':
-  its outcome (modules/training/early_stopping.py)}."""
+  its outcome (modules/training/callbacks.py)}."""
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top

@@ -18,8 +18,7 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules.training import devices
-from modules.training import early_stopping
-from modules.training import epoch_scoring
+from modules.training import callbacks
 from modules.training import fine_tune
 from modules.training import input_pipeline
 from modules.training import local_workers
@@ -38,7 +37,7 @@ from modules.training.config import TrainingConfig
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
-# the epochs for LabelCheck (modules/training/epoch_scoring.py); absent or 0:
+# the epochs for LabelCheck (modules/training/callbacks.py); absent or 0:
 # none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # custom_config: LabelCheck may cross-fit a training split of at most this
@@ -91,7 +90,7 @@ def run_fn(fn_args: FnArgs) -> None:
       start.apply(model)
   datasets = make_datasets(run)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
-            callbacks(run, datasets.epoch_steps *
+            make_callbacks(run, datasets.epoch_steps *
                       device_plan.global_batch_size, start.warm))
   clock.lap('model and input')
   trained = train_model(run, fit, backbone)
@@ -168,12 +167,12 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
   else:
     fine_tune.train(backbone, plan.epochs, config.model, learning_rate, fit)
   if validation_plan:
-    stopping = early_stopping.outcome(
+    stopping = callbacks.stopping_outcome(
         fit.stopper, plan.epochs, fit.epochs_run, validation_plan.split,
         validation_plan.size.records)
   else:
-    stopping = early_stopping.without_validation(plan.epochs, fit.epochs_run)
-  logging.info(progress.END_LINE, early_stopping.describe(stopping))
+    stopping = callbacks.stopping_without_validation(plan.epochs, fit.epochs_run)
+  logging.info(progress.END_LINE, callbacks.describe_stopping(stopping))
   return {'learning_rate': learning_rate, 'early_stopping': stopping,
           **(fine_tune.describe(backbone, plan.epochs, config.model)
              if backbone else {})}
@@ -199,10 +198,10 @@ class Fit:
                 if isinstance(c, progress.EpochProgress))
 
   @property
-  def scored(self) -> Optional[epoch_scoring.EpochProbabilities]:
+  def scored(self) -> Optional[callbacks.EpochProbabilities]:
     """LabelCheck's training-run probabilities callback, None without one."""
     return next((c for c in self.callbacks
-                 if isinstance(c, epoch_scoring.EpochProbabilities)),
+                 if isinstance(c, callbacks.EpochProbabilities)),
                 None)
 
   @property
@@ -398,7 +397,7 @@ def make_datasets(run: Run) -> Datasets:
       fn_args.eval_steps if data.validation else None)
 
 
-def callbacks(run: Run, examples_per_epoch: int,
+def make_callbacks(run: Run, examples_per_epoch: int,
               warm: bool) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities.
@@ -412,7 +411,7 @@ def callbacks(run: Run, examples_per_epoch: int,
   """
   config, plan, data, outputs = run.config, run.plan, run.data, run.outputs
   # Nothing to choose the epoch on without a validation split.
-  stopper = (early_stopping.callback(config.budget, plan.epochs)
+  stopper = (callbacks.early_stopping(config.budget, plan.epochs)
              if data.validation else None)
   scored = epoch_scores(run.fn_args, data.train_plan.size.records,
                         data.transform_output, outputs.model_run_dir,
@@ -432,7 +431,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
                  tf_transform_output: tft.TFTransformOutput,
                  model_run_dir: str, task: Optional[devices.Task],
                  planned_epochs: int, examples_per_epoch: int, warm: bool
-                 ) -> Optional[epoch_scoring.EpochProbabilities]:
+                 ) -> Optional[callbacks.EpochProbabilities]:
   """The callback that keeps LabelCheck's training-run probabilities, or
   None where none are asked for or on several workers (each would need the
   others to predict).
@@ -469,7 +468,7 @@ def epoch_scores(fn_args: FnArgs, records: int,
                  '%d workers; the training split is not checked.',
                  task.workers)
     return None
-  return epoch_scoring.EpochProbabilities(
+  return callbacks.EpochProbabilities(
       input_pipeline.list_files(fn_args.train_files), records, checked,
       tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 

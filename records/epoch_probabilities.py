@@ -1,6 +1,6 @@
 """The file of training-run class probabilities the Trainer leaves LabelCheck.
 
-Written by modules/training/epoch_scoring.py, read by components/label_check.py.
+Written by modules/training/callbacks.py, read by components/label_check.py.
 Why and how: docs/label-check.md#the-method-and-why.
 """
 

@@ -1,4 +1,4 @@
-"""Early stopping (modules/training/early_stopping.py): training stops when
+"""Early stopping (modules/training/callbacks.py): training stops when
 validation stops improving, the model keeps its best epoch's weights, and
 the outcome says so. Tiny Keras models trained for a second."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tf_keras as keras
 
-from modules.training import early_stopping
+from modules.training import callbacks
 from modules.training import model as model_lib
 from modules.training.config import Budget
 
@@ -35,7 +35,7 @@ def _fit(budget: Budget, epochs: int, validation_agrees: bool = False):
   weights = []
   record = keras.callbacks.LambdaCallback(
       on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
-  stopper = early_stopping.callback(budget, epochs)
+  stopper = callbacks.early_stopping(budget, epochs)
   history = model.fit(x, y, batch_size=32, epochs=epochs,
                       validation_data=(xv, yv), verbose=0,
                       callbacks=[record, *([stopper] if stopper else [])])
@@ -51,16 +51,16 @@ def test_validation_getting_worse_stops_training_and_keeps_the_best_epoch():
                   early_stopping_metric='val_loss')
   model, weights, history, stopper = _fit(budget, epochs=20)
   losses = history.history['val_loss']
-  watched = early_stopping.unwatched_epochs(budget, 20)
+  watched = callbacks.unwatched_epochs(budget, 20)
   best = watched + int(np.argmin(losses[watched:]))
   # Stopped `patience` epochs after the best watched one, before the 20.
   assert len(history.epoch) == best + 1 + budget.patience < 20
   assert _same(model.get_weights(), weights[best])
   assert not _same(model.get_weights(), weights[-1])
-  result = early_stopping.outcome(stopper, 20, len(history.epoch))
+  result = callbacks.stopping_outcome(stopper, 20, len(history.epoch))
   assert result['stopped_early'] and result['kept_epoch'] == best + 1
   assert result['kept_value'] == pytest.approx(losses[best])
-  assert early_stopping.describe(result) == (
+  assert callbacks.describe_stopping(result) == (
       f'stopped after {len(history.epoch)} of 20 epochs: val_loss had not '
       f'improved for 2 epochs; kept the weights of epoch {best + 1} '
       f'(val_loss {losses[best]:.4f}, the best)')
@@ -72,7 +72,7 @@ def test_the_default_watches_validation_accuracy():
                                           validation_agrees=True)
   accuracy = history.history['val_accuracy']
   assert stopper.monitor == 'val_accuracy'
-  result = early_stopping.outcome(stopper, 4, len(history.epoch))
+  result = callbacks.stopping_outcome(stopper, 4, len(history.epoch))
   # The first epoch of the best accuracy, whether or not it stopped.
   assert result['kept_epoch'] == int(np.argmax(accuracy)) + 1
   assert _same(model.get_weights(), weights[result['kept_epoch'] - 1])
@@ -80,48 +80,48 @@ def test_the_default_watches_validation_accuracy():
 
 def test_epochs_at_a_high_learning_rate_do_not_count():
   # The default schedule's rate is down to half its peak at 60% of it.
-  assert early_stopping.unwatched_epochs(Budget(warmup_fraction=0.2),
+  assert callbacks.unwatched_epochs(Budget(warmup_fraction=0.2),
                                          30) == 18
   budget = Budget(patience=2, warmup_fraction=0.0,
                   early_stopping_metric='val_loss')
-  assert early_stopping.unwatched_epochs(budget, 8) == 4
+  assert callbacks.unwatched_epochs(budget, 8) == 4
   _, _, history, stopper = _fit(budget, epochs=8)
   losses = history.history['val_loss']
   # Epochs 1-4 are not judged: 5, the best of the rest (validation only
   # gets worse), is kept, and 2 epochs later training stops.
   assert np.argmin(losses) < 4 and np.argmin(losses[4:]) == 0
   assert len(history.epoch) == 7
-  result = early_stopping.outcome(stopper, 8, len(history.epoch))
+  result = callbacks.stopping_outcome(stopper, 8, len(history.epoch))
   assert result['from_epoch'] == 5 and result['kept_epoch'] == 5
 
 
 def test_patience_zero_trains_every_epoch_and_keeps_the_last():
   budget = Budget(patience=0)
-  assert early_stopping.callback(budget, 10) is None
+  assert callbacks.early_stopping(budget, 10) is None
   model, weights, history, stopper = _fit(budget, epochs=3)
   assert len(history.epoch) == 3
   assert _same(model.get_weights(), weights[-1])
-  result = early_stopping.outcome(stopper, 3, 3)
+  result = callbacks.stopping_outcome(stopper, 3, 3)
   assert result == {'enabled': False, 'epochs_planned': 3, 'epochs_run': 3,
                     'stopped_early': False, 'kept_epoch': 3}
-  assert early_stopping.describe(result) == (
+  assert callbacks.describe_stopping(result) == (
       'trained 3 of 3 epochs; early stopping off')
 
 
 def test_the_outcome_names_the_split_it_was_decided_on():
   budget = Budget(patience=3, warmup_fraction=0.0)
   _, _, history, stopper = _fit(budget, epochs=4, validation_agrees=True)
-  result = early_stopping.outcome(stopper, 4, len(history.epoch),
+  result = callbacks.stopping_outcome(stopper, 4, len(history.epoch),
                                   'validation', 256)
   assert result['split'] == 'validation' and result['split_records'] == 256
-  assert early_stopping.describe(result).endswith(
+  assert callbacks.describe_stopping(result).endswith(
       f'(val_accuracy {result["kept_value"]:.4f} on validation, the best)')
 
 
 def test_without_a_validation_split_nothing_is_chosen():
-  result = early_stopping.without_validation(5, 5)
+  result = callbacks.stopping_without_validation(5, 5)
   assert not result['enabled'] and result['split'] is None
   assert result['kept_epoch'] == 5
-  assert early_stopping.describe(result) == (
+  assert callbacks.describe_stopping(result) == (
       'trained 5 of 5 epochs; no validation split: early stopping off, the '
       'last epoch kept')

@@ -24,7 +24,7 @@ from inspector import labels as inspector_labels
 from inspector import report
 from inspector import report_page
 from modules import cross_fit
-from modules.training import epoch_scoring
+from modules.training import callbacks
 from modules.training.config import TrainingConfig
 from pipeline import knobs
 from pipeline import pipeline
@@ -154,7 +154,7 @@ def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
   [graph] = glob.glob(str(out / 'pipeline/Transform/transform_graph/*'))
   files = shards.split_files(split)
   records = shards.count_records(files)
-  scored = epoch_scoring.EpochProbabilities(
+  scored = callbacks.EpochProbabilities(
       files, records, records // 2, tft.TFTransformOutput(graph),
       str(tmp_path), planned_epochs=2, examples_per_epoch=640)
   scored.set_model(keras.Sequential([keras.layers.Lambda(
@@ -345,12 +345,12 @@ def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
 
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
   for planned in range(1, 61):
-    step = epoch_scoring.stride(planned)
+    step = callbacks.scoring_stride(planned)
     scored = {e for e in range(1, planned + 1) if e % step == 0} | {planned}
-    assert len(scored) <= epoch_scoring.MAX_SCORED_EPOCHS + 1, planned
+    assert len(scored) <= callbacks.MAX_SCORED_EPOCHS + 1, planned
   # A short run (MNIST's 4 epochs, a warm start's 6): every other epoch.
-  assert epoch_scoring.stride(4) == epoch_scoring.stride(6) == 2
-  assert epoch_scoring.stride(1) == 2
+  assert callbacks.scoring_stride(4) == callbacks.scoring_stride(6) == 2
+  assert callbacks.scoring_stride(1) == 2
 
 
 def test_the_check_is_on_by_default_and_a_flag_turns_it_off():

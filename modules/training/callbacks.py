@@ -1,12 +1,13 @@
-"""Class probabilities of training records averaged over the Trainer's epochs.
+"""The Trainer's callbacks that watch the epochs: early stopping on the
+validation split, and the training records' class probabilities averaged
+over the epochs, which LabelCheck ranks the training split by.
 
-LabelCheck (components/label_check.py) ranks the training split's suspects
-from them. Why and how: docs/label-check.md, "The method, and why".
+Why and how: docs/training.md, "The budget"; docs/label-check.md.
 """
 
 import math
 import time
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -15,9 +16,94 @@ import tensorflow_transform as tft
 import tf_keras as keras
 
 from modules.training import input_pipeline
+from modules.training.config import Budget
 from records import epoch_probabilities as stored
 from records import features
 from records import shards
+
+
+def early_stopping(budget: Budget,
+                   epochs: int) -> Optional[keras.callbacks.EarlyStopping]:
+  """The callback for a run of `epochs` planned epochs (None: no early
+  stopping)."""
+  if not budget.patience:
+    return None
+  return keras.callbacks.EarlyStopping(
+      monitor=budget.early_stopping_metric, patience=budget.patience,
+      restore_best_weights=True,
+      start_from_epoch=unwatched_epochs(budget, epochs))
+
+
+def unwatched_epochs(budget: Budget, epochs: int) -> int:
+  """Epochs (whole ones, rounded down) before the learning rate is down to
+  half its peak (model.one_cycle)."""
+  warmup = budget.warmup_fraction
+  return math.floor((warmup + (1 - warmup) / 2) * epochs)
+
+
+def stopping_outcome(stopper: Optional[keras.callbacks.EarlyStopping],
+                     epochs_planned: int, epochs_run: int,
+                     split: Optional[str] = None,
+                     split_records: Optional[int] = None) -> Dict[str, Any]:
+  """What happened, for the log (`describe_stopping`) and training_plan.json:
+  epochs planned and run, whether training stopped early, and which
+  epoch's weights the model kept (1-based) with its validation value, and
+  the split validated on with its records.
+
+  Args:
+    stopper: the early-stopping callback once trained; None: none ran.
+    epochs_planned: the epochs planned.
+    epochs_run: the epochs trained, over every phase.
+    split: the split validated on; None leaves it and its records out.
+    split_records: that split's records.
+  """
+  on = {'split': split, 'split_records': split_records} if split else {}
+  if stopper is None:
+    return {'enabled': False, 'epochs_planned': epochs_planned,
+            'epochs_run': epochs_run, 'stopped_early': False,
+            'kept_epoch': epochs_run, **on}
+  monitored = stopper.best_weights is not None
+  return {
+      **on,
+      'enabled': True, 'epochs_planned': epochs_planned,
+      'epochs_run': epochs_run, 'stopped_early': stopper.stopped_epoch > 0,
+      'monitor': stopper.monitor, 'patience': stopper.patience,
+      'from_epoch': stopper.start_from_epoch + 1,
+      # Nothing monitored (too few epochs): the last epoch's.
+      'kept_epoch': stopper.best_epoch + 1 if monitored else epochs_run,
+      'kept_value': float(stopper.best) if monitored else None,
+  }
+
+
+def stopping_without_validation(epochs_planned: int,
+                                epochs_run: int) -> Dict[str, Any]:
+  """The outcome of a run without a validation split: nothing watched, the
+  last epoch's weights kept."""
+  return {'enabled': False, 'epochs_planned': epochs_planned,
+          'epochs_run': epochs_run, 'stopped_early': False,
+          'kept_epoch': epochs_run, 'split': None,
+          'why': 'no validation split'}
+
+
+def describe_stopping(result: Dict[str, Any]) -> str:
+  """The outcome in a sentence."""
+  ran = f'{result["epochs_run"]} of {result["epochs_planned"]} epochs'
+  if not result['enabled'] and result.get('why'):
+    return (f'trained {ran}; {result["why"]}: early stopping off, the last '
+            'epoch kept')
+  if not result['enabled']:
+    return f'trained {ran}; early stopping off'
+  if result['stopped_early']:
+    ran = (f'stopped after {ran}: {result["monitor"]} had not improved for '
+           f'{result["patience"]} epochs')
+  else:
+    ran = f'trained all {ran}'
+  if result['kept_value'] is None:
+    return f'{ran}; kept the last epoch\'s weights (none monitored)'
+  on = f' on {result["split"]}' if result.get('split') else ''
+  return (f'{ran}; kept the weights of epoch {result["kept_epoch"]} '
+          f'({result["monitor"]} {result["kept_value"]:.4f}{on}, the best)')
+
 
 # A prediction of the sample costs a good part of a training epoch's time:
 # a long run is scored at this many of its epochs, spread over it, and a
@@ -60,7 +146,7 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
 
 
-def stride(planned_epochs: int) -> int:
+def scoring_stride(planned_epochs: int) -> int:
   """Returns the epochs between two predictions of the sample.
 
   At most about MAX_SCORED_EPOCHS of a planned run are scored, spread over
@@ -94,7 +180,7 @@ class EpochProbabilities(keras.callbacks.Callback):
         validation accuracy's curve.
     """
     super().__init__()
-    self._stride = stride(planned_epochs)
+    self._stride = scoring_stride(planned_epochs)
     self._planned_epochs = planned_epochs
     self._files = files
     self._blocks = checked_blocks(files, records, checked_records,
