@@ -264,7 +264,7 @@ def confusion_matrix(md: queries.Metadata, model: queries.Artifact,
 
 def on_device(model: queries.Artifact) -> Dict[str, Any]:
   """The TensorFlow Lite files the Trainer wrote into `model`
-  (modules/tflite_export.py): each one's size and eval-split accuracy
+  (modules/training/export.py): each one's size and eval-split accuracy
   beside the SavedModel's, as the Trainer measured them."""
   from modules import signatures  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top

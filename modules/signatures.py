@@ -1,6 +1,6 @@
 """The served model's interface by name: its signatures and their outputs.
 
-modules/serving_model.py exports them. This module is light to import, for
+modules/training/export.py exports them. This module is light to import, for
 clients such as the predict tool.
 """
 
@@ -18,7 +18,7 @@ CLASS_NAMES = 'class_names'
 EXTRA_DIR = 'assets.extra'
 # In assets.extra: what was trained, and why (modules/trainer.py).
 TRAINING_PLAN_FILE = 'training_plan.json'
-# The TensorFlow Lite files beside the SavedModel (modules/tflite_export.py).
+# The TensorFlow Lite files beside the SavedModel (modules/training/export.py).
 TFLITE_DIR = 'tflite'
 TFLITE_FILES = {'float32': 'model_float32.tflite',
                 'dynamic_range': 'model_dynamic_range.tflite'}

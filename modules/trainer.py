@@ -24,12 +24,12 @@ from modules.training import input_pipeline
 from modules.training import local_workers
 from modules.training import model as model_lib
 from modules.training import progress
-from modules import tflite_export
+from modules.training import export
 from modules.training import plan as training_plan
 from modules import transform
 from modules import tuning
 from modules.training import warm_start
-from modules.serving_model import export_serving_model
+from modules.training.export import export_serving_model
 from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
                                            check_files_per_worker, read_data,
                                            split_files_for, validation_split)
@@ -109,7 +109,7 @@ def run_fn(fn_args: FnArgs) -> None:
     # each worker's TFX executor checks that the serving model exists.
     _barrier(strategy)
   if run.outputs.chief:  # After the barrier: the chief alone converts.
-    tflite_export.export(model, data.geometry, data.transform_output,
+    export.export_tflite(model, data.geometry, data.transform_output,
                          data.sample_record, data.class_names,
                          run.outputs.serving_model_dir,
                          split_files_for(fn_args.train_files, splits.EVAL))

@@ -38,7 +38,7 @@ def normalise(images: tf.Tensor, mean: tf.Tensor,
   The inputs have per-channel zero mean and unit variance. This is the one
   map from pixels to model inputs. The Transform graph applies it with its
   analyzers (training, evaluation, `serving_default`). `serve_images`
-  applies it with their values (modules/serving_model.py) on the uint8
+  applies it with their values (modules/training/export.py) on the uint8
   tensors it is sent.
 
   Args:

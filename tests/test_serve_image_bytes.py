@@ -14,10 +14,9 @@ import tensorflow as tf
 from PIL import Image, PngImagePlugin
 
 from components.image_example_gen import image_folder
-from modules import image_files
-from modules import image_orientation
+from modules.training import image_orientation
 from modules import signatures
-from modules import tflite_export
+from modules.training import export
 from predict import inputs as predict_inputs
 from records import features
 from tests import tiny_models
@@ -98,7 +97,7 @@ _FILES = [
 @pytest.mark.parametrize('name,data', [pytest.param(*case, id=case[0])
                                        for case in _FILES])
 def test_files_become_the_pixels_example_gen_trains_on(geometry, name, data):
-  served = image_files.decode_files(tf.constant([data]), geometry).numpy()[0]
+  served = export.decode_files(tf.constant([data]), geometry).numpy()[0]
   converted = _as_example_gen_converts(data, geometry)
   assert served.shape == converted.shape == geometry.shape
   difference = np.abs(served.astype(int) - converted.astype(int))
@@ -172,8 +171,8 @@ def test_a_file_that_is_not_an_image_rejects_the_request(grey):
 @pytest.mark.parametrize('model_fixture', ['grey', 'rgb'])
 def test_tflite_files_answer_as_serve_images(request, model_fixture):
   path, model, (images, labels) = request.getfixturevalue(model_fixture)
-  directory = os.path.join(path, tflite_export.TFLITE_DIR)
-  with open(os.path.join(directory, tflite_export.RESULTS_FILE)) as f:
+  directory = os.path.join(path, export.TFLITE_DIR)
+  with open(os.path.join(directory, export.TFLITE_RESULTS_FILE)) as f:
     results = json.load(f)
   assert features.read_class_names(os.path.join(
       directory, features.CLASS_NAMES_FILE)) == features.read_class_names(
@@ -183,7 +182,7 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
   assert results['eval_records'] == len(labels)
   assert results['saved_model_accuracy'] == pytest.approx(
       (by_model['classes'] == labels).mean())
-  for kind, name in tflite_export.FILES.items():
+  for kind, name in export.TFLITE_FILES.items():
     entry = results['models'][kind]
     path_ = os.path.join(directory, name)
     assert entry['file'] == name
@@ -196,7 +195,7 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
     assert interpreter.get_signature_list() == {
         'serving_default': {'inputs': ['images'], 'outputs': ['output_0']}}
     with open(path_, 'rb') as f:
-      probabilities = tflite_export.tflite_probabilities(f.read(), pixels)
+      probabilities = export.tflite_probabilities(f.read(), pixels)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-4)
     if kind == 'float32':
       np.testing.assert_allclose(probabilities, by_model['probabilities'],
@@ -219,11 +218,11 @@ def test_tflite_batches_give_each_image_its_own_answer(grey):
   # batch.
   path, model, (images, _) = grey
   pixels = images.reshape(len(images), *images.shape[1:3], -1)
-  count = 2 * tflite_export._BATCH + 3  # pylint: disable=protected-access
+  count = 2 * export.TFLITE_BATCH + 3  # pylint: disable=protected-access
   pixels = np.resize(pixels, (count, *pixels.shape[1:]))
-  with open(os.path.join(path, tflite_export.TFLITE_DIR,
-                         tflite_export.FILES['float32']), 'rb') as f:
-    probabilities = tflite_export.tflite_probabilities(f.read(), pixels)
+  with open(os.path.join(path, export.TFLITE_DIR,
+                         export.TFLITE_FILES['float32']), 'rb') as f:
+    probabilities = export.tflite_probabilities(f.read(), pixels)
   assert probabilities.shape == (count, 10)
   np.testing.assert_allclose(
       probabilities,
@@ -246,7 +245,7 @@ def _exif(orientation, endian='<'):
 
 
 def _decode(files, geometry):
-  return image_files.decode_files(tf.constant(files), geometry).numpy()
+  return export.decode_files(tf.constant(files), geometry).numpy()
 
 
 def _assert_close(served, converted, name):
