@@ -17,23 +17,21 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from modules.training import devices
-from modules.training import callbacks
-from modules.training import fine_tune
-from modules.training import input_pipeline
-from modules.training import local_workers
-from modules.training import model as model_lib
-from modules.training import progress
-from modules.training import export
-from modules.training import plan as training_plan
 from modules import transform
 from modules import tuning
+from modules.training import callbacks
+from modules.training import devices
+from modules.training import export
+from modules.training import fine_tune
+from modules.training import input_pipeline
+from modules.training import model as model_lib
+from modules.training import plan as training_plan
+from modules.training import progress
 from modules.training import warm_start
-from modules.training.export import export_serving_model
-from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
-                                           check_files_per_worker, read_data,
-                                           split_files_for, validation_split)
 from modules.training.config import TrainingConfig
+from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
+                                             check_files_per_worker, read_data,
+                                             split_files_for)
 from records import splits
 
 # custom_config: training records whose class probabilities are averaged over
@@ -50,17 +48,22 @@ def run_fn(fn_args: FnArgs) -> None:
   """TFX Trainer entry point: plans the run, trains and exports the model.
 
   Trains in this process, as one worker of a cluster when TF_CONFIG names
-  one, or hands training to local worker processes (config.workers > 1 and
-  no TF_CONFIG: nothing else started any).
+  one. Locally, --trainer-workers N runs modules/local_workers.py's run_fn
+  instead, which starts the workers.
 
   Args:
     fn_args: TFX's FnArgs; custom_config['training'] is a TrainingConfig's
       dict (modules/training/config.py).
+
+  Raises:
+    ValueError: config.workers > 1, and no TF_CONFIG names a cluster.
   """
   config = training_config(fn_args)
   if config.workers > 1 and not devices.has_tf_config():
-    train_on_local_workers(fn_args, config)
-    return
+    raise ValueError(
+        f'{config.workers} Trainer workers need a cluster: a TF_CONFIG (Vertex '
+        'AI sets one), or modules.local_workers.run_fn, which starts them '
+        'on this machine (local_runner.py --trainer-workers N)')
   clock = PhaseClock()
   task = devices.task_from_environment()
   # First thing, before any TensorFlow op (see devices.py).
@@ -99,7 +102,7 @@ def run_fn(fn_args: FnArgs) -> None:
   clock.add("LabelCheck's predictions", scoring)
   model = float32_for_serving(run, model)
   clock.lap('float32 copy')
-  export_serving_model(
+  export.export_serving_model(
       model, data.transform_output, data.geometry, data.class_names,
       run.outputs.serving_model_dir, data.sample_record,
       training_record(run, model, trained))
@@ -234,15 +237,6 @@ def training_config(fn_args: FnArgs) -> TrainingConfig:
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
   tuned = tuning.tuned_values(fn_args.hyperparameters)
   return tuning.apply(config, tuned) if tuned else config
-
-
-def train_on_local_workers(fn_args: FnArgs, config: TrainingConfig) -> None:
-  """Hands training to config.workers local processes
-  (modules/training/local_workers.py), once each has files of its own to
-  read."""
-  check_files_per_worker(fn_args, config.workers, validation_split(fn_args))
-  local_workers.train(fn_args, config.workers,
-                      config.workers_timeout_seconds)
 
 
 def start_from(fn_args: FnArgs, config: TrainingConfig,

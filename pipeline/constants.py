@@ -52,6 +52,8 @@ LOCAL_BEAM_PIPELINE_ARGS = (
 # in the Kubeflow image, so no module files are copied around).
 PREPROCESSING_FN = 'modules.transform.preprocessing_fn'
 RUN_FN = 'modules.trainer.run_fn'
+# The Trainer's with --trainer-workers N on this machine: it starts the workers.
+LOCAL_WORKERS_RUN_FN = 'modules.local_workers.run_fn'
 TUNER_FN = 'modules.tuner.tuner_fn'
 # LabelCheck's models of the training split's folds.
 CROSS_FIT_FN = 'modules.cross_fit.cross_fit'

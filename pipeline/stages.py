@@ -203,7 +203,8 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
   """TFX's Trainer, or its Vertex AI one with --trainer-workers N there.
 
   The Vertex AI Trainer starts a custom job whose replicas run TFX's Trainer
-  executor with this same custom_config. Choices are made on the validation
+  executor with this same custom_config; locally, modules/local_workers.py's
+  run_fn starts the N workers. Choices are made on the validation
   split only (validation_split below); with --tune the hyperparameters are
   the Tuner's best; with --warm-start the base model is the served one
   (pipeline/warm_start_model.py).
@@ -226,8 +227,10 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
     # Only here: TFX's Google Cloud extensions take a second to import.
     from tfx.extensions.google_cloud_ai_platform.trainer import component as vertex_trainer  # pylint: disable=g-import-not-at-top
     trainer_class = vertex_trainer.Trainer
+  local_workers = training.workers > 1 and not infrastructure.vertex_training
   return trainer_class(
-      run_fn=constants.RUN_FN,
+      run_fn=(constants.LOCAL_WORKERS_RUN_FN if local_workers
+              else constants.RUN_FN),
       **training_reads(examples, transform_graph, schema,
                        training.train_steps, data.validation_percent,
                        training.eval_steps),

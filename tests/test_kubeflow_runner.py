@@ -240,8 +240,11 @@ def test_trainer_workers_on_vertex_are_a_custom_job_of_worker_pools(tmp_path):
            'container_spec': image},
           {'machine_spec': machine, 'replica_count': 2,
            'container_spec': image}]}}
-  # The replicas' run_fn gets the training settings, as locally.
+  # The replicas run TFX's run_fn with the training settings, as locally,
+  # not the local worker launcher's.
   assert config['training']['workers'] == 3
+  assert spec['root']['dag']['tasks']['Trainer']['inputs']['parameters'][
+      'run_fn']['runtimeValue']['constant'] == constants.RUN_FN
   # Without the flag the Trainer is TFX's own, trained in its task.
   plain = kubeflow_specs.compile_spec(tmp_path / 'one.json', '--target',
                                       'vertex', *kubeflow_specs.CLUSTER_PATHS)

@@ -21,7 +21,7 @@ from kubeflow import vertex_training
 from modules.training import devices
 from modules import signatures
 from modules import trainer
-from modules.training import local_workers
+from modules import local_workers
 from modules.training.config import Budget, TrainingConfig
 from pipeline import constants
 from records import features
@@ -99,7 +99,7 @@ def test_two_workers_train_as_well_as_one_and_export_once(
   # learning rate's cycle spans the steps, not the examples.
   two = _fn_args(data, tmp_path / 'two', workers=2, epochs=8)
   trainer.run_fn(one)
-  trainer.run_fn(two)
+  local_workers.run_fn(two)
 
   accuracy_one = _accuracy(one.serving_model_dir, data[0])
   accuracy_two = _accuracy(two.serving_model_dir, data[0])
@@ -171,7 +171,7 @@ def test_a_killed_worker_ends_the_run_with_an_error_naming_it(data, tmp_path):
   started = time.monotonic()
   try:
     with pytest.raises(local_workers.WorkerError) as error:
-      trainer.run_fn(fn_args)
+      local_workers.run_fn(fn_args)
   finally:
     killer.join()
   assert killed, 'the test never saw the chief train'
@@ -198,8 +198,8 @@ def test_tf_config_of_vertex_and_of_local_workers():
   assert (task.workers, task.is_chief) == (3, False)
   assert devices.parse_tf_config(vertex.replace('"type": "worker"',
                                       '"type": "chief"')).is_chief
-  assert devices.parse_tf_config(devices.local_tf_config(['a:1', 'b:2'], 0)).is_chief
-  assert not devices.parse_tf_config(devices.local_tf_config(['a:1', 'b:2'], 1)).is_chief
+  assert devices.parse_tf_config(local_workers.local_tf_config(['a:1', 'b:2'], 0)).is_chief
+  assert not devices.parse_tf_config(local_workers.local_tf_config(['a:1', 'b:2'], 1)).is_chief
   # One task, or none: one process trains alone.
   assert devices.parse_tf_config('{"cluster": {"chief": ["c:1"]}, '
                        '"task": {"type": "chief", "index": 0}}') is None
@@ -214,9 +214,20 @@ def test_more_workers_than_files_is_refused_before_any_starts(data,
   with pytest.raises(ValueError, match=(
       f'{SHARDS + 1} Trainer workers need at least {SHARDS + 1} files per '
       f'split, and the train split has {SHARDS} ')):
-    trainer.run_fn(fn_args)
+    local_workers.run_fn(fn_args)
   assert _workers() == {}
   assert not os.path.exists(fn_args.model_run_dir)
+
+
+def test_the_trainer_alone_refuses_workers_no_cluster_names(data, tmp_path,
+                                                           monkeypatch):
+  # Training alone while the settings say two workers would go unnoticed.
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  fn_args = _fn_args(data, tmp_path, workers=2)
+  with pytest.raises(ValueError, match='2 Trainer workers need a cluster'):
+    trainer.run_fn(fn_args)
+  assert _workers() == {}
+  assert not os.path.exists(fn_args.serving_model_dir)
 
 
 def _vertex_tf_config(addresses, task_type):

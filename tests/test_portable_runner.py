@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from modules.training.local_workers import free_ports
+from modules.local_workers import free_ports
 from tests import datasets
 from tests import examples_io
 from tests import local_run

@@ -8,7 +8,7 @@ tested on any machine. Why and how: docs/training.md, "Devices".
 import dataclasses
 import json
 import os
-from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
+from typing import Collection, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -229,14 +229,3 @@ def task_from_environment() -> Optional[Task]:
   """Returns this process's task, or None for a single-process run."""
   return parse_tf_config(os.environ.get(TF_CONFIG))
 
-
-def local_tf_config(addresses: List[str], index: int) -> str:
-  """Returns the TF_CONFIG of worker `index` of a cluster on this machine.
-
-  Args:
-    addresses: the workers' host:port. Worker 0 is the chief.
-    index: this worker's index.
-  """
-  config: Dict[str, Any] = {'cluster': {'worker': list(addresses)},
-                            'task': {'type': 'worker', 'index': index}}
-  return json.dumps(config)

@@ -1,9 +1,11 @@
-"""Multi-worker training on this machine: N worker processes on loopback.
+"""A Trainer module file for --trainer-workers N on this machine.
 
-Without a TF_CONFIG cluster, run_fn hands `--trainer-workers N` to N fresh
-processes. Why and how: docs/training.md, "Several workers".
+Its run_fn starts N worker processes on loopback, each running
+modules.trainer.run_fn with a TF_CONFIG of its own (`python -m
+modules.local_workers ARGS.json`). Why and how: docs/training.md.
 """
 
+import ctypes
 import json
 import os
 import re
@@ -21,10 +23,13 @@ import tensorflow as tf
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 import modules
+from modules import trainer
 from modules.training import devices
+from modules.training import input_pipeline
 from modules.training import progress
 
-WORKER_MODULE = 'modules.training.worker'
+
+WORKER_MODULE = 'modules.local_workers'
 # The folder holding this copy of the project's packages, which the workers
 # import (first on their PYTHONPATH).
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
@@ -41,6 +46,41 @@ _EPOCH_LINE = re.compile(r'[:\]] ?Epoch (\d+)/(\d+): (.*)$')
 
 class WorkerError(RuntimeError):
   """A worker failed, or the workers did not finish in time."""
+
+
+def run_fn(fn_args: FnArgs) -> None:
+  """TFX Trainer entry point: trains on config.workers local processes.
+
+  Each worker reads files of its own, so a split of fewer files than
+  workers is refused before any starts. Under a cluster manager's TF_CONFIG
+  this process is already one worker, and trains as modules.trainer does.
+
+  Args:
+    fn_args: TFX's FnArgs, as modules.trainer.run_fn takes them.
+
+  Raises:
+    ValueError: a split has fewer files than workers.
+    WorkerError: a worker failed, or they did not finish in time.
+  """
+  config = trainer.training_config(fn_args)
+  if config.workers <= 1 or devices.has_tf_config():
+    trainer.run_fn(fn_args)
+    return
+  input_pipeline.check_files_per_worker(
+      fn_args, config.workers, input_pipeline.validation_split(fn_args))
+  train(fn_args, config.workers, config.workers_timeout_seconds)
+
+
+def local_tf_config(addresses: List[str], index: int) -> str:
+  """Returns the TF_CONFIG of worker `index` of a cluster on this machine.
+
+  Args:
+    addresses: the workers' host:port. Worker 0 is the chief.
+    index: this worker's index.
+  """
+  config: Dict[str, Any] = {'cluster': {'worker': list(addresses)},
+                            'task': {'type': 'worker', 'index': index}}
+  return json.dumps(config)
 
 
 def fn_args_to_dict(fn_args: FnArgs) -> Dict[str, Any]:
@@ -153,7 +193,7 @@ def train(fn_args: FnArgs, workers: int, timeout_seconds: float) -> None:
     try:
       for i in range(workers):
         env = {**os.environ,
-               devices.TF_CONFIG: devices.local_tf_config(addresses, i),
+               devices.TF_CONFIG: local_tf_config(addresses, i),
                # Lines reach the log as they are written (the epoch lines
                # are relayed from there).
                'PYTHONUNBUFFERED': '1',
@@ -208,3 +248,53 @@ def _keep_logs(logs: Sequence[str], model_run_dir: str) -> None:
     if os.path.exists(log):
       tf.io.gfile.copy(log, os.path.join(target, os.path.basename(log)),
                        overwrite=True)
+
+
+# Linux's prctl option: a signal for this process when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+  """Has this worker killed when the Trainer's process that started it dies.
+
+  So a killed run leaves no worker training on. It is set here rather than
+  between fork and exec (preexec_fn), where gRPC, running in the Trainer's
+  process, prints warnings about the fork.
+  """
+  parent = os.getppid()
+  try:
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(_PR_SET_PDEATHSIG,
+                                                   signal.SIGKILL)
+  except OSError:
+    return  # Not Linux: the communication timeout ends orphans instead.
+  if os.getppid() != parent:  # It died before prctl took effect.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main(argv) -> int:
+  """Trains as one worker, with the FnArgs of the file argv[1] names.
+
+  Returns:
+    0 once training is done.
+
+  Raises:
+    SystemExit: the command line does not name one file.
+  """
+  _die_with_parent()
+  if len(argv) != 2:
+    raise SystemExit(f'usage: {argv[0]} ARGS.json')
+  with open(argv[1]) as f:
+    args = json.load(f)
+  # Before any TensorFlow op: pools cannot be resized once TF runs.
+  tf.config.threading.set_intra_op_parallelism_threads(args['threads'])
+  # At least 2: with one inter-op thread, a step's collective op can wait
+  # for the very thread it blocks.
+  tf.config.threading.set_inter_op_parallelism_threads(
+      max(2, args['threads']))
+  logging.set_verbosity(logging.INFO)  # Epoch lines: the chief's are relayed.
+  trainer.run_fn(fn_args_from_dict(args['fn_args']))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv))
