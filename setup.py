@@ -25,7 +25,7 @@ setuptools.setup(
     entry_points={
         'console_scripts': [
             'image-pipeline=local_runner:main',
-            'image-pipeline-inspect=inspector.cli:main',
+            'image-pipeline-inspect=inspector.commands:main',
             'image-pipeline-predict=predict.cli:main',
         ],
     },

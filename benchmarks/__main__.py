@@ -44,14 +44,15 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # --help should not wait for TensorFlow.
 SECTIONS = {'core': 'core:SECTION',
             'time-to-accuracy': 'time_to_accuracy:SECTION',
-            'shapes': 'shapes:SHAPES',
-            'colour-time-to-accuracy': 'shapes:COLOUR_TIME_TO_ACCURACY',
-            'backbones': 'shapes:BACKBONES', 'encodings': 'encodings:SECTION',
-            'scale': 'scale:SECTION', 'tuning': 'tuning:SECTION',
-            'trust': 'trust:SECTION', 'schedule': 'schedule:SECTION',
+            'shapes': 'colour_images:SHAPES',
+            'colour-time-to-accuracy': 'colour_images:COLOUR_TIME_TO_ACCURACY',
+            'backbones': 'colour_images:BACKBONES',
+            'encodings': 'encodings:SECTION', 'scale': 'scaling:SECTION',
+            'tuning': 'tuner_trials:SECTION', 'trust': 'trust:SECTION',
+            'schedule': 'schedule:SECTION',
             'predict-speed': 'predict_speed:SECTION',
             'tfrecord-sinks': 'tfrecord_sinks:SECTION',
-            'real-data': 'real_data:SECTION', 'photos': 'photos:SECTION',
+            'real-data': 'real_data:SECTION', 'photos': 'photo_folder:SECTION',
             'copies': 'copies:SECTION'}
 # Quick mode: this fraction of MNIST, one repetition, a few
 # training steps, and a DAG run of a few training steps in one process.
@@ -120,7 +121,7 @@ def make_parser() -> argparse.ArgumentParser:
         'bare read (0: not; default: %(default)s).')
   scale('--scale-train-steps', type=int, default=None,
         help='The Trainer\'s fixed step budget (default: '
-        'benchmarks/scale.py\'s TRAIN_STEPS).')
+        'benchmarks/scaling.py\'s TRAIN_STEPS).')
   scale('--keep-data', action='store_true',
         help='Keep the generated data in --work-dir.')
   return parser

@@ -112,7 +112,7 @@ def sources_at(split_uri: str, positions: np.ndarray
   """Returns (source, place) of the records at `positions` of the split.
 
   The place, 'shard file:index', is where a reader finds the record without
-  reading the split (records/data_checks.py names records so too). Shards
+  reading the split (records/data_check_results.py names records so too). Shards
   are read in order, up to the last record wanted.
 
   Args:

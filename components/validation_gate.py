@@ -15,7 +15,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
 
 from components.data_checks.component import DataCheckResults
-from records import data_checks as data_checks_results
+from records import data_check_results as data_checks_results
 from records import features
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 

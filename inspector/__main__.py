@@ -2,6 +2,6 @@
 
 import sys
 
-from inspector import cli
+from inspector import commands
 
-sys.exit(cli.main())
+sys.exit(commands.main())

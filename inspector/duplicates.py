@@ -1,7 +1,7 @@
 """The copies and image issues DataChecks found in a run's Examples.
 
 Reads the DataChecks artifact of a run: its counts (custom properties) and
-its files (records/data_checks.py). Used by `python -m
+its files (records/data_check_results.py). Used by `python -m
 inspector duplicates` and by the report's data section.
 """
 
@@ -17,7 +17,7 @@ from metadata import queries
 from inspector import render
 from metadata.store import InspectError
 from records import csv_cells
-from records import data_checks as results
+from records import data_check_results as results
 
 NODE = 'DataChecks'
 OUTPUT_KEY = 'data_checks'

@@ -19,7 +19,7 @@ from metadata import queries
 from inspector import render
 from metadata.store import InspectError
 from records import csv_cells
-from records import data_checks as data_checks_results
+from records import data_check_results as data_checks_results
 
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
@@ -241,7 +241,7 @@ def _samples(examples: queries.Artifact) -> Dict[str, Any]:
 
 def training_section(md: queries.Metadata, run: queries.Run
                      ) -> Dict[str, Any]:
-  from inspector import training  # pylint: disable=g-import-not-at-top
+  from inspector import trainer_run  # pylint: disable=g-import-not-at-top
   from inspector import trials  # pylint: disable=g-import-not-at-top
   not_run = _not_run(run, 'Trainer', md)
   if not_run:
@@ -256,13 +256,13 @@ def training_section(md: queries.Metadata, run: queries.Run
       'seconds': producer.seconds, 'trained_in_run': producer.run,
       'model': {'id': model.id, 'uri': model.uri},
       'model_run': {'id': model_run.id, 'uri': model_run.uri},
-      'curves': _attempt('the training curves', training.epoch_curves,
+      'curves': _attempt('the training curves', trainer_run.epoch_curves,
                          model_run),
-      'settings': _attempt('the training settings', training.settings,
+      'settings': _attempt('the training settings', trainer_run.settings,
                            producer),
-      'device_plan': _attempt('the device plan', training.device_plan,
+      'device_plan': _attempt('the device plan', trainer_run.device_plan,
                               model_run),
-      'splits': _attempt('the splits', training.splits, model),
+      'splits': _attempt('the splits', trainer_run.splits, model),
       'tuning': (_attempt('the tuning trials', trials.trials, md, run)
                  if trials.ran_tuner(run) else None),
   }

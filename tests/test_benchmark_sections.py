@@ -4,12 +4,12 @@ measuring runs in `python -m benchmarks --section NAME`)."""
 
 from benchmarks import copies
 from benchmarks import harness
-from benchmarks import photos
+from benchmarks import photo_folder
 from benchmarks import predict_speed
 from benchmarks import schedule
-from benchmarks import shapes
+from benchmarks import colour_images
 from benchmarks import trust
-from benchmarks import tuning
+from benchmarks import tuner_trials
 
 CTX = harness.Context('python -m benchmarks CMD', data_dir_shown='DATA')
 PLAN = {'architecture': 'small-gap-cnn', 'parameters': 123456, 'epochs': 12,
@@ -42,7 +42,7 @@ def test_predict_speed_shows_each_path_and_the_tflite_files():
 
 
 def test_tuning_marks_the_winner():
-  text = tuning.SECTION.text(dict(
+  text = tuner_trials.SECTION.text(dict(
       flags=['--tune', '2'], trials=2, steps=200, load=(1.5, 2.5),
       found=[('1', 'lr=0.1', '0.91', '12.0'), ('2', 'lr=0.01', '0.95', '11.0')],
       winner=2, tuner_s=40.0, seconds=90.0), CTX)
@@ -87,7 +87,7 @@ def test_schedule_compares_warm_start_with_scratch_per_span():
 
 
 def test_shapes_and_backbones_show_their_runs():
-  text = shapes.SHAPES.text(dict(
+  text = colour_images.SHAPES.text(dict(
       per_class=300, eval_per_class=60, seconds=600.0, trainer_s=400.0,
       plan=PLAN, epoch_s=[30.0, 31.0, 32.0], val_accuracy=[0.5, 0.8, 0.9],
       tests=1000, test_accuracy=0.93, pushed=True), CTX)
@@ -95,7 +95,7 @@ def test_shapes_and_backbones_show_their_runs():
       '10.0 min', '6.7 min', 'small-gap-cnn', '123,456', '12', '31.0',
       '90.0%', '93.0%', 'yes']]
   assert '3,000 training and 600 eval images' in text
-  text = shapes.BACKBONES.text(dict(
+  text = colour_images.BACKBONES.text(dict(
       per_class=50, eval_per_class=10, flags=('--epochs', '3'),
       rows=[harness.row('small-gap-cnn', '--model small-gap-cnn', '1.0',
                         '2.0', '50.0%')],
@@ -181,7 +181,7 @@ def test_photos_compares_before_with_now_against_the_goals():
                 nodes={'Trainer': seconds / 2, 'LabelCheck': 10.0},
                 plan=dict(PLAN, input_size=size), epochs=10, epoch_s=100.0,
                 accuracy=accuracy, loads=('1.0, 1.0, 1.0', '2.0, 1.5, 1.0'))
-  text = photos.SECTION.text(dict(per_class=360, variants=[
+  text = photo_folder.SECTION.text(dict(per_class=360, variants=[
       variant('before', ('--image-size', '168x224'), 600.0, [168, 224], 0.6),
       variant('now', (), 150.0, [72, 96], 0.85)]), CTX)
   [accuracy, speed] = _rows(text, 'goal')

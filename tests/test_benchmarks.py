@@ -223,12 +223,12 @@ def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
 
 def _colour_variant(name, flags, trainer_s, epochs_run, kept_epoch, test):
   """A colour-time-to-accuracy variant as a quick run records it."""
-  from benchmarks import shapes  # pylint: disable=g-import-not-at-top
+  from benchmarks import colour_images  # pylint: disable=g-import-not-at-top
   stopping = {'enabled': True, 'stopped_early': False, 'epochs_run': epochs_run,
               'epochs_planned': 2, 'monitor': 'val_accuracy',
               'kept_epoch': kept_epoch, 'kept_value': 0.4, 'patience': 5,
               'split': 'eval'}
-  return shapes.Variant(
+  return colour_images.Variant(
       name=name, flags=flags, whole_run_s=90.0, trainer_s=trainer_s,
       trainer_cpu_s=2 * trainer_s, load=(2.5, 3.0),
       epoch_s=[6.0, 4.0][:epochs_run], val_accuracy=[0.3, 0.4][:epochs_run],
@@ -237,13 +237,13 @@ def _colour_variant(name, flags, trainer_s, epochs_run, kept_epoch, test):
 
 
 def test_colour_time_to_accuracy_renders_goals_variants_and_the_bare_loop():
-  from benchmarks import shapes  # pylint: disable=g-import-not-at-top
+  from benchmarks import colour_images  # pylint: disable=g-import-not-at-top
   before = _colour_variant('before', ('--epochs', '2'), 30.0, 2, 2, 0.4)
   now = _colour_variant('now', ('--epochs', '2'), 12.0, 2, 2, 0.398)
   reference = {'train_records': 200, 'epoch_s': [5.0, 5.0], 'cpu_s': 8.0,
                'wall_s': 10.0, 'precision': 'float32', 'reached': False,
                'target': 0.4, 'load': (3.0, 3.5)}
-  report = shapes.COLOUR_TIME_TO_ACCURACY.text(
+  report = colour_images.COLOUR_TIME_TO_ACCURACY.text(
       {'variants': [before, now], 'reference': reference,
        'counts': (20, 4, 40)}, harness.Context('CMD', quick=True))
   heading = '## Colour time to accuracy'

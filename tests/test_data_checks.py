@@ -31,7 +31,7 @@ from metadata import queries
 from inspector import report
 from metadata import store
 from pipeline import constants
-from records import data_checks as results
+from records import data_check_results as results
 from records import features
 from records import shards
 from tests import artifacts

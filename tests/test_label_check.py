@@ -19,7 +19,7 @@ from tfx.types import standard_artifacts
 
 from components import label_check
 from components.image_example_gen import idx
-from inspector import cli
+from inspector import commands
 from inspector import labels as inspector_labels
 from inspector import report
 from inspector import report_page
@@ -563,7 +563,7 @@ def test_the_mistakes_view_is_bounded_and_says_how_many_more(
   facts, _ = planted_report
   monkeypatch.setattr(report, 'MISTAKE_PAIRS', 2)
   monkeypatch.setattr(report, 'MISTAKES_PER_PAIR', 1)
-  md = cli.open_metadata(cli.make_parser().parse_args(
+  md = commands.open_metadata(commands.make_parser().parse_args(
       ['--output-dir', str(out), 'runs']))
   run = md.run('latest')
   part = report.mistakes_part(md, run)

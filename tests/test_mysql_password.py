@@ -4,7 +4,7 @@ inspect tool alike. No server needed: the options the store is opened with."""
 
 import pytest
 
-from inspector import cli
+from inspector import commands
 from metadata import store
 import local_runner
 
@@ -14,7 +14,7 @@ HOST = ['--mysql-host', 'db.example.com', '--mysql-user', 'alice']
 @pytest.fixture(params=['inspector', 'local_runner'])
 def parse(request):
   if request.param == 'inspector':
-    return lambda argv: cli.make_parser().parse_args(['runs', *argv])
+    return lambda argv: commands.make_parser().parse_args(['runs', *argv])
   return local_runner.make_parser().parse_args
 
 
@@ -22,7 +22,7 @@ def test_no_command_takes_a_password(parse, capsys):
   with pytest.raises(SystemExit):
     parse([*HOST, '--mysql-password', 'hunter2'])
   assert 'unrecognized arguments: --mysql-password' in capsys.readouterr().err
-  for parser in (cli.make_parser(), local_runner.make_parser()):
+  for parser in (commands.make_parser(), local_runner.make_parser()):
     assert '--mysql-password' not in parser.format_help()
     assert '--mysql-defaults-file' in parser.format_help()
 

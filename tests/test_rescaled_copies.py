@@ -16,7 +16,7 @@ from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from data import photos
 from data import planted
-from records import data_checks as results
+from records import data_check_results as results
 from tests import artifacts
 from tests import test_data_checks
 

@@ -1,6 +1,6 @@
 """DataChecks: copies within and across splits, and cheap image issues.
 
-The artifact's contents: records/data_checks.py. Why and how:
+The artifact's contents: records/data_check_results.py. Why and how:
 docs/data-checks.md.
 """
 

@@ -26,7 +26,7 @@ from components.data_checks import matching
 from components.data_checks import shard_signatures
 from components.image_transform import image_encoding
 from records import csv_cells
-from records import data_checks as results
+from records import data_check_results as results
 from records import features
 from records import shards
 from records import splits

@@ -3,7 +3,6 @@ the whole DAG, with the network and size of before (given by flags) and the
 defaults of now. Its template says how.
 """
 
-import os
 from typing import Any, Dict, List
 
 from benchmarks import harness

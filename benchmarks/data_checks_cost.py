@@ -16,7 +16,7 @@ import time
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import duplicates
 from metadata import queries
-from records import data_checks as results
+from records import data_check_results as results
 from tests import artifacts
 from tests import test_data_checks
 
