@@ -11,7 +11,7 @@ from typing import Any, Dict
 from inspector import files
 from metadata import queries
 from metadata.store import InspectError
-from modules import tuning
+from modules.training import tuning
 
 TUNER = 'Tuner'
 # TFX's Tuner executor's file names (tfx/components/tuner/executor.py).

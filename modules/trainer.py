@@ -18,7 +18,7 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import transform
-from modules import tuning
+from modules.training import tuning
 from modules.training import callbacks
 from modules.training import devices
 from modules.training import export

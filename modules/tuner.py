@@ -21,7 +21,7 @@ from modules.training import model as model_lib
 from modules.training import progress
 from modules import trainer
 from modules.training import plan as training_plan
-from modules import tuning
+from modules.training import tuning
 from modules.training.input_pipeline import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 from modules.training.config import TrainingConfig, TuningConfig
 

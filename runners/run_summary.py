@@ -136,7 +136,7 @@ def _describe(artifact, splits_stats: Dict[str, int],
                      _geometry_chosen(props) + _left_out(props))
   if artifact.type == 'HyperParameters':  # The Tuner's winner (--tune).
     from inspector import trials  # pylint: disable=g-import-not-at-top
-    from modules import tuning as space  # pylint: disable=g-import-not-at-top
+    from modules.training import tuning as space  # pylint: disable=g-import-not-at-top
     return 'best: ' + space.describe(trials.best_values(artifact))
   if artifact.type.endswith('LabelSuspects'):  # components/label_check.py
     return _suspects(props)

@@ -250,7 +250,7 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   # the best point names it.
   from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
   from modules import tuner as tuner_lib  # pylint: disable=g-import-not-at-top
-  from modules import tuning  # pylint: disable=g-import-not-at-top
+  from modules.training import tuning  # pylint: disable=g-import-not-at-top
   from modules.training.config import TuningConfig  # pylint: disable=g-import-not-at-top
   shapes.write(str(tmp_path / 'data'), per_class=8, size=SIZE,
                eval_per_class=4, shapes=CLASSES)

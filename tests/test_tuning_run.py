@@ -6,7 +6,7 @@ import json
 import re
 
 from modules.training import model as model_lib
-from modules import tuning
+from modules.training import tuning
 from modules.training.config import TrainingConfig
 from records import features
 from tests import tiny_runs

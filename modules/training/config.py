@@ -245,7 +245,7 @@ class InputConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TuningConfig:
-  """TFX's Tuner before the Trainer (modules/tuning.py holds the space)."""
+  """TFX's Tuner before the Trainer (modules/training/tuning.py holds the space)."""
   trials: int = knob(
       0, 'Tune the learning rate, width and dropout first: TFX\'s Tuner '
       'trains this many trials of --tune-trial-steps steps each, and the '

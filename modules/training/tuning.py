@@ -53,7 +53,7 @@ def space_for(network: str) -> NetworkSpace:
     return SPACES[network]
   except KeyError:
     raise ValueError(f'--tune: no search space for the network {network!r} '
-                     f'(modules/tuning.py SPACES has {sorted(SPACES)})'
+                     f'(modules/training/tuning.py SPACES has {sorted(SPACES)})'
                      ) from None
 
 
