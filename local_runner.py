@@ -23,13 +23,13 @@ from typing import Optional, Sequence
 from absl import logging as absl_logging
 from ml_metadata import metadata_store
 
+from metadata import local_store
 from metadata import store as inspect_store
 from pipeline import constants
 from pipeline import knobs as knobs_lib
 from pipeline import startup
 from runners import flags
 from runners import interrupted_runs
-from metadata import local_store
 from runners import run_report
 from runners import schema_history
 

@@ -18,9 +18,9 @@ startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 from inspector import artifacts as artifacts_lib
 from inspector import files
 from inspector import lineage as lineage_lib
-from metadata import queries
 from inspector import render
 from inspector import report
+from metadata import queries
 from metadata import store as store_lib
 from metadata.store import InspectError
 # pylint: enable=g-import-not-at-top

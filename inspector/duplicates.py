@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.text import Text
 
 from inspector import files
-from metadata import queries
 from inspector import render
+from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
 from records import data_check_results as results

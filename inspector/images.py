@@ -13,11 +13,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from records import features
-from records import shards
 from inspector import files
 from metadata import queries
 from metadata.store import InspectError
+from records import features
+from records import shards
 
 # Records per batch where every record of a shard is read.
 SCAN_BATCH = 4096

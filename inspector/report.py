@@ -15,8 +15,8 @@ import os
 from typing import Any, Callable, Dict, List, Optional
 
 from inspector import artifacts as artifacts_lib
-from metadata import queries
 from inspector import render
+from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
 from records import data_check_results as data_checks_results

@@ -18,7 +18,6 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import transform
-from modules.training import tuning
 from modules.training import callbacks
 from modules.training import devices
 from modules.training import export
@@ -27,6 +26,7 @@ from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import progress
+from modules.training import tuning
 from modules.training import warm_start
 from modules.training.config import TrainingConfig
 from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import

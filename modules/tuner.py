@@ -15,15 +15,15 @@ import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.components.tuner.component import TunerFnResult
 
+from modules import trainer
 from modules.training import devices
 from modules.training import input_pipeline
 from modules.training import model as model_lib
-from modules.training import progress
-from modules import trainer
 from modules.training import plan as training_plan
+from modules.training import progress
 from modules.training import tuning
-from modules.training.input_pipeline import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 from modules.training.config import TrainingConfig, TuningConfig
+from modules.training.input_pipeline import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 
 PROJECT_NAME = 'tuning'
 

@@ -26,8 +26,8 @@ from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
-from components.label_check import LabelCheck
 from components.label_check import auto_cross_fit_records
+from components.label_check import LabelCheck
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY

@@ -9,8 +9,8 @@ import argparse
 import dataclasses
 from typing import Any, Dict
 
-from modules.training.config import DEFAULT_BACKBONE
 from modules.knob import knob_fields, presets
+from modules.training.config import DEFAULT_BACKBONE
 from pipeline import knobs as knobs_lib
 
 # Help groups, and the configs whose flags each holds, in their order.

@@ -15,19 +15,19 @@ import tf_keras as keras
 
 from data import shapes
 from modules.training import fine_tune
+from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import progress
-from modules.training import input_pipeline
 from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pylint: disable=g-multiple-import
                                      ModelConfig, TrainingConfig)
 from pipeline import knobs as knobs_lib
 from records import features
 from runners import flags
 from tests import artifacts
-from tests.absl_lines import absl_lines
 from tests import local_run
 from tests import ports
 from tests import serving
+from tests.absl_lines import absl_lines
 
 NAME = 'mobilenet-v3-small'
 SIZE = 32

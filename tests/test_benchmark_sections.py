@@ -2,12 +2,12 @@
 and tables of the sections whose runs are too long for a test (their
 measuring runs in `python -m benchmarks --section NAME`)."""
 
+from benchmarks import colour_images
 from benchmarks import copies
 from benchmarks import harness
 from benchmarks import photo_folder
 from benchmarks import predict_speed
 from benchmarks import schedule
-from benchmarks import colour_images
 from benchmarks import trust
 from benchmarks import tuner_trials
 

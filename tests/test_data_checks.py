@@ -19,16 +19,16 @@ from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
 
 from components.data_checks import executor as data_checks_executor
+from components.data_checks import image_signatures
 from components.data_checks import issues
 from components.data_checks import shard_signatures
-from components.data_checks import image_signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
 from components.image_example_gen.options import ImageExampleGenOptions
 from inspector import duplicates
 from inspector import images
-from metadata import queries
 from inspector import report
+from metadata import queries
 from metadata import store
 from pipeline import constants
 from records import data_check_results as results

@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+from modules import trainer
 from modules.training import devices
 from modules.training import model as model_lib
-from modules import trainer
 from modules.training import plan as training_plan
 from modules.training.config import (Budget, ModelConfig, SMALL_BN_CNN,  # pylint: disable=g-multiple-import
                                      TrainingConfig)

@@ -14,9 +14,9 @@ import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from components.image_example_gen.options import ImageExampleGenOptions
-from modules.training import input_pipeline
 from modules import signatures
 from modules import trainer
+from modules.training import input_pipeline
 from modules.training.config import Budget, InputConfig, TrainingConfig
 from records import features
 from tests import artifacts

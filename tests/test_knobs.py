@@ -11,8 +11,8 @@ import pytest
 
 from components import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
-from metadata import store as inspect_store
 import local_runner
+from metadata import store as inspect_store
 from modules import knob as knob_lib
 from modules.training.config import TrainingConfig
 from pipeline import constants

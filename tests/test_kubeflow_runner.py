@@ -10,12 +10,12 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
 from tfx.utils import dependency_utils
 
-import local_runner
 from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
-from pipeline import constants
+import local_runner
 from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
+from pipeline import constants
 from tests import kubeflow_specs
 
 RESOLVER = 'latest_blessed_model_resolver'

@@ -18,10 +18,10 @@ import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
 from kubeflow import vertex_training
-from modules.training import devices
+from modules import local_workers
 from modules import signatures
 from modules import trainer
-from modules import local_workers
+from modules.training import devices
 from modules.training.config import Budget, TrainingConfig
 from pipeline import constants
 from records import features

@@ -5,8 +5,8 @@ inspect tool alike. No server needed: the options the store is opened with."""
 import pytest
 
 from inspector import commands
-from metadata import store
 import local_runner
+from metadata import store
 
 HOST = ['--mysql-host', 'db.example.com', '--mysql-user', 'alice']
 

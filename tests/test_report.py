@@ -11,14 +11,14 @@ import re
 
 import pytest
 
-import local_runner
 from inspector import charts
-from metadata import queries
 from inspector import report
 from inspector import report_page
+import local_runner
+from metadata import local_store
+from metadata import queries
 from modules.training import devices as device_plans
 from pipeline import constants
-from metadata import local_store
 from runners import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
@@ -26,9 +26,9 @@ from tests.tiny_runs import CLASS_RECORDS
 from tests.tiny_runs import DATA_AND_TRAINING
 from tests.tiny_runs import EPOCHS
 from tests.tiny_runs import EVAL_RECORDS
-from tests.tiny_runs import SPLIT_RECORDS
 from tests.tiny_runs import inspect
 from tests.tiny_runs import inspect_json
+from tests.tiny_runs import SPLIT_RECORDS
 
 CLASSES = [str(i) for i in range(10)]
 

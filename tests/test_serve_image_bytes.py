@@ -14,9 +14,9 @@ import tensorflow as tf
 from PIL import Image, PngImagePlugin
 
 from components.image_example_gen import image_folder
-from modules.training import image_orientation
 from modules import signatures
 from modules.training import export
+from modules.training import image_orientation
 from predict import inputs as predict_inputs
 from records import features
 from tests import tiny_models

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from components.image_example_gen.options import ImageExampleGenOptions
-from modules.training import input_pipeline
 from modules import transform
+from modules.training import input_pipeline
 from records import decode
 from records import features
 from tests import artifacts

@@ -11,8 +11,8 @@ import pytest
 import tf_keras
 
 import local_runner
-from modules.training import model as model_lib
 from modules import tuner as tuner_module
+from modules.training import model as model_lib
 from modules.training import tuning
 from modules.training.config import (ARCHITECTURES, BACKBONES, MNIST_CNN,  # pylint: disable=g-multiple-import
                                      SMALL_BN_CNN, SMALL_GAP_CNN,

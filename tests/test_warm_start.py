@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import warm_start
-from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training.config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start_model
 from records import features

@@ -12,8 +12,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from modules.training import model as model_lib
 from modules import signatures
+from modules.training import model as model_lib
 from modules.training.config import ModelConfig
 from records import features
 
