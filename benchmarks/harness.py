@@ -44,7 +44,8 @@ QUICK_SEED = 1
 QUICK_ARGS = ('--seed', str(QUICK_SEED), '--epochs', '1', '--train-steps',
               '5', '--accuracy-threshold', '0', ONE_PROCESS)
 WHOLE_RUN = 'whole run'
-# The CPU flags that decide the Trainer's precision (modules/training/devices.py).
+# The CPU flags that decide the Trainer's precision
+# (modules/training/devices.py).
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 # IDX file prefix of each split (ExampleGen's default input config).
 SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}

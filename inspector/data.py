@@ -54,7 +54,8 @@ def record_counts(md: queries.Metadata, examples: queries.Artifact
   StatisticsGen's otherwise (runs from before DataChecks), which on a large
   input count only the sample it read (pipeline/scale.py).
   """
-  counted = _data_checks_property(md, examples, data_check_results.IMAGES_PROPERTY)
+  counted = _data_checks_property(md, examples,
+                                  data_check_results.IMAGES_PROPERTY)
   if counted is not None:
     return counted
   statistics = statistics_of(md, examples)
@@ -70,7 +71,8 @@ def label_counts(md: queries.Metadata, examples: queries.Artifact
                  ) -> Dict[str, Dict[int, int]]:
   """{split: {label: records}} of `examples`, as DataChecks counted them
   reading every record; {} when it did not (runs from before it did)."""
-  counted = _data_checks_property(md, examples, data_check_results.LABELS_PROPERTY)
+  counted = _data_checks_property(md, examples,
+                                  data_check_results.LABELS_PROPERTY)
   return {split: {int(label): count for label, count in counts.items()}
           for split, counts in (counted or {}).items()}
 

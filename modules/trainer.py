@@ -94,7 +94,7 @@ def run_fn(fn_args: FnArgs) -> None:
   datasets = make_datasets(run)
   fit = Fit(model, strategy, config, len(data.class_names), datasets,
             make_callbacks(run, datasets.epoch_steps *
-                      device_plan.global_batch_size, start.warm))
+                           device_plan.global_batch_size, start.warm))
   clock.lap('model and input')
   trained = train_model(run, fit, backbone)
   scoring = fit.scored.seconds if fit.scored else 0.0
@@ -174,7 +174,8 @@ def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
         fit.stopper, plan.epochs, fit.epochs_run, validation_plan.split,
         validation_plan.size.records)
   else:
-    stopping = callbacks.stopping_without_validation(plan.epochs, fit.epochs_run)
+    stopping = callbacks.stopping_without_validation(plan.epochs,
+                                                     fit.epochs_run)
   logging.info(progress.END_LINE, callbacks.describe_stopping(stopping))
   return {'learning_rate': learning_rate, 'early_stopping': stopping,
           **(fine_tune.describe(backbone, plan.epochs, config.model)
@@ -392,7 +393,7 @@ def make_datasets(run: Run) -> Datasets:
 
 
 def make_callbacks(run: Run, examples_per_epoch: int,
-              warm: bool) -> List[keras.callbacks.Callback]:
+                   warm: bool) -> List[keras.callbacks.Callback]:
   """TensorBoard's logs, the console's progress, early stopping on the
   validation split, and LabelCheck's training-run probabilities.
 

@@ -73,7 +73,8 @@ def test_the_weights_table_is_what_keras_applications_download():
     weights = model_lib.APPLICATIONS[name][2]
     assert (weights.base_url, weights.md5) == (base_url, md5), name
     assert weights.url.endswith('.h5')
-    assert callable(getattr(keras.applications, model_lib.APPLICATIONS[name][0]))
+    assert callable(getattr(keras.applications,
+                            model_lib.APPLICATIONS[name][0]))
 
 
 def test_without_network_the_download_fails_in_one_line_with_the_way_out(
@@ -120,8 +121,8 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
   geometry = features.ImageGeometry(28, 28, 1)
   config = ModelConfig(backbone=NAME, weights=weights_path, augment=False,
                        input_size=(28, 28))
-  model, backbone = model_lib.build_pretrained(geometry, 3, config, np.array([0.3]),
-                                    np.array([0.04]))
+  model, backbone = model_lib.build_pretrained(
+      geometry, 3, config, np.array([0.3]), np.array([0.04]))
   assert backbone.input_shape[1:] == (SIZE, SIZE, 3)
   initial = _weights(backbone.layers)
   file_weights = model_lib.application(NAME, (SIZE, SIZE), weights_path)

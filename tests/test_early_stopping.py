@@ -81,7 +81,7 @@ def test_the_default_watches_validation_accuracy():
 def test_epochs_at_a_high_learning_rate_do_not_count():
   # The default schedule's rate is down to half its peak at 60% of it.
   assert callbacks.unwatched_epochs(Budget(warmup_fraction=0.2),
-                                         30) == 18
+                                    30) == 18
   budget = Budget(patience=2, warmup_fraction=0.0,
                   early_stopping_metric='val_loss')
   assert callbacks.unwatched_epochs(budget, 8) == 4
@@ -112,7 +112,7 @@ def test_the_outcome_names_the_split_it_was_decided_on():
   budget = Budget(patience=3, warmup_fraction=0.0)
   _, _, history, stopper = _fit(budget, epochs=4, validation_agrees=True)
   result = callbacks.stopping_outcome(stopper, 4, len(history.epoch),
-                                  'validation', 256)
+                                      'validation', 256)
   assert result['split'] == 'validation' and result['split_records'] == 256
   assert callbacks.describe_stopping(result).endswith(
       f'(val_accuracy {result["kept_value"]:.4f} on validation, the best)')

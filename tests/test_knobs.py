@@ -196,9 +196,11 @@ CASES = {
         lambda dag: _training(dag).budget.warm_start_learning_rate_factor,
         0.7),
     # Locally, the Trainer runs the run_fn that starts the workers.
-    '--trainer-workers': (['--trainer-workers', '2'], lambda dag: (
-        _training(dag).workers, _component(dag, 'Trainer')['run_fn']),
-                          (2, constants.LOCAL_WORKERS_RUN_FN)),
+    '--trainer-workers': (
+        ['--trainer-workers', '2'],
+        lambda dag: (_training(dag).workers,
+                     _component(dag, 'Trainer')['run_fn']),
+        (2, constants.LOCAL_WORKERS_RUN_FN)),
     '--accuracy-threshold': (['--accuracy-threshold', '0.5'],
                              _accuracy_threshold, 0.5),
     '--no-label-check': (['--no-label-check'], lambda dag: 'LabelCheck' in [

@@ -197,12 +197,14 @@ def test_tf_config_of_vertex_and_of_local_workers():
   task = devices.parse_tf_config(vertex)
   assert (task.workers, task.is_chief) == (3, False)
   assert devices.parse_tf_config(vertex.replace('"type": "worker"',
-                                      '"type": "chief"')).is_chief
-  assert devices.parse_tf_config(local_workers.local_tf_config(['a:1', 'b:2'], 0)).is_chief
-  assert not devices.parse_tf_config(local_workers.local_tf_config(['a:1', 'b:2'], 1)).is_chief
+                                                '"type": "chief"')).is_chief
+  local = [local_workers.local_tf_config(['a:1', 'b:2'], i) for i in (0, 1)]
+  assert devices.parse_tf_config(local[0]).is_chief
+  assert not devices.parse_tf_config(local[1]).is_chief
   # One task, or none: one process trains alone.
   assert devices.parse_tf_config('{"cluster": {"chief": ["c:1"]}, '
-                       '"task": {"type": "chief", "index": 0}}') is None
+                                 '"task": {"type": "chief", "index": 0}}'
+                                 ) is None
   assert devices.parse_tf_config(None) is None
   with pytest.raises(ValueError, match='TF_CONFIG is not a JSON object'):
     devices.parse_tf_config('chief')
@@ -219,8 +221,8 @@ def test_more_workers_than_files_is_refused_before_any_starts(data,
   assert not os.path.exists(fn_args.model_run_dir)
 
 
-def test_the_trainer_alone_refuses_workers_no_cluster_names(data, tmp_path,
-                                                           monkeypatch):
+def test_the_trainer_alone_refuses_workers_no_cluster_names(
+    data, tmp_path, monkeypatch):
   # Training alone while the settings say two workers would go unnoticed.
   monkeypatch.delenv('TF_CONFIG', raising=False)
   fn_args = _fn_args(data, tmp_path, workers=2)

@@ -27,9 +27,9 @@ def _row(copies, seconds, peak, cap=None, failed='', skipped=''):
 
 def _stream(streaming, bare):
   return scaling.StreamResult(copies=10, examples=600_000,
-                            rate={'streaming input_fn': Figure([streaming]),
-                                  'bare read': Figure([bare])},
-                            plan='train: streamed from disk: ...')
+                              rate={'streaming input_fn': Figure([streaming]),
+                                    'bare read': Figure([bare])},
+                              plan='train: streamed from disk: ...')
 
 
 # 10x: 610,000 examples; 100x: 6,010,000.
@@ -85,7 +85,7 @@ def test_what_was_not_measured_is_neither_met_nor_not_met():
 def test_the_section_shows_each_component_and_the_streaming_read():
   rows = [_row(10, TEN, 3 * GB), _row(100, HUNDRED, 4 * GB)]
   section = scaling.SECTION.text((rows, _stream(80, 100)),
-                               harness.Context('python -m x'))
+                                 harness.Context('python -m x'))
   assert section.startswith('## Scale: 1x, 10x and 100x MNIST')
   assert '    python -m x' in section
   assert '| ImageExampleGen | 4.0 (152,500/s) | 35.0 (171,714/s) |' in section

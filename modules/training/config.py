@@ -149,7 +149,7 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  # A pretrained backbone (modules/training/model.py, modules/training/fine_tune.py).
+  # A pretrained backbone (modules/training/model.py, fine_tune.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '
       'weights unless --weights says otherwise) with a new head, trained in '
@@ -245,7 +245,7 @@ class InputConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TuningConfig:
-  """TFX's Tuner before the Trainer (modules/training/tuning.py holds the space)."""
+  """TFX's Tuner before the Trainer (tuning.py holds the space)."""
   trials: int = knob(
       0, 'Tune the learning rate, width and dropout first: TFX\'s Tuner '
       'trains this many trials of --tune-trial-steps steps each, and the '

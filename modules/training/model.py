@@ -472,8 +472,8 @@ def check_weights(config: ModelConfig) -> None:
 
 
 def build_pretrained(geometry: features.ImageGeometry, num_classes: int,
-          config: ModelConfig, mean: np.ndarray,
-          variance: np.ndarray) -> Tuple[keras.Model, keras.Model]:
+                     config: ModelConfig, mean: np.ndarray,
+                     variance: np.ndarray) -> Tuple[keras.Model, keras.Model]:
   """Builds the model around a backbone, as docs/training.md describes.
 
   The model maps normalised images [batch, H, W, C] to logits [batch,
