@@ -24,7 +24,7 @@ TRAINING = ['--epochs', '1', '--train-steps', '2', '--batch-size', '8',
             '--accuracy-threshold', '0', '--no-label-check',
             local_run.ONE_PROCESS]
 # Trained, its TensorBoard logs written, the model not yet saved.
-TRAINER_EXPORTS = 'modules.trainer:export_serving_model'
+TRAINER_EXPORTS = 'modules.training.export:export_serving_model'
 # Inside ExampleGen's Beam pipeline (in this process: ONE_PROCESS), the
 # first shard file written whole, about to be closed (still under its
 # temporary name) in the execution's output directory.

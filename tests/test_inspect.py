@@ -430,8 +430,9 @@ def test_a_run_that_never_trained_has_no_metrics_or_models(stopped_run):
 
 def test_text_listings_do_not_load_tensorflow(two_runs):
   # TensorFlow takes seconds to import; these read MLMD and small protos.
-  code = ('import sys; from inspector import cli; '
-          f'[cli.main(["--output-dir", {str(two_runs / "out")!r}, *a]) for a in '
+  code = ('import sys; from inspector import commands; '
+          f'[commands.main(["--output-dir", {str(two_runs / "out")!r}, *a]) '
+          'for a in '
           '(["runs"], ["artifacts"], ["lineage", "latest-model"], '
           '["stats", "latest"], ["anomalies", "latest"])]; '
           'assert "tensorflow" not in sys.modules, "tensorflow was imported"')
