@@ -101,6 +101,40 @@ def test_imports_flow_downward(part):
                      '\n'.join(wrong))
 
 
+def test_the_trainers_parts_import_none_of_the_module_files_using_them():
+  # modules/training/ holds what the Trainer and the Tuner train with; the
+  # module files TFX and LabelCheck name import it, never the other way.
+  users = {'modules.trainer', 'modules.tuner', 'modules.local_workers',
+           'modules.cross_fit'}
+  wrong = [f'{os.path.relpath(path, PROJECT_DIR)}:{line} imports {name}'
+           for path in _python_files(os.path.join('modules', 'training'))
+           for name, line in _imported_modules(path) if name in users]
+  assert not wrong, '\n'.join(wrong)
+
+
+def _imported_modules(path):
+  """(module, line) of each import in `path`; `from a import b` counts as
+  both a and a.b, since b may be a module."""
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      yield from ((alias.name, node.lineno) for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      yield node.module, node.lineno
+      yield from ((f'{node.module}.{alias.name}', node.lineno)
+                  for alias in node.names)
+
+
+def test_the_module_reader_sees_modules_imported_from_their_package(
+    tmp_path):
+  path = tmp_path / 'example.py'
+  path.write_text('from modules import trainer\n\n'
+                  'def f():\n  import modules.tuner\n')
+  assert {'modules.trainer', 'modules.tuner'} <= {
+      name for name, _ in _imported_modules(str(path))}
+
+
 def test_every_import_of_the_project_names_a_module_that_exists():
   # After a move, an import left pointing at the old place fails only when
   # its code runs (many are inside functions): find them all here.
