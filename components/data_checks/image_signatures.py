@@ -1,7 +1,7 @@
 """Compact per-image signatures, computed on batches of images at once.
 
-A pixel digest, perceptual and average hashes, a normalised thumbnail and
-the scores issues.py judges. Why and how: docs/data-checks.md.
+A pixel digest, a perceptual hash, a normalised thumbnail with its order
+keys, and the scores issues.py judges. Why and how: docs/data-checks.md.
 """
 
 import functools
@@ -25,8 +25,7 @@ SHARPNESS_SIZE = 64
 # Keys that order the candidates of copies, one a hash band
 # (matching.candidates): projections of the thumbnails on fixed random
 # directions, the same in every run. A copy's key stays near its source's
-# among thousands of look-alike images (MNIST's ones), where an average hash
-# ties with hundreds of them.
+# among thousands of look-alike images (MNIST's ones).
 ORDER_KEYS = 4
 _DIRECTIONS = np.random.default_rng(0).standard_normal(
     (ORDER_KEYS, THUMB * THUMB)).astype(np.float32)
@@ -99,8 +98,8 @@ def order_keys(thumbs: np.ndarray) -> np.ndarray:
   """Returns float16 [N, ORDER_KEYS]: int8 [N, THUMB * THUMB] thumbnails
   projected on fixed random directions; alike thumbnails get alike keys.
 
-  Half precision: the four keys take the 8 bytes an image's average hash
-  took, and order as well (BENCHMARKS.md, "Copies").
+  Half precision: the four keys take 8 bytes an image, and order as well as
+  in single precision (BENCHMARKS.md, "Copies").
   """
   return (thumbs.astype(np.float32) @ _DIRECTIONS.T).astype(np.float16)
 
