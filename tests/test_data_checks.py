@@ -21,7 +21,6 @@ from tfx.types import standard_artifacts
 from components.data_checks import executor as data_checks_executor
 from components.data_checks import image_signatures
 from components.data_checks import issues
-from components.data_checks import matching
 from components.data_checks import shard_signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
@@ -162,45 +161,6 @@ def test_distinct_look_alikes_are_not_paired(checked):
   # The signatures the Beam workers wrote there are gone.
   assert sorted(os.listdir(output.uri)) == [results.COPIES_FILE,
                                             results.ISSUES_FILE]
-
-
-def _strokes(count: int, rng) -> np.ndarray:
-  """[count, 28, 28] uint8: one slanted stroke with two blobs on it each,
-  like MNIST's plain "1"s: their hashes share bands by the thousand."""
-  images = []
-  for _ in range(count):
-    image = Image.new('L', (28, 28))
-    draw = ImageDraw.Draw(image)
-    top, bottom = 14 + rng.normal(0, 1.5), 14 + rng.normal(0, 3)
-    draw.line([(top, 4 + rng.integers(0, 3)),
-               (bottom, 24 - rng.integers(0, 3))],
-              fill=255, width=int(rng.integers(2, 4)))
-    for _ in range(2):
-      t, r = rng.random(), rng.uniform(1, 2.2)
-      x, y = top + (bottom - top) * t + rng.normal(0, 2), 4 + 20 * t
-      draw.ellipse([x - r, y - r, x + r, y + r], fill=255)
-    images.append(np.asarray(image))
-  return np.stack(images)
-
-
-def test_re_encoded_copies_among_thousands_of_look_alikes_are_paired():
-  # Each image is compared with its 16 neighbours in a hash band's order:
-  # among 8,000 look-alikes the copy must stand next to its source.
-  rng = np.random.default_rng(0)
-  originals = _strokes(8000, rng)
-  sources = rng.choice(len(originals), 50, replace=False)
-  copies = []
-  for source in sources:
-    buffer = io.BytesIO()
-    Image.fromarray(originals[source]).save(buffer, 'JPEG', quality=75)
-    copies.append(np.asarray(Image.open(buffer)))
-  images = np.concatenate([originals, np.stack(copies)])[..., None]
-  signatures = image_signatures.compute(images)
-  pairs = matching.find_copies(
-      signatures.digest, signatures.phash, signatures.order,
-      signatures.thumbnail, np.ones(len(images), bool))
-  assert sorted(zip(pairs.first.tolist(), pairs.second.tolist())) == sorted(
-      (int(source), len(originals) + k) for k, source in enumerate(sources))
 
 
 @pytest.fixture(scope='module')

@@ -1,7 +1,7 @@
 """Compact per-image signatures, computed on batches of images at once.
 
-A pixel digest, a perceptual hash, a normalised thumbnail with its order
-keys, and the scores issues.py judges. Why and how: docs/data-checks.md.
+A pixel digest, perceptual and average hashes, a normalised thumbnail and
+the scores issues.py judges. Why and how: docs/data-checks.md.
 """
 
 import functools
@@ -22,13 +22,6 @@ SCORE_DTYPE = np.dtype([(name, np.float32) for name in SCORE_FIELDS])
 # Sharpness is measured on images at most this size (area-resized), so a
 # large photo costs no more than a small one.
 SHARPNESS_SIZE = 64
-# Keys that order the candidates of copies, one a hash band
-# (matching.candidates): projections of the thumbnails on fixed random
-# directions, the same in every run. A copy's key stays near its source's
-# among thousands of look-alike images (MNIST's ones).
-ORDER_KEYS = 4
-_DIRECTIONS = np.random.default_rng(0).standard_normal(
-    (ORDER_KEYS, THUMB * THUMB)).astype(np.float32)
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,14 +87,10 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
   return np.packbits(bits, axis=1, bitorder='little').view('<u8')[:, 0]
 
 
-def order_keys(thumbs: np.ndarray) -> np.ndarray:
-  """Returns float16 [N, ORDER_KEYS]: int8 [N, THUMB * THUMB] thumbnails
-  projected on fixed random directions; alike thumbnails get alike keys.
-
-  Half precision: the four keys take 8 bytes an image, and order as well as
-  in single precision (BENCHMARKS.md, "Copies").
-  """
-  return (thumbs.astype(np.float32) @ _DIRECTIONS.T).astype(np.float16)
+def average_hashes(small: np.ndarray) -> np.ndarray:
+  """Returns the uint64 [N] average hashes of float32 [N, H, W] images."""
+  tiny = resize(small, HASH_SIZE, HASH_SIZE).reshape(len(small), -1)
+  return pack_bits(tiny > tiny.mean(axis=1, keepdims=True))
 
 
 def digests(images: np.ndarray) -> np.ndarray:
@@ -186,7 +175,7 @@ class Signatures(NamedTuple):
   """The signatures of N images, as arrays of one entry per image."""
   digest: np.ndarray     # uint64
   phash: np.ndarray      # uint64
-  order: np.ndarray      # float16 [N, ORDER_KEYS]
+  ahash: np.ndarray      # uint64
   thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
   scores: np.ndarray     # SCORE_DTYPE
 
@@ -196,5 +185,5 @@ def compute(images: np.ndarray) -> Signatures:
   grey_images = grey(images)
   small = resize(grey_images, THUMB, THUMB)
   return Signatures(digests(images), perceptual_hashes(grey_images),
-                    order_keys(thumbnails(small)), thumbnails(small),
+                    average_hashes(small), thumbnails(small),
                     scores(grey_images, small))

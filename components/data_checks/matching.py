@@ -13,7 +13,7 @@ from components.data_checks import alignment
 from components.data_checks import image_signatures
 from components.data_checks import windows
 
-BANDS = image_signatures.ORDER_KEYS  # An order key a band.
+BANDS = 4
 WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
@@ -47,7 +47,7 @@ def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
   return (values >> shift) | (values << back)
 
 
-def candidates(hashes: np.ndarray, order: np.ndarray,
+def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
                usable: np.ndarray) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
   """Yields blocks of index pairs of `usable` images whose hashes are near.
 
@@ -57,9 +57,8 @@ def candidates(hashes: np.ndarray, order: np.ndarray,
   Args:
     hashes: uint64 [N] perceptual hashes; a pair shares one of BANDS bands
       and differs in at most MAX_HASH_BITS bits.
-    order: float16 [N, BANDS] keys (image_signatures.order_keys), one a
-      band, which order the images of the band, so that the window's
-      neighbours are alike.
+    second_hashes: uint64 [N] other hashes (average ones), which order the
+      images of a band, so that the window's neighbours are alike.
     usable: bool [N], the images that may be paired.
 
   Yields:
@@ -70,15 +69,15 @@ def candidates(hashes: np.ndarray, order: np.ndarray,
   lead = np.uint64(64 - band_bits)
   for band in range(BANDS):
     bands = _rotate(hashes[index], band * band_bits) >> lead
-    ordered = index[np.lexsort((order[index, band], bands))]
-    sorted_hashes = hashes[ordered]
+    order = index[np.lexsort((second_hashes[index], bands))]
+    sorted_hashes = hashes[order]
     sorted_bands = _rotate(sorted_hashes, band * band_bits) >> lead
-    for step in range(1, min(WINDOW + 1, len(ordered))):
+    for step in range(1, min(WINDOW + 1, len(order))):
       same_band = sorted_bands[step:] == sorted_bands[:-step]
       near = popcount(sorted_hashes[step:] ^ sorted_hashes[:-step]
                       ) <= MAX_HASH_BITS
       keep = np.flatnonzero(same_band & near)
-      yield ordered[keep], ordered[keep + step]
+      yield order[keep], order[keep + step]
 
 
 def _pair_keys(first: np.ndarray, second: np.ndarray, count: int
@@ -156,7 +155,7 @@ class Framed:
   """The Frames (alignment.py) of all images: hashes and flags in memory,
   the rest memmaps."""
   phash: np.ndarray
-  order: np.ndarray  # float16 [N, BANDS] (image_signatures.order_keys)
+  ahash: np.ndarray
   thumbnail: np.ndarray
   detail: np.ndarray
   detail_shape: Tuple[int, int, int]  # (height, width, channels)
@@ -169,7 +168,7 @@ class Framed:
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
-                order: np.ndarray, thumbs: np.ndarray,
+                second_hashes: np.ndarray, thumbs: np.ndarray,
                 usable: np.ndarray, framed: Framed = None) -> Pairs:
   """Finds the exact, near, and (given `framed`) rescaled copies.
 
@@ -181,8 +180,7 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   Args:
     digests: uint64 [N] digests of the images' bytes.
     hashes: uint64 [N] perceptual hashes.
-    order: float16 [N, BANDS] keys that order the candidates
-      (image_signatures.order_keys).
+    second_hashes: uint64 [N] average hashes (candidates).
     thumbs: int8 [N, THUMB * THUMB] thumbnails; a memmap is fine.
     usable: bool [N], the images that may be near copies (not near blank).
     framed: the images' frames; None seeks no rescaled copies.
@@ -190,7 +188,7 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
-  for first, second in candidates(hashes, order, usable):
+  for first, second in candidates(hashes, second_hashes, usable):
     difference = compare(thumbs, first, second)
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
@@ -243,7 +241,7 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
-  for first, second in candidates(framed.phash, framed.order,
+  for first, second in candidates(framed.phash, framed.ahash,
                                   usable & framed.framed):
     keys.append(_framed_candidates(framed, first, second))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)

@@ -27,14 +27,11 @@ THUMBNAILS, FRAMED, DETAILS = '.thumbnails', '.framed', '.details'
 # The small arrays' entry of the sources: read on its own, for the few
 # records the results name.
 SOURCE = 'source'
-_DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'order': np.float16,
-           'framed_phash': np.uint64, 'framed_order': np.float16,
+_DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
+           'framed_phash': np.uint64, 'framed_ahash': np.uint64,
            'framed': bool,
            'scores': image_signatures.SCORE_DTYPE, 'label': np.int32,
            SOURCE: np.bytes_}
-# The values a row of the small arrays that hold more than one.
-_ROW_SHAPES = {'order': (image_signatures.ORDER_KEYS,),
-               'framed_order': (image_signatures.ORDER_KEYS,)}
 # tf.data reads ahead while numpy works on the batch before.
 _PREFETCH = 2
 # Shards are read in groups of at least this many bytes: setting up a
@@ -163,10 +160,10 @@ class _ShardWriter:
                           (FRAMED, framed.thumbnail),
                           (DETAILS, framed.detail)):
       self._files[suffix].write(array.tobytes())
-    for name in ('digest', 'phash', 'order', 'scores'):
+    for name in ('digest', 'phash', 'ahash', 'scores'):
       self._small[name].append(getattr(result, name))
     self._small['framed_phash'].append(framed.phash)
-    self._small['framed_order'].append(framed.order)
+    self._small['framed_ahash'].append(framed.ahash)
     self._small['framed'].append(framed.framed)
     self._small['label'].append(labels.astype(np.int32))
     self._small[SOURCE].append(sources)
@@ -175,8 +172,7 @@ class _ShardWriter:
     for file in self._files.values():
       file.close()
     arrays = {name: (np.concatenate(parts) if parts else
-                     np.zeros((0, *_ROW_SHAPES.get(name, ())),
-                              _DTYPES[name]))
+                     np.zeros(0, _DTYPES[name]))
               for name, parts in self._small.items()}
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
