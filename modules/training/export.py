@@ -287,7 +287,7 @@ def _stderr_to_log() -> Iterator[None]:
 def save_classifier(concrete_function, model: keras.Model,
                     directory: str) -> None:
   """Saves `concrete_function` of `model` as the serving_default signature
-  of a SavedModel in `directory`, for `convert`.
+  of a SavedModel in `directory`, for `convert_to_tflite`.
 
   Args:
     concrete_function: what `pixel_classifier` returns.
