@@ -162,12 +162,8 @@ def collect(connection_config: metadata_store_pb2.ConnectionConfig,
 
   Args:
     connection_config: the run's ML Metadata store.
-    pipeline_name: the pipeline whose runs are counted.
-    keep_runs: how many of the newest runs keep their large artifacts.
-    serving_model_dir: where the Pusher pushes; the served model's lineage
-      is kept.
-    pipeline_root: the output's pipeline root; only artifacts under it are
-      deleted, and only runs that wrote under it are counted.
+    pipeline_name, keep_runs, serving_model_dir, pipeline_root: as `plan`
+      takes them.
 
   Returns:
     The runs kept, the served version, and the artifacts deleted with the
