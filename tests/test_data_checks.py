@@ -21,6 +21,7 @@ from tfx.types import standard_artifacts
 from components.data_checks import executor as data_checks_executor
 from components.data_checks import image_signatures
 from components.data_checks import issues
+from components.data_checks import matching
 from components.data_checks import shard_signatures
 from components.data_checks.component import DataCheckResults
 from components.image_example_gen import idx
@@ -161,6 +162,38 @@ def test_distinct_look_alikes_are_not_paired(checked):
   # The signatures the Beam workers wrote there are gone.
   assert sorted(os.listdir(output.uri)) == [results.COPIES_FILE,
                                             results.ISSUES_FILE]
+
+
+def test_copies_among_thousands_of_look_alikes_are_found():
+  # Plain "1"s share hash bands by the thousand: a copy must still come
+  # near its original in the band's order.
+  originals = strokes(8000, seed=3)
+  rng = np.random.default_rng(0)
+  copies = np.stack([planted_copy(image, 'jpeg', rng)
+                     for image in originals[:50]])
+  found = image_signatures.compute(
+      np.concatenate([originals, copies])[..., None])
+  pairs = matching.find_copies(found.digest, found.phash, found.order_key,
+                               found.thumbnail, np.ones(8050, bool))
+  paired = set(zip(pairs.first.tolist(), pairs.second.tolist()))
+  assert sum((number, 8000 + number) in paired for number in range(50)) >= 48
+
+
+def test_compare_is_exact_below_its_bound_and_no_less_above():
+  rng = np.random.default_rng(0)
+  thumbs = rng.integers(-127, 128, (300, 256)).astype(np.int8)
+  spread = np.repeat([8, 40], 75)[:, None]  # Half the pairs near.
+  thumbs[1::2] = np.clip(
+      thumbs[::2] + rng.integers(-spread, spread + 1, (150, 256)), -127, 127)
+  first, second = np.arange(0, 300, 2), np.arange(1, 300, 2)
+  exact = np.abs(thumbs[first].astype(int) - thumbs[second]).max(axis=1) / (
+      image_signatures.THUMB_SCALE)
+  assert np.array_equal(matching.compare(thumbs, first, second), exact)
+  bounded = matching.compare(thumbs, first, second, at_most=1.5)
+  below = exact < 1.5
+  assert below.any() and not below.all()
+  assert np.array_equal(bounded[below], exact[below])
+  assert (bounded[~below] >= 1.5).all()
 
 
 @pytest.fixture(scope='module')

@@ -355,8 +355,8 @@ def differences(a: np.ndarray, b: np.ndarray
 class Frames(NamedTuple):
   """What finds the cropped and rescaled copies of N images."""
   phash: np.ndarray      # uint64: the perceptual hash of the framed image
-  ahash: np.ndarray      # uint64: its average hash
   thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]: the framed thumbnail
+  order_key: np.ndarray  # float16 [N, BANDS]: image_signatures.order_keys
   detail: np.ndarray     # uint8 [N, h * w * C]: the image, small
   framed: np.ndarray     # bool: on_background, so it has a frame
 
@@ -370,7 +370,7 @@ def frames(images: np.ndarray) -> Frames:
   weights = _weights(grey, detail.reshape(-1, *shape[:2]) if shape[2] == 1
                      else None)
   small = framed(grey, weights)
-  return Frames(image_signatures.perceptual_hashes(small),
-                image_signatures.average_hashes(small),
-                image_signatures.thumbnails(small), detail,
+  thumbs = image_signatures.thumbnails(small)
+  return Frames(image_signatures.perceptual_hashes(small), thumbs,
+                image_signatures.order_keys(thumbs), detail,
                 on_background(weights))

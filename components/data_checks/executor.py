@@ -207,7 +207,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                  shard_signatures.per_image_arrays(geometry).items()}
     thumbs = per_image[shard_signatures.THUMBNAILS]
     framed = matching.Framed(
-        small['framed_phash'], small['framed_ahash'],
+        small['framed_phash'], small['framed_order_key'],
         per_image[shard_signatures.FRAMED], per_image[shard_signatures.DETAILS],
         (*alignment.detail_shape(geometry.height, geometry.width),
          geometry.channels),
@@ -219,7 +219,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     # numpy's BLAS on one thread, as in shard_signatures.write_shards.
     with threadpoolctl.threadpool_limits(1, user_api='blas'):
       pairs = matching.find_copies(small['digest'], small['phash'],
-                                   small['ahash'], thumbs,
+                                   small['order_key'], thumbs,
                                    ~flags['near_blank'], framed)
     _write_pairs(output.uri, pairs, shards, split, split_names, small,
                  work_dir)

@@ -1,7 +1,8 @@
 """Compact per-image signatures, computed on batches of images at once.
 
-A pixel digest, perceptual and average hashes, a normalised thumbnail and
-the scores issues.py judges. Why and how: docs/data-checks.md.
+A pixel digest, a perceptual hash, a normalised thumbnail with the keys
+that order it among its look-alikes, and the scores issues.py judges.
+Why and how: docs/data-checks.md.
 """
 
 import functools
@@ -15,6 +16,11 @@ HASH_SIZE = 8
 HASH_INPUT = 32
 THUMB = 16
 THUMB_SCALE = 16
+# The perceptual hash's bands (matching.py), each with an order key of its
+# own: the smoothed thumbnail projected on a fixed random direction.
+BANDS = 4
+ORDER_KEY_SMOOTHING = 2  # Thumbnail pixels a side averaged into one.
+ORDER_KEY_SEED = 0
 # Brightness percentiles of an image (of 0..255): its dark and bright ends.
 LOW_PERCENTILE, HIGH_PERCENTILE = 1, 99
 SCORE_FIELDS = ('mean', 'low', 'high', 'spread', 'sharpness')
@@ -87,10 +93,25 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
   return np.packbits(bits, axis=1, bitorder='little').view('<u8')[:, 0]
 
 
-def average_hashes(small: np.ndarray) -> np.ndarray:
-  """Returns the uint64 [N] average hashes of float32 [N, H, W] images."""
-  tiny = resize(small, HASH_SIZE, HASH_SIZE).reshape(len(small), -1)
-  return pack_bits(tiny > tiny.mean(axis=1, keepdims=True))
+@functools.lru_cache(maxsize=None)
+def _order_directions() -> np.ndarray:
+  """[THUMB * THUMB, BANDS]: unit random directions, each constant over
+  ORDER_KEY_SMOOTHING x ORDER_KEY_SMOOTHING blocks of the thumbnail."""
+  side = THUMB // ORDER_KEY_SMOOTHING
+  coarse = np.random.default_rng(ORDER_KEY_SEED).standard_normal(
+      (side, side, BANDS))
+  fine = np.repeat(np.repeat(coarse, ORDER_KEY_SMOOTHING, axis=0),
+                   ORDER_KEY_SMOOTHING, axis=1).reshape(-1, BANDS)
+  return (fine / np.linalg.norm(fine, axis=0)).astype(np.float32)
+
+
+def order_keys(thumbs: np.ndarray) -> np.ndarray:
+  """Returns the float16 [N, BANDS] order keys of int8 thumbnails.
+
+  Each key is a projection of the thumbnail, smoothed: near copies get
+  near keys, and a small shift of the content moves them little.
+  """
+  return (thumbs.astype(np.float32) @ _order_directions()).astype(np.float16)
 
 
 def digests(images: np.ndarray) -> np.ndarray:
@@ -175,8 +196,8 @@ class Signatures(NamedTuple):
   """The signatures of N images, as arrays of one entry per image."""
   digest: np.ndarray     # uint64
   phash: np.ndarray      # uint64
-  ahash: np.ndarray      # uint64
   thumbnail: np.ndarray  # int8 [N, THUMB * THUMB]
+  order_key: np.ndarray  # float16 [N, BANDS]
   scores: np.ndarray     # SCORE_DTYPE
 
 
@@ -184,6 +205,6 @@ def compute(images: np.ndarray) -> Signatures:
   """Returns the Signatures of uint8 [N, H, W, C] images."""
   grey_images = grey(images)
   small = resize(grey_images, THUMB, THUMB)
-  return Signatures(digests(images), perceptual_hashes(grey_images),
-                    average_hashes(small), thumbnails(small),
-                    scores(grey_images, small))
+  thumbs = thumbnails(small)
+  return Signatures(digests(images), perceptual_hashes(grey_images), thumbs,
+                    order_keys(thumbs), scores(grey_images, small))

@@ -13,8 +13,12 @@ from components.data_checks import alignment
 from components.data_checks import image_signatures
 from components.data_checks import windows
 
-BANDS = 4
-WINDOW = 16
+BANDS = image_signatures.BANDS
+# Each image is compared with the next WINDOW images of a band's order;
+# the framed hashes' candidates each cost an alignment (alignment.py), so
+# fewer of them.
+WINDOW = 24
+FRAMED_WINDOW = 16
 MAX_HASH_BITS = 8
 MAX_DIFFERENCE = 0.5
 MAX_FRAMED_DIFFERENCE = 0.8
@@ -26,6 +30,9 @@ MAX_ALIGNED_DIFFERENCE = 0.5
 MAX_SHRUNK_DIFFERENCE = 0.5
 _ALIGN_BLOCK = 1024
 _BLOCK = 1 << 16
+# The thumbnails' middle rows, compared first (compare).
+_MIDDLE = slice(image_signatures.THUMB * (image_signatures.THUMB // 2 - 2),
+                image_signatures.THUMB * (image_signatures.THUMB // 2 + 2))
 
 
 def popcount(values: np.ndarray) -> np.ndarray:
@@ -47,8 +54,9 @@ def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
   return (values >> shift) | (values << back)
 
 
-def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
-               usable: np.ndarray) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+def candidates(hashes: np.ndarray, order_keys: np.ndarray,
+               usable: np.ndarray, window: int = WINDOW
+               ) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
   """Yields blocks of index pairs of `usable` images whose hashes are near.
 
   There is one block per band and step of the window, each at most as long
@@ -57,9 +65,11 @@ def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
   Args:
     hashes: uint64 [N] perceptual hashes; a pair shares one of BANDS bands
       and differs in at most MAX_HASH_BITS bits.
-    second_hashes: uint64 [N] other hashes (average ones), which order the
-      images of a band, so that the window's neighbours are alike.
+    order_keys: [N, BANDS] keys (image_signatures.order_keys), each of
+      which orders the images of a band, so that the window's neighbours
+      are alike.
     usable: bool [N], the images that may be paired.
+    window: the images of a band's order each is compared with.
 
   Yields:
     (first, second): int64 indices of the pairs' images.
@@ -69,10 +79,10 @@ def candidates(hashes: np.ndarray, second_hashes: np.ndarray,
   lead = np.uint64(64 - band_bits)
   for band in range(BANDS):
     bands = _rotate(hashes[index], band * band_bits) >> lead
-    order = index[np.lexsort((second_hashes[index], bands))]
+    order = index[np.lexsort((order_keys[index, band], bands))]
     sorted_hashes = hashes[order]
     sorted_bands = _rotate(sorted_hashes, band * band_bits) >> lead
-    for step in range(1, min(WINDOW + 1, len(order))):
+    for step in range(1, min(window + 1, len(order))):
       same_band = sorted_bands[step:] == sorted_bands[:-step]
       near = popcount(sorted_hashes[step:] ^ sorted_hashes[:-step]
                       ) <= MAX_HASH_BITS
@@ -92,28 +102,47 @@ def _unique_pairs(keys, count: int) -> Tuple[np.ndarray, np.ndarray]:
   return keys // count, keys % count
 
 
-def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
-            ) -> np.ndarray:
+def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray,
+            at_most: float = np.inf) -> np.ndarray:
   """Returns the largest pixel difference of each pair's thumbnails.
 
-  The difference is in standard deviations.
+  The difference is in standard deviations, exact where it is below
+  `at_most`. Pairs are compared on the thumbnails' middle rows first,
+  where the content is: most differ there by `at_most` already, and
+  only the others are read whole.
 
   Args:
     thumbs: int8 [N, THUMB * THUMB] thumbnails (image_signatures.thumbnails);
       a memmap is fine, read a block at a time.
     first: [P] indices of one image of each pair.
     second: [P] indices of the other.
+    at_most: above this, a difference may be any value as large.
 
   Returns:
     float32 [P].
   """
+  bound = at_most * image_signatures.THUMB_SCALE
   difference = np.empty(len(first), np.float32)
   for start in range(0, len(first), _BLOCK):
-    stop = start + _BLOCK
-    a = thumbs[first[start:stop]].astype(np.int16)
-    a -= thumbs[second[start:stop]]
-    difference[start:stop] = np.abs(a).max(axis=1)
+    a, b = first[start:start + _BLOCK], second[start:start + _BLOCK]
+    found = _largest_differences(thumbs, a, b, _MIDDLE)
+    whole = np.flatnonzero(found < bound)
+    found[whole] = _largest_differences(thumbs, a[whole], b[whole])
+    difference[start:start + _BLOCK] = found
   return difference / image_signatures.THUMB_SCALE
+
+
+def _largest_differences(thumbs: np.ndarray, first: np.ndarray,
+                         second: np.ndarray, columns=slice(None)
+                         ) -> np.ndarray:
+  """uint8 [P]: the largest difference of the pairs' thumbnails' `columns`."""
+  # As uint8 (shifted by 128), |a - b| is max - min: no wider copy.
+  a = thumbs[first, columns].view(np.uint8) ^ np.uint8(128)
+  b = thumbs[second, columns].view(np.uint8) ^ np.uint8(128)
+  larger = np.maximum(a, b)
+  np.minimum(a, b, out=a)
+  larger -= a
+  return larger.max(axis=1)
 
 
 def correlations(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray
@@ -155,7 +184,7 @@ class Framed:
   """The Frames (alignment.py) of all images: hashes and flags in memory,
   the rest memmaps."""
   phash: np.ndarray
-  ahash: np.ndarray
+  order_key: np.ndarray
   thumbnail: np.ndarray
   detail: np.ndarray
   detail_shape: Tuple[int, int, int]  # (height, width, channels)
@@ -168,7 +197,7 @@ class Framed:
 
 
 def find_copies(digests: np.ndarray, hashes: np.ndarray,
-                second_hashes: np.ndarray, thumbs: np.ndarray,
+                order_keys: np.ndarray, thumbs: np.ndarray,
                 usable: np.ndarray, framed: Framed = None) -> Pairs:
   """Finds the exact, near, and (given `framed`) rescaled copies.
 
@@ -180,7 +209,7 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   Args:
     digests: uint64 [N] digests of the images' bytes.
     hashes: uint64 [N] perceptual hashes.
-    second_hashes: uint64 [N] average hashes (candidates).
+    order_keys: [N, BANDS] the candidates' order keys.
     thumbs: int8 [N, THUMB * THUMB] thumbnails; a memmap is fine.
     usable: bool [N], the images that may be near copies (not near blank).
     framed: the images' frames; None seeks no rescaled copies.
@@ -188,8 +217,8 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
-  for first, second in candidates(hashes, second_hashes, usable):
-    difference = compare(thumbs, first, second)
+  for first, second in candidates(hashes, order_keys, usable):
+    difference = compare(thumbs, first, second, MAX_SHRUNK_PLAIN_DIFFERENCE)
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
@@ -229,7 +258,8 @@ def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
           framed.framed[first] & framed.framed[second])
   first, second = first[keep], second[keep]
   most = most[keep] if np.ndim(most) else most
-  keep = compare(framed.thumbnail, first, second) < most
+  keep = compare(framed.thumbnail, first, second, np.max(most, initial=0)
+                 ) < most
   return _pair_keys(first[keep], second[keep], len(framed.phash))
 
 
@@ -241,8 +271,8 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
-  for first, second in candidates(framed.phash, framed.ahash,
-                                  usable & framed.framed):
+  for first, second in candidates(framed.phash, framed.order_key,
+                                  usable & framed.framed, FRAMED_WINDOW):
     keys.append(_framed_candidates(framed, first, second))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]

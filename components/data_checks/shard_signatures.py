@@ -27,8 +27,9 @@ THUMBNAILS, FRAMED, DETAILS = '.thumbnails', '.framed', '.details'
 # The small arrays' entry of the sources: read on its own, for the few
 # records the results name.
 SOURCE = 'source'
-_DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'ahash': np.uint64,
-           'framed_phash': np.uint64, 'framed_ahash': np.uint64,
+_ORDER_KEY = np.dtype((np.float16, (image_signatures.BANDS,)))
+_DTYPES = {'digest': np.uint64, 'phash': np.uint64, 'order_key': _ORDER_KEY,
+           'framed_phash': np.uint64, 'framed_order_key': _ORDER_KEY,
            'framed': bool,
            'scores': image_signatures.SCORE_DTYPE, 'label': np.int32,
            SOURCE: np.bytes_}
@@ -160,10 +161,10 @@ class _ShardWriter:
                           (FRAMED, framed.thumbnail),
                           (DETAILS, framed.detail)):
       self._files[suffix].write(array.tobytes())
-    for name in ('digest', 'phash', 'ahash', 'scores'):
+    for name in ('digest', 'phash', 'order_key', 'scores'):
       self._small[name].append(getattr(result, name))
     self._small['framed_phash'].append(framed.phash)
-    self._small['framed_ahash'].append(framed.ahash)
+    self._small['framed_order_key'].append(framed.order_key)
     self._small['framed'].append(framed.framed)
     self._small['label'].append(labels.astype(np.int32))
     self._small[SOURCE].append(sources)
