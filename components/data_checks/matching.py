@@ -30,6 +30,8 @@ MAX_ALIGNED_DIFFERENCE = 0.5
 MAX_SHRUNK_DIFFERENCE = 0.5
 _ALIGN_BLOCK = 1024
 _BLOCK = 1 << 16
+# Images of a band's order read at once (candidates).
+_RUN = 1 << 16
 # The thumbnails' middle rows, compared first (compare).
 _MIDDLE = slice(image_signatures.THUMB * (image_signatures.THUMB // 2 - 2),
                 image_signatures.THUMB * (image_signatures.THUMB // 2 + 2))
@@ -56,11 +58,12 @@ def _rotate(values: np.ndarray, bits: int) -> np.ndarray:
 
 def candidates(hashes: np.ndarray, order_keys: np.ndarray,
                usable: np.ndarray, window: int = WINDOW
-               ) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-  """Yields blocks of index pairs of `usable` images whose hashes are near.
+               ) -> Iterator[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+  """Yields blocks of pairs of `usable` images whose hashes are near.
 
-  There is one block per band and step of the window, each at most as long
-  as `hashes`. A pair may come in several blocks.
+  Each block is a run of one band's order: its images, and its pairs as
+  positions in the run, so that a caller reads each image's thumbnail once
+  a block rather than once a pair. A pair may come in several blocks.
 
   Args:
     hashes: uint64 [N] perceptual hashes; a pair shares one of BANDS bands
@@ -72,7 +75,8 @@ def candidates(hashes: np.ndarray, order_keys: np.ndarray,
     window: the images of a band's order each is compared with.
 
   Yields:
-    (first, second): int64 indices of the pairs' images.
+    (images, first, second): int64 indices of the run's images, and of the
+    pairs' two images in it.
   """
   index = np.flatnonzero(usable)
   band_bits = 64 // BANDS
@@ -80,14 +84,31 @@ def candidates(hashes: np.ndarray, order_keys: np.ndarray,
   for band in range(BANDS):
     bands = _rotate(hashes[index], band * band_bits) >> lead
     order = index[np.lexsort((order_keys[index, band], bands))]
-    sorted_hashes = hashes[order]
-    sorted_bands = _rotate(sorted_hashes, band * band_bits) >> lead
-    for step in range(1, min(window + 1, len(order))):
-      same_band = sorted_bands[step:] == sorted_bands[:-step]
-      near = popcount(sorted_hashes[step:] ^ sorted_hashes[:-step]
-                      ) <= MAX_HASH_BITS
-      keep = np.flatnonzero(same_band & near)
-      yield order[keep], order[keep + step]
+    for start in range(0, len(order), _RUN):
+      images = order[start:start + _RUN + window]
+      run_hashes = hashes[images]
+      run_bands = _rotate(run_hashes, band * band_bits) >> lead
+      starts = min(_RUN, len(images))
+      firsts, seconds = [], []
+      for step in range(1, min(window + 1, len(images))):
+        count = min(starts, len(images) - step)
+        same_band = run_bands[step:step + count] == run_bands[:count]
+        near = popcount(run_hashes[step:step + count] ^ run_hashes[:count]
+                        ) <= MAX_HASH_BITS
+        keep = np.flatnonzero(same_band & near)
+        firsts.append(keep)
+        seconds.append(keep + step)
+      if firsts:
+        yield images, np.concatenate(firsts), np.concatenate(seconds)
+
+
+def rows(array: np.ndarray, index: np.ndarray) -> np.ndarray:
+  """Returns array[index], read in ascending order: a memmap's pages are
+  read once each, in file order."""
+  order = np.argsort(index, kind='stable')
+  result = np.empty((len(index), *array.shape[1:]), array.dtype)
+  result[order] = array[index[order]]
+  return result
 
 
 def _pair_keys(first: np.ndarray, second: np.ndarray, count: int
@@ -217,8 +238,10 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
-  for first, second in candidates(hashes, order_keys, usable):
-    difference = compare(thumbs, first, second, MAX_SHRUNK_PLAIN_DIFFERENCE)
+  for images, first, second in candidates(hashes, order_keys, usable):
+    difference = compare(rows(thumbs, images), first, second,
+                         MAX_SHRUNK_PLAIN_DIFFERENCE)
+    first, second = images[first], images[second]
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
@@ -271,9 +294,9 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
-  for first, second in candidates(framed.phash, framed.order_key,
-                                  usable & framed.framed, FRAMED_WINDOW):
-    keys.append(_framed_candidates(framed, first, second))
+  for images, first, second in candidates(
+      framed.phash, framed.order_key, usable & framed.framed, FRAMED_WINDOW):
+    keys.append(_framed_candidates(framed, images[first], images[second]))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
