@@ -51,20 +51,26 @@ def _python_files(part):
     yield from (os.path.join(folder, f) for f in files if f.endswith('.py'))
 
 
-def _project_imports(path):
-  """(module name, line) of every import of the project in `path`."""
+def _import_statements(path):
+  """(module, names imported from it, line) of each absolute import in
+  `path`: `import a.b` gives ('a.b', (), line), `from a import b` gives
+  ('a', ('b',), line)."""
   with open(path) as f:
     tree = ast.parse(f.read(), path)
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
-      names = [alias.name for alias in node.names]
+      yield from ((alias.name, (), node.lineno) for alias in node.names)
     elif isinstance(node, ast.ImportFrom) and node.level == 0:
-      names = [node.module]
-    else:
-      continue  # Relative imports stay inside their package.
-    for name in names:
-      if name.split('.')[0] in PROJECT_PARTS:
-        yield name, node.lineno
+      # Relative imports stay inside their package.
+      yield (node.module, tuple(alias.name for alias in node.names),
+             node.lineno)
+
+
+def _project_imports(path):
+  """(module name, line) of every import of the project in `path`."""
+  for module, _, line in _import_statements(path):
+    if module.split('.')[0] in PROJECT_PARTS:
+      yield module, line
 
 
 def _imported_parts(path):
@@ -115,15 +121,9 @@ def test_the_trainers_parts_import_none_of_the_module_files_using_them():
 def _imported_modules(path):
   """(module, line) of each import in `path`; `from a import b` counts as
   both a and a.b, since b may be a module."""
-  with open(path) as f:
-    tree = ast.parse(f.read(), path)
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      yield from ((alias.name, node.lineno) for alias in node.names)
-    elif isinstance(node, ast.ImportFrom) and node.level == 0:
-      yield node.module, node.lineno
-      yield from ((f'{node.module}.{alias.name}', node.lineno)
-                  for alias in node.names)
+  for module, names, line in _import_statements(path):
+    yield module, line
+    yield from ((f'{module}.{name}', line) for name in names)
 
 
 def test_the_module_reader_sees_modules_imported_from_their_package(
