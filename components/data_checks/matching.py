@@ -128,9 +128,9 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray,
   """Returns the largest pixel difference of each pair's thumbnails.
 
   The difference is in standard deviations, exact where it is below
-  `at_most`. Pairs are compared on the thumbnails' middle rows first,
-  where the content is: most differ there by `at_most` already, and
-  only the others are read whole.
+  `at_most`. Given a bound, pairs are compared on the thumbnails' middle
+  rows first, where the content is: most differ there by `at_most`
+  already, and only the others are read whole.
 
   Args:
     thumbs: int8 [N, THUMB * THUMB] thumbnails (image_signatures.thumbnails);
@@ -146,6 +146,9 @@ def compare(thumbs: np.ndarray, first: np.ndarray, second: np.ndarray,
   difference = np.empty(len(first), np.float32)
   for start in range(0, len(first), _BLOCK):
     a, b = first[start:start + _BLOCK], second[start:start + _BLOCK]
+    if np.isinf(bound):  # Every pair is read whole anyway.
+      difference[start:start + _BLOCK] = _largest_differences(thumbs, a, b)
+      continue
     found = _largest_differences(thumbs, a, b, _MIDDLE)
     whole = np.flatnonzero(found < bound)
     found[whole] = _largest_differences(thumbs, a[whole], b[whole])
