@@ -179,6 +179,29 @@ def test_copies_among_thousands_of_look_alikes_are_found():
   assert sum((number, 8000 + number) in paired for number in range(50)) >= 48
 
 
+def test_candidates_read_in_runs_are_those_of_the_whole_order(monkeypatch):
+  # A pair whose two images fall in two runs of a band's order must still
+  # come: each run reaches a window past its end.
+  rng = np.random.default_rng(0)
+  hashes = rng.integers(0, 2**63, 500, dtype=np.uint64)
+  # Every image has a near twin, which shares one band only: a pair
+  # lost at a run's end is not found in another band's order.
+  hashes[250:] = hashes[:250] ^ np.uint64(1 | 1 << 16 | 1 << 32)
+  keys = rng.standard_normal((500, image_signatures.BANDS)).astype(np.float16)
+  usable = np.ones(500, bool)
+
+  def pairs():
+    return {tuple(sorted((int(images[a]), int(images[b]))))
+            for images, first, second in matching.candidates(hashes, keys,
+                                                             usable)
+            for a, b in zip(first, second)}
+
+  whole = pairs()
+  monkeypatch.setattr(matching, '_RUN', 7)
+  assert {(n, n + 250) for n in range(250)} <= whole
+  assert pairs() == whole
+
+
 def test_compare_is_exact_below_its_bound_and_no_less_above():
   rng = np.random.default_rng(0)
   thumbs = rng.integers(-127, 128, (300, 256)).astype(np.int8)
