@@ -4,10 +4,11 @@ A Beam DoFn reads a group of shards a batch at a time, so memory holds one
 batch. Why and how: docs/data-checks.md#what-it-costs.
 """
 
+import concurrent.futures
 import io
 import itertools
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -144,9 +145,16 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
 
 class _ShardWriter:
   """Writes one shard's signatures: thumbnails, framed thumbnails and
-  details batch by batch, the rest at the end."""
+  details batch by batch, the rest at the end.
 
-  def __init__(self, work_dir: str, shard_number: int):
+  A batch's frames are found on `pool`'s thread while this one computes its
+  other signatures: numpy leaves the GIL in both, so they take two cores
+  (None: a shard without a record, with nothing to add).
+  """
+
+  def __init__(self, work_dir: str, shard_number: int,
+               pool: Optional[concurrent.futures.Executor]):
+    self._pool = pool
     self._small_path = work_path(work_dir, shard_number, SMALL_SUFFIX)
     self._files = {suffix: tf.io.gfile.GFile(
         work_path(work_dir, shard_number, suffix), 'wb')
@@ -155,8 +163,9 @@ class _ShardWriter:
 
   def add(self, images: np.ndarray, labels: np.ndarray,
           sources: np.ndarray) -> None:
+    framing = self._pool.submit(alignment.frames, images)
     result = image_signatures.compute(images)
-    framed = alignment.frames(images)
+    framed = framing.result()
     for suffix, array in ((THUMBNAILS, result.thumbnail),
                           (FRAMED, framed.thumbnail),
                           (DETAILS, framed.detail)):
@@ -208,13 +217,14 @@ def _write_shards(group: List[Tuple[int, str]], work_dir: str,
   current = 0  # The shard being read: a reading error is in it or after.
   written = set()
   try:
-    for current, batches in itertools.groupby(
-        _batches(paths, geometry, encoding), key=lambda batch: batch[0]):
-      writer = _ShardWriter(work_dir, group[current][0])
-      for _, images, labels, sources in batches:
-        writer.add(images, labels, sources)
-      writer.close()
-      written.add(current)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      for current, batches in itertools.groupby(
+          _batches(paths, geometry, encoding), key=lambda batch: batch[0]):
+        writer = _ShardWriter(work_dir, group[current][0], pool)
+        for _, images, labels, sources in batches:
+          writer.add(images, labels, sources)
+        writer.close()
+        written.add(current)
   except (tf.errors.InvalidArgumentError, tf.errors.DataLossError):
     for path in paths[current:]:  # Which file: each read on its own.
       try:
@@ -226,4 +236,4 @@ def _write_shards(group: List[Tuple[int, str]], work_dir: str,
     raise
   for index, (number, _) in enumerate(group):
     if index not in written:  # A shard without a record.
-      _ShardWriter(work_dir, number).close()
+      _ShardWriter(work_dir, number, None).close()
