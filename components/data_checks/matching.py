@@ -4,7 +4,9 @@ Candidates by perceptual hash, verified on normalised thumbnails; rescaled
 copies with alignment.py and windows.py. Why and how: docs/data-checks.md.
 """
 
+import concurrent.futures
 import dataclasses
+import os
 from typing import Iterator, Tuple
 
 import numpy as np
@@ -303,11 +305,16 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
-  for start in range(0, len(keys), _ALIGN_BLOCK):
+
+  def align(start: int) -> None:
     block = keys[start:start + _ALIGN_BLOCK]
     aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
         alignment.differences(_grey(framed, block // count),
                               _grey(framed, block % count)))
+  # A block on each core: numpy leaves the GIL while it aligns.
+  with concurrent.futures.ThreadPoolExecutor(
+      len(os.sched_getaffinity(0))) as pool:
+    list(pool.map(align, range(0, len(keys), _ALIGN_BLOCK)))
   keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
           (shrunk < MAX_SHRUNK_DIFFERENCE))
   return keys[keep], np.minimum(aligned, shrunk)[keep]
