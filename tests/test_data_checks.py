@@ -219,6 +219,24 @@ def test_compare_is_exact_below_its_bound_and_no_less_above():
   assert (bounded[~below] >= 1.5).all()
 
 
+def test_work_on_cores_comes_in_order_with_few_items_read_ahead():
+  # The candidates' runs are many at 100x: only as many as there are
+  # threads may be held at once.
+  threads = len(os.sched_getaffinity(0))
+  read = []
+
+  def items():
+    for item in range(50):
+      read.append(item)
+      yield item
+
+  for number, result in enumerate(matching.on_cores(lambda x: x * x,
+                                                    items())):
+    assert result == number * number
+    assert len(read) <= number + threads
+  assert len(read) == 50
+
+
 @pytest.fixture(scope='module')
 def gated_runs(tmp_path_factory):
   """The data half of the pipeline on planted data (a fifth of eval copied

@@ -4,10 +4,11 @@ Candidates by perceptual hash, verified on normalised thumbnails; rescaled
 copies with alignment.py and windows.py. Why and how: docs/data-checks.md.
 """
 
+import collections
 import concurrent.futures
 import dataclasses
 import os
-from typing import Iterator, Tuple
+from typing import Callable, Iterable, Iterator, Tuple, TypeVar
 
 import numpy as np
 
@@ -37,6 +38,28 @@ _RUN = 1 << 16
 # The thumbnails' middle rows, compared first (compare).
 _MIDDLE = slice(image_signatures.THUMB * (image_signatures.THUMB // 2 - 2),
                 image_signatures.THUMB * (image_signatures.THUMB // 2 + 2))
+
+
+_Item, _Result = TypeVar('_Item'), TypeVar('_Result')
+
+
+def on_cores(function: Callable[[_Item], _Result], items: Iterable[_Item]
+             ) -> Iterator[_Result]:
+  """Yields `function` of each item, in order, computed on a thread per core.
+
+  numpy leaves the GIL in the work these threads do. At most one item a
+  core is in flight, so memory holds that many blocks, however many
+  `items` yields.
+  """
+  threads = len(os.sched_getaffinity(0))
+  with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+    pending = collections.deque()
+    for item in items:
+      pending.append(pool.submit(function, item))
+      if len(pending) >= threads:
+        yield pending.popleft().result()
+    while pending:
+      yield pending.popleft().result()
 
 
 def popcount(values: np.ndarray) -> np.ndarray:
@@ -243,9 +266,13 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
-  for images, first, second in candidates(hashes, order_keys, usable):
-    difference = compare(rows(thumbs, images), first, second,
-                         MAX_SHRUNK_PLAIN_DIFFERENCE)
+
+  def verify(run):
+    images, first, second = run
+    return images, first, second, compare(
+        rows(thumbs, images), first, second, MAX_SHRUNK_PLAIN_DIFFERENCE)
+  for images, first, second, difference in on_cores(
+      verify, candidates(hashes, order_keys, usable)):
     first, second = images[first], images[second]
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
@@ -299,9 +326,10 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   Candidates come from the framed hashes, and `keys` from the plain ones.
   """
   count = len(framed.phash)
-  for images, first, second in candidates(
-      framed.phash, framed.order_key, usable & framed.framed, FRAMED_WINDOW):
-    keys.append(_framed_candidates(framed, images[first], images[second]))
+  keys.extend(on_cores(
+      lambda run: _framed_candidates(framed, run[0][run[1]], run[0][run[2]]),
+      candidates(framed.phash, framed.order_key, usable & framed.framed,
+                 FRAMED_WINDOW)))
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
@@ -311,10 +339,8 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
     aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
         alignment.differences(_grey(framed, block // count),
                               _grey(framed, block % count)))
-  # A block on each core: numpy leaves the GIL while it aligns.
-  with concurrent.futures.ThreadPoolExecutor(
-      len(os.sched_getaffinity(0))) as pool:
-    list(pool.map(align, range(0, len(keys), _ALIGN_BLOCK)))
+  for _ in on_cores(align, range(0, len(keys), _ALIGN_BLOCK)):
+    pass
   keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
           (shrunk < MAX_SHRUNK_DIFFERENCE))
   return keys[keep], np.minimum(aligned, shrunk)[keep]
