@@ -8,7 +8,7 @@ import concurrent.futures
 import io
 import itertools
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -145,25 +145,21 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
 
 class _ShardWriter:
   """Writes one shard's signatures: thumbnails, framed thumbnails and
-  details batch by batch, the rest at the end.
+  details batch by batch, the rest at the end."""
 
-  A batch's frames are found on `pool`'s thread while this one computes its
-  other signatures: numpy leaves the GIL in both, so they take two cores
-  (None: a shard without a record, with nothing to add).
-  """
-
-  def __init__(self, work_dir: str, shard_number: int,
-               pool: Optional[concurrent.futures.Executor]):
-    self._pool = pool
+  def __init__(self, work_dir: str, shard_number: int):
     self._small_path = work_path(work_dir, shard_number, SMALL_SUFFIX)
     self._files = {suffix: tf.io.gfile.GFile(
         work_path(work_dir, shard_number, suffix), 'wb')
                    for suffix in (THUMBNAILS, FRAMED, DETAILS)}
     self._small: Dict[str, list] = {name: [] for name in _DTYPES}
 
-  def add(self, images: np.ndarray, labels: np.ndarray,
-          sources: np.ndarray) -> None:
-    framing = self._pool.submit(alignment.frames, images)
+  def add(self, images: np.ndarray, labels: np.ndarray, sources: np.ndarray,
+          pool: concurrent.futures.Executor) -> None:
+    """Writes a batch's signatures; its frames are found on `pool`'s thread
+    while this one computes the others: numpy leaves the GIL in both, so
+    they take two cores."""
+    framing = pool.submit(alignment.frames, images)
     result = image_signatures.compute(images)
     framed = framing.result()
     for suffix, array in ((THUMBNAILS, result.thumbnail),
@@ -220,9 +216,9 @@ def _write_shards(group: List[Tuple[int, str]], work_dir: str,
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
       for current, batches in itertools.groupby(
           _batches(paths, geometry, encoding), key=lambda batch: batch[0]):
-        writer = _ShardWriter(work_dir, group[current][0], pool)
+        writer = _ShardWriter(work_dir, group[current][0])
         for _, images, labels, sources in batches:
-          writer.add(images, labels, sources)
+          writer.add(images, labels, sources, pool)
         writer.close()
         written.add(current)
   except (tf.errors.InvalidArgumentError, tf.errors.DataLossError):
@@ -236,4 +232,4 @@ def _write_shards(group: List[Tuple[int, str]], work_dir: str,
     raise
   for index, (number, _) in enumerate(group):
     if index not in written:  # A shard without a record.
-      _ShardWriter(work_dir, number, None).close()
+      _ShardWriter(work_dir, number).close()
