@@ -220,7 +220,7 @@ def test_compare_is_exact_below_its_bound_and_no_less_above():
 
 
 def test_work_on_cores_comes_in_order_with_few_items_read_ahead():
-  # The candidates' runs are many at 100x: only as many as there are
+  # A large input's band orders hold many runs: only as many as there are
   # threads may be held at once.
   threads = len(os.sched_getaffinity(0))
   read = []

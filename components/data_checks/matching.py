@@ -333,14 +333,15 @@ def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
   keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
   keys = keys[~np.isin(keys, known)]
   aligned, shrunk = (np.empty(len(keys), np.float32) for _ in range(2))
+  starts = range(0, len(keys), _ALIGN_BLOCK)
 
-  def align(start: int) -> None:
+  def align(start: int) -> Tuple[np.ndarray, np.ndarray]:
     block = keys[start:start + _ALIGN_BLOCK]
+    return alignment.differences(_grey(framed, block // count),
+                                 _grey(framed, block % count))
+  for start, found in zip(starts, on_cores(align, starts)):
     aligned[start:start + _ALIGN_BLOCK], shrunk[start:start + _ALIGN_BLOCK] = (
-        alignment.differences(_grey(framed, block // count),
-                              _grey(framed, block % count)))
-  for _ in on_cores(align, range(0, len(keys), _ALIGN_BLOCK)):
-    pass
+        found)
   keep = ((aligned < MAX_ALIGNED_DIFFERENCE) |
           (shrunk < MAX_SHRUNK_DIFFERENCE))
   return keys[keep], np.minimum(aligned, shrunk)[keep]
