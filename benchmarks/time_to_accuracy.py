@@ -40,7 +40,8 @@ class PipelineRun:
   epoch_s: List[float]
   val_accuracy: List[float]
   test_accuracy: float
-  # The Trainer's predictions of LabelCheck's training sample.
+  # The Trainer's predictions for LabelCheck: its training sample's, and
+  # validation's by the kept weights.
   label_scoring_s: float = 0.0
 
   @property
@@ -98,15 +99,16 @@ def run_pipeline(variant: str, flags: Tuple[str, ...], seed: int,
       f'tta-{variant}-{seed}',
       *ctx.pick(('--seed', str(seed)), harness.QUICK_ARGS), *flags)
   epoch_s, val_accuracy = local_run.epochs()
-  scored = epoch_probabilities.read(
-      harness.newest_artifact(output_dir, 'Trainer', 'model_run'))
+  model_run = harness.newest_artifact(output_dir, 'Trainer', 'model_run')
+  scored = [epoch_probabilities.read(model_run, name) for name in (
+      epoch_probabilities.FILE_NAME, epoch_probabilities.HELD_OUT_FILE)]
   return PipelineRun(
       variant=variant, seed=seed, wall_s=local_run.seconds,
       components={name: seconds
                   for name, (seconds, _) in local_run.nodes.items()},
       epoch_s=epoch_s, val_accuracy=val_accuracy,
       test_accuracy=harness.pushed_accuracy(output_dir, ctx.data_dir),
-      label_scoring_s=scored.seconds if scored else 0.0)
+      label_scoring_s=sum(s.seconds for s in scored if s))
 
 
 def measure(ctx: harness.Context) -> Tuple[List[ScriptRun], List[PipelineRun]]:

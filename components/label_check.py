@@ -1,7 +1,8 @@
 """LabelCheck: per split, the records whose given class a held-out model doubts.
 
-Held-out splits are scored by the Trainer's model, the training split by
-cross-fitting or from the Trainer's run. Why and how: docs/label-check.md.
+Held-out splits are scored by the Trainer's model (validation in the
+Trainer where it kept them), the training split by cross-fitting or from
+the Trainer's run. Why and how: docs/label-check.md.
 """
 
 import dataclasses
@@ -533,6 +534,14 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                  split)
     return 'not checked: 0 records asked for'
   if split != exec_properties[TRAIN_SPLIT_KEY]:
+    held_out = _trainers_scores(input_dict, split, checked_records)
+    if held_out is not None:
+      return _Scores(
+          held_out.positions, held_out.labels, held_out.probabilities,
+          records=held_out.records, method=_method(
+              OUT_OF_SAMPLE, len(held_out.labels), held_out.records,
+              'in the Trainer, by its kept weights'),
+          seconds_in_trainer=held_out.seconds, named=held_out.named)
     records = shards.count_records(files)
     scores = model_probabilities(
         serve(), files, exec_properties[PROBABILITIES_KEY],
@@ -578,6 +587,22 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                      f'averaged over {run.epochs} epochs{why}'),
       averaged_over_run=True, seconds_in_trainer=run.seconds,
       named=run.named)
+
+
+def _trainers_scores(input_dict: Dict[str, List[types.Artifact]],
+                     split: str, checked_records: int
+                     ) -> Optional[epoch_probabilities.EpochProbabilities]:
+  """The Trainer's probabilities of held-out split `split`, or None where
+  it kept none of it or another sample than `checked_records` takes."""
+  if not input_dict.get(MODEL_RUN_KEY):
+    return None
+  scores = epoch_probabilities.read(
+      artifact_utils.get_single_uri(input_dict[MODEL_RUN_KEY]),
+      epoch_probabilities.HELD_OUT_FILE)
+  if scores is None or scores.split != split:
+    return None
+  wanted = shards.sample_buckets(scores.records, checked_records)
+  return scores if scores.checked_buckets == wanted else None
 
 
 def _validation_disagreement(scored: Dict[str, Union[_Scores, str]],
@@ -691,10 +716,10 @@ class LabelCheck(base_component.BaseComponent):
   Args:
     examples: the Examples the Trainer read.
     model: the Trainer's Model (its serving signature scores every split
-      but the training one).
+      but the training one, and validation where `model_run` holds it).
     model_run: the Trainer's ModelRun. With folds 0 it holds the training
-      split's probabilities averaged over the Trainer's epochs, where it
-      kept them.
+      split's probabilities averaged over the Trainer's epochs, and
+      validation's by the kept weights, where it kept them.
     transform_graph: the Transform graph, for the cross-fitted models.
     cross_fit_fn: module path of the function that cross-fits the training
       split (modules/cross_fit.py's `cross_fit`).

@@ -97,6 +97,12 @@ def run_fn(fn_args: FnArgs) -> None:
                            device_plan.global_batch_size, start.warm))
   clock.lap('model and input')
   trained = train_model(run, fit, backbone)
+  if fit.scored and data.validation not in (None, splits.EVAL):
+    # The eval split is scored by the served model, which the Evaluator
+    # judges (its mistakes are the confusion matrix's).
+    fit.scored.write_held_out(
+        data.validation, input_pipeline.list_files(run.fn_args.eval_files),
+        data.validation_plan.size.records)
   scoring = fit.scored.seconds if fit.scored else 0.0
   clock.lap('training outside its epochs', less=fit.epoch_seconds + scoring)
   clock.add("LabelCheck's predictions", scoring)

@@ -1,6 +1,8 @@
-"""The file of training-run class probabilities the Trainer leaves LabelCheck.
+"""The files of class probabilities the Trainer leaves LabelCheck.
 
-Written by modules/training/callbacks.py, read by components/label_check.py.
+The training split's, averaged over its epochs, and a held-out split's, by
+its kept model. Written by modules/training/callbacks.py, read by
+components/label_check.py.
 Why and how: docs/label-check.md#the-method-and-why.
 """
 
@@ -13,15 +15,17 @@ import numpy as np
 import tensorflow as tf
 
 FILE_NAME = 'epoch_probabilities.npz'
+# The validation split's, by the weights the Trainer kept.
+HELD_OUT_FILE = 'held_out_probabilities.npz'
 
 
 @dataclasses.dataclass(frozen=True)
 class EpochProbabilities:
-  """The averaged probabilities of the records checked, in file order."""
+  """The probabilities of a split's records checked, in file order."""
   positions: np.ndarray  # int64 [M]: the records' places in the split.
   labels: np.ndarray  # int64 [M]: their given classes.
   probabilities: np.ndarray  # float32 [M, classes].
-  epochs: int  # Epochs averaged over.
+  epochs: int  # Epochs averaged over; 1 in HELD_OUT_FILE.
   records: int  # Records in the split.
   seconds: float  # The Trainer's time spent predicting them.
   # {position: (source, place)} of the records whose most probable class
@@ -34,9 +38,13 @@ class EpochProbabilities:
   # (LabelCheck's fold models). Files written before hold none.
   validation_curve: np.ndarray = dataclasses.field(
       default_factory=lambda: np.zeros((0, 2), np.float32))
+  split: str = ''  # The split's name; '' in files written before.
+  # The hash sample's buckets (records/shards.py); 0 in files written before.
+  checked_buckets: int = 0
 
 
-def write(model_run_dir: str, scores: EpochProbabilities) -> None:
+def write(model_run_dir: str, scores: EpochProbabilities,
+          file_name: str = FILE_NAME) -> None:
   """Writes `scores` under the Trainer's model_run directory."""
   data = io.BytesIO()  # zipfile reads back what it writes: GFile cannot.
   arrays = dataclasses.asdict(scores)
@@ -46,13 +54,14 @@ def write(model_run_dir: str, scores: EpochProbabilities) -> None:
            # Unicode arrays: np.load reads them without pickle.
            named_sources=np.array([n[0] for n in named.values()], np.str_),
            named_places=np.array([n[1] for n in named.values()], np.str_))
-  with tf.io.gfile.GFile(os.path.join(model_run_dir, FILE_NAME), 'wb') as f:
+  with tf.io.gfile.GFile(os.path.join(model_run_dir, file_name), 'wb') as f:
     f.write(data.getvalue())
 
 
-def read(model_run_dir: str) -> Optional[EpochProbabilities]:
+def read(model_run_dir: str,
+         file_name: str = FILE_NAME) -> Optional[EpochProbabilities]:
   """What `write` wrote, or None where the Trainer wrote nothing."""
-  path = os.path.join(model_run_dir, FILE_NAME)
+  path = os.path.join(model_run_dir, file_name)
   if not tf.io.gfile.exists(path):
     return None
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -65,4 +74,7 @@ def read(model_run_dir: str) -> Optional[EpochProbabilities]:
           data['named_positions'], data['named_sources'],
           data['named_places'])} if 'named_positions' in data else {}),
       validation_curve=(data['validation_curve'] if 'validation_curve' in data
-                        else np.zeros((0, 2), np.float32)))
+                        else np.zeros((0, 2), np.float32)),
+      split=str(data['split']) if 'split' in data else '',
+      checked_buckets=(int(data['checked_buckets'])
+                       if 'checked_buckets' in data else 0))

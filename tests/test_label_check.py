@@ -173,6 +173,38 @@ def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
   assert run.named == label_check.sources_at(split, doubted)
 
 
+def test_the_trainer_scores_validation_as_the_served_model_does(planted_run):
+  # The Trainer scores the validation split with the weights it kept, at
+  # the training precision; LabelCheck reads those instead of loading the
+  # served model again: they must be the served model's probabilities.
+  out, _ = planted_run
+  [model_run] = (out / 'pipeline' / 'Trainer' / 'model_run').iterdir()
+  held_out = recorded_probabilities.read(
+      str(model_run), recorded_probabilities.HELD_OUT_FILE)
+  [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
+                          'Split-validation'))
+  [model] = glob.glob(str(out / 'pipeline/Trainer/model/*/Format-Serving'))
+  served = label_check.model_probabilities(
+      label_check.load_signature(model, 'serving_default'),
+      shards.split_files(split), 'probabilities')
+  assert held_out.split == 'validation'
+  assert held_out.records == len(served.labels) > 0
+  np.testing.assert_array_equal(held_out.positions, served.positions)
+  np.testing.assert_array_equal(held_out.labels, served.labels)
+  np.testing.assert_allclose(held_out.probabilities, served.probabilities,
+                             atol=0.02)
+  # The records each puts in another class, named alike; a record only one
+  # of them names is a near tie of the served model's two likeliest.
+  assert {p: held_out.named[p] for p in held_out.named if p in served.named
+          } == {p: served.named[p] for p in held_out.named
+                if p in served.named}
+  top_two = np.sort(served.probabilities, axis=1)[:, -2:]
+  for position in set(held_out.named) ^ set(served.named):
+    row = np.flatnonzero(served.positions == position)[0]
+    assert top_two[row, 1] - top_two[row, 0] < 0.04, position
+  assert len(set(held_out.named) ^ set(served.named)) <= 1
+
+
 def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
     two_runs, tmp_path):
   # A scratch run keeps its probabilities of a small split (LabelCheck may
@@ -379,7 +411,8 @@ def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   out, planted = planted_run
   result = tiny_runs.inspect_json(out, 'labels')
   assert result['methods']['eval'] == 'out_of_sample'
-  assert result['methods']['validation'] == 'out_of_sample'
+  assert result['methods']['validation'] == (
+      'out_of_sample (in the Trainer, by its kept weights)')
   # By default a training split this small is cross-fitted, whole where
   # it is smaller than the sample.
   train = result['checked']['train']

@@ -1,6 +1,6 @@
 """The Trainer's callbacks that watch the epochs: early stopping on the
-validation split, and the training records' class probabilities averaged
-over the epochs, which LabelCheck ranks the training split by.
+validation split, and the class probabilities LabelCheck ranks records by
+(the training records' averaged over the epochs, validation's at the end).
 
 Why and how: docs/training.md, "The budget"; docs/label-check.md.
 """
@@ -114,20 +114,22 @@ MIN_STRIDE = 2
 
 
 def checked_blocks(files: List[str], records: int, checked_records: int,
-                   tf_transform_output: tft.TFTransformOutput
-                   ) -> tf.data.Dataset:
+                   tf_transform_output: tft.TFTransformOutput,
+                   cache: bool = True) -> tf.data.Dataset:
   """Returns blocks of (positions, shard numbers, indices in the shards,
   images, labels, sources) of the records checked.
 
-  Blocks come in file order. The serialized records are cached in memory
-  after the first pass, and parsed and transformed again on each.
+  Blocks come in file order. With `cache`, the serialized records are
+  cached in memory after the first pass, and parsed and transformed again
+  on each.
 
   Args:
-    files: the training split's record files, in order.
+    files: the split's record files, in order.
     records: the records in them.
     checked_records: about how many records to check, chosen by a hash of
       their bytes (records/shards.py).
     tf_transform_output: the transform graph that makes model inputs.
+    cache: keep the serialized records for the next passes.
   """
   transform = input_pipeline.parse_and_transform(tf_transform_output)
   source_spec = {features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string,
@@ -138,8 +140,9 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
     return (*transform(serialized), tf.io.parse_example(
         serialized, source_spec)[features.SOURCE_KEY])
 
-  return (shards.sampled_batches(
-      files, shards.sample_buckets(records, checked_records)).cache()
+  sample = shards.sampled_batches(
+      files, shards.sample_buckets(records, checked_records))
+  return ((sample.cache() if cache else sample)
           .map(tf.autograph.experimental.do_not_convert(
               lambda positions, shard, index, block: (
                   positions, shard, index, *parse(block))),
@@ -183,6 +186,8 @@ class EpochProbabilities(keras.callbacks.Callback):
     self._stride = scoring_stride(planned_epochs)
     self._planned_epochs = planned_epochs
     self._files = files
+    self._checked_records = checked_records
+    self._transform_output = tf_transform_output
     self._blocks = checked_blocks(files, records, checked_records,
                                   tf_transform_output)
     self._records = records
@@ -226,25 +231,70 @@ class EpochProbabilities(keras.callbacks.Callback):
         not self.model.stop_training):
       return
     started = time.monotonic()
-    rows, positions, labels, places = [], [], [], []
-    for (block_positions, shard, index, images, block_labels,
-         sources) in self._blocks:
-      rows.append(self._probabilities(images).numpy())
-      positions.append(block_positions.numpy())
-      labels.append(block_labels.numpy())
-      if self._places is None:  # The same on every pass: kept from the first.
-        places.append((shard.numpy(), index.numpy(), sources.numpy()))
-    if not rows:
+    # The places are the same on every pass: kept from the first.
+    predicted = self._scores_of(self._blocks, places=self._places is None)
+    if predicted is None:
       return
-    rows = np.concatenate(rows)
+    rows, positions, labels, places = predicted
     if self._sums is None:
       self._sums = np.zeros_like(rows, np.float64)
-      self._positions = np.concatenate(positions)
-      self._labels = np.concatenate(labels)
-      self._places = tuple(np.concatenate(part) for part in zip(*places))
+      self._positions, self._labels, self._places = positions, labels, places
     self._sums += rows
     self._epochs += 1
     self._seconds += time.monotonic() - started
+
+  def _scores_of(self, blocks: tf.data.Dataset, places: bool = True):
+    """(probabilities, positions, labels, (shard numbers, indices,
+    sources) or None without `places`) of the records of `blocks`, by the
+    model as it is; None where they hold none."""
+    rows, positions, labels, found = [], [], [], []
+    for (block_positions, shard, index, images, block_labels,
+         sources) in blocks:
+      rows.append(self._probabilities(images).numpy())
+      positions.append(block_positions.numpy())
+      labels.append(block_labels.numpy())
+      if places:
+        found.append((shard.numpy(), index.numpy(), sources.numpy()))
+    if not rows:
+      return None
+    return (np.concatenate(rows), np.concatenate(positions),
+            np.concatenate(labels),
+            tuple(np.concatenate(part) for part in zip(*found))
+            if places else None)
+
+  def write_held_out(self, split: str, files: List[str],
+                     records: int) -> None:
+    """Writes the probabilities of a held-out split's sample, by the
+    model's weights now (the epoch training kept), as HELD_OUT_FILE.
+
+    LabelCheck then does not score the split again with the served
+    model: it reads them, at the training precision's cost
+    (docs/label-check.md).
+
+    Args:
+      split: the split's name.
+      files: its record files, in order.
+      records: the records in them.
+    """
+    started = time.monotonic()
+    buckets = shards.sample_buckets(records, self._checked_records)
+    predicted = self._scores_of(checked_blocks(
+        files, records, self._checked_records, self._transform_output,
+        cache=False))
+    if predicted is None:
+      return
+    probabilities, positions, labels, places = predicted
+    seconds = time.monotonic() - started
+    self._seconds += seconds
+    stored.write(self._output_dir, stored.EpochProbabilities(
+        positions=positions, labels=labels, probabilities=probabilities,
+        epochs=1, records=records, seconds=round(seconds, 2),
+        named=shards.names_of(
+            files, np.flatnonzero(np.argmax(probabilities, axis=1) != labels),
+            positions, *places),
+        split=split, checked_buckets=buckets), stored.HELD_OUT_FILE)
+    logging.info('Trainer: probabilities of %d %s records for LabelCheck, '
+                 'by the kept weights: %.1f s.', len(labels), split, seconds)
 
   def on_train_end(self, logs=None):
     """Writes the averaged probabilities, if any epoch was scored."""
