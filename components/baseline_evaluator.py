@@ -22,6 +22,7 @@ from tfx.utils import proto_utils
 
 from components import blessing_rule
 from components import served_model
+from components import tfx_workarounds
 from components.image_example_gen import span_window
 from records import features
 from records import splits
@@ -140,9 +141,10 @@ class Executor(evaluator_executor.Executor):
     rule = rule_of(input_dict, exec_properties, eval_config)
     blessing_rule.set_threshold(eval_config, rule.threshold)
     logging.info(blessing_rule.RULE_LINE, rule.text)
-    super().Do(input_dict, output_dict, {
-        **exec_properties,
-        _SPECS.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
+    with tfx_workarounds.byte_size_batching():
+      super().Do(input_dict, output_dict, {
+          **exec_properties,
+          _SPECS.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
     rule.record(artifact_utils.get_single_instance(
         output_dict[_SPECS.BLESSING_KEY]))
 

@@ -5,9 +5,12 @@ tests/test_tfx_workarounds.py fails loudly when an upgrade changes one.
 """
 
 import abc
+import contextlib
+import importlib
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
+from absl import flags
 from tfx import types
 from tfx.dsl.components.base import base_driver
 from tfx.orchestration import data_types_utils
@@ -15,6 +18,10 @@ from tfx.orchestration import metadata
 from tfx.orchestration.portable import base_driver as portable_base_driver
 from tfx.orchestration.portable import data_types as portable_data_types
 from tfx.proto.orchestration import driver_output_pb2
+
+# tfx_bsl's flag (defined in tfx_bsl.coders.batch_util): its TFXIO sources
+# then batch records by their bytes, not by a count Beam tunes up from 1.
+BYTE_SIZE_BATCHING_FLAG = 'tfxio_use_byte_size_batching'
 
 # A PushedModel's custom properties, as TFX's Pusher names them.
 PUSHED_KEY = 'pushed'
@@ -75,3 +82,24 @@ def output_dir(pipeline_root: str, node_id: str, output_key: str,
     execution_id: the execution's ML Metadata id.
   """
   return os.path.join(pipeline_root, node_id, output_key, str(execution_id))
+
+
+@contextlib.contextmanager
+def byte_size_batching() -> Iterator[None]:
+  """Has TFXIO sources started within batch records by their bytes.
+
+  For TFX's Evaluator, which makes its source itself with no batch size
+  (docs/architecture.md, "What the project takes from TFX's internals").
+  absl's flags are marked parsed, each keeping its value, and this one is
+  restored on leaving.
+  """
+  importlib.import_module('tfx_bsl.coders.batch_util')  # Defines the flag.
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()
+  flag = flags.FLAGS[BYTE_SIZE_BATCHING_FLAG]
+  before = flag.value
+  flag.value = True
+  try:
+    yield
+  finally:
+    flag.value = before

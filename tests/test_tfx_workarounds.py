@@ -75,3 +75,19 @@ def test_driver_runs_before_the_cache_and_outputs_go_where_assumed(tmp_path):
   [model] = store.get_artifacts_by_type('Model')
   assert model.uri == tfx_workarounds.output_dir(
       str(root), 'ServedModel', served_model.MODEL_KEY, execution.id)
+
+
+def test_byte_size_batching_batches_tfxio_sources_by_bytes_while_on():
+  # The flag is tfx_bsl's: its sources batch by bytes with it, and let Beam
+  # tune a count from one record without it. This fails when tfx_bsl drops
+  # or renames the flag (it calls it experimental).
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from tfx_bsl.coders import batch_util  # pylint: disable=g-import-not-at-top
+  outside = batch_util.GetBatchElementsKwargs(None)
+  assert outside['min_batch_size'] == 1
+  with tfx_workarounds.byte_size_batching():
+    inside = batch_util.GetBatchElementsKwargs(None)
+    assert inside['min_batch_size'] == inside['max_batch_size'] > 1000
+    assert 'element_size_fn' in inside
+  assert batch_util.GetBatchElementsKwargs(None) == outside
+  assert not flags.FLAGS[tfx_workarounds.BYTE_SIZE_BATCHING_FLAG].value
