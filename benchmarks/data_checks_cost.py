@@ -38,11 +38,16 @@ def main(argv=None) -> int:
   parser.add_argument('--work-dir', default=None)
   parser.add_argument('--png', default=None)
   parser.add_argument('--beam-args', default='--direct_running_mode=in_memory')
+  parser.add_argument(
+      '--validation-percent', type=int, default=0,
+      help='Carve this share of train into a validation split, as a run '
+      'does (local_runner.py --validation-percent) (default: none).')
   args = parser.parse_args(argv)
   work = args.work_dir or tempfile.mkdtemp(prefix='data-checks-bench-')
   examples = artifacts.run_example_gen(
       args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16))
+      ImageExampleGenOptions(input_format='idx', num_shards=16,
+                             validation_percent=args.validation_percent))
   artifacts.IN_MEMORY[:] = shlex.split(args.beam_args)
   start_wall, start_cpu = time.monotonic(), _cpu_seconds()
   output = test_data_checks.run_data_checks(
