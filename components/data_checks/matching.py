@@ -265,7 +265,12 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   """
   count = len(hashes)
   keys = [_pair_keys(*_exact_pairs(digests), count)]
-  rescaled_keys = []  # Candidates for rescaled copies, from these hashes.
+  # The shrunk copies' candidates from these hashes, (pair keys, whether
+  # loose): checked on the framed thumbnails after this pass, which reads
+  # the plain ones. Each file then has the page cache to itself: at 100x
+  # MNIST under a 4 GB cap the two did not fit it together, and were read
+  # from disk over and over. 9 bytes a candidate meanwhile.
+  shrunk = []
 
   def verify(run):
     images, first, second = run
@@ -277,32 +282,53 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
-      # Cropped copies as those of the framed hashes; shrunk ones looser.
-      most = np.where(difference < MAX_SHRUNK_PLAIN_DIFFERENCE,
-                      MAX_SHRUNK_FRAMED_DIFFERENCE, MAX_FRAMED_DIFFERENCE)
-      rescaled_keys.append(_framed_candidates(
-          framed, first[~keep], second[~keep], most[~keep]))
+      shrunk.append(_across_framed(
+          framed, first[~keep], second[~keep],
+          difference[~keep] < MAX_SHRUNK_PLAIN_DIFFERENCE))
   first, second = _unique_pairs(keys, count)
-  rescaled = np.zeros(len(first), bool)
   difference = compare(thumbs, first, second)
+  correlation = correlations(thumbs, first, second)
+  rescaled = np.zeros(len(first), bool)
   if framed is not None:
     known = _pair_keys(first, second, count)
-    more, aligned = _rescaled(framed, usable, known, rescaled_keys)
+    more, aligned = _rescaled(framed, usable, known,
+                              _shrunk_candidates(framed, shrunk))
     cut, cut_difference = _cut(framed, usable, np.r_[known, more])
     more, aligned = np.r_[more, cut], np.r_[aligned, cut_difference]
     first, second = np.r_[first, more // count], np.r_[second, more % count]
     rescaled = np.r_[rescaled, np.ones(len(more), bool)]
     difference = np.r_[difference, aligned]
+    # How alike they are in their frames.
+    correlation = np.r_[correlation, correlations(
+        framed.thumbnail, more // count, more % count)]
   exact = digests[first] == digests[second]
-  correlation = correlations(thumbs, first, second)
-  if rescaled.any():  # How alike they are in their frames.
-    correlation[rescaled] = correlations(
-        framed.thumbnail, first[rescaled], second[rescaled])
   return Pairs(first, second,
                popcount(hashes[first] ^ hashes[second]).astype(np.int8),
                np.where(exact, 0.0, difference).astype(np.float32),
                np.where(exact, 1.0, correlation).astype(np.float32),
                exact, rescaled)
+
+
+def _across_framed(framed: Framed, first: np.ndarray, second: np.ndarray,
+                   loose: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """(pair keys, `loose`) of the pairs across splits whose images are both
+  framed: from their flags alone, no thumbnail read."""
+  keep = ((framed.split[first] != framed.split[second]) &
+          framed.framed[first] & framed.framed[second])
+  return _pair_keys(first[keep], second[keep], len(framed.phash)), loose[keep]
+
+
+def _shrunk_candidates(framed: Framed, shrunk: list) -> list:
+  """The pair keys of `_across_framed`'s candidates (emptying `shrunk` as
+  it goes) whose framed thumbnails differ as a rescaled copy's may."""
+  found, count = [], len(framed.phash)
+  while shrunk:
+    pairs, loose = shrunk.pop()
+    # Cropped copies as those of the framed hashes; shrunk ones looser.
+    found.append(_framed_candidates(
+        framed, pairs // count, pairs % count,
+        np.where(loose, MAX_SHRUNK_FRAMED_DIFFERENCE, MAX_FRAMED_DIFFERENCE)))
+  return found
 
 
 def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
