@@ -267,9 +267,8 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
   keys = [_pair_keys(*_exact_pairs(digests), count)]
   # The shrunk copies' candidates from these hashes, (pair keys, whether
   # loose): checked on the framed thumbnails after this pass, which reads
-  # the plain ones. Each file then has the page cache to itself: at 100x
-  # MNIST under a 4 GB cap the two did not fit it together, and were read
-  # from disk over and over. 9 bytes a candidate meanwhile.
+  # the plain ones, so that each memmap has the page cache to itself
+  # (docs/data-checks.md, "What it costs").
   shrunk = []
 
   def verify(run):
@@ -282,9 +281,11 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
     keep = difference < MAX_DIFFERENCE
     keys.append(_pair_keys(first[keep], second[keep], count))
     if framed is not None:  # A shrunk copy keeps its plain hash.
-      shrunk.append(_across_framed(
-          framed, first[~keep], second[~keep],
-          difference[~keep] < MAX_SHRUNK_PLAIN_DIFFERENCE))
+      first, second, difference = (
+          first[~keep], second[~keep], difference[~keep])
+      across = _across_framed(framed, first, second)
+      shrunk.append((_pair_keys(first[across], second[across], count),
+                     difference[across] < MAX_SHRUNK_PLAIN_DIFFERENCE))
   first, second = _unique_pairs(keys, count)
   difference = compare(thumbs, first, second)
   correlation = correlations(thumbs, first, second)
@@ -309,39 +310,44 @@ def find_copies(digests: np.ndarray, hashes: np.ndarray,
                exact, rescaled)
 
 
-def _across_framed(framed: Framed, first: np.ndarray, second: np.ndarray,
-                   loose: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """(pair keys, `loose`) of the pairs across splits whose images are both
-  framed: from their flags alone, no thumbnail read."""
-  keep = ((framed.split[first] != framed.split[second]) &
+def _across_framed(framed: Framed, first: np.ndarray, second: np.ndarray
+                   ) -> np.ndarray:
+  """bool [P]: whether each pair is across splits and both its images
+  framed, from their flags alone (no thumbnail read)."""
+  return ((framed.split[first] != framed.split[second]) &
           framed.framed[first] & framed.framed[second])
-  return _pair_keys(first[keep], second[keep], len(framed.phash)), loose[keep]
+
+
+def _framed_near(framed: Framed, first: np.ndarray, second: np.ndarray,
+                 most) -> np.ndarray:
+  """The pair keys of the pairs whose framed thumbnails differ by less
+  than `most` (a bound, or one a pair)."""
+  keep = compare(framed.thumbnail, first, second, np.max(most, initial=0)
+                 ) < most
+  return _pair_keys(first[keep], second[keep], len(framed.phash))
 
 
 def _shrunk_candidates(framed: Framed, shrunk: list) -> list:
-  """The pair keys of `_across_framed`'s candidates (emptying `shrunk` as
-  it goes) whose framed thumbnails differ as a rescaled copy's may."""
+  """The pair keys of the plain pass's (pair keys, loose) candidates,
+  emptying `shrunk` as it goes, whose framed thumbnails differ as a
+  rescaled copy's may."""
   found, count = [], len(framed.phash)
   while shrunk:
     pairs, loose = shrunk.pop()
     # Cropped copies as those of the framed hashes; shrunk ones looser.
-    found.append(_framed_candidates(
+    found.append(_framed_near(
         framed, pairs // count, pairs % count,
         np.where(loose, MAX_SHRUNK_FRAMED_DIFFERENCE, MAX_FRAMED_DIFFERENCE)))
   return found
 
 
-def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray,
-                       most=MAX_FRAMED_DIFFERENCE) -> np.ndarray:
+def _framed_candidates(framed: Framed, first: np.ndarray, second: np.ndarray
+                       ) -> np.ndarray:
   """The pair keys of the candidates across splits, both framed, whose
-  framed thumbnails differ by less than `most` (a bound, or one a pair)."""
-  keep = ((framed.split[first] != framed.split[second]) &
-          framed.framed[first] & framed.framed[second])
-  first, second = first[keep], second[keep]
-  most = most[keep] if np.ndim(most) else most
-  keep = compare(framed.thumbnail, first, second, np.max(most, initial=0)
-                 ) < most
-  return _pair_keys(first[keep], second[keep], len(framed.phash))
+  framed thumbnails differ by less than MAX_FRAMED_DIFFERENCE."""
+  keep = _across_framed(framed, first, second)
+  return _framed_near(framed, first[keep], second[keep],
+                      MAX_FRAMED_DIFFERENCE)
 
 
 def _rescaled(framed: Framed, usable: np.ndarray, known: np.ndarray,
