@@ -11,7 +11,7 @@ from benchmarks import harness
 TRIALS = 4
 TRIAL_STEPS = 200
 QUICK_TRIALS, QUICK_TRIAL_STEPS = 2, 5
-# modules/training/progress.py TRIAL_LINE, as the console shows it.
+# modules/training/callbacks.py TRIAL_LINE, as the console shows it.
 _TRIAL = re.compile(r'Tuner trial (\d+) of \d+: (.*): val_accuracy ([\d.]+) '
                     r'after \d+ steps in ([\d.]+)s')
 

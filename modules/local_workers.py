@@ -26,7 +26,7 @@ import modules
 from modules import trainer
 from modules.training import devices
 from modules.training import input_pipeline
-from modules.training import progress
+from modules.training import callbacks
 
 
 WORKER_MODULE = 'modules.local_workers'
@@ -40,7 +40,7 @@ LOGS_DIR = 'workers'
 TAIL_LINES = 15
 _POLL_SECONDS = 0.5
 # An epoch line as the worker prints it (`INFO:absl:Epoch 1/4: ...`, or
-# with absl's own handler `I... progress.py:123] Epoch 1/4: ...`).
+# with absl's own handler `I... callbacks.py:123] Epoch 1/4: ...`).
 _EPOCH_LINE = re.compile(r'[:\]] ?Epoch (\d+)/(\d+): (.*)$')
 
 
@@ -154,7 +154,7 @@ class _EpochRelay:
     for line in chunk[:end].decode(errors='replace').splitlines():
       match = _EPOCH_LINE.search(line)
       if match:
-        logging.info(progress.EPOCH_LINE, int(match[1]), int(match[2]),
+        logging.info(callbacks.EPOCH_LINE, int(match[1]), int(match[2]),
                      match[3])
 
 

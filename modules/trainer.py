@@ -5,15 +5,11 @@ Lite files (docs/serving.md). Why and how: docs/training.md.
 """
 
 import dataclasses
-import math
-import shutil
-import tempfile
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
-import tensorflow_transform as tft
 import tf_keras as keras
 from tfx.components.trainer.fn_args_utils import FnArgs
 
@@ -21,27 +17,17 @@ from modules import transform
 from modules.training import callbacks
 from modules.training import devices
 from modules.training import export
-from modules.training import fine_tune
+from modules.training import fit as fit_lib
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
-from modules.training import progress
 from modules.training import tuning
 from modules.training import warm_start
 from modules.training.config import TrainingConfig
 from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
-                                             check_files_per_worker, read_data,
-                                             split_files_for)
+                                             read_data, split_files_for)
+from modules.training.plan import Run
 from records import splits
-
-# custom_config: training records whose class probabilities are averaged over
-# the epochs for LabelCheck (modules/training/callbacks.py); absent or 0:
-# none.
-EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
-# custom_config: LabelCheck may cross-fit a training split of at most this
-# many records itself (components/label_check.py); a warm start keeps no
-# probabilities of one.
-CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
 
 
 def run_fn(fn_args: FnArgs) -> None:
@@ -82,7 +68,7 @@ def run_fn(fn_args: FnArgs) -> None:
                              config.mixed_precision,
                              task.workers if task else 1)
   run = Run(fn_args, config, data, plan, device_plan, task,
-            outputs_for(fn_args, task))
+            training_plan.outputs_for(fn_args, task))
   log_plan(run, scratch_why)
   seed_and_precision(config, device_plan)
   strategy = strategy or devices.make_strategy(device_plan)
@@ -91,12 +77,13 @@ def run_fn(fn_args: FnArgs) -> None:
     model, backbone = build_model(config, plan, data)
     if start.warm:
       start.apply(model)
-  datasets = make_datasets(run)
-  fit = Fit(model, strategy, config, len(data.class_names), datasets,
-            make_callbacks(run, datasets.epoch_steps *
-                           device_plan.global_batch_size, start.warm))
+  datasets = fit_lib.make_datasets(run)
+  fit = fit_lib.Fit(model, strategy, config, len(data.class_names), datasets,
+                    fit_lib.make_callbacks(run, datasets.epoch_steps *
+                                           device_plan.global_batch_size,
+                                           start.warm))
   clock.lap('model and input')
-  trained = train_model(run, fit, backbone)
+  trained = fit_lib.train_model(run, fit, backbone)
   if fit.scored and data.validation not in (None, splits.EVAL):
     # The eval split is scored by the served model, which the Evaluator
     # judges (its mistakes are the confusion matrix's).
@@ -151,94 +138,6 @@ class PhaseClock:
                  sum(self.seconds.values()))
 
 
-def train_model(run: 'Run', fit: 'Fit', backbone: Optional[keras.Model]
-                ) -> Dict[str, Any]:
-  """The training step: trains the model for the plan's epochs.
-
-  With a pretrained backbone, in two phases: the head, then fine-tuning
-  (modules/training/fine_tune.py); early stopping watches each (on the
-  validation split, if any), and the last one's best weights are kept.
-
-  Args:
-    run: The run's settings, data and plan.
-    fit: Trains the model over a range of epochs at a learning rate.
-    backbone: The model's pretrained backbone, or None.
-
-  Returns:
-    What training did, for training_plan.json: the peak learning rate, the
-    early-stopping outcome and, with a backbone, its phases.
-  """
-  config, plan = run.config, run.plan
-  validation_plan = run.data.validation_plan
-  learning_rate = config.learning_rate * plan.learning_rate_factor
-  if backbone is None:
-    fit(plan.epochs, 0, learning_rate)
-  else:
-    fine_tune.train(backbone, plan.epochs, config.model, learning_rate, fit)
-  if validation_plan:
-    stopping = callbacks.stopping_outcome(
-        fit.stopper, plan.epochs, fit.epochs_run, validation_plan.split,
-        validation_plan.size.records)
-  else:
-    stopping = callbacks.stopping_without_validation(plan.epochs,
-                                                     fit.epochs_run)
-  logging.info(progress.END_LINE, callbacks.describe_stopping(stopping))
-  return {'learning_rate': learning_rate, 'early_stopping': stopping,
-          **(fine_tune.describe(backbone, plan.epochs, config.model)
-             if backbone else {})}
-
-
-@dataclasses.dataclass
-class Fit:
-  """Trains the model over a range of epochs at a peak learning rate: the
-  `fit` of modules/training/fine_tune.py, and the whole run without a
-  backbone."""
-  model: keras.Model
-  strategy: tf.distribute.Strategy
-  config: TrainingConfig
-  num_classes: int
-  datasets: 'Datasets'
-  callbacks: List[keras.callbacks.Callback]
-  epochs_run: int = 0  # Over every call.
-
-  @property
-  def epoch_seconds(self) -> float:
-    """Seconds in the epochs so far, as their lines give them."""
-    return next(c.seconds for c in self.callbacks
-                if isinstance(c, progress.EpochProgress))
-
-  @property
-  def scored(self) -> Optional[callbacks.EpochProbabilities]:
-    """LabelCheck's training-run probabilities callback, None without one."""
-    return next((c for c in self.callbacks
-                 if isinstance(c, callbacks.EpochProbabilities)),
-                None)
-
-  @property
-  def stopper(self) -> Optional[keras.callbacks.EarlyStopping]:
-    """The early-stopping callback, None without one."""
-    return next((c for c in self.callbacks
-                 if isinstance(c, keras.callbacks.EarlyStopping)), None)
-
-  def __call__(self, epochs: int, initial_epoch: int,
-               learning_rate: float) -> None:
-    """Compiles (the trainable weights may have changed) and trains from
-    `initial_epoch` up to `epochs`, one learning-rate cycle over them."""
-    with self.strategy.scope():
-      model_lib.compile_for_training(
-          self.model,
-          dataclasses.replace(self.config, learning_rate=learning_rate),
-          self.num_classes,
-          (epochs - initial_epoch) * self.datasets.epoch_steps)
-    history = self.model.fit(
-        self.datasets.train, epochs=epochs, initial_epoch=initial_epoch,
-        steps_per_epoch=self.datasets.steps_per_epoch,
-        validation_data=self.datasets.validation,
-        validation_steps=self.datasets.validation_steps,
-        callbacks=self.callbacks, verbose=0)
-    self.epochs_run += len(history.epoch)
-
-
 def training_config(fn_args: FnArgs) -> TrainingConfig:
   """The run's settings: custom_config's, with --tune's winner if any."""
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
@@ -266,45 +165,6 @@ def start_from(fn_args: FnArgs, config: TrainingConfig,
       architecture, data.geometry, data.class_names, config.model)
 
 
-@dataclasses.dataclass(frozen=True)
-class Outputs:
-  """Where this worker writes the training logs and the serving model.
-
-  The chief writes them to the Trainer's outputs; any other worker writes
-  its copies (saving may need every worker's collective ops) to temporary
-  folders, removed at the end.
-  """
-  chief: bool
-  model_run_dir: str
-  serving_model_dir: str
-
-  def remove_temporary(self) -> None:
-    """Removes a worker's temporary folders; the chief's outputs stay."""
-    if not self.chief:
-      shutil.rmtree(self.model_run_dir)
-      shutil.rmtree(self.serving_model_dir)
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-  """One worker's run once planned: what every step of run_fn reads."""
-  fn_args: FnArgs
-  config: TrainingConfig  # With --tune's winner and the network chosen.
-  data: TrainerData
-  plan: training_plan.TrainingPlan
-  device_plan: devices.DevicePlan
-  task: Optional[devices.Task]  # None: not one worker of several.
-  outputs: Outputs
-
-
-def outputs_for(fn_args: FnArgs, task: Optional[devices.Task]) -> Outputs:
-  """The chief's outputs are the Trainer's; another worker's temporary."""
-  if task is None or task.is_chief:
-    return Outputs(True, fn_args.model_run_dir, fn_args.serving_model_dir)
-  return Outputs(False, tempfile.mkdtemp(prefix='trainer-worker-'),
-                 tempfile.mkdtemp(prefix='trainer-worker-'))
-
-
 def log_plan(run: Run, scratch_why: str = '') -> None:
   """Logs the plan; the chief also writes the device plan beside the logs
   and shows the plan on the console, with `scratch_why` (why colour photos
@@ -319,16 +179,16 @@ def log_plan(run: Run, scratch_why: str = '') -> None:
     return
   device_plan.write(outputs.model_run_dir)
   if scratch_why:
-    progress.plan_notice(scratch_why)
-  progress.plan_notice(
+    callbacks.plan_notice(scratch_why)
+  callbacks.plan_notice(
       f'{plan.architecture} ({plan.why}) at {plan.size_text}, '
       f'{plan.epochs} epochs, '
       f'{device_plan.precision} ({device_plan.precision_why or "GPU"})')
-  progress.plan_notice(progress.validation_notice(
+  callbacks.plan_notice(callbacks.validation_notice(
       data.train_plan.size.records, data.validation,
       data.validation_plan.size.records if data.validation_plan else None))
   if config.warm_start:
-    progress.plan_notice(plan.describe_start())
+    callbacks.plan_notice(plan.describe_start())
 
 
 def seed_and_precision(config: TrainingConfig,
@@ -357,121 +217,6 @@ def build_model(config: TrainingConfig, plan: training_plan.TrainingPlan,
                                            data.sample_record))
   return model_lib.build(plan.architecture, data.geometry,
                          len(data.class_names), config.model), None
-
-
-@dataclasses.dataclass(frozen=True)
-class Datasets:
-  """The batches model.fit reads, and the steps of an epoch."""
-  train: tf.data.Dataset
-  validation: Optional[tf.data.Dataset]
-  # With TrainArgs(num_steps): each epoch's steps, the training data
-  # repeating; None: an epoch is one pass over the training data.
-  steps_per_epoch: Optional[int]
-  epoch_steps: int  # Either way: the learning-rate schedule's unit.
-  validation_steps: Optional[int]
-
-
-def make_datasets(run: Run) -> Datasets:
-  """The training and validation batches, each worker reading its own
-  files of each split, in a fixed order in a seeded run."""
-  fn_args, data, task = run.fn_args, run.data, run.task
-  batch_size, epochs = run.device_plan.global_batch_size, run.plan.epochs
-  # With TrainArgs(num_steps) the run is that many steps, spread over the
-  # planned epochs; without it, each epoch is one pass over the data.
-  steps_per_epoch = (math.ceil(fn_args.train_steps / epochs)
-                     if fn_args.train_steps else None)
-  train = input_pipeline.make_planned_dataset(
-      fn_args.train_files, data.transform_output, batch_size,
-      data.train_plan, repeat=bool(steps_per_epoch),
-      ordered=run.config.seed is not None)
-  validation = input_pipeline.make_planned_dataset(
-      fn_args.eval_files, data.transform_output, batch_size,
-      data.validation_plan) if data.validation_plan else None
-  if task:
-    check_files_per_worker(fn_args, task.workers, data.validation)
-    train = _shard_by_file(train)
-    if validation is not None:
-      validation = _shard_by_file(validation)
-  return Datasets(
-      train, validation, steps_per_epoch,
-      steps_per_epoch or math.ceil(data.train_plan.size.records / batch_size),
-      fn_args.eval_steps if data.validation else None)
-
-
-def make_callbacks(run: Run, examples_per_epoch: int,
-                   warm: bool) -> List[keras.callbacks.Callback]:
-  """TensorBoard's logs, the console's progress, early stopping on the
-  validation split, and LabelCheck's training-run probabilities.
-
-  Args:
-    run: the run's settings, data, plan and outputs.
-    examples_per_epoch: the examples an epoch trains on, for the
-      probabilities' validation-accuracy curve.
-    warm: whether training starts from the served model's weights; then no
-      probabilities are kept where LabelCheck cross-fits.
-  """
-  config, plan, data, outputs = run.config, run.plan, run.data, run.outputs
-  # Nothing to choose the epoch on without a validation split.
-  stopper = (callbacks.early_stopping(config.budget, plan.epochs)
-             if data.validation else None)
-  scored = epoch_scores(run.fn_args, data.train_plan.size.records,
-                        data.transform_output, outputs.model_run_dir,
-                        run.task, plan.epochs, examples_per_epoch, warm)
-  return [
-      keras.callbacks.TensorBoard(log_dir=outputs.model_run_dir,
-                                  update_freq='epoch'),
-      # Instead of Keras's own output (verbose=0): see progress.py.
-      progress.EpochProgress(run.device_plan.global_batch_size,
-                             epochs=plan.epochs),
-      *([stopper] if stopper else []),
-      *([scored] if scored else []),
-  ]
-
-
-def epoch_scores(fn_args: FnArgs, records: int,
-                 tf_transform_output: tft.TFTransformOutput,
-                 model_run_dir: str, task: Optional[devices.Task],
-                 planned_epochs: int, examples_per_epoch: int, warm: bool
-                 ) -> Optional[callbacks.EpochProbabilities]:
-  """The callback that keeps LabelCheck's training-run probabilities, or
-  None where none are asked for or on several workers (each would need the
-  others to predict).
-
-  They are kept where LabelCheck may cross-fit the split too: it falls
-  back on them where fold models would be too weak (docs/label-check.md).
-  Not on a warm start, though: its few epochs would spend a large share of
-  their time predicting, and its curve says nothing of fold models trained
-  from scratch.
-
-  Args:
-    fn_args: TFX's FnArgs: the training files, and custom_config's records
-      to check (EPOCH_PROBABILITIES_KEY) and to cross-fit
-      (CROSS_FIT_RECORDS_KEY).
-    records: the records of the training split.
-    tf_transform_output: the Transform graph that makes model inputs.
-    model_run_dir: where the probabilities are written.
-    task: this worker of a cluster, None for a single process.
-    planned_epochs: the epochs planned.
-    examples_per_epoch: the examples an epoch trains on.
-    warm: whether training starts from the served model's weights.
-  """
-  custom_config = fn_args.custom_config or {}
-  checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
-  if not checked:
-    return None
-  if warm and records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
-    logging.info('Trainer: no training-run probabilities for LabelCheck on '
-                 'a warm start: it cross-fits a training split of %d records '
-                 'itself.', records)
-    return None
-  if task:
-    logging.info('Trainer: no training-run probabilities for LabelCheck on '
-                 '%d workers; the training split is not checked.',
-                 task.workers)
-    return None
-  return callbacks.EpochProbabilities(
-      input_pipeline.list_files(fn_args.train_files), records, checked,
-      tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 
 
 def float32_for_serving(run: Run, model: keras.Model) -> keras.Model:
@@ -518,15 +263,6 @@ def training_record(run: Run, model: keras.Model,
           'records': {p.split: p.size.records for p in data.input_plans},
           'input': {p.split: p.to_dict() for p in data.input_plans},
           **trained}
-
-
-def _shard_by_file(dataset: tf.data.Dataset) -> tf.data.Dataset:
-  """Each worker reads its own shards (files) of the split: the dataset
-  needs at least as many files as there are workers."""
-  options = tf.data.Options()
-  options.experimental_distribute.auto_shard_policy = (
-      tf.data.experimental.AutoShardPolicy.FILE)
-  return dataset.with_options(options)
 
 
 def _barrier(strategy: tf.distribute.Strategy) -> None:

@@ -20,7 +20,7 @@ from modules.training import devices
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
-from modules.training import progress
+from modules.training import callbacks
 from modules.training import tuning
 from modules.training.config import TrainingConfig, TuningConfig
 from modules.training.input_pipeline import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
@@ -99,7 +99,7 @@ class TrialTuner(base_tuner.BaseTuner):
     finally:
       keras.mixed_precision.set_global_policy('float32')
     seconds = time.monotonic() - started
-    logging.info(progress.TRIAL_LINE, _number(trial), self._trials,
+    logging.info(callbacks.TRIAL_LINE, _number(trial), self._trials,
                  f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
                  f'{accuracy:.4f} on {self._data.validation} after '
                  f'{self._fn_args.train_steps} steps in {seconds:.1f}s')

@@ -30,7 +30,7 @@ from components.label_check import auto_cross_fit_records
 from components.label_check import LabelCheck
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
-from modules.trainer import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
+from modules.training.config import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
 from pipeline import constants
 from pipeline import warm_start_model

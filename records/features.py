@@ -46,6 +46,10 @@ GEOMETRY_GIVEN = 'set by the options'
 IMAGE_ENCODINGS = ('raw', 'png', 'jpeg')
 IMAGE_ENCODING_PROPERTY = 'image_encoding'
 JPEG_QUALITY = 95
+# Transparent pixels are stored composited on white: transparent images
+# (icons, cut-out product shots, line art) are drawn to be shown on a light
+# page, and on black their dark strokes would vanish.
+TRANSPARENT_BACKGROUND = (255, 255, 255)
 # ExampleGen's choice by image size: PNG from `png_min_pixels` (height x
 # width) up, raw below (resolve_encoding). The artifact records the result.
 AUTO_ENCODING = 'auto'

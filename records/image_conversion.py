@@ -7,14 +7,12 @@ Why and how: docs/input-data.md#image-folders---input-format-images.
 import numpy as np
 from PIL import Image, ImageOps
 
+from records import features
+
 # The formats of image folders, by name: those Pillow decodes (GIF: its
 # first frame; TIFF: its first page).
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
                     '.tiff')
-# Transparent pixels are composited on white: transparent images (icons,
-# cut-out product shots, line art) are drawn to be shown on a light page,
-# and on black their dark strokes would vanish.
-TRANSPARENT_BACKGROUND = (255, 255, 255)
 
 
 def convert(image: Image.Image, mode: str) -> Image.Image:
@@ -22,7 +20,7 @@ def convert(image: Image.Image, mode: str) -> Image.Image:
 
   Phones store portraits as landscape pixels plus a rotation tag. 16-bit
   images keep their 8 high bits. Transparency is composited on
-  TRANSPARENT_BACKGROUND.
+  features.TRANSPARENT_BACKGROUND.
 
   Args:
     image: a decoded image.
@@ -40,6 +38,6 @@ def _to_mode(image: Image.Image, mode: str) -> Image.Image:
   if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
     image = image.convert('RGBA')  # Palette or colour-key transparency too.
   if image.mode in ('RGBA', 'RGBa'):
-    background = Image.new('RGBA', image.size, TRANSPARENT_BACKGROUND + (255,))
+    background = Image.new('RGBA', image.size, features.TRANSPARENT_BACKGROUND + (255,))
     image = Image.alpha_composite(background, image.convert('RGBA'))
   return image.convert(mode)

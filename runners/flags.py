@@ -1,9 +1,8 @@
 """The DAG's flags, shared by local_runner.py and kubeflow/kubeflow_runner.py.
 
 Generated from the knobs' fields (pipeline/knobs.py,
-modules/training/config.py). A flag not given is left out of the
-namespace, so its field keeps its default or its --dataset preset:
-explicit flags win.
+modules/training/config.py). A flag not given is left out of the namespace,
+so its field keeps its default or its --dataset preset.
 """
 
 import argparse

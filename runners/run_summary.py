@@ -17,7 +17,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components import blessing_rule
 from components.image_example_gen import console_lines as example_gen_progress
-from modules.training import progress as training_progress
+from modules.training import callbacks as training_progress
 from records import data_check_results as data_checks_results
 from records import features
 

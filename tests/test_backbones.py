@@ -14,10 +14,10 @@ import tensorflow as tf
 import tf_keras as keras
 
 from data import shapes
-from modules.training import fine_tune
+from modules.training import fit as fit_lib
 from modules.training import input_pipeline
 from modules.training import model as model_lib
-from modules.training import progress
+from modules.training import callbacks
 from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pylint: disable=g-multiple-import
                                      ModelConfig, TrainingConfig)
 from pipeline import knobs as knobs_lib
@@ -144,11 +144,11 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
                               model.get_layer('logits').get_weights()[0])
     after_phase.append((learning_rate, _weights(backbone.layers)))
 
-  fine_tune.train(backbone, 2, config, 1e-2, fit)
+  fit_lib.train_phases(backbone, 2, config, 1e-2, fit)
   [(head_lr, head_only), (tune_lr, tuned)] = after_phase
   assert tune_lr == pytest.approx(head_lr * config.fine_tune_learning_rate_factor)
   assert not any(_changed(initial, head_only))  # Phase 1: frozen.
-  first = fine_tune.first_trained_layer(backbone, config)
+  first = fit_lib.first_trained_layer(backbone, config)
   assert 0 < first < len(backbone.layers)
   changed = _changed(head_only, tuned)
   assert not any(changed[:first]) and any(changed[first:])
@@ -171,7 +171,7 @@ def served(tmp_path_factory, weights_path):
       budget=Budget(epochs=2), batch_size=8,
       model=ModelConfig(backbone=NAME, weights=weights_path,
                         input_size=(SIZE, SIZE)))
-  with absl_lines(progress.EPOCH_LINE) as epochs:
+  with absl_lines(callbacks.EPOCH_LINE) as epochs:
     serving_dir = artifacts.run_trainer(tmp, patterns, config, train_steps=4)
   # One line per epoch of the run, numbered across both phases.
   assert [line.split(':')[0] for line in epochs] == ['Epoch 1/2', 'Epoch 2/2']
@@ -270,7 +270,7 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
                        'tuning': dataclasses.asdict(TuningConfig(trials=1))}))
   # The Tuner's log names its input plans as the Tuner's.
   assert inputs and all(line.startswith('Tuner input: ') for line in inputs)
-  with absl_lines(progress.TRIAL_LINE) as trials:
+  with absl_lines(callbacks.TRIAL_LINE) as trials:
     result.tuner.search(**result.fit_kwargs)
   [best] = result.tuner.get_best_hyperparameters()
   assert best.values[tuning.NETWORK] == NAME

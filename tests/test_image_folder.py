@@ -180,7 +180,7 @@ def test_transparency_is_composited_on_white():
                                   features.ImageGeometry(4, 4, 3))
   got = np.frombuffer(raw, np.uint8).reshape(4, 4, 3)
   assert (got[:, :2] == (255, 0, 0)).all()
-  assert (got[:, 2:] == image_conversion.TRANSPARENT_BACKGROUND).all()
+  assert (got[:, 2:] == features.TRANSPARENT_BACKGROUND).all()
 
 
 def test_palette_and_16_bit_grey_are_converted():

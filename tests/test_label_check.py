@@ -211,19 +211,20 @@ def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
   # is too large to cross-fit.
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
-  from modules import trainer  # pylint: disable=g-import-not-at-top
+  from modules.training import config  # pylint: disable=g-import-not-at-top
+  from modules.training import fit  # pylint: disable=g-import-not-at-top
   out = two_runs / 'out'
   [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
                           'Split-train'))
   [graph] = glob.glob(str(out / 'pipeline/Transform/transform_graph/*'))
   records = shards.count_records(shards.split_files(split))
   fn_args = FnArgs(train_files=[os.path.join(split, '*')], custom_config={
-      trainer.EPOCH_PROBABILITIES_KEY: records,
-      trainer.CROSS_FIT_RECORDS_KEY: records})
+      config.EPOCH_PROBABILITIES_KEY: records,
+      config.CROSS_FIT_RECORDS_KEY: records})
 
   def kept(warm, records=records):
-    return trainer.epoch_scores(fn_args, records, tft.TFTransformOutput(graph),
-                                str(tmp_path), None, 2, 640, warm) is not None
+    return fit.epoch_scores(fn_args, records, tft.TFTransformOutput(graph),
+                            str(tmp_path), None, 2, 640, warm) is not None
 
   assert kept(warm=False)
   assert not kept(warm=True)

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from data import photos
 from modules.training import model as model_lib
-from modules.training import progress
+from modules.training import callbacks
 from modules.training.config import (Budget, DEFAULT_BACKBONE, ModelConfig,  # pylint: disable=g-multiple-import
                                      SMALL_GAP_CNN, TrainingConfig)
 from records import features
@@ -109,7 +109,7 @@ def test_without_weights_photos_train_from_scratch_saying_how_to_give_them(
     photos.write(str(tmp_path / 'data' / split), count, size=(WIDTH, HEIGHT))
   patterns = artifacts.trainer_inputs(tmp_path / 'data', tmp_path, PHOTOS)
   config = TrainingConfig(budget=Budget(epochs=1), batch_size=8)
-  with absl_lines(progress.PLAN_LINE) as plan_lines:
+  with absl_lines(callbacks.PLAN_LINE) as plan_lines:
     serving_dir = artifacts.run_trainer(tmp_path, patterns, config,
                                         train_steps=2)
   [why] = [line for line in plan_lines if 'from scratch' in line]

@@ -1,4 +1,4 @@
-"""The Trainer's progress (modules/training/progress.py) on a tiny Keras
+"""The Trainer's progress (modules/training/callbacks.py) on a tiny Keras
 model: one log line per epoch always, and a live bar only on a terminal."""
 
 import fcntl
@@ -14,13 +14,13 @@ import pytest
 import tf_keras as keras
 
 from modules.training import model as model_lib
-from modules.training import progress
+from modules.training import callbacks
 from tests.absl_lines import absl_lines
 
 
 @pytest.fixture
 def epoch_lines():
-  with absl_lines(progress.EPOCH_LINE) as lines:
+  with absl_lines(callbacks.EPOCH_LINE) as lines:
     yield lines
 
 
@@ -36,7 +36,7 @@ def _fit(callback, epochs=2):
 
 def test_a_line_per_epoch_and_no_bar_off_a_terminal(epoch_lines, tmp_path):
   with open(tmp_path / 'log', 'w') as not_a_terminal:
-    _fit(progress.EpochProgress(8, bar_stream=not_a_terminal))
+    _fit(callbacks.EpochProgress(8, bar_stream=not_a_terminal))
   assert (tmp_path / 'log').read_text() == ''  # No bar.
   assert len(epoch_lines) == 2
   for epoch, line in enumerate(epoch_lines, 1):
@@ -68,7 +68,7 @@ def test_a_bar_on_a_terminal(epoch_lines, width):
   reader.start()
   try:
     with open(terminal, 'w', closefd=False) as stream:
-      _fit(progress.EpochProgress(8, bar_stream=stream))
+      _fit(callbacks.EpochProgress(8, bar_stream=stream))
   finally:
     os.close(terminal)
     reader.join(timeout=30)

@@ -11,6 +11,15 @@ from typing import Any, Dict, Optional, Tuple
 
 from modules.knob import knob
 
+# custom_config: training records whose class probabilities are averaged over
+# the epochs for LabelCheck (modules/training/callbacks.py); absent or 0:
+# none.
+EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
+# custom_config: LabelCheck may cross-fit a training split of at most this
+# many records itself (components/label_check.py); a warm start keeps no
+# probabilities of one.
+CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
+
 # The networks from scratch (`--architecture`; model.py builds them).
 AUTO = 'auto'
 MNIST_CNN = 'mnist-cnn'
@@ -149,7 +158,7 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  # A pretrained backbone (modules/training/model.py, fine_tune.py).
+  # A pretrained backbone (modules/training/model.py, fit.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '
       'weights unless --weights says otherwise) with a new head, trained in '

@@ -30,7 +30,6 @@ from modules.training import image_orientation
 from modules.training import input_pipeline
 from records import decode
 from records import features
-from records import image_conversion
 
 
 def export_serving_model(model: keras.Model,
@@ -134,7 +133,7 @@ _JPEG, _PNG = (next(magic for magic, name in
 # Pillow's RGB to L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
 _LUMA = (19595, 38470, 7471)
 # ImageExampleGen's background for transparent pixels: one level, white.
-_BACKGROUND = float(image_conversion.TRANSPARENT_BACKGROUND[0])
+_BACKGROUND = float(features.TRANSPARENT_BACKGROUND[0])
 
 
 def check_formats(files: tf.Tensor) -> tf.Operation:

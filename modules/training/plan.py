@@ -6,10 +6,16 @@ start takes a share of it). Why and how: docs/training.md, "The budget".
 
 import dataclasses
 import math
-from typing import Any, Dict, Tuple
+import shutil
+import tempfile
+from typing import Any, Dict, Optional, Tuple
 
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+from modules.training import devices
 from modules.training import model as model_lib
-from modules.training.config import Budget
+from modules.training.config import Budget, TrainingConfig
+from modules.training.input_pipeline import TrainerData
 from records import features
 
 
@@ -114,3 +120,42 @@ def plan(budget: Budget, model: model_lib.ModelConfig,
       learning_rate_factor=(budget.warm_start_learning_rate_factor if warm
                             else 1.0),
       warm_start_from=warm_start_from, start_why=start_why)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+  """Where this worker writes the training logs and the serving model.
+
+  The chief writes them to the Trainer's outputs; any other worker writes
+  its copies (saving may need every worker's collective ops) to temporary
+  folders, removed at the end.
+  """
+  chief: bool
+  model_run_dir: str
+  serving_model_dir: str
+
+  def remove_temporary(self) -> None:
+    """Removes a worker's temporary folders; the chief's outputs stay."""
+    if not self.chief:
+      shutil.rmtree(self.model_run_dir)
+      shutil.rmtree(self.serving_model_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One worker's run once planned: what every step of run_fn reads."""
+  fn_args: FnArgs
+  config: TrainingConfig  # With --tune's winner and the network chosen.
+  data: TrainerData
+  plan: TrainingPlan
+  device_plan: devices.DevicePlan
+  task: Optional[devices.Task]  # None: not one worker of several.
+  outputs: Outputs
+
+
+def outputs_for(fn_args: FnArgs, task: Optional[devices.Task]) -> Outputs:
+  """The chief's outputs are the Trainer's; another worker's temporary."""
+  if task is None or task.is_chief:
+    return Outputs(True, fn_args.model_run_dir, fn_args.serving_model_dir)
+  return Outputs(False, tempfile.mkdtemp(prefix='trainer-worker-'),
+                 tempfile.mkdtemp(prefix='trainer-worker-'))
