@@ -15,6 +15,6 @@ def __getattr__(name):
     from components.data_checks.component import DataCheckResults  # pylint: disable=g-import-not-at-top
     return DataCheckResults
   if name == 'KeptRuns':
-    from components.keep_runs import KeptRuns  # pylint: disable=g-import-not-at-top
+    from components.keep_runs.component import KeptRuns  # pylint: disable=g-import-not-at-top
     return KeptRuns
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -19,8 +19,8 @@ from tfx.types.channel import Channel
 
 from components import baseline_evaluator
 from components import blessing_rule
-from components import keep_runs as keep_runs_component
-from components import keep_runs_rule
+from components.keep_runs import component as keep_runs_component
+from components.keep_runs import rule as keep_runs_rule
 from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions

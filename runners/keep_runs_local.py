@@ -1,6 +1,6 @@
 """--keep-runs K: the disk holds the large artifacts of the newest K runs.
 
-The rule is components/keep_runs_rule.py's; `collect` applies it from ML
+The rule is components/keep_runs/rule.py's; `collect` applies it from ML
 Metadata after a local run, marking artifacts as TFX's garbage collection
 does. Why and how: docs/metadata.md, "Keeping the disk from filling".
 """
@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Optional, Set
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components import keep_runs_rule
+from components.keep_runs import rule as keep_runs_rule
 from metadata import queries
 
 _Artifact = metadata_store_pb2.Artifact

@@ -26,7 +26,7 @@ OUR_PATHS = {'components.image_example_gen.executor.Executor',
 TARGET_PATHS = {
     'kubeflow': {'kubeflow.container_entrypoint',
                  'components.served_model.Executor',
-                 'components.keep_runs.Executor'},
+                 'components.keep_runs.component.Executor'},
     'vertex': {
         'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor',
         'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver'},

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from components import push_once
-from components import run_folders
+from components.keep_runs import run_folders
 from kubeflow import open_source_kfp
 from pipeline import constants
 from tests import kubeflow_specs

@@ -28,7 +28,7 @@ import uuid
 
 import pytest
 
-from components import keep_runs
+from components.keep_runs import component as keep_runs
 from kubeflow import kubeflow_runner
 from pipeline import constants
 from tests import datasets
@@ -250,7 +250,7 @@ def _large_outputs(endpoint, run_id):
 
 
 def _kept(endpoint, launcher):
-  """What a run's KeepRuns step recorded (components/keep_runs.py)."""
+  """What a run's KeepRuns step recorded (components/keep_runs/component.py)."""
   uri = _only(launcher, keep_runs.NODE_ID, keep_runs.KEPT_RUNS_KEY).uri
   key = f'{uri[len(f"s3://{BUCKET}/"):]}/{keep_runs.RECORD_FILE}'
   return json.loads(s3_server.client(endpoint).get_object(
@@ -291,7 +291,7 @@ def test_the_next_run_collects_a_failed_run(runs):
 _COLLECT = """
 import json, os, sys
 import tensorflow_io  # s3://, as kubeflow/container_entrypoint.py
-from components import run_folders
+from components.keep_runs import run_folders
 plan = run_folders.collect(*sys.argv[1:3], 1, *map(json.loads, sys.argv[3:5]),
                            *sys.argv[5:])
 print(json.dumps(plan.__dict__))

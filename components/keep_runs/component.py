@@ -1,6 +1,6 @@
 """KeepRuns: --keep-runs K as the last step of a run on Kubeflow Pipelines.
 
-It applies keep_runs_rule.py to the run folders (run_folders.py). Why and
+It applies rule.py to the run folders (run_folders.py). Why and
 how: docs/kubeflow.md#keeping-the-bucket-from-filling---keep-runs-k.
 """
 
@@ -18,7 +18,7 @@ from tfx.dsl.io import fileio
 from tfx.types import artifact_utils
 from tfx.types import component_spec
 
-from components import run_folders
+from components.keep_runs import run_folders
 
 NODE_ID = 'KeepRuns'
 KEEP_RUNS_KEY = 'keep_runs'

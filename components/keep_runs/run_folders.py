@@ -1,6 +1,6 @@
 """--keep-runs on Kubeflow Pipelines, decided from the run folders alone.
 
-keep_runs_rule.py's rule, applied to what the folders show (no ML Metadata).
+rule.py's rule, applied to what the folders show (no ML Metadata).
 Why and how: docs/kubeflow.md#keeping-the-bucket-from-filling---keep-runs-k.
 """
 
