@@ -18,6 +18,7 @@ import numpy as np
 from benchmarks import harness
 from components.image_example_gen import idx
 from pipeline import knobs
+from records import label_check_results
 
 SPLITS = {'train': 'train', 't10k': 'eval'}
 
@@ -89,10 +90,8 @@ def main() -> int:
             'wall_seconds': round(run.seconds, 1),
             'label_check_seconds': run.nodes.get('LabelCheck', (None,))[0],
             'splits': {}}
-  with open(os.path.join(harness.newest_artifact(out, 'LabelCheck',
-                                                 'suspects'),
-                         'suspects.json')) as f:
-    rows = json.load(f)
+  rows = label_check_results.read_suspects(
+      harness.newest_artifact(out, 'LabelCheck', 'suspects'))
   unchecked = unchecked_sources(out, args.checked_records)
   for split, sources in planted.items():
     # The train file's records are in the validation split too.

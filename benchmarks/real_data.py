@@ -8,10 +8,10 @@ import os
 from typing import Any, Dict, List
 
 from benchmarks import harness
-from components import label_check
 from data import idx_folders
 from data import mnist_label_errors
 from data import planted
+from records import label_check_results
 
 FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
 # Per folder: train and eval images, then wrong labels in train and eval.
@@ -21,7 +21,7 @@ QUICK_FLAGS = ('--epochs', '2', '--train-steps', '10', harness.ONE_PROCESS)
 
 
 def _suspects(output_dir: str) -> List[Dict[str, Any]]:
-  return label_check.read_suspects(
+  return label_check_results.read_suspects(
       harness.newest_artifact(output_dir, 'LabelCheck', 'suspects'))
 
 
@@ -37,7 +37,7 @@ def mnist_confirmed(ctx: harness.Context, flags) -> Dict[str, Any]:
   local_run, output_dir = ctx.run('real-mnist', *flags)
   rows = [r for r in _suspects(output_dir) if r['split'] == 'eval']
   listed = {int(r['source'].rsplit(':', 1)[1]) for r in rows}
-  mistakes = label_check.read_mistakes(harness.newest_artifact(
+  mistakes = label_check_results.read_mistakes(harness.newest_artifact(
       output_dir, 'LabelCheck', 'suspects'))
   return dict(confirmed=len(wrong), found=len(set(wrong) & listed),
               listed=len(rows), eval_records=10_000 if not ctx.quick else None,

@@ -7,7 +7,6 @@ the Trainer's run. Why and how: docs/label-check.md.
 
 import dataclasses
 import functools
-import io
 import json
 import os
 import time
@@ -29,9 +28,9 @@ from tfx.utils import json_utils
 from tfx.utils import path_utils
 
 from components import label_scores
-from records import csv_cells
 from records import epoch_probabilities
 from records import features
+from records import label_check_results as results
 from records import shards
 
 EXAMPLES_KEY = 'examples'
@@ -49,25 +48,8 @@ CUSTOM_CONFIG_KEY = 'custom_config'
 SIGNATURE_KEY = 'signature_name'
 PROBABILITIES_KEY = 'probabilities_key'
 
-CSV_FILE = 'suspects.csv'
-JSON_FILE = 'suspects.json'
-# The eval records the model gets wrong, most confident first.
-MISTAKES_FILE = 'mistakes.json'
-MISTAKES_LISTED = 10_000  # At most; the property counts them all.
-MISTAKES_PROPERTY = 'mistakes'  # {split: records the model gets wrong}.
-CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
-               'suggested_name', 'score', 'given_probability',
-               'suggested_probability', 'method', 'record')
-# Custom properties of the artifact: JSON of {split: count}, and
-# {split: method}; the records checked per split, likewise.
-SUSPECTS_PROPERTY = 'suspects'
-CHECKED_PROPERTY = 'records_checked'
-RECORDS_PROPERTY = 'records'  # {split: records in it}.
-METHODS_PROPERTY = 'methods'
-SECONDS_PROPERTY = 'seconds'  # {split: wall time of its check}.
-# {split: wrong labels cleanlab estimates}, of the calibrated splits only.
-ESTIMATES_PROPERTY = 'estimated_wrong'
-TEMPERATURES_PROPERTY = 'temperatures'  # {split: the calibration's}.
+# The model's mistakes listed, at most; the property counts them all.
+MISTAKES_LISTED = 10_000
 OUT_OF_SAMPLE = 'out_of_sample'  # The Trainer's model, never trained on it.
 CROSS_FIT = 'cross_fit'  # K folds, each predicted by a model of the others.
 # The Trainer's run: probabilities averaged over its epochs.
@@ -336,53 +318,6 @@ def mistakes_rows(split: str, split_uri: str, positions: np.ndarray,
         'given_probability': round(float(probabilities[i, given]), 6),
         'suspect': record in doubted, 'record': record})
   return rows, wrong
-
-
-def read_mistakes(uri: str) -> List[Dict[str, Any]]:
-  """Reads the rows of mistakes_rows a LabelSuspects artifact holds.
-
-  Raises:
-    ValueError: `uri` holds no mistakes.json (LabelCheck wrote none before
-      it listed mistakes).
-  """
-  return _read_rows(uri, MISTAKES_FILE, 'a LabelSuspects artifact of a run '
-                    'before LabelCheck listed the model\'s mistakes?')
-
-
-def _read_rows(uri: str, name: str, missing: str) -> List[Dict[str, Any]]:
-  """The rows of JSON file `name` under `uri`; `missing` says why it may not
-  be there."""
-  path = os.path.join(uri, name)
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f'{path}: no such file ({missing})')
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
-def write_suspects(uri: str, rows: List[Dict[str, Any]]) -> None:
-  """Writes suspects.csv and suspects.json under `uri`."""
-  text = io.StringIO()
-  writer = csv_cells.DictWriter(text, fieldnames=CSV_COLUMNS,
-                                lineterminator='\n')
-  writer.writeheader()
-  writer.writerows(rows)
-  tf.io.gfile.makedirs(uri)
-  with tf.io.gfile.GFile(os.path.join(uri, CSV_FILE), 'w') as f:
-    f.write(text.getvalue())
-  with tf.io.gfile.GFile(os.path.join(uri, JSON_FILE), 'w') as f:
-    json.dump(rows, f, indent=1)
-
-
-def read_suspects(uri: str) -> List[Dict[str, Any]]:
-  """Reads the rows write_suspects wrote.
-
-  Rows written before suspects_rows named the record's place have no
-  `record`.
-
-  Raises:
-    ValueError: `uri` holds no suspects.json.
-  """
-  return _read_rows(uri, JSON_FILE, 'is this a LabelSuspects artifact?')
 
 
 def class_names_of(examples: types.Artifact) -> List[str]:
@@ -696,16 +631,16 @@ class Executor(base_executor.BaseExecutor):
         mistakes += split_mistakes
       counts[split], checked[split], totals[split], methods[split] = (
           len(split_rows), len(scores.labels), scores.records, scores.method)
-    write_suspects(output.uri, rows)
-    with tf.io.gfile.GFile(os.path.join(output.uri, MISTAKES_FILE), 'w') as f:
-      json.dump(mistakes, f, indent=1)
-    for key, value in ((SUSPECTS_PROPERTY, counts),
-                       (MISTAKES_PROPERTY, mistakes_count),
-                       (ESTIMATES_PROPERTY, estimates),
-                       (TEMPERATURES_PROPERTY, temperatures),
-                       (CHECKED_PROPERTY, checked),
-                       (RECORDS_PROPERTY, totals), (METHODS_PROPERTY, methods),
-                       (SECONDS_PROPERTY, seconds)):
+    results.write_suspects(output.uri, rows)
+    results.write_mistakes(output.uri, mistakes)
+    for key, value in ((results.SUSPECTS_PROPERTY, counts),
+                       (results.MISTAKES_PROPERTY, mistakes_count),
+                       (results.ESTIMATES_PROPERTY, estimates),
+                       (results.TEMPERATURES_PROPERTY, temperatures),
+                       (results.CHECKED_PROPERTY, checked),
+                       (results.RECORDS_PROPERTY, totals),
+                       (results.METHODS_PROPERTY, methods),
+                       (results.SECONDS_PROPERTY, seconds)):
       output.set_string_custom_property(key, json.dumps(value))
     output.set_int_custom_property('suspects_total', len(rows))
 

@@ -17,13 +17,10 @@ from inspector import files
 from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
+from records import label_check_results as results
 
 NODE = 'LabelCheck'
 OUTPUT_KEY = 'suspects'
-# As components/label_check.py writes them.
-SUSPECTS_FILE = 'suspects.json'
-MISTAKES_FILE = 'mistakes.json'
-MISTAKES_PROPERTY = 'mistakes'  # {split: records the model gets wrong}.
 # The reviewer's CSV: where the image is, what it is said to be, what the
 # model says, and how sure.
 CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
@@ -66,11 +63,11 @@ def suspects(md: queries.Metadata, run: queries.Run,
       or it has no split `split`.
   """
   artifact = suspects_artifact(md, run)
-  path = os.path.join(artifact.uri, SUSPECTS_FILE)
+  path = os.path.join(artifact.uri, results.SUSPECTS_FILE)
   if not files.exists(path):
     raise InspectError(f'LabelSuspects {artifact.id}: {path} is missing')
   rows = json.loads(files.read_bytes(path))
-  methods = _json_property(artifact, 'methods')
+  methods = _json_property(artifact, results.METHODS_PROPERTY)
   if split is not None:
     if split not in methods:
       raise InspectError(f'LabelSuspects {artifact.id} has no split '
@@ -78,10 +75,10 @@ def suspects(md: queries.Metadata, run: queries.Run,
     rows = [r for r in rows if r['split'] == split]
   return {'suspects': {'id': artifact.id, 'uri': artifact.uri},
           'methods': methods,
-          'counts': _json_property(artifact, 'suspects'),
-          'checked': _json_property(artifact, 'records_checked'),
-          'records': _json_property(artifact, 'records'),
-          'seconds': _json_property(artifact, 'seconds'),
+          'counts': _json_property(artifact, results.SUSPECTS_PROPERTY),
+          'checked': _json_property(artifact, results.CHECKED_PROPERTY),
+          'records': _json_property(artifact, results.RECORDS_PROPERTY),
+          'seconds': _json_property(artifact, results.SECONDS_PROPERTY),
           'rows': rows}
 
 
@@ -97,13 +94,13 @@ def mistakes(md: queries.Metadata, run: queries.Run,
       two classes.
   """
   artifact = suspects_artifact(md, run)
-  path = os.path.join(artifact.uri, MISTAKES_FILE)
+  path = os.path.join(artifact.uri, results.MISTAKES_FILE)
   if not files.exists(path):
     raise NoMistakesListed(
         f'LabelSuspects {artifact.id}: {path} is missing (LabelCheck of '
         'this run predates the list of the model\'s mistakes)')
   rows = json.loads(files.read_bytes(path))
-  counts = _json_property(artifact, MISTAKES_PROPERTY)
+  counts = _json_property(artifact, results.MISTAKES_PROPERTY)
   pairs = confusions(rows)
   result = {'suspects': {'id': artifact.id, 'uri': artifact.uri},
             'counts': counts, 'listed': len(rows),

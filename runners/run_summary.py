@@ -20,6 +20,7 @@ from components.image_example_gen import console_lines as example_gen_progress
 from modules.training import callbacks as training_progress
 from records import data_check_results as data_checks_results
 from records import features
+from records import label_check_results
 
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
@@ -153,13 +154,14 @@ def _suspects(props) -> str:
   def read(key):
     value = props.get(key)
     return json.loads(value) if isinstance(value, str) else (value or {})
-  counts, checked, records = (read('suspects'), read('records_checked'),
-                              read('records'))
+  counts, checked, records = (read(label_check_results.SUSPECTS_PROPERTY),
+                              read(label_check_results.CHECKED_PROPERTY),
+                              read(label_check_results.RECORDS_PROPERTY))
   parts = [f'{split} {count:,}' + (
       f' of {checked[split]:,} checked' if checked.get(split, 0) <
       records.get(split, 0) else '') for split, count in counts.items()]
   by_method: Dict[str, List[str]] = {}
-  for split, method in read('methods').items():
+  for split, method in read(label_check_results.METHODS_PROPERTY).items():
     if split in counts:  # A split not checked says so in its method.
       by_method.setdefault(method.split(' (')[0], []).append(split)
   scored = '; '.join(f'{", ".join(splits)} by {method}'

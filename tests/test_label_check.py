@@ -30,6 +30,7 @@ from pipeline import knobs
 from pipeline import pipeline
 from records import epoch_probabilities as recorded_probabilities
 from records import features
+from records import label_check_results
 from records import shards
 from tests import datasets
 from tests import local_run
@@ -103,9 +104,9 @@ def test_suspects_name_their_records_source_and_place(tmp_path):
       ('img-2-6', 'data_tfrecord-00002-of-00003.gz:6'),
       ('img-1-0', 'data_tfrecord-00001-of-00003.gz:0'),
       ('img-1-8', 'data_tfrecord-00001-of-00003.gz:8')]
-  label_check.write_suspects(str(tmp_path / 'suspects'), rows)
-  assert label_check.read_suspects(str(tmp_path / 'suspects')) == rows
-  with open(tmp_path / 'suspects' / label_check.CSV_FILE) as f:
+  label_check_results.write_suspects(str(tmp_path / 'suspects'), rows)
+  assert label_check_results.read_suspects(str(tmp_path / 'suspects')) == rows
+  with open(tmp_path / 'suspects' / label_check_results.SUSPECTS_CSV_FILE) as f:
     assert [r['record'] for r in csv.DictReader(f)] == [
         r['record'] for r in rows]
 
@@ -440,8 +441,8 @@ def test_the_models_eval_mistakes_are_listed_most_confident_first(
     planted_run):
   out, planted = planted_run
   [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
-  mistakes = label_check.read_mistakes(str(uri))
-  suspects = {r['record'] for r in label_check.read_suspects(str(uri))
+  mistakes = label_check_results.read_mistakes(str(uri))
+  suspects = {r['record'] for r in label_check_results.read_suspects(str(uri))
               if r['split'] == 'eval'}
   assert mistakes and {r['split'] for r in mistakes} == {'eval'}
   assert all(r['predicted'] != r['given'] for r in mistakes)
@@ -504,12 +505,12 @@ def test_the_report_shows_the_suspects(planted_report):
 
 def _mistakes_file(out):
   [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
-  return uri / label_check.MISTAKES_FILE
+  return uri / label_check_results.MISTAKES_FILE
 
 
 def test_the_inspector_lists_the_models_mistakes(planted_run, tmp_path):
   out, planted = planted_run
-  listed = label_check.read_mistakes(str(_mistakes_file(out).parent))
+  listed = label_check_results.read_mistakes(str(_mistakes_file(out).parent))
   path = tmp_path / 'wrong.csv'
   tiny_runs.inspect(out, 'mistakes', '--csv', str(path))
   with open(path, newline='') as f:
@@ -570,7 +571,7 @@ def _figures(html):
 def test_the_report_shows_the_mistakes_by_pair(planted_run, planted_report):
   out, _ = planted_run
   facts, page = planted_report
-  listed = label_check.read_mistakes(str(_mistakes_file(out).parent))
+  listed = label_check_results.read_mistakes(str(_mistakes_file(out).parent))
   part = facts['evaluation']['mistakes']
   assert part['status'] == 'ok', part
   # Beside the confusion matrix: the pairs most frequent first, each its
@@ -665,7 +666,7 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
   methods = json.loads(suspects.get_string_custom_property('methods'))
   assert methods['extra'] == methods['eval'] == 'out_of_sample'
   assert methods['train'] == 'cross_fit (2 folds)'
-  rows = label_check.read_suspects(suspects.uri)
+  rows = label_check_results.read_suspects(suspects.uri)
   by_split = {split: [r['source'] for r in rows if r['split'] == split]
               for split in ('train', 'eval', 'extra')}
   assert by_split['extra'] == by_split['eval']
@@ -712,7 +713,7 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
   properties = {key: json.loads(suspects.get_string_custom_property(key))
                 for key in ('methods', 'suspects', 'records_checked',
                             'records')}
-  return properties, label_check.read_suspects(suspects.uri)
+  return properties, label_check_results.read_suspects(suspects.uri)
 
 
 def test_validation_is_sampled_to_the_cap_and_eval_is_checked_whole(

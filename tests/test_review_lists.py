@@ -15,6 +15,7 @@ from inspector import history
 from inspector import labels
 from records import csv_cells
 from records import features
+from records import label_check_results
 
 # Names a user had: OWASP's leading characters, a formula after a space, a
 # value that is its own escape mark, and one that splits the line at a CR.
@@ -84,10 +85,10 @@ def test_the_suspects_lists_escape_the_class_and_file_names(tmp_path):
       probabilities, classes, label_check.TRAINING_RUN,
       averaged_over_run=True)
   assert sorted(r['source'] for r in rows) == sorted(sources)
-  label_check.write_suspects(str(tmp_path / 'suspects'), rows)
+  label_check_results.write_suspects(str(tmp_path / 'suspects'), rows)
   review = tmp_path / 'review.csv'
   labels.write_csv(str(review), rows + [{**rows[0], 'score': -0.5}])
-  for path in (tmp_path / 'suspects' / label_check.CSV_FILE, review):
+  for path in (tmp_path / 'suspects' / label_check_results.SUSPECTS_CSV_FILE, review):
     assert formula_cells(path) == [], path
     with open(path, newline='', encoding='utf-8') as f:
       read = list(csv_cells.dict_rows(f))
@@ -98,8 +99,8 @@ def test_the_suspects_lists_escape_the_class_and_file_names(tmp_path):
                                                         for r in rows]
   assert read[-1]['score'] == '-0.5'  # A number, as a spreadsheet reads it.
   # The JSON holds the names as they are.
-  assert label_check.read_suspects(str(tmp_path / 'suspects')) == rows
-  with open(tmp_path / 'suspects' / label_check.JSON_FILE) as f:
+  assert label_check_results.read_suspects(str(tmp_path / 'suspects')) == rows
+  with open(tmp_path / 'suspects' / label_check_results.SUSPECTS_FILE) as f:
     assert json.load(f)[0]['given_name'] == classes[0]
 
 
