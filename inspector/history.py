@@ -18,12 +18,11 @@ from inspector import render
 from metadata.store import InspectError
 from records import csv_cells
 from records import features
+from records import served_versions
 
-# What the window of spans and warm start record (issue 36): the spans an
-# Examples artifact holds, a JSON list beside the single `span`; the path
-# of the served model a Model started from, '' for a cold start.
+# What the window of spans records: the spans an Examples artifact holds, a
+# JSON list beside the single `span`.
 SPANS_PROPERTY = 'spans'
-WARM_START_PROPERTY = 'warm_start_from'
 # The split whose label distribution the drift compares.
 DRIFT_SPLIT = 'train'
 CSV_COLUMNS = ('run', 'started', 'state', 'outcome', 'spans', 'records',
@@ -176,7 +175,7 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
     row['model'] = model.id
     # Recorded by a run with --warm-start (empty where it fell back); a
     # model without it was trained from scratch.
-    start = model.properties.get(WARM_START_PROPERTY)
+    start = model.properties.get(served_versions.WARM_START_FROM)
     row['start'] = 'warm' if start else 'cold'
     row['warm_start_from'] = start or None
   _evaluation(md, run, row)

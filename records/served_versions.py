@@ -1,13 +1,20 @@
-"""Which folders of a serving directory are served versions.
+"""Which folders of a serving directory are served versions, and where a
+served model came from.
 
-The Pusher, ServedModel, --keep-runs and the predict tool all ask this
-module. Why and how: docs/serving.md#a-push-is-whole-or-absent.
+The Pusher, ServedModel, warm start, --keep-runs and the predict tool all
+ask this module. Why and how: docs/serving.md#a-push-is-whole-or-absent.
 """
 
 import re
 from typing import Callable, Iterable, Optional
 
 SAVED_MODEL_FILE = 'saved_model.pb'
+# ServedModel's Model artifact property: the served version's path, '' when
+# nothing was served.
+SERVED_FROM_PROPERTY = 'served_from'
+# The served model a Trainer started from ('' from scratch): an entry of
+# its training_plan.json, and a property of its Model artifact.
+WARM_START_FROM = 'warm_start_from'
 # TF Serving loads only version folders named by digits.
 _VERSION = re.compile('[0-9]+')
 

@@ -17,6 +17,7 @@ from inspector import history
 from metadata import queries
 from pipeline import constants
 from records import features
+from records import served_versions
 from tests import mlmd
 from tests import tiny_runs
 from tests.tiny_runs import inspect
@@ -98,7 +99,7 @@ def test_history_reads_the_window_of_spans_and_the_warm_start(two_runs,
   [examples] = store.get_artifacts_by_type('Examples')
   examples.custom_properties[history.SPANS_PROPERTY].string_value = '[4,2,3]'
   [model] = store.get_artifacts_by_type('Model')
-  model.custom_properties[history.WARM_START_PROPERTY].string_value = (
+  model.custom_properties[served_versions.WARM_START_FROM].string_value = (
       os.path.join('serving_model', '1'))
   newest_evaluation = max(store.get_artifacts_by_type('ModelEvaluation'),
                           key=lambda a: a.id)

@@ -23,6 +23,7 @@ from modules.training import warm_start
 from modules.training.config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start_model
 from records import features
+from records import served_versions
 from tests import kubeflow_specs
 from tests import mlmd
 from tests import serving
@@ -162,10 +163,10 @@ def test_a_warm_run_starts_from_the_served_model(warm_run):
           'classes)') in stdout
   store = mlmd.open_store(str(out))
   [model] = [m for m in mlmd.live_artifacts(store, 'Model')
-             if warm_start_model.WARM_START_FROM_PROPERTY in
+             if served_versions.WARM_START_FROM in
              m.custom_properties]
   assert model.custom_properties[
-      warm_start_model.WARM_START_FROM_PROPERTY].string_value == served
+      served_versions.WARM_START_FROM].string_value == served
   with open(os.path.join(model.uri, 'Format-Serving', EXTRA_DIR,
                          TRAINING_PLAN_FILE)) as f:
     plan = json.load(f)
@@ -184,4 +185,4 @@ def test_on_kubeflow_the_trainer_gets_the_served_model(tmp_path):
   base_model = tasks['Trainer']['inputs']['artifacts']['base_model']
   assert base_model['taskOutputArtifact']['producerTask'] == node
   assert kubeflow_specs.container(spec, 'Trainer')['args'][1] == (
-      'pipeline.warm_start_model.Executor')
+      'modules.training.warm_start.Executor')

@@ -1,29 +1,33 @@
 """Warm start: the Trainer starts from the served model's weights.
 
-`start` decides whether they fit (network, geometry, classes) and says why
-not. Why and how: docs/training.md, "Warm start".
+`Executor`, TFX's Trainer executor, hands run_fn the served model's path;
+`start` decides whether its weights fit (network, geometry, classes) and
+says why not. Why and how: docs/training.md, "Warm start".
 """
 
 import dataclasses
 import os
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
+from tfx import types
+from tfx.components.trainer import executor as trainer_executor
+from tfx.types import artifact_utils
+from tfx.types import standard_component_specs
+from tfx.utils import json_utils
+from tfx.utils import path_utils
 
 from modules import signatures
 from modules.training import model as model_lib
 from modules.training.config import ModelConfig
 from records import features
+from records import served_versions
 
 # custom_config's entry naming the served model's path under the serving
-# directory (pipeline/trainer_executor.py sets it; the base_model run_fn
-# gets is a copy of it).
+# directory (Executor sets it; the base_model run_fn gets is a copy of it).
 SERVED_FROM_KEY = 'served_from'
-# training_plan.json's entry: the served model training started from, ''
-# for from scratch.
-WARM_START_FROM = 'warm_start_from'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,3 +146,42 @@ def grown_classifier(served: List[np.ndarray], fresh: List[np.ndarray],
     kernel[:, new_index] = served[0][:, old_index]
     bias[new_index] = served[1][old_index]
   return [kernel, bias]
+
+
+def started_from(serving_model_dir: str) -> str:
+  """Returns where the model in `serving_model_dir` started, as its plan says.
+
+  That is the served model's path, or '' when it trained from scratch.
+  """
+  return signatures.read_training_plan(serving_model_dir).get(
+      served_versions.WARM_START_FROM, '')
+
+
+class Executor(trainer_executor.GenericExecutor):
+  """TFX's Trainer executor, which also passes on the served model's path.
+
+  It tells run_fn the served model's path, and records where training
+  started on the Model artifact.
+  """
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    """Trains as TFX's Trainer does, then records where training started."""
+    base_model = input_dict.get(standard_component_specs.BASE_MODEL_KEY)
+    served_from = ''
+    if base_model:
+      artifact = artifact_utils.get_single_instance(base_model)
+      if artifact.has_custom_property(served_versions.SERVED_FROM_PROPERTY):
+        served_from = artifact.get_string_custom_property(
+            served_versions.SERVED_FROM_PROPERTY)
+    key = standard_component_specs.CUSTOM_CONFIG_KEY
+    custom_config = json_utils.loads(exec_properties.get(key) or 'null') or {}
+    custom_config[SERVED_FROM_KEY] = served_from
+    super().Do(input_dict, output_dict,
+               {**exec_properties, key: json_utils.dumps(custom_config)})
+    model = artifact_utils.get_single_instance(
+        output_dict[standard_component_specs.MODEL_KEY])
+    model.set_string_custom_property(
+        served_versions.WARM_START_FROM,
+        started_from(path_utils.serving_model_dir(model.uri)))
