@@ -9,7 +9,7 @@ def __getattr__(name):
   only when asked for, so the package stays light.
   """
   if name == 'LabelSuspects':
-    from components.label_check import LabelSuspects  # pylint: disable=g-import-not-at-top
+    from components.label_check.component import LabelSuspects  # pylint: disable=g-import-not-at-top
     return LabelSuspects
   if name == 'DataCheckResults':
     from components.data_checks.component import DataCheckResults  # pylint: disable=g-import-not-at-top

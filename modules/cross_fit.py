@@ -1,6 +1,6 @@
 """Out-of-sample class probabilities for the training split, by cross-fitting.
 
-LabelCheck (components/label_check.py) calls `cross_fit` by its module path.
+LabelCheck (components/label_check/) calls `cross_fit` by its module path.
 Why and how: docs/label-check.md, "The method, and why".
 """
 
@@ -166,7 +166,7 @@ def cross_fit(files: List[str], transform_graph_uri: str, num_classes: int,
     custom_config: the Trainer's ({'training': TrainingConfig.to_dict()}).
     stop_above: no further fold is trained once a fold's model puts more
       than this share of its records in another class (too weak to doubt
-      their labels: components/label_scores.py); None: every fold.
+      their labels: components/label_check/suspects.py); None: every fold.
 
   Returns:
     positions [M], labels [M] and probabilities [M, classes] of the records

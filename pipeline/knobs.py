@@ -236,7 +236,7 @@ class EvaluationConfig:
       False, 'With --span-window: the Evaluator judges on the eval splits '
       'of every span of the window, not on the newest span\'s alone.',
       flag='--judge-window', action='store_true')
-  # After the Trainer: components/label_check.py, docs/label-check.md.
+  # After the Trainer: components/label_check/, docs/label-check.md.
   label_check: bool = knob(
       True, 'Skip LabelCheck, which lists per split the images whose given '
       'class a model that never trained on them doubts (default: run it).',

@@ -19,15 +19,15 @@ from tfx.types.channel import Channel
 
 from components import baseline_evaluator
 from components import blessing_rule
-from components.keep_runs import component as keep_runs_component
-from components.keep_runs import rule as keep_runs_rule
-from components import push_once
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
 from components.image_transform import ImageTransform
-from components.label_check import auto_cross_fit_records
-from components.label_check import LabelCheck
+from components.keep_runs import component as keep_runs_component
+from components.keep_runs import rule as keep_runs_rule
+from components.label_check.component import LabelCheck
+from components.label_check.executor import auto_cross_fit_records
+from components import push_once
 from components.served_model import ServedModel
 from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.training.config import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
@@ -262,7 +262,7 @@ def label_check(examples, trainer_node, transform_graph,
     evaluation: LabelCheck's settings (--label-check-*, --no-label-check).
 
   Returns:
-    LabelCheck (components/label_check.py), or None with --no-label-check.
+    LabelCheck (components/label_check/), or None with --no-label-check.
   """
   if not evaluation.label_check:
     return None

@@ -2,7 +2,7 @@
 
 The training split's, averaged over its epochs, and a held-out split's, by
 its kept model. Written by modules/training/callbacks.py, read by
-components/label_check.py. Why: docs/label-check.md#the-method-and-why.
+components/label_check/. Why: docs/label-check.md#the-method-and-why.
 """
 
 import dataclasses

@@ -139,7 +139,7 @@ def _describe(artifact, splits_stats: Dict[str, int],
     from inspector import trials  # pylint: disable=g-import-not-at-top
     from modules.training import tuning as space  # pylint: disable=g-import-not-at-top
     return 'best: ' + space.describe(trials.best_values(artifact))
-  if artifact.type.endswith('LabelSuspects'):  # components/label_check.py
+  if artifact.type.endswith('LabelSuspects'):  # components/label_check/
     return _suspects(props)
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
                                                          dict):

@@ -17,7 +17,9 @@ from tfx import types
 from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
 
-from components import label_check
+from components.label_check import component as component_lib
+from components.label_check import executor as executor_lib
+from components.label_check import scoring as scoring_lib
 from components.image_example_gen import idx
 from inspector import commands
 from inspector import labels as inspector_labels
@@ -95,9 +97,9 @@ def test_suspects_name_their_records_source_and_place(tmp_path):
   doubted = [2, 3, 4, 5, 8]  # Positions 4, 5, 12, 13 and 20.
   probabilities[doubted] = [[0.2, 0.8], [0.3, 0.7], [0.1, 0.9], [0.4, 0.6],
                             [0.25, 0.75]]
-  rows, _ = label_check.suspects_rows(
+  rows, _ = scoring_lib.suspects_rows(
       'eval', str(split_uri), positions, labels, probabilities, ['a', 'b'],
-      label_check.OUT_OF_SAMPLE, averaged_over_run=True)
+      executor_lib.OUT_OF_SAMPLE, averaged_over_run=True)
   assert [(r['source'], r['record']) for r in rows] == [
       ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7'),
       ('img-0-4', 'data_tfrecord-00000-of-00003.gz:4'),
@@ -126,15 +128,15 @@ def test_scoring_names_the_records_the_model_puts_in_another_class(
     return {'probabilities': tf.one_hot(tf.cast(
         tf.strings.regex_full_match(sources, wrong), tf.int64), 2)}
 
-  files = label_check.split_files(_examples_of(tmp_path), 'eval')
-  whole = label_check.model_probabilities(serve, files, 'probabilities')
+  files = executor_lib.split_files(_examples_of(tmp_path), 'eval')
+  whole = scoring_lib.model_probabilities(serve, files, 'probabilities')
   assert len(whole.labels) == 912
   assert sorted(whole.named) == [4, 12, *range(605, 705), 905, 911]
-  assert whole.named == label_check.sources_at(str(split_uri),
+  assert whole.named == scoring_lib.sources_at(str(split_uri),
                                                np.array(sorted(whole.named)))
   assert whole.named[12] == ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7')
   assert whole.named[911] == ('img-2-6', 'data_tfrecord-00002-of-00003.gz:6')
-  sampled = label_check.model_probabilities(
+  sampled = scoring_lib.model_probabilities(
       serve, files, 'probabilities', shards.sample_buckets(912, 300))
   wrong_in_sample = [p for p in sampled.positions.tolist() if p in whole.named]
   assert 10 < len(wrong_in_sample) < 80
@@ -171,7 +173,7 @@ def test_the_trainers_run_names_the_records_it_doubts(two_runs, tmp_path):
   doubted = run.positions[run.labels != 0]
   assert 0 < len(doubted) < len(run.positions) < records
   assert sorted(run.named) == doubted.tolist()
-  assert run.named == label_check.sources_at(split, doubted)
+  assert run.named == scoring_lib.sources_at(split, doubted)
 
 
 def test_the_trainer_scores_validation_as_the_served_model_does(planted_run):
@@ -185,8 +187,8 @@ def test_the_trainer_scores_validation_as_the_served_model_does(planted_run):
   [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
                           'Split-validation'))
   [model] = glob.glob(str(out / 'pipeline/Trainer/model/*/Format-Serving'))
-  served = label_check.model_probabilities(
-      label_check.load_signature(model, 'serving_default'),
+  served = scoring_lib.model_probabilities(
+      scoring_lib.load_signature(model, 'serving_default'),
       shards.split_files(split), 'probabilities')
   assert held_out.split == 'validation'
   assert held_out.records == len(served.labels) > 0
@@ -307,7 +309,7 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
 
   assert shards.count_records(files) == total
   buckets = shards.sample_buckets(total, cap)
-  first = label_check.model_probabilities(serve, files, 'probabilities',
+  first = scoring_lib.model_probabilities(serve, files, 'probabilities',
                                           buckets)
   positions, checked_labels, probabilities, _ = first
   # Exactly the records the hash keeps, about `cap` of them, each scored
@@ -321,15 +323,15 @@ def test_a_split_larger_than_the_cap_is_scored_on_a_stable_hash_sample(
   assert checked_labels.tolist() == labels[positions].tolist()
   assert probabilities.shape == (len(positions), classes)
   # Batches of the sample are full, but the last.
-  scored = [len(batch) for *_, batch in label_check.read_records(files,
+  scored = [len(batch) for *_, batch in scoring_lib.read_records(files,
                                                                 buckets)]
-  assert all(n == label_check.BATCH_SIZE for n in scored[:-1])
+  assert all(n == scoring_lib.BATCH_SIZE for n in scored[:-1])
   # The same records on a second call.
-  again = label_check.model_probabilities(serve, files, 'probabilities',
+  again = scoring_lib.model_probabilities(serve, files, 'probabilities',
                                           buckets)
   assert again[0].tolist() == positions.tolist()
   # A split no larger than the cap is scored whole.
-  whole = label_check.model_probabilities(
+  whole = scoring_lib.model_probabilities(
       serve, files, 'probabilities', shards.sample_buckets(total, total))
   assert whole[0].tolist() == list(range(total))
   assert whole[1].tolist() == labels.tolist()
@@ -342,38 +344,38 @@ def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
   write_labelled_records(path, np.zeros(300, np.int64))
   assert shards.count_records([path]) == 300
   assert shards.count_records([path], at_most=101) == 101
-  properties = {label_check.FOLD_EXAMPLES_KEY: 100}
-  assert label_check._training_folds([path], properties, None) == (
+  properties = {executor_lib.FOLD_EXAMPLES_KEY: 100}
+  assert executor_lib._training_folds([path], properties, None) == (
       0, ', auto: over 200 records')
-  properties[label_check.FOLD_EXAMPLES_KEY] = 150
-  assert label_check._training_folds([path], properties, None) == (
+  properties[executor_lib.FOLD_EXAMPLES_KEY] = 150
+  assert executor_lib._training_folds([path], properties, None) == (
       2, ', auto: 300 records, at most 300')
   # The Trainer's run counted the split: it is not read again.
   run = recorded_probabilities.EpochProbabilities(
       positions=np.zeros(0, np.int64), labels=np.zeros(0, np.int64),
       probabilities=np.zeros((0, 2), np.float32), epochs=2, records=301,
       seconds=0.0)
-  assert label_check._training_folds(['gone.gz'], properties, run) == (
+  assert executor_lib._training_folds(['gone.gz'], properties, run) == (
       0, ', auto: over 300 records')
   # A small split is scored from the run too where the Trainer's model,
   # after as many examples as a fold's model trains on, was too weak to
-  # doubt labels against its end (label_scores.folds_too_weak).
+  # doubt labels against its end (suspects.folds_too_weak).
   run = dataclasses.replace(run, records=200, validation_curve=np.array(
       [[100, 0.5], [200, 0.9], [300, 0.95]], np.float32))
-  properties = {label_check.FOLD_EXAMPLES_KEY: 100}
-  folds, why = label_check._training_folds(['gone.gz'], properties, run,
+  properties = {executor_lib.FOLD_EXAMPLES_KEY: 100}
+  folds, why = executor_lib._training_folds(['gone.gz'], properties, run,
                                            0.05)
   assert folds == 0
   assert '100 examples' in why and '50.0% of validation' in why
   # Strong enough by a fold's budget, or no disagreement to judge by.
-  properties[label_check.FOLD_EXAMPLES_KEY] = 150
-  assert label_check._training_folds(['gone.gz'], properties, run, 0.05) == (
+  properties[executor_lib.FOLD_EXAMPLES_KEY] = 150
+  assert executor_lib._training_folds(['gone.gz'], properties, run, 0.05) == (
       2, ', auto: 200 records, at most 300')
-  properties[label_check.FOLD_EXAMPLES_KEY] = 100
-  assert label_check._training_folds(['gone.gz'], properties, run) == (
+  properties[executor_lib.FOLD_EXAMPLES_KEY] = 100
+  assert executor_lib._training_folds(['gone.gz'], properties, run) == (
       2, ', auto: 200 records, at most 200')
-  properties[label_check.FOLDS_KEY] = 0
-  assert label_check._training_folds([path], properties, None) == (0, '')
+  properties[executor_lib.FOLDS_KEY] = 0
+  assert executor_lib._training_folds([path], properties, None) == (0, '')
 
 
 def test_a_run_is_scored_at_a_few_of_its_epochs_and_its_last():
@@ -650,9 +652,9 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
                                   'model').iterdir()]
   [graph.uri] = [str(p) for p in (out / 'pipeline' / 'Transform' /
                                   'transform_graph').iterdir()]
-  suspects = label_check.LabelSuspects()
+  suspects = component_lib.LabelSuspects()
   suspects.uri = str(tmp_path / 'suspects')
-  component = label_check.LabelCheck(
+  component = component_lib.LabelCheck(
       examples=channel_of(examples), model=channel_of(model), model_run=None,
       transform_graph=channel_of(graph),
       cross_fit_fn='modules.cross_fit.cross_fit', folds=2,
@@ -660,7 +662,7 @@ def test_cross_fitting_scores_train_and_every_other_split_is_checked(
       signature_name='serving_default', probabilities_key='probabilities',
       custom_config={'training': TrainingConfig(
           seed=1, batch_size=32).to_dict()})
-  label_check.Executor().Do(
+  executor_lib.Executor().Do(
       {'examples': [examples], 'model': [model], 'transform_graph': [graph]},
       {'suspects': [suspects]}, component.exec_properties)
   methods = json.loads(suspects.get_string_custom_property('methods'))
@@ -698,9 +700,9 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
                if model_run else {}),
             'transform_graph': [artifact(standard_artifacts.TransformGraph,
                                          'Transform', 'transform_graph')]}
-  suspects = label_check.LabelSuspects()
+  suspects = component_lib.LabelSuspects()
   suspects.uri = str(tmp_path / f'suspects-{checked_records}-{folds}')
-  component = label_check.LabelCheck(
+  component = component_lib.LabelCheck(
       examples=channel_of(examples), model=channel_of(inputs['model'][0]),
       model_run=(channel_of(inputs['model_run'][0]) if model_run else None),
       transform_graph=channel_of(inputs['transform_graph'][0]),
@@ -708,7 +710,7 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
       fold_examples=fold_examples, checked_records=checked_records,
       signature_name='serving_default', probabilities_key='probabilities',
       custom_config=custom_config)
-  label_check.Executor().Do(inputs, {'suspects': [suspects]},
+  executor_lib.Executor().Do(inputs, {'suspects': [suspects]},
                             component.exec_properties)
   properties = {key: json.loads(suspects.get_string_custom_property(key))
                 for key in ('methods', 'suspects', 'records_checked',

@@ -3,7 +3,7 @@ the list's bounds, on probabilities made to look like a model's."""
 
 import numpy as np
 
-from components import label_scores
+from components.label_check import suspects
 
 
 def smoothed_model(labels, classes, rng, sure=0.85):
@@ -18,7 +18,7 @@ def test_calibration_makes_a_smoothed_model_as_sure_as_it_is_right():
   rng = np.random.default_rng(0)
   labels = rng.integers(0, 10, 5000)
   probabilities = smoothed_model(labels, 10, rng)
-  temperature, calibrated = label_scores.calibrate(labels, probabilities)
+  temperature, calibrated = suspects.calibrate(labels, probabilities)
   # Right on every record, so sharper than the smoothing let it be.
   assert temperature < 1
   assert calibrated[np.arange(5000), labels].mean() > 0.98
@@ -28,7 +28,7 @@ def test_calibration_makes_a_smoothed_model_as_sure_as_it_is_right():
   wrong = rng.random(5000) < 0.5
   noisy = labels.copy()
   noisy[wrong] = (labels[wrong] + 1) % 10
-  assert label_scores.calibrate(noisy, probabilities)[0] > 1
+  assert suspects.calibrate(noisy, probabilities)[0] > 1
 
 
 def test_confident_wrong_labels_come_first_and_agreed_ones_never():
@@ -44,7 +44,7 @@ def test_confident_wrong_labels_come_first_and_agreed_ones_never():
   probabilities[hard] = 0.2
   probabilities[hard, labels[hard]] = 0.4
   probabilities /= probabilities.sum(axis=1, keepdims=True)
-  found = label_scores.find_suspects(labels, probabilities)
+  found = suspects.find_suspects(labels, probabilities)
   assert set(found.indices.tolist()) == set(planted.tolist())
   assert abs(found.estimate - 30) <= 3
   by_index = dict(zip(found.indices.tolist(), found.suggested.tolist()))
@@ -66,14 +66,14 @@ def test_unsure_disagreements_are_listed_to_a_share_of_the_split():
   probabilities[unsure, labels[unsure]] = np.linspace(0.1, 0.3, 80)
   probabilities[unsure, other] = 0.45
   probabilities /= probabilities.sum(axis=1, keepdims=True)
-  found = label_scores.find_suspects(labels, probabilities)
+  found = suspects.find_suspects(labels, probabilities)
   assert found.estimate < 10
   assert len(found.indices) == 50  # 1% of 5,000.
   # The 50 of least given probability.
   assert set(found.indices.tolist()) == set(unsure[:50].tolist())
   few = np.concatenate([np.setdiff1d(np.arange(5000), unsure)[:1000],
                         unsure[:3]])
-  assert len(label_scores.find_suspects(
+  assert len(suspects.find_suspects(
       labels[few], probabilities[few]).indices) == 3
 
 
@@ -83,10 +83,10 @@ def test_the_list_stops_at_its_largest_share():
   probabilities = smoothed_model(labels, 5, rng)
   wrong = rng.random(1000) < 0.3
   probabilities[wrong] = smoothed_model((labels[wrong] + 1) % 5, 5, rng)
-  found = label_scores.find_suspects(labels, probabilities)
+  found = suspects.find_suspects(labels, probabilities)
   assert found.estimate > 200
   assert len(found.indices) == 50  # 5% of 1,000.
-  averaged = label_scores.find_suspects(labels, probabilities,
+  averaged = suspects.find_suspects(labels, probabilities,
                                         averaged_over_run=True)
   assert len(averaged.indices) == 50 and averaged.estimate == -1
   assert averaged.temperature == 1.0
@@ -99,7 +99,7 @@ def test_averaged_probabilities_list_every_record_another_class_leads():
   probabilities = np.full((150, 3), 0.3)
   probabilities[np.arange(150), labels] = 0.4
   probabilities[[5, 60]] = [[0.3, 0.38, 0.32], [0.39, 0.28, 0.33]]
-  found = label_scores.find_suspects(labels, probabilities,
+  found = suspects.find_suspects(labels, probabilities,
                                      averaged_over_run=True)
   assert found.indices.tolist() == [60, 5]
   assert found.suggested.tolist() == [0, 1]
@@ -118,10 +118,10 @@ def test_the_estimate_on_a_sample_counts_the_sample():
   likely[wrong] = (labels[wrong] + rng.integers(1, classes, wrong.sum())
                    ) % classes
   probabilities[np.arange(records), likely] += 0.7
-  whole = label_scores.estimated_issues(labels, probabilities)
+  whole = suspects.estimated_issues(labels, probabilities)
   assert abs(whole - wrong.sum()) < 0.2 * wrong.sum()
   chosen = rng.random(records) < 0.1
-  part = label_scores.estimated_issues(labels[chosen], probabilities[chosen])
+  part = suspects.estimated_issues(labels[chosen], probabilities[chosen])
   assert abs(part - whole * chosen.mean()) < 0.25 * whole * chosen.mean()
 
 
@@ -131,12 +131,12 @@ def test_fold_models_far_weaker_than_the_trainers_are_too_weak():
   labels = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
   right = np.eye(3)[labels]
   half_wrong = np.eye(3)[np.where(np.arange(10) < 5, (labels + 1) % 3, labels)]
-  assert label_scores.disagreement(labels, right) == 0.0
-  assert label_scores.disagreement(labels, half_wrong) == 0.5
-  assert label_scores.disagreement(labels[:0], right[:0]) == 0.0
+  assert suspects.disagreement(labels, right) == 0.0
+  assert suspects.disagreement(labels, half_wrong) == 0.5
+  assert suspects.disagreement(labels[:0], right[:0]) == 0.0
   # Wrong labels: the folds and the Trainer's model disagree alike.
-  assert not label_scores.folds_too_weak(0.06, 0.05)
-  assert not label_scores.folds_too_weak(0.35, 0.15)
+  assert not suspects.folds_too_weak(0.06, 0.05)
+  assert not suspects.folds_too_weak(0.35, 0.15)
   # Clean labels a weak fold model misplaces.
-  assert label_scores.folds_too_weak(0.33, 0.0)
-  assert label_scores.folds_too_weak(0.30, 0.05)
+  assert suspects.folds_too_weak(0.33, 0.0)
+  assert suspects.folds_too_weak(0.30, 0.05)

@@ -10,7 +10,8 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
-from components import label_check
+from components.label_check import executor as executor_lib
+from components.label_check import scoring as scoring_lib
 from inspector import history
 from inspector import labels
 from records import csv_cells
@@ -80,9 +81,9 @@ def test_the_suspects_lists_escape_the_class_and_file_names(tmp_path):
   split_uri = _split_of(tmp_path, sources)
   count = len(sources)
   probabilities = np.tile([[0.1, 0.9]], (count, 1))
-  rows, _ = label_check.suspects_rows(
+  rows, _ = scoring_lib.suspects_rows(
       'eval', str(split_uri), np.arange(count), np.zeros(count, np.int64),
-      probabilities, classes, label_check.TRAINING_RUN,
+      probabilities, classes, executor_lib.TRAINING_RUN,
       averaged_over_run=True)
   assert sorted(r['source'] for r in rows) == sorted(sources)
   label_check_results.write_suspects(str(tmp_path / 'suspects'), rows)

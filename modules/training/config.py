@@ -16,7 +16,7 @@ from modules.knob import knob
 # none.
 EPOCH_PROBABILITIES_KEY = 'epoch_probabilities_records'
 # custom_config: LabelCheck may cross-fit a training split of at most this
-# many records itself (components/label_check.py); a warm start keeps no
+# many records itself (components/label_check/); a warm start keeps no
 # probabilities of one.
 CROSS_FIT_RECORDS_KEY = 'cross_fit_records'
 

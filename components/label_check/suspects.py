@@ -1,4 +1,4 @@
-"""Who is a suspect: the rule LabelCheck applies to a split's class probabilities.
+"""Who is a suspect: the rule LabelCheck applies to class probabilities.
 
 Calibrated by a temperature, counted by cleanlab, least self-confident first.
 Why and how: docs/label-check.md#who-is-a-suspect.

@@ -1,0 +1,1 @@
+"""LabelCheck: the records whose given class a held-out model doubts."""
