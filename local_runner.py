@@ -28,10 +28,10 @@ from metadata import store as inspect_store
 from pipeline import constants
 from pipeline import knobs as knobs_lib
 from pipeline import startup
-from runners import flags
-from runners import interrupted_runs
-from runners import run_report
-from runners import schema_history
+from runs import flags
+from runs import interrupted_runs
+from runs import run_report
+from runs import schema_history
 
 # Heavy imports wait for the function that needs them (pipeline/startup.py).
 # pylint: disable=g-import-not-at-top
@@ -187,13 +187,13 @@ def _schema_path(args, schema: Optional[str],
 
 def _keep_runs(args, dag) -> bool:
   """--keep-runs: the large artifacts of older runs deleted, after a run
-  whether it succeeded or not (runners/keep_runs_local.py). False: nothing was
+  whether it succeeded or not (runs/keep_runs_local.py). False: nothing was
   deleted, since what is served could not be read."""
   keep_runs = flags.runner_config(args, knobs_lib.DiskConfig).keep_runs
   if keep_runs is None:
     return True
   from components import push_once
-  from runners import keep_runs_local as keep_runs_lib
+  from runs import keep_runs_local as keep_runs_lib
   output_dir = os.path.abspath(args.output_dir)
   try:
     collected = keep_runs_lib.collect(
@@ -279,7 +279,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1
   with startup.without_gc():
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
-    from runners import run_summary
+    from runs import run_summary
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config

@@ -16,7 +16,7 @@ setuptools.setup(
         include=['records', 'records.*', 'components', 'components.*',
                  'modules', 'modules.*', 'pipeline', 'pipeline.*',
                  'metadata', 'metadata.*', 'inspector', 'inspector.*',
-                 'runners', 'runners.*',
+                 'runs', 'runs.*',
                  'kubeflow', 'kubeflow.*', 'data', 'data.*',
                  'predict', 'predict.*']),
     package_data={'pipeline': ['schema/*/*.pbtxt'],

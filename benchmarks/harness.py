@@ -49,7 +49,7 @@ WHOLE_RUN = 'whole run'
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 # IDX file prefix of each split (ExampleGen's default input config).
 SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
-# runners/run_summary.py's progress lines, and the Trainer's epoch lines.
+# runs/run_summary.py's progress lines, and the Trainer's epoch lines.
 _STARTED = re.compile(r'^▶ (\S+) \.\.\.$')
 _FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$')
 _EPOCH = re.compile(r'Epoch \d+/\d+: .* in ([\d.]+)s .*val_accuracy ([\d.]+)')

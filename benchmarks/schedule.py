@@ -45,7 +45,7 @@ def _on_disk(output_dir: str, spans: Dict[str, int]) -> str:
   or, for a run with only some of them, '4 (Model)'."""
   from metadata import queries  # pylint: disable=g-import-not-at-top
   from metadata import store  # pylint: disable=g-import-not-at-top
-  from runners import keep_runs_local  # pylint: disable=g-import-not-at-top
+  from runs import keep_runs_local  # pylint: disable=g-import-not-at-top
   path = store.sqlite_path(output_dir=output_dir)
   md = queries.Metadata(store.open_store(path), path)
   found = {}

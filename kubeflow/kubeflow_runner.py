@@ -25,7 +25,7 @@ from kubeflow import vertex_training
 from pipeline import constants
 from pipeline import knobs as knobs_lib
 from pipeline import startup
-from runners import flags
+from runs import flags
 
 # The --help text, above the flags.
 USAGE = """Compiles the pipeline for Kubeflow Pipelines or Vertex AI Pipelines.

@@ -85,7 +85,7 @@ class Artifact:
 
   def check_on_disk(self) -> None:
     """Raises InspectError if --keep-runs deleted the artifact's files
-    (runners/keep_runs_local.py); its record stays."""
+    (runs/keep_runs_local.py); its record stays."""
     if self.state in ('MARKED_FOR_DELETION', 'DELETED'):
       raise InspectError(
           f'{self.type} {self.id} ({self.uri}): deleted to free disk '

@@ -1,6 +1,6 @@
 """Knobs: settings declared once, with default, help, flag and presets.
 
-runners/flags.py sets each knob from its flag, else the `--dataset` preset,
+runs/flags.py sets each knob from its flag, else the `--dataset` preset,
 else its default. Free of TensorFlow, so that `--help` stays fast.
 """
 

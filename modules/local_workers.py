@@ -138,7 +138,7 @@ class _EpochRelay:
   """Re-logs the chief's epoch lines in this process.
 
   The console then shows training as it does with one process
-  (runners/run_summary.py).
+  (runs/run_summary.py).
   """
 
   def __init__(self, path: str):

@@ -1,7 +1,7 @@
 """The pipeline's knobs, each declared once with its default, help, flag and
 dataset presets (modules/knob.py).
 
-runners/flags.py sets a knob's field from its flag (or `--dataset` preset);
+runs/flags.py sets a knob's field from its flag (or `--dataset` preset);
 create_pipeline() hands each config to the components that use it.
 """
 
@@ -318,7 +318,7 @@ def parse_keep_runs(value: str) -> int:
 @dataclasses.dataclass(frozen=True)
 class DiskConfig:
   """What runs keep on disk: the runners' flags, applied after a local run
-  (runners/keep_runs_local.py) or by a last step on Kubeflow Pipelines
+  (runs/keep_runs_local.py) or by a last step on Kubeflow Pipelines
   (pipeline/stages.py, keep_runs)."""
   # Off by default: deleting a user's artifacts is for them to choose.
   keep_runs: Optional[int] = knob(

@@ -35,7 +35,7 @@ def create_pipeline(
     data, training, evaluation, infrastructure, tuning: pipeline/knobs.py's.
     keep_runs_step: K, for a last step that keeps the large artifacts of
       the newest K runs (Kubeflow Pipelines; stages.keep_runs). A
-      local run collects after the run instead (runners/keep_runs_local.py).
+      local run collects after the run instead (runs/keep_runs_local.py).
   """
   example_gen = stages.example_gen(data_root, data, infrastructure)
   examples = example_gen.outputs['examples']

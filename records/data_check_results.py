@@ -23,7 +23,7 @@ HELD_OUT_PROPERTY = 'held_out_copies'
 ISSUES_PROPERTY = 'image_issues'
 LABELS_PROPERTY = 'labels'
 # The absl message of what the user should read (the copies and issues
-# found), shown on a local run's console (runners/run_summary.py).
+# found), shown on a local run's console (runs/run_summary.py).
 NOTICE_LINE = 'DataChecks: %s'
 
 

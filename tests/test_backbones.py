@@ -22,7 +22,7 @@ from modules.training.config import (BACKBONES, Budget, DEFAULT_BACKBONE,  # pyl
                                      ModelConfig, TrainingConfig)
 from pipeline import knobs as knobs_lib
 from records import features
-from runners import flags
+from runs import flags
 from tests import artifacts
 from tests import local_run
 from tests import ports

@@ -19,7 +19,7 @@ from modules.training.config import (Budget, ModelConfig, SMALL_BN_CNN,  # pylin
                                      TrainingConfig)
 from pipeline import stages
 from records import features
-from runners import flags
+from runs import flags
 from tests import autograph_calls
 
 CONFIG = ModelConfig()

@@ -23,7 +23,7 @@ from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_example_gen.span_pattern import check_span_dir_pattern
 from pipeline.knobs import DataConfig, parse_span_dir_pattern  # pylint: disable=g-multiple-import
 from records import features
-from runners import flags
+from runs import flags
 from tests import artifacts
 from tests import datasets
 from tests import examples_io

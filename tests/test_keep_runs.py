@@ -23,8 +23,8 @@ import local_runner
 from pipeline import constants
 from pipeline import knobs
 from records import features
-from runners import flags
-from runners import keep_runs_local
+from runs import flags
+from runs import keep_runs_local
 from metadata import local_store
 from tests import datasets
 from tests import local_run

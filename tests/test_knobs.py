@@ -17,7 +17,7 @@ from modules import knob as knob_lib
 from modules.training.config import TrainingConfig
 from pipeline import constants
 from pipeline import knobs
-from runners import flags
+from runs import flags
 
 # local_runner.py's own flags: paths and how this machine runs the DAG,
 # none of them a knob of the DAG (kubeflow_runner.py has its own);

@@ -90,7 +90,7 @@ def test_every_copied_path_exists_and_is_in_the_build_context():
   sources = [s for sources, _ in copy_list for s in sources]
   assert 'requirements.lock' in sources and 'setup.py' in sources
   for package in ('records/', 'components/', 'modules/', 'pipeline/',
-                  'metadata/', 'inspector/', 'runners/', 'data/', 'kubeflow/'):
+                  'metadata/', 'inspector/', 'runs/', 'data/', 'kubeflow/'):
     assert package in sources
   for source in sources:
     assert os.path.exists(os.path.join(PROJECT_DIR, source)), source

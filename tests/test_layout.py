@@ -28,12 +28,12 @@ ALLOWED = {
     'metadata': {'records', 'pipeline'},
     'inspector': {'records', 'modules', 'pipeline', 'metadata'},
     'predict': {'records', 'modules', 'pipeline'},
-    'runners': {'records', 'components', 'modules', 'pipeline', 'metadata',
+    'runs': {'records', 'components', 'modules', 'pipeline', 'metadata',
                 'inspector'},
     'data': {'records', 'components'},
-    'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runners'},
+    'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runs'},
     'local_runner': {'records', 'components', 'modules', 'pipeline',
-                     'metadata', 'inspector', 'runners', 'data'},
+                     'metadata', 'inspector', 'runs', 'data'},
 }
 # Not installed (setup.py leaves them out): free to import anything above,
 # and imported by nothing above.
@@ -152,9 +152,9 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
   # The layering test is only as good as its reading of the source.
   path = tmp_path / 'example.py'
   path.write_text('import os\nfrom records import features\n\n'
-                  'def f():\n  from runners import flags\n'
+                  'def f():\n  from runs import flags\n'
                   '  import tests.datasets\n  from . import sibling\n')
-  assert _imported_parts(str(path)) == {'records': 2, 'runners': 5,
+  assert _imported_parts(str(path)) == {'records': 2, 'runs': 5,
                                         'tests': 6}
 
 

@@ -11,7 +11,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from metadata import store as inspect_store
 from pipeline import constants
-from runners import interrupted_runs
+from runs import interrupted_runs
 from metadata import local_store
 from tests import datasets
 from tests import local_run

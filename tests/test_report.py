@@ -19,7 +19,7 @@ from metadata import local_store
 from metadata import queries
 from modules.training import devices as device_plans
 from pipeline import constants
-from runners import run_report
+from runs import run_report
 from tests import browser
 from tests.tiny_runs import ACCURACY_THRESHOLD
 from tests.tiny_runs import CLASS_RECORDS

@@ -1,5 +1,5 @@
 """ImageExampleGen's console lines: progress per split every few seconds, and
-notices of what it found; runners/run_summary.py shows both."""
+notices of what it found; runs/run_summary.py shows both."""
 
 import threading
 import time

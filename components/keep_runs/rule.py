@@ -1,6 +1,6 @@
 """--keep-runs K's rule: the disk holds the newest K runs' large artifacts.
 
-Applied from ML Metadata (runners/keep_runs_local.py) or the run folders
+Applied from ML Metadata (runs/keep_runs_local.py) or the run folders
 (KeepRuns).
 Why and how: docs/metadata.md#keeping-the-disk-from-filling---keep-runs-k.
 """

@@ -24,7 +24,7 @@ from records import features
 from records import shards
 
 # The absl messages of each epoch's line and of training's end (how many
-# epochs ran, which one's weights were kept); runners/run_summary.py shows
+# epochs ran, which one's weights were kept); runs/run_summary.py shows
 # them.
 EPOCH_LINE = 'Epoch %d/%d: %s'
 END_LINE = 'Training: %s.'

@@ -175,7 +175,7 @@ class ModelConfig:
       None, 'The network\'s input size, which the model resizes the images '
       'to; None: a backbone\'s own (224x224), a scratch network\'s the '
       'images\' within %(scratch_max_side)d a side, or --image-size when '
-      'given (runners/flags.py sets it).')
+      'given (runs/flags.py sets it).')
   head_dropout: float = knob(
       0.2, '--backbone: dropout between the pooled features and the logits.')
   head_epochs_fraction: float = knob(
