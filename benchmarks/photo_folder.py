@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 
 from benchmarks import harness
 from data import photos
+from inspector import evaluation
 
 PER_CLASS, QUICK_PER_CLASS = 360, 6
 RUNNER_FLAGS = ('--input-format', 'images')
@@ -18,8 +19,6 @@ VARIANTS = (('before', ('--image-size', '168x224', '--model', 'small-gap-cnn')),
 # Goals: now's eval accuracy, and its whole run against before's.
 ACCURACY_GOAL = 0.8
 SPEED_GOAL = 3.0
-# The Evaluator's accuracy (components/blessing_rule.py's metric), by name.
-ACCURACY_METRIC = 'sparse_categorical_accuracy'
 COMPONENTS = ('ImageExampleGen', 'DataChecks', 'StatisticsGen', 'Transform',
               'Trainer', 'Evaluator', 'LabelCheck')
 
@@ -27,16 +26,16 @@ COMPONENTS = ('ImageExampleGen', 'DataChecks', 'StatisticsGen', 'Transform',
 def eval_accuracy(output_dir: str) -> float:
   """The candidate's accuracy on the eval split, from the run's Evaluator."""
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  evaluation = harness.newest_artifact(output_dir, 'Evaluator', 'evaluation')
-  for record in tfma.load_metrics(evaluation):
+  metrics = harness.newest_artifact(output_dir, 'Evaluator', 'evaluation')
+  for record in tfma.load_metrics(metrics):
     if record.slice_key.single_slice_keys:
       continue  # The overall slice only.
     for item in record.metric_keys_and_values:
       key = item.key
-      if (key.name == ACCURACY_METRIC and not key.is_diff and
-          key.model_name != 'baseline'):
+      if (key.name == evaluation.ACCURACY_METRIC_NAME and not key.is_diff
+          and key.model_name != 'baseline'):
         return float(item.value.double_value.value)
-  raise SystemExit(f'error: no accuracy in {evaluation}')
+  raise SystemExit(f'error: no accuracy in {metrics}')
 
 
 def measure(ctx: harness.Context) -> Dict[str, Any]:

@@ -25,6 +25,7 @@ from components import served_model
 from components import tfx_workarounds
 from components.image_example_gen import span_window
 from records import features
+from records import model_blessing
 from records import splits
 
 # 1: set the accuracy threshold from the eval split's classes.
@@ -102,7 +103,7 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
   if not exec_properties.get(ACCURACY_FROM_DATA_KEY):
     threshold = blessing_rule.threshold_of(eval_config)
     if threshold is None:
-      raise ValueError(f'eval_config: no {blessing_rule.ACCURACY_METRIC} '
+      raise ValueError(f'eval_config: no {model_blessing.ACCURACY_METRIC} '
                        f'threshold, and {ACCURACY_FROM_DATA_KEY} is not set')
     return blessing_rule.fixed(threshold)
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]

@@ -9,11 +9,8 @@ import math
 import statistics
 from typing import Optional, Sequence
 
-# The metric the threshold applies to (pipeline/stages.py's eval_config).
-ACCURACY_METRIC = 'SparseCategoricalAccuracy'
-# Custom properties of the ModelBlessing.
-ACCURACY_THRESHOLD_PROPERTY = 'accuracy_threshold'
-THRESHOLD_REASON_PROPERTY = 'accuracy_threshold_reason'
+from records import model_blessing
+
 # Logged once by the Evaluator; the local runner shows it on the console.
 RULE_LINE = 'Blessing rule: %s'
 # The Evaluator's line on which spans' eval it judges, with a span window
@@ -60,10 +57,10 @@ class Rule:
 
   def record(self, blessing) -> None:
     """Records the rule on a ModelBlessing (a TFX Artifact)."""
-    blessing.set_float_custom_property(ACCURACY_THRESHOLD_PROPERTY,
-                                       self.threshold)
-    blessing.set_string_custom_property(THRESHOLD_REASON_PROPERTY,
-                                        self.reason)
+    blessing.set_float_custom_property(
+        model_blessing.ACCURACY_THRESHOLD_PROPERTY, self.threshold)
+    blessing.set_string_custom_property(
+        model_blessing.THRESHOLD_REASON_PROPERTY, self.reason)
 
 
 def fixed(threshold: float) -> Rule:
@@ -120,12 +117,12 @@ def set_threshold(eval_config, threshold: float) -> None:
   found = False
   for spec in eval_config.metrics_specs:
     for metric in spec.metrics:
-      if metric.class_name == ACCURACY_METRIC:
+      if metric.class_name == model_blessing.ACCURACY_METRIC:
         metric.threshold.value_threshold.lower_bound.value = threshold
         found = True
   if not found:
-    raise ValueError(f'the eval_config has no {ACCURACY_METRIC} metric to '
-                     'set the threshold of')
+    raise ValueError(f'the eval_config has no {model_blessing.ACCURACY_METRIC} '
+                     'metric to set the threshold of')
 
 
 def threshold_of(eval_config) -> Optional[float]:
@@ -133,7 +130,7 @@ def threshold_of(eval_config) -> Optional[float]:
   for spec in eval_config.metrics_specs:
     for metric in spec.metrics:
       bound = metric.threshold.value_threshold
-      if metric.class_name == ACCURACY_METRIC and bound.HasField(
-          'lower_bound'):
+      if (metric.class_name == model_blessing.ACCURACY_METRIC
+          and bound.HasField('lower_bound')):
         return bound.lower_bound.value
   return None

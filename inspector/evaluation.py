@@ -14,14 +14,9 @@ import numpy as np
 
 from metadata import queries
 from metadata.store import InspectError
+from records import model_blessing
 
 _BASELINE = 'baseline'
-# What the Evaluator records on its ModelBlessing (components/
-# blessing_rule.py; the inspector imports no component): the accuracy's
-# threshold and why that one.
-_ACCURACY_METRIC = 'SparseCategoricalAccuracy'
-_THRESHOLD_PROPERTY = 'accuracy_threshold'
-_REASON_PROPERTY = 'accuracy_threshold_reason'
 
 
 def metric_name(class_name: str) -> str:
@@ -31,7 +26,7 @@ def metric_name(class_name: str) -> str:
                  for i, c in enumerate(class_name))
 
 
-ACCURACY_METRIC_NAME = metric_name(_ACCURACY_METRIC)
+ACCURACY_METRIC_NAME = metric_name(model_blessing.ACCURACY_METRIC)
 
 
 def _tfma():
@@ -94,14 +89,14 @@ def thresholds(md: queries.Metadata,
       if threshold:
         name = metric.get('class_name', '')
         lower = threshold.get('value_threshold', {}).get('lower_bound')
-        if name == _ACCURACY_METRIC and rule:
-          lower = rule.get(_THRESHOLD_PROPERTY, lower)
+        if name == model_blessing.ACCURACY_METRIC and rule:
+          lower = rule.get(model_blessing.ACCURACY_THRESHOLD_PROPERTY, lower)
         found.append({
             'metric': metric_name(name),
             'lower_bound': float(lower) if lower is not None else None,
             'no_worse_than_baseline': 'change_threshold' in threshold,
-            'reason': (rule.get(_REASON_PROPERTY)
-                       if name == _ACCURACY_METRIC else None)})
+            'reason': (rule.get(model_blessing.THRESHOLD_REASON_PROPERTY)
+                       if name == model_blessing.ACCURACY_METRIC else None)})
   return found
 
 
@@ -111,7 +106,8 @@ def _rule(md: queries.Metadata, execution: queries.Execution
   before the Evaluator recorded them."""
   blessing = md.output(execution, 'blessing')
   return {key: blessing.properties[key]
-          for key in (_THRESHOLD_PROPERTY, _REASON_PROPERTY)
+          for key in (model_blessing.ACCURACY_THRESHOLD_PROPERTY,
+                      model_blessing.THRESHOLD_REASON_PROPERTY)
           if blessing is not None and key in blessing.properties}
 
 
@@ -185,9 +181,10 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                   if blessing is not None else None),
       'validation_ok': validation_ok, 'validation_failures': failures,
       # components/blessing_rule.py's words.
-      'blessing_rule': (f'accuracy >= {rule[_THRESHOLD_PROPERTY]:g}, '
-                        f'{rule[_REASON_PROPERTY]}' if len(rule) == 2
-                        else None),
+      'blessing_rule': (
+          f'accuracy >= {rule[model_blessing.ACCURACY_THRESHOLD_PROPERTY]:g}, '
+          f'{rule[model_blessing.THRESHOLD_REASON_PROPERTY]}'
+          if len(rule) == 2 else None),
       'slices': slices,
   }
 

@@ -18,7 +18,6 @@ from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
 from components import baseline_evaluator
-from components import blessing_rule
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
@@ -36,6 +35,7 @@ from pipeline import constants
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
+from records import model_blessing
 from records import splits
 
 
@@ -348,7 +348,7 @@ def eval_config(accuracy_threshold: Optional[float]) -> tfma.EvalConfig:
   value_threshold = None if accuracy_threshold is None else (
       tfma.GenericValueThreshold(lower_bound={'value': accuracy_threshold}))
   accuracy = tfma.MetricConfig(
-      class_name=blessing_rule.ACCURACY_METRIC, module='modules.accuracy',
+      class_name=model_blessing.ACCURACY_METRIC, module='modules.accuracy',
       threshold=tfma.MetricThreshold(
           value_threshold=value_threshold,
           change_threshold=tfma.GenericChangeThreshold(

@@ -1,0 +1,11 @@
+"""What the Evaluator records on its ModelBlessing: the metric the accuracy
+threshold applies to, the threshold, and why that one.
+
+The rule that sets them: components/blessing_rule.py.
+"""
+
+# The metric's Keras class name (modules/accuracy.py computes it).
+ACCURACY_METRIC = 'SparseCategoricalAccuracy'
+# Custom properties of the ModelBlessing.
+ACCURACY_THRESHOLD_PROPERTY = 'accuracy_threshold'
+THRESHOLD_REASON_PROPERTY = 'accuracy_threshold_reason'
