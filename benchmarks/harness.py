@@ -463,10 +463,10 @@ def newest_artifact(output_dir: str, component: str, output: str) -> str:
 def trainer_model(output_dir: str) -> Tuple[str, Dict]:
   """(The serving model's directory, its training_plan.json) of a local
   run's Trainer (one run in `output_dir`), pushed or not."""
-  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from records import serving_model  # pylint: disable=g-import-not-at-top
   [model_dir] = glob.glob(os.path.join(output_dir, 'pipeline', 'Trainer',
                                        'model', '*', 'Format-Serving'))
-  return model_dir, signatures.read_training_plan(model_dir)
+  return model_dir, serving_model.read_training_plan(model_dir)
 
 
 def tool(module: str, *args: str) -> None:

@@ -21,16 +21,16 @@ def _serve_images(model_path: str, images: np.ndarray, batch: int):
   """A function that classifies `images` through the model's serve_images,
   traced and warm; it returns the class names."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from records import serving_model  # pylint: disable=g-import-not-at-top
   serve = tf.saved_model.load(model_path).signatures[
-      signatures.IMAGES_SIGNATURE]
+      serving_model.IMAGES_SIGNATURE]
   serve(images=tf.constant(images[:batch]))
 
   def run():
     names = []
     for start in range(0, len(images), batch):
       out = serve(images=tf.constant(images[start:start + batch]))
-      names += [n.decode() for n in out[signatures.CLASS_NAMES].numpy()]
+      names += [n.decode() for n in out[serving_model.CLASS_NAMES].numpy()]
     return names
 
   return run
@@ -56,7 +56,7 @@ def _read_json(model_path: str, *names: str) -> Any:
 
 def measure(ctx: harness.Context) -> Dict[str, Any]:
   """Times the three paths on the same images and model."""
-  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from records import serving_model  # pylint: disable=g-import-not-at-top
   from modules.training import export  # pylint: disable=g-import-not-at-top
   from predict import cli  # pylint: disable=g-import-not-at-top
   from predict import model_loading  # pylint: disable=g-import-not-at-top
@@ -102,7 +102,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
       seconds=(arrays_s, process_s - load_s, command_s), load_s=load_s,
       agree=min(np.mean(np.array(by_files) == np.array(reference)),
                 np.mean(np.array(by_command) == np.array(reference))),
-      plan=signatures.read_training_plan(model_path),
+      plan=serving_model.read_training_plan(model_path),
       tflite=_read_json(model_path, export.TFLITE_DIR,
                         export.TFLITE_RESULTS_FILE))
 

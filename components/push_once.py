@@ -25,7 +25,7 @@ from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
 from components import tfx_workarounds
-from records import served_versions
+from records import serving_model
 
 # Set to 1 on a PushedModel whose model was found already served.
 ALREADY_SERVED_KEY = 'already_served'
@@ -144,7 +144,7 @@ def _unreadable(base_directory: str,
 
 
 def newest_version(base_directory: str) -> Optional[str]:
-  """Returns the newest version under `base_directory` (served_versions).
+  """Returns the newest version under `base_directory` (serving_model.newest).
 
   Returns None if it does not exist or holds no version.
 
@@ -170,13 +170,13 @@ def newest_version(base_directory: str) -> Optional[str]:
   def holds_saved_model(version: str) -> bool:
     try:
       fileio.stat(os.path.join(base_directory, version,
-                               served_versions.SAVED_MODEL_FILE))
+                               serving_model.SAVED_MODEL_FILE))
     except fileio.NotFoundError:
       return False
     return True
 
   try:
-    return served_versions.newest(names, holds_saved_model)
+    return serving_model.newest(names, holds_saved_model)
   except (OSError, tf.errors.OpError) as e:
     raise _unreadable(base_directory, e) from e
 
@@ -222,13 +222,13 @@ def _remove_push(base_directory: str, staging: str) -> None:
     return
   for version in sorted(n.rstrip('/') for n in fileio.listdir(staged)):
     half_moved = os.path.join(base_directory, version)
-    if (served_versions.is_version(version) and fileio.exists(half_moved)
+    if (serving_model.is_version(version) and fileio.exists(half_moved)
         and not fileio.exists(os.path.join(
-            half_moved, served_versions.SAVED_MODEL_FILE))):
+            half_moved, serving_model.SAVED_MODEL_FILE))):
       fileio.rmtree(half_moved)
       logging.info('Removed %s, a version folder without %s that a push '
                    'stopped while moving it into place.', half_moved,
-                   served_versions.SAVED_MODEL_FILE)
+                   serving_model.SAVED_MODEL_FILE)
   fileio.rmtree(staged)
 
 
@@ -254,12 +254,12 @@ def _move_into_place(staged: str, serving_path: str) -> None:
   if _store_root(serving_path) is None:
     fileio.rename(staged, serving_path)
     return
-  saved_model = os.path.join(staged, served_versions.SAVED_MODEL_FILE)
+  saved_model = os.path.join(staged, serving_model.SAVED_MODEL_FILE)
   io_utils.copy_dir(staged, serving_path,
                     deny_regex_patterns=[re.escape(saved_model) + '$'])
   if fileio.exists(saved_model):
     io_utils.copy_file(saved_model, os.path.join(
-        serving_path, served_versions.SAVED_MODEL_FILE))
+        serving_path, serving_model.SAVED_MODEL_FILE))
 
 
 def _remove(path: str) -> None:

@@ -21,14 +21,14 @@ from tfx.utils import path_utils
 
 from components import push_once
 from components import tfx_workarounds
-from records import served_versions
+from records import serving_model
 
 SERVING_MODEL_DIR_KEY = 'serving_model_dir'
 # Set by the driver: the version served when the cache was looked up.
 SERVED_VERSION_KEY = 'served_version'
 MODEL_KEY = 'model'
 # Custom property of the Model artifact: which version it copies (empty
-# when nothing was served); from where: served_versions.SERVED_FROM_PROPERTY.
+# when nothing was served); from where: serving_model.SERVED_FROM_PROPERTY.
 SERVED_VERSION_PROPERTY = 'served_version'
 
 
@@ -91,12 +91,12 @@ class Executor(base_executor.BaseExecutor):
                    serving_model_dir)
       model.set_string_custom_property(SERVED_VERSION_PROPERTY, '')
       model.set_string_custom_property(
-          served_versions.SERVED_FROM_PROPERTY, '')
+          serving_model.SERVED_FROM_PROPERTY, '')
       return
     source = os.path.join(serving_model_dir, version)
     io_utils.copy_dir(source, path_utils.serving_model_dir(model.uri))
     model.set_string_custom_property(SERVED_VERSION_PROPERTY, version)
-    model.set_string_custom_property(served_versions.SERVED_FROM_PROPERTY,
+    model.set_string_custom_property(serving_model.SERVED_FROM_PROPERTY,
                                      source)
     logging.info('Baseline: the served model %s.', source)
 

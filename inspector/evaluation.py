@@ -263,12 +263,13 @@ def on_device(model: queries.Artifact) -> Dict[str, Any]:
   """The TensorFlow Lite files the Trainer wrote into `model`
   (modules/training/export.py): each one's size and eval-split accuracy
   beside the SavedModel's, as the Trainer measured them."""
-  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from records import serving_model  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   from inspector import files  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
   path = os.path.join(path_utils.serving_model_path(model.uri),
-                      signatures.TFLITE_DIR, signatures.TFLITE_RESULTS_FILE)
+                      serving_model.TFLITE_DIR,
+                      serving_model.TFLITE_RESULTS_FILE)
   if not files.exists(path):
     raise InspectError(f'{path}: missing (a model exported without '
                        'TensorFlow Lite files)')

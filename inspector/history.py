@@ -18,7 +18,7 @@ from inspector import render
 from metadata.store import InspectError
 from records import csv_cells
 from records import features
-from records import served_versions
+from records import serving_model
 
 # What the window of spans records: the spans an Examples artifact holds, a
 # JSON list beside the single `span`.
@@ -175,7 +175,7 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
     row['model'] = model.id
     # Recorded by a run with --warm-start (empty where it fell back); a
     # model without it was trained from scratch.
-    start = model.properties.get(served_versions.WARM_START_FROM)
+    start = model.properties.get(serving_model.WARM_START_FROM)
     row['start'] = 'warm' if start else 'cold'
     row['warm_start_from'] = start or None
   _evaluation(md, run, row)

@@ -75,15 +75,15 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   {'records': {split: records read}, 'validation_split': the split early
   stopping and the kept epoch were decided on (None: none), 'early_stopping':
   its outcome (modules/training/callbacks.py)}."""
-  from modules import signatures  # pylint: disable=g-import-not-at-top
+  from records import serving_model  # pylint: disable=g-import-not-at-top
   from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
   model_dir = path_utils.serving_model_path(model.uri)
-  path = os.path.join(model_dir, signatures.EXTRA_DIR,
-                      signatures.TRAINING_PLAN_FILE)
+  path = os.path.join(model_dir, serving_model.EXTRA_DIR,
+                      serving_model.TRAINING_PLAN_FILE)
   try:
-    plan = signatures.read_training_plan(model_dir)
+    plan = serving_model.read_training_plan(model_dir)
   except FileNotFoundError as e:
     raise InspectError(f'{path}: missing (a model exported without its '
                        'training plan)') from e

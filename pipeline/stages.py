@@ -28,7 +28,6 @@ from components.label_check.component import LabelCheck
 from components.label_check.executor import auto_cross_fit_records
 from components import push_once
 from components.served_model import ServedModel
-from modules.signatures import PROBABILITIES, SERVING_SIGNATURE
 from modules.training.config import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
 from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
 from pipeline import constants
@@ -36,6 +35,7 @@ from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
 from records import features
 from records import model_blessing
+from records.serving_model import PROBABILITIES, SERVING_SIGNATURE
 from records import splits
 
 

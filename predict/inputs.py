@@ -12,11 +12,11 @@ from typing import Iterable, Iterator, List, Optional
 
 from PIL import Image, UnidentifiedImageError
 
-from modules import signatures
 from records import image_conversion
+from records import serving_model
 
 IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
-_MAGIC = signatures.IMAGE_FILE_MAGIC
+_MAGIC = serving_model.IMAGE_FILE_MAGIC
 # Formats converted here, by their first bytes.
 _CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
                                     data[8:12] == b'WEBP'),

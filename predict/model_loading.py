@@ -3,12 +3,11 @@
 import os
 from typing import List
 
-from modules import signatures
 from pipeline import constants
 from records import features
-from records import served_versions
+from records import serving_model
 
-SAVED_MODEL_FILE = served_versions.SAVED_MODEL_FILE
+SAVED_MODEL_FILE = serving_model.SAVED_MODEL_FILE
 # Where a pipeline run pushes its models: OUT/<this>/<version>/.
 SERVING_MODEL_DIR = constants.SERVING_MODEL_DIR_NAME
 
@@ -22,7 +21,7 @@ class ModelNotFound(Exception):
 
 
 def _newest_version(directory: str) -> str:
-  version = served_versions.newest(
+  version = serving_model.newest(
       os.listdir(directory), lambda v: os.path.isfile(
           os.path.join(directory, v, SAVED_MODEL_FILE)))
   return os.path.join(directory, version) if version else ''
@@ -60,16 +59,16 @@ class Model:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self.path = path
     loaded = tf.saved_model.load(path)
-    if signatures.IMAGE_BYTES_SIGNATURE not in loaded.signatures:
+    if serving_model.IMAGE_BYTES_SIGNATURE not in loaded.signatures:
       raise ModelNotFound(
-          f'{path}: the model has no {signatures.IMAGE_BYTES_SIGNATURE} '
+          f'{path}: the model has no {serving_model.IMAGE_BYTES_SIGNATURE} '
           f'signature (it has {", ".join(sorted(loaded.signatures))}): it '
           'was exported before image files could be served; train it again')
     self._loaded = loaded  # Keeps the signature's variables alive.
-    self._serve = loaded.signatures[signatures.IMAGE_BYTES_SIGNATURE]
+    self._serve = loaded.signatures[serving_model.IMAGE_BYTES_SIGNATURE]
     self._tf = tf
     self.class_names: List[str] = features.read_class_names(
-        os.path.join(path, signatures.EXTRA_DIR, features.CLASS_NAMES_FILE))
+        os.path.join(path, serving_model.EXTRA_DIR, features.CLASS_NAMES_FILE))
 
   def probabilities(self, files: List[bytes]):
     """Returns the class probabilities of image files, float32 [files, classes].
@@ -81,4 +80,4 @@ class Model:
       tf.errors.InvalidArgumentError: a file cannot be decoded.
     """
     out = self._serve(image_bytes=self._tf.constant(files, self._tf.string))
-    return out[signatures.PROBABILITIES].numpy()
+    return out[serving_model.PROBABILITIES].numpy()

@@ -17,7 +17,7 @@ from inspector import history
 from metadata import queries
 from pipeline import constants
 from records import features
-from records import served_versions
+from records import serving_model
 from tests import mlmd
 from tests import tiny_runs
 from tests.tiny_runs import inspect
@@ -99,7 +99,7 @@ def test_history_reads_the_window_of_spans_and_the_warm_start(two_runs,
   [examples] = store.get_artifacts_by_type('Examples')
   examples.custom_properties[history.SPANS_PROPERTY].string_value = '[4,2,3]'
   [model] = store.get_artifacts_by_type('Model')
-  model.custom_properties[served_versions.WARM_START_FROM].string_value = (
+  model.custom_properties[serving_model.WARM_START_FROM].string_value = (
       os.path.join('serving_model', '1'))
   newest_evaluation = max(store.get_artifacts_by_type('ModelEvaluation'),
                           key=lambda a: a.id)

@@ -14,11 +14,11 @@ import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from components.image_example_gen.options import ImageExampleGenOptions
-from modules import signatures
 from modules import trainer
 from modules.training import input_pipeline
 from modules.training.config import Budget, InputConfig, TrainingConfig
 from records import features
+from records import serving_model
 from tests import artifacts
 from tests import datasets
 
@@ -181,7 +181,7 @@ def test_the_trainer_logs_and_records_its_choice(data, tmp_path, caplog):
   assert lines[1].startswith(f'Trainer input: eval: streamed from disk: '
                              f'{EVAL} records')
   with open(tmp_path / 'serving' / 'assets.extra' /
-            signatures.TRAINING_PLAN_FILE) as f:
+            serving_model.TRAINING_PLAN_FILE) as f:
     recorded = json.load(f)['input']
   assert recorded['train']['read'] == 'cache'
   assert recorded['eval']['read'] == 'stream'

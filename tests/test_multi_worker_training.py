@@ -19,12 +19,12 @@ import tensorflow as tf
 from components.image_example_gen.options import ImageExampleGenOptions
 from kubeflow import vertex_training
 from modules import local_workers
-from modules import signatures
 from modules import trainer
 from modules.training import devices
 from modules.training.config import Budget, TrainingConfig
 from pipeline import constants
 from records import features
+from records import serving_model
 from tests import artifacts
 from tests import datasets
 from tests import examples_io
@@ -79,8 +79,8 @@ def _accuracy(model_dir, examples_uri) -> float:
   images = np.stack([r['image'] for r in records])
   labels = np.array([r['label'] for r in records])
   model = tf.saved_model.load(model_dir)
-  classes = model.signatures[signatures.IMAGES_SIGNATURE](
-      images=tf.constant(images))[signatures.CLASSES].numpy()
+  classes = model.signatures[serving_model.IMAGES_SIGNATURE](
+      images=tf.constant(images))[serving_model.CLASSES].numpy()
   return float(np.mean(classes == labels))
 
 

@@ -16,11 +16,11 @@ import tensorflow as tf
 from PIL import Image
 
 from components.image_example_gen import idx
-from modules import signatures
 from predict import cli
 from predict import inputs
 from records import csv_cells as records_csv
 from records import features
+from records import serving_model
 from tests import local_run
 from tests import tiny_models
 
@@ -35,10 +35,10 @@ def served(grey_model, tmp_path_factory):
   out = tmp_path_factory.mktemp('predict') / 'out'
   shutil.copytree(path, out / 'serving_model' / VERSION)
   images, _ = written['t10k']
-  answer = tf.saved_model.load(path).signatures[signatures.IMAGES_SIGNATURE](
+  answer = tf.saved_model.load(path).signatures[serving_model.IMAGES_SIGNATURE](
       images=tf.constant(images))
-  names = [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()]
-  return out, images, answer[signatures.PROBABILITIES].numpy(), names
+  names = [n.decode() for n in answer[serving_model.CLASS_NAMES].numpy()]
+  return out, images, answer[serving_model.PROBABILITIES].numpy(), names
 
 
 def _png(pixels) -> bytes:
@@ -242,11 +242,11 @@ def sides(tmp_path_factory):
   out = tmp / 'out'
   shutil.copytree(path, out / 'serving_model' / VERSION)
   images, labels = written['t10k']
-  answer = tf.saved_model.load(path).signatures[signatures.IMAGES_SIGNATURE](
+  answer = tf.saved_model.load(path).signatures[serving_model.IMAGES_SIGNATURE](
       images=tf.constant(images))
-  classes = answer[signatures.CLASSES].numpy()
+  classes = answer[serving_model.CLASSES].numpy()
   assert (classes == labels).mean() > 0.9  # It learnt the sides.
-  names = [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()]
+  names = [n.decode() for n in answer[serving_model.CLASS_NAMES].numpy()]
   return out, images, names
 
 
@@ -293,7 +293,7 @@ def test_a_sideways_photo_gets_the_class_of_its_upright_twin(
   # Straight to the served model: the PNG and JPEG files as they are.
   serve = tf.saved_model.load(
       os.path.join(out, 'serving_model', VERSION)).signatures[
-          signatures.IMAGE_BYTES_SIGNATURE]
+          serving_model.IMAGE_BYTES_SIGNATURE]
   raw = [i for i, path in enumerate(sideways)
          if path.endswith(('.png', '.jpg'))]
   files = []
@@ -301,10 +301,10 @@ def test_a_sideways_photo_gets_the_class_of_its_upright_twin(
     with open(sideways[i], 'rb') as f:
       files.append(f.read())
   answer = serve(image_bytes=tf.constant(files))
-  assert [n.decode() for n in answer[signatures.CLASS_NAMES].numpy()] == [
+  assert [n.decode() for n in answer[serving_model.CLASS_NAMES].numpy()] == [
       names[i] for i in raw]
   # The same pixels without the tag: the model sees another side.
   plain = serve(image_bytes=tf.constant([untagged[i] for i in raw]))
-  wrong = [n.decode() for n in plain[signatures.CLASS_NAMES].numpy()] != (
+  wrong = [n.decode() for n in plain[serving_model.CLASS_NAMES].numpy()] != (
       np.array([names[i] for i in raw]))
   assert wrong.mean() > 0.5

@@ -14,11 +14,11 @@ import tensorflow as tf
 from PIL import Image, PngImagePlugin
 
 from components.image_example_gen import image_folder
-from modules import signatures
 from modules.training import export
 from modules.training import image_orientation
 from predict import inputs as predict_inputs
 from records import features
+from records import serving_model
 from tests import tiny_models
 
 GREY = features.MNIST_GEOMETRY
@@ -112,8 +112,8 @@ def test_png_files_agree_with_serve_images(grey):
   names = features.read_class_names(
       os.path.join(path, 'assets.extra', features.CLASS_NAMES_FILE))
   files = [_file(image, 'PNG') for image in images]
-  by_files = _serve(model, signatures.IMAGE_BYTES_SIGNATURE, image_bytes=files)
-  by_pixels = _serve(model, signatures.IMAGES_SIGNATURE, images=images)
+  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE, image_bytes=files)
+  by_pixels = _serve(model, serving_model.IMAGES_SIGNATURE, images=images)
   np.testing.assert_array_equal(by_files['classes'], by_pixels['classes'])
   np.testing.assert_allclose(by_files['probabilities'],
                              by_pixels['probabilities'], atol=1e-5)
@@ -138,9 +138,9 @@ def test_other_modes_and_sizes_are_classified_as_converted_for_training(
     request, model_fixture, files):
   path, model, _ = request.getfixturevalue(model_fixture)
   geometry = GREY if model_fixture == 'grey' else RGB
-  by_files = _serve(model, signatures.IMAGE_BYTES_SIGNATURE, image_bytes=files)
+  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE, image_bytes=files)
   converted = np.stack([_as_example_gen_converts(f, geometry) for f in files])
-  by_pixels = _serve(model, signatures.IMAGES_SIGNATURE, images=converted)
+  by_pixels = _serve(model, serving_model.IMAGES_SIGNATURE, images=converted)
   # Pillow and TensorFlow resize a few levels apart on a few pixels: the
   # probabilities stay close, and the classes agree wherever the two best
   # are not near a tie (these images are none of the classes).
@@ -158,13 +158,13 @@ def test_a_file_that_is_not_an_image_rejects_the_request(grey):
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match=r'(?s)batch position.*\b2\b.*is not a PNG, JPEG, '
                            r'GIF, BMP file'):
-    _serve(model, signatures.IMAGE_BYTES_SIGNATURE,
+    _serve(model, serving_model.IMAGE_BYTES_SIGNATURE,
            image_bytes=good[:2] + [b'not an image'] + good[2:])
   with pytest.raises(tf.errors.InvalidArgumentError):
-    _serve(model, signatures.IMAGE_BYTES_SIGNATURE,
+    _serve(model, serving_model.IMAGE_BYTES_SIGNATURE,
            image_bytes=[good[0][:40]])  # A PNG cut short.
   # And the model goes on answering.
-  out = _serve(model, signatures.IMAGE_BYTES_SIGNATURE, image_bytes=good)
+  out = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE, image_bytes=good)
   assert out['classes'].shape == (3,)
 
 
@@ -178,7 +178,7 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
       directory, features.CLASS_NAMES_FILE)) == features.read_class_names(
           os.path.join(path, 'assets.extra', features.CLASS_NAMES_FILE))
   pixels = images.reshape(len(images), *images.shape[1:3], -1)
-  by_model = _serve(model, signatures.IMAGES_SIGNATURE, images=pixels)
+  by_model = _serve(model, serving_model.IMAGES_SIGNATURE, images=pixels)
   assert results['eval_records'] == len(labels)
   assert results['saved_model_accuracy'] == pytest.approx(
       (by_model['classes'] == labels).mean())
@@ -226,7 +226,7 @@ def test_tflite_batches_give_each_image_its_own_answer(grey):
   assert probabilities.shape == (count, 10)
   np.testing.assert_allclose(
       probabilities,
-      _serve(model, signatures.IMAGES_SIGNATURE,
+      _serve(model, serving_model.IMAGES_SIGNATURE,
              images=pixels)['probabilities'],
       atol=1e-4)
 

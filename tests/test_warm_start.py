@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modules.signatures import EXTRA_DIR, TRAINING_PLAN_FILE
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import warm_start
 from modules.training.config import Budget, ModelConfig, TrainingConfig
 from pipeline import warm_start_model
 from records import features
-from records import served_versions
+from records.serving_model import EXTRA_DIR, TRAINING_PLAN_FILE
+from records import serving_model
 from tests import kubeflow_specs
 from tests import mlmd
 from tests import serving
@@ -163,10 +163,10 @@ def test_a_warm_run_starts_from_the_served_model(warm_run):
           'classes)') in stdout
   store = mlmd.open_store(str(out))
   [model] = [m for m in mlmd.live_artifacts(store, 'Model')
-             if served_versions.WARM_START_FROM in
+             if serving_model.WARM_START_FROM in
              m.custom_properties]
   assert model.custom_properties[
-      served_versions.WARM_START_FROM].string_value == served
+      serving_model.WARM_START_FROM].string_value == served
   with open(os.path.join(model.uri, 'Format-Serving', EXTRA_DIR,
                          TRAINING_PLAN_FILE)) as f:
     plan = json.load(f)

@@ -20,16 +20,16 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
 
-from modules import signatures
 from modules import transform
-from modules.signatures import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=g-multiple-import
-                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
-                                PROBABILITIES, SERVING_SIGNATURE,
-                                TRAINING_PLAN_FILE)
 from modules.training import image_orientation
 from modules.training import input_pipeline
 from records import decode
 from records import features
+from records import serving_model
+from records.serving_model import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=g-multiple-import
+                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
+                                PROBABILITIES, SERVING_SIGNATURE,
+                                TRAINING_PLAN_FILE)
 
 
 def export_serving_model(model: keras.Model,
@@ -126,9 +126,9 @@ def serving_signatures(model: keras.Model,
           IMAGE_BYTES_SIGNATURE: serve_image_bytes}
 
 
-IMAGE_FORMATS = tuple(signatures.IMAGE_FILE_MAGIC.values())
+IMAGE_FORMATS = tuple(serving_model.IMAGE_FILE_MAGIC.values())
 _JPEG, _PNG = (next(magic for magic, name in
-                    signatures.IMAGE_FILE_MAGIC.items() if name == format_)
+                    serving_model.IMAGE_FILE_MAGIC.items() if name == format_)
                for format_ in ('JPEG', 'PNG'))
 # Pillow's RGB to L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
 _LUMA = (19595, 38470, 7471)
@@ -144,7 +144,7 @@ def check_formats(files: tf.Tensor) -> tf.Operation:
   TensorFlow does not decode them. The predict command converts them.
   """
   known = tf.zeros_like(files, tf.bool)
-  for magic in signatures.IMAGE_FILE_MAGIC:
+  for magic in serving_model.IMAGE_FILE_MAGIC:
     known |= tf.equal(tf.strings.substr(files, 0, len(magic)), magic)
   first_bad = tf.argmax(tf.cast(tf.logical_not(known), tf.int32),
                         output_type=tf.int32)
@@ -233,9 +233,9 @@ def decode_files(files: tf.Tensor,
                    parallel_iterations=16)
 
 
-TFLITE_DIR = signatures.TFLITE_DIR
-TFLITE_FILES = signatures.TFLITE_FILES
-TFLITE_RESULTS_FILE = signatures.TFLITE_RESULTS_FILE
+TFLITE_DIR = serving_model.TFLITE_DIR
+TFLITE_FILES = serving_model.TFLITE_FILES
+TFLITE_RESULTS_FILE = serving_model.TFLITE_RESULTS_FILE
 TFLITE_EVAL_RECORDS = 2000
 TFLITE_BATCH = 200
 

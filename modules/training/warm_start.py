@@ -19,11 +19,10 @@ from tfx.types import standard_component_specs
 from tfx.utils import json_utils
 from tfx.utils import path_utils
 
-from modules import signatures
 from modules.training import model as model_lib
 from modules.training.config import ModelConfig
 from records import features
-from records import served_versions
+from records import serving_model
 
 # custom_config's entry naming the served model's path under the serving
 # directory (Executor sets it; the base_model run_fn gets is a copy of it).
@@ -86,12 +85,12 @@ def start(base_model: Optional[str], served_from: str, architecture: str,
     return cold('nothing is served yet')
   if config.backbone:
     return cold('--backbone starts from its pretrained weights')
-  extra = os.path.join(base_model, signatures.EXTRA_DIR)
+  extra = os.path.join(base_model, serving_model.EXTRA_DIR)
   try:
-    served = signatures.read_training_plan(base_model)
+    served = serving_model.read_training_plan(base_model)
   except FileNotFoundError:
     return cold('the served model has no '
-                f'{os.path.join(extra, signatures.TRAINING_PLAN_FILE)}: its '
+                f'{os.path.join(extra, serving_model.TRAINING_PLAN_FILE)}: its '
                 'network is unknown')
   if served.get('architecture') != architecture:
     return cold(f'the served model is a {served.get("architecture")}, this '
@@ -153,8 +152,8 @@ def started_from(serving_model_dir: str) -> str:
 
   That is the served model's path, or '' when it trained from scratch.
   """
-  return signatures.read_training_plan(serving_model_dir).get(
-      served_versions.WARM_START_FROM, '')
+  return serving_model.read_training_plan(serving_model_dir).get(
+      serving_model.WARM_START_FROM, '')
 
 
 class Executor(trainer_executor.GenericExecutor):
@@ -172,9 +171,9 @@ class Executor(trainer_executor.GenericExecutor):
     served_from = ''
     if base_model:
       artifact = artifact_utils.get_single_instance(base_model)
-      if artifact.has_custom_property(served_versions.SERVED_FROM_PROPERTY):
+      if artifact.has_custom_property(serving_model.SERVED_FROM_PROPERTY):
         served_from = artifact.get_string_custom_property(
-            served_versions.SERVED_FROM_PROPERTY)
+            serving_model.SERVED_FROM_PROPERTY)
     key = standard_component_specs.CUSTOM_CONFIG_KEY
     custom_config = json_utils.loads(exec_properties.get(key) or 'null') or {}
     custom_config[SERVED_FROM_KEY] = served_from
@@ -183,5 +182,5 @@ class Executor(trainer_executor.GenericExecutor):
     model = artifact_utils.get_single_instance(
         output_dict[standard_component_specs.MODEL_KEY])
     model.set_string_custom_property(
-        served_versions.WARM_START_FROM,
+        serving_model.WARM_START_FROM,
         started_from(path_utils.serving_model_dir(model.uri)))
