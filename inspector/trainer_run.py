@@ -76,7 +76,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
   stopping and the kept epoch were decided on (None: none), 'early_stopping':
   its outcome (modules/training/callbacks.py)}."""
   from records import serving_model  # pylint: disable=g-import-not-at-top
-  from modules.training import input_pipeline  # pylint: disable=g-import-not-at-top
+  from modules.training import config  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
   model_dir = path_utils.serving_model_path(model.uri)
@@ -91,7 +91,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
     raise InspectError(f'{path}: no records per split (a Trainer from '
                        'before the validation split)')
   return {'records': plan['records'],
-          'validation_split': plan.get(input_pipeline.VALIDATION_SPLIT_KEY),
+          'validation_split': plan.get(config.VALIDATION_SPLIT_KEY),
           'early_stopping': plan.get('early_stopping', {})}
 
 

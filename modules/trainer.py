@@ -23,9 +23,9 @@ from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import tuning
 from modules.training import warm_start
-from modules.training.config import TrainingConfig
-from modules.training.input_pipeline import (VALIDATION_SPLIT_KEY, TrainerData,  # pylint: disable=g-multiple-import
-                                             read_data, split_files_for)
+from modules.training.config import VALIDATION_SPLIT_KEY, TrainingConfig
+from modules.training.input_pipeline import (TrainerData, read_data,  # pylint: disable=g-multiple-import
+                                             split_files_for)
 from modules.training.plan import Run
 from records import splits
 

@@ -28,8 +28,9 @@ from components.label_check.component import LabelCheck
 from components.label_check.executor import auto_cross_fit_records
 from components import push_once
 from components.served_model import ServedModel
-from modules.training.config import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
+from modules.training.config import (CROSS_FIT_RECORDS_KEY,  # pylint: disable=g-multiple-import
+                                     EPOCH_PROBABILITIES_KEY,
+                                     VALIDATION_SPLIT_KEY)
 from pipeline import constants
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import

@@ -13,8 +13,9 @@ from tfx.utils import dependency_utils
 from kubeflow import kubeflow_runner
 from kubeflow import open_source_kfp
 import local_runner
-from modules.training.config import CROSS_FIT_RECORDS_KEY, EPOCH_PROBABILITIES_KEY
-from modules.training.input_pipeline import VALIDATION_SPLIT_KEY
+from modules.training.config import (CROSS_FIT_RECORDS_KEY,  # pylint: disable=g-multiple-import
+                                     EPOCH_PROBABILITIES_KEY,
+                                     VALIDATION_SPLIT_KEY)
 from pipeline import constants
 from tests import kubeflow_specs
 

@@ -11,6 +11,9 @@ from typing import Any, Dict, Optional, Tuple
 
 from modules.knob import knob
 
+# custom_config's entry naming the split validated on (None: none); the
+# serving model's training_plan.json names it under the same key.
+VALIDATION_SPLIT_KEY = 'validation_split'
 # custom_config: training records whose class probabilities are averaged over
 # the epochs for LabelCheck (modules/training/callbacks.py); absent or 0:
 # none.

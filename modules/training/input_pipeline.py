@@ -14,7 +14,8 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from modules.training.config import InputConfig, TrainingConfig
+from modules.training.config import (VALIDATION_SPLIT_KEY, InputConfig,  # pylint: disable=g-multiple-import
+                                     TrainingConfig)
 from records import features
 from records import shards
 
@@ -370,8 +371,6 @@ def make_planned_dataset(file_patterns: Union[str, Sequence[str]],
                       repeat=repeat, ordered=ordered, **plan.dataset_args())
 
 
-# custom_config's entry naming the split validated on (None: none).
-VALIDATION_SPLIT_KEY = 'validation_split'
 # The log line of each split's input plan: who reads it, and the plan.
 INPUT_LINE = '%s input: %s.'
 
