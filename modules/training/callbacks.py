@@ -18,7 +18,7 @@ import tf_keras as keras
 import tqdm
 
 from modules.training import input_pipeline
-from modules.training.config import Budget
+from modules.training.config import VALIDATION_ACCURACY, Budget
 from records import epoch_probabilities as stored
 from records import features
 from records import shards
@@ -395,9 +395,9 @@ class EpochProbabilities(keras.callbacks.Callback):
   def on_epoch_end(self, epoch, logs=None):
     """Keeps the validation accuracy, and adds the sample's probabilities
     at the epochs scored."""
-    if logs and 'val_accuracy' in logs:
+    if logs and VALIDATION_ACCURACY in logs:
       self._curve.append((self._examples_per_epoch * (len(self._curve) + 1),
-                          float(logs['val_accuracy'])))
+                          float(logs[VALIDATION_ACCURACY])))
     if ((epoch + 1) % self._stride and epoch + 1 != self._planned_epochs and
         not self.model.stop_training):
       return

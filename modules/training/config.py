@@ -11,6 +11,9 @@ from typing import Any, Dict, Optional, Tuple
 
 from modules.knob import knob
 
+# Keras' name of the accuracy on the validation split (the networks are
+# compiled with a metric named 'accuracy', model.py).
+VALIDATION_ACCURACY = 'val_accuracy'
 # custom_config's entry naming the split validated on (None: none); the
 # serving model's training_plan.json names it under the same key.
 VALIDATION_SPLIT_KEY = 'validation_split'
@@ -95,7 +98,7 @@ class Budget:
       'planned epoch runs); 0: no early stopping (default: %(default)s).',
       flag='--early-stopping-patience', type=int, metavar='N')
   early_stopping_metric: str = knob(
-      'val_accuracy', 'What early stopping watches, and which epoch\'s '
+      VALIDATION_ACCURACY, 'What early stopping watches, and which epoch\'s '
       'weights it keeps: the Evaluator\'s measure, on the validation split '
       '(the eval split makes no choice).')
   # --warm-start (modules/training/warm_start.py): fine-tuning what the served

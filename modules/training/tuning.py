@@ -8,10 +8,11 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from modules.training.config import (BACKBONES, MNIST_CNN, SMALL_BN_CNN,  # pylint: disable=g-multiple-import
-                                     SMALL_GAP_CNN, TrainingConfig)
+                                     SMALL_GAP_CNN, VALIDATION_ACCURACY,
+                                     TrainingConfig)
 
 # What a trial's score is: the Trainer's validation metric, higher better.
-OBJECTIVE = 'val_accuracy'
+OBJECTIVE = VALIDATION_ACCURACY
 
 LEARNING_RATE = 'learning_rate'
 WIDTH = 'width'
