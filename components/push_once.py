@@ -28,7 +28,6 @@ from components import tfx_workarounds
 from records import serving_model
 
 # Set to 1 on a PushedModel whose model was found already served.
-ALREADY_SERVED_KEY = 'already_served'
 _CHUNK_BYTES = 1 << 20
 # A push copies into BASE/.push-<start time>-<host>-<pid>-<random>/<version>/
 # first: a name not all digits, so no lookup takes it for a version.
@@ -298,7 +297,7 @@ class Executor(pusher_executor.Executor):
         # As TFX's Pusher does: the artifact keeps a copy of what is served.
         io_utils.copy_dir(model_path, model_push.uri)
         tfx_workarounds.mark_pushed(model_push, serving_path, version)
-        model_push.set_int_custom_property(ALREADY_SERVED_KEY, 1)
+        model_push.set_int_custom_property(serving_model.ALREADY_SERVED_PROPERTY, 1)
         return
       self._push_whole(destination, input_dict, output_dict, exec_properties)
       return
@@ -321,7 +320,7 @@ class Executor(pusher_executor.Executor):
       model_push = artifact_utils.get_single_instance(
           output_dict[standard_component_specs.PUSHED_MODEL_KEY])
       version = model_push.get_string_custom_property(
-          tfx_workarounds.PUSHED_VERSION_KEY)
+          serving_model.PUSHED_VERSION_PROPERTY)
       serving_path = os.path.join(base_directory, version)
       if fileio.exists(serving_path):  # As TFX's Pusher does.
         logging.info('Destination directory %s already exists, skipping '

@@ -44,7 +44,7 @@ def served_version(serving_model_dir: str) -> Optional[str]:
 def holds_model(model: types.Artifact) -> bool:
   """Whether a Model artifact holds a SavedModel (anything was served)."""
   return fileio.exists(os.path.join(
-      path_utils.serving_model_path(model.uri), 'saved_model.pb'))
+      path_utils.serving_model_path(model.uri), serving_model.SAVED_MODEL_FILE))
 
 
 class ServedModelSpec(component_spec.ComponentSpec):

@@ -19,14 +19,11 @@ from tfx.orchestration.portable import base_driver as portable_base_driver
 from tfx.orchestration.portable import data_types as portable_data_types
 from tfx.proto.orchestration import driver_output_pb2
 
+from records import serving_model
+
 # tfx_bsl's flag (defined in tfx_bsl.coders.batch_util): its TFXIO sources
 # then batch records by their bytes, not by a count Beam tunes up from 1.
 BYTE_SIZE_BATCHING_FLAG = 'tfxio_use_byte_size_batching'
-
-# A PushedModel's custom properties, as TFX's Pusher names them.
-PUSHED_KEY = 'pushed'
-PUSHED_DESTINATION_KEY = 'pushed_destination'
-PUSHED_VERSION_KEY = 'pushed_version'
 
 
 def mark_pushed(model_push: types.Artifact, destination: str,
@@ -38,10 +35,12 @@ def mark_pushed(model_push: types.Artifact, destination: str,
     destination: where the model is served from.
     version: the served version, if known.
   """
-  model_push.set_int_custom_property(PUSHED_KEY, 1)
-  model_push.set_string_custom_property(PUSHED_DESTINATION_KEY, destination)
+  model_push.set_int_custom_property(serving_model.PUSHED_PROPERTY, 1)
+  model_push.set_string_custom_property(
+      serving_model.PUSHED_DESTINATION_PROPERTY, destination)
   if version is not None:
-    model_push.set_string_custom_property(PUSHED_VERSION_KEY, version)
+    model_push.set_string_custom_property(
+        serving_model.PUSHED_VERSION_PROPERTY, version)
 
 
 class ExecPropertiesDriver(base_driver.BaseDriver,

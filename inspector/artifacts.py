@@ -3,9 +3,10 @@
 import json
 from typing import Any, Dict, List, Optional
 
-from records import features
 from metadata import queries
 from metadata.store import InspectError
+from records import features
+from records import serving_model
 
 
 def key_properties(md: queries.Metadata, artifact: queries.Artifact
@@ -49,10 +50,11 @@ def key_properties(md: queries.Metadata, artifact: queries.Artifact
       if key in props:
         out[key] = props[key]
   elif artifact.type == 'PushedModel':
-    if 'pushed' in props:
-      out['pushed'] = bool(props['pushed'])
-    if props.get('pushed_destination'):
-      out['pushed_destination'] = props['pushed_destination']
+    if serving_model.PUSHED_PROPERTY in props:
+      out['pushed'] = bool(props[serving_model.PUSHED_PROPERTY])
+    if props.get(serving_model.PUSHED_DESTINATION_PROPERTY):
+      out['pushed_destination'] = props[
+          serving_model.PUSHED_DESTINATION_PROPERTY]
   elif artifact.type == 'ExampleAnomalies' and isinstance(
       props.get('blessed'), dict):
     # ExampleValidator's per split verdict: 1 = no anomalies.

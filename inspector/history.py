@@ -181,9 +181,10 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   _evaluation(md, run, row)
   pushed = _output(md, run, 'Pusher', 'pushed_model')
   if pushed is not None:
-    row['pushed'] = bool(pushed.properties.get('pushed'))
-    # components/push_once.py: the model was already being served.
-    row['already_served'] = bool(pushed.properties.get('already_served'))
+    row['pushed'] = bool(pushed.properties.get(serving_model.PUSHED_PROPERTY))
+    # The push-once Pusher found the model already served.
+    row['already_served'] = bool(pushed.properties.get(
+        serving_model.ALREADY_SERVED_PROPERTY))
   row['outcome'] = _outcome(run, row)
   return row
 

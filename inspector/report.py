@@ -20,6 +20,7 @@ from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
 from records import data_check_results as data_checks_results
+from records import serving_model
 
 SAMPLES_PER_CLASS = 8
 SAMPLES_SPLIT = 'train'
@@ -105,8 +106,8 @@ def pipeline_dag(run: queries.Run) -> Dict[str, List[str]]:
   shapes = []
   for schema, baseline, trials, label_check in itertools.product(
       (None, constants.MNIST_SCHEMA),
-      dict.fromkeys((knobs.EvaluationConfig().baseline, 'last_blessed',
-                     'served')),
+      dict.fromkeys((knobs.EvaluationConfig().baseline, knobs.LAST_BLESSED,
+                     knobs.SERVED)),
       (0, 1),  # Without and with --tune.
       (True, False)):  # With and without --no-label-check.
     built = pipeline.create_pipeline(
@@ -317,10 +318,12 @@ def _push(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   pushed = md.run_output(run, 'Pusher', 'pushed_model')
   props = pushed.properties
   return {'status': 'ok', 'id': pushed.id, 'uri': pushed.uri,
-          'pushed': bool(props.get('pushed')),
-          'destination': props.get('pushed_destination') or None,
-          # components/push_once.py: the model was already being served.
-          'already_served': bool(props.get('already_served')),
+          'pushed': bool(props.get(serving_model.PUSHED_PROPERTY)),
+          'destination': props.get(
+              serving_model.PUSHED_DESTINATION_PROPERTY) or None,
+          # The push-once Pusher found the model already served.
+          'already_served': bool(props.get(
+              serving_model.ALREADY_SERVED_PROPERTY)),
           'cached': run.execution('Pusher').cached}
 
 

@@ -340,7 +340,7 @@ def build_pipeline(args: argparse.Namespace, knobs: knobs_lib.Knobs):
   evaluation = knobs.evaluation
   if args.target == 'kubeflow':
     # KFP runs no resolver: the baseline is read from the serving directory.
-    evaluation = dataclasses.replace(evaluation, baseline='served')
+    evaluation = dataclasses.replace(evaluation, baseline=knobs_lib.SERVED)
   dag = pipeline.create_pipeline(
       pipeline_name=args.pipeline_name,
       pipeline_root=args.pipeline_root,

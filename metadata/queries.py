@@ -15,6 +15,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from metadata.store import InspectError
+from records import serving_model
 
 _STATE = metadata_store_pb2.Execution.State
 _ARTIFACT_STATE = metadata_store_pb2.Artifact.State
@@ -328,7 +329,7 @@ class Metadata:
   def latest_model(self) -> Artifact:
     """The newest PushedModel that was pushed; if none, the newest Model."""
     pushed = [a for a in self.of_type('PushedModel')
-              if a.properties.get('pushed') == 1]
+              if a.properties.get(serving_model.PUSHED_PROPERTY) == 1]
     if pushed:
       return pushed[-1]
     models = self.of_type('Model')

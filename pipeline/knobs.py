@@ -19,6 +19,10 @@ from records import features
 
 # The accuracy threshold of IDX files (MNIST's layout) and of MNIST.
 IDX_ACCURACY_THRESHOLD = 0.99
+# The Evaluator's baselines (pipeline/stages.py's baseline): the newest
+# blessed model in ML Metadata, or the newest version being served.
+LAST_BLESSED = 'last_blessed'
+SERVED = 'served'
 
 
 def parse_class_names(value: str) -> Optional[List[str]]:
@@ -227,7 +231,7 @@ class EvaluationConfig:
       presets={'mnist': IDX_ACCURACY_THRESHOLD, 'fashion-mnist': 0.91})
   # Set by the runner: Kubeflow Pipelines runs no resolver.
   baseline: str = knob(
-      'last_blessed', 'What a new model must be no worse than: '
+      LAST_BLESSED, 'What a new model must be no worse than: '
       '\'last_blessed\' (TFX\'s Resolver over ML Metadata; LocalDagRunner, '
       'Vertex AI) or \'served\' (the newest version in the serving '
       'directory). See pipeline/stages.py\'s baseline.')

@@ -33,7 +33,9 @@ from modules.training.config import (CROSS_FIT_RECORDS_KEY,  # pylint: disable=g
                                      VALIDATION_SPLIT_KEY)
 from pipeline import constants
 from pipeline import warm_start_model
-from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
+from pipeline.knobs import (LAST_BLESSED, SERVED, DataConfig,  # pylint: disable=g-multiple-import
+                            EvaluationConfig, InfrastructureConfig,
+                            TrainingConfig, TuningConfig)
 from records import features
 from records import model_blessing
 from records.serving_model import PROBABILITIES, SERVING_SIGNATURE
@@ -299,14 +301,14 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
   Raises:
     ValueError: another choice.
   """
-  if choice == 'last_blessed':
+  if choice == LAST_BLESSED:
     return Resolver(
         strategy_class=LatestBlessedModelStrategy,
         model=Channel(type=standard_artifacts.Model),
         model_blessing=Channel(
             type=standard_artifacts.ModelBlessing)).with_id(
                 'latest_blessed_model_resolver')
-  if choice == 'served':
+  if choice == SERVED:
     node = ServedModel(serving_model_dir=serving_model_dir)
     node.add_upstream_node(trainer_node)
     return node

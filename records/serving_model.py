@@ -33,6 +33,12 @@ TFLITE_DIR = 'tflite'
 TFLITE_FILES = {'float32': 'model_float32.tflite',
                 'dynamic_range': 'model_dynamic_range.tflite'}
 TFLITE_RESULTS_FILE = 'tflite.json'
+# A PushedModel's custom properties: TFX's Pusher's, and the push-once
+# Pusher's mark of a model that was already served.
+PUSHED_PROPERTY = 'pushed'
+PUSHED_DESTINATION_PROPERTY = 'pushed_destination'
+PUSHED_VERSION_PROPERTY = 'pushed_version'
+ALREADY_SERVED_PROPERTY = 'already_served'
 # ServedModel's Model artifact property: the served version's path, '' when
 # nothing was served.
 SERVED_FROM_PROPERTY = 'served_from'

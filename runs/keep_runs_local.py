@@ -15,6 +15,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.keep_runs import rule as keep_runs_rule
 from metadata import queries
+from records import serving_model
 
 _Artifact = metadata_store_pb2.Artifact
 LARGE_TYPES = keep_runs_rule.LARGE_TYPES
@@ -72,7 +73,8 @@ def served_pushes(md: queries.Metadata, pipeline_name: str,
   served = os.path.realpath(os.path.join(serving_model_dir, version))
   pushes = []
   for artifact in md.of_type('PushedModel'):
-    destination = artifact.properties.get('pushed_destination')
+    destination = artifact.properties.get(
+        serving_model.PUSHED_DESTINATION_PROPERTY)
     producer = md.producer(artifact.id)
     if (destination and os.path.realpath(destination) == served and
         producer and producer.pipeline == pipeline_name):
@@ -138,8 +140,9 @@ def plan(md: queries.Metadata, pipeline_name: str, keep_runs: int,
   deleted = [a for a in deleted if a.uri not in shared]
   freed = sum(_tree_bytes(uri) for uri in {a.uri for a in deleted}
               if os.path.exists(uri))
-  version = (os.path.basename(pushes[0].properties['pushed_destination']
-                              .rstrip('/')) if pushes else None)
+  destination = (pushes[0].properties[serving_model.PUSHED_DESTINATION_PROPERTY]
+                 if pushes else None)
+  version = os.path.basename(destination.rstrip('/')) if pushes else None
   return Collected([run.name for run in kept_runs], version, deleted, freed)
 
 

@@ -21,6 +21,7 @@ from modules.training import callbacks as training_progress
 from records import data_check_results as data_checks_results
 from records import features
 from records import label_check_results
+from records import serving_model
 
 _RUNNING = 'Component %s is running.'
 _FINISHED = 'Component %s is finished.'
@@ -117,11 +118,11 @@ def _describe(artifact, splits_stats: Dict[str, int],
     reasons = evaluation_uri and evaluation.failure_reasons(evaluation_uri)
     return 'NOT blessed, not pushed: ' + ('; '.join(reasons) if reasons else
                                           'see the Evaluator output')
-  if artifact.type == 'PushedModel' and 'pushed' in props:
-    destination = props.get('pushed_destination')
-    if not props['pushed']:
+  if artifact.type == 'PushedModel' and serving_model.PUSHED_PROPERTY in props:
+    destination = props.get(serving_model.PUSHED_DESTINATION_PROPERTY)
+    if not props[serving_model.PUSHED_PROPERTY]:
       return 'not pushed'
-    if props.get('already_served'):  # components/push_once.py
+    if props.get(serving_model.ALREADY_SERVED_PROPERTY):
       return f'already served from {destination}; not pushed again'
     return f'pushed to {destination}'
   if artifact.type == 'Examples':

@@ -20,6 +20,7 @@ import pytest
 from components import push_once
 from components import served_model
 from predict import model_loading as predict_model
+from records import serving_model
 from tests import local_run
 from tests import pause
 from tests import pushes
@@ -148,7 +149,7 @@ def test_a_push_leaves_a_running_push_alone_and_a_rerun_is_not_pushed_again(
   # The same model again: already served, and the killed push's copy goes.
   again = pushes.push(held_push.model, str(serving_dir),
                       str(tmp_path / 'again'))
-  assert again.get_int_custom_property(push_once.ALREADY_SERVED_KEY) == 1
+  assert again.get_int_custom_property(serving_model.ALREADY_SERVED_PROPERTY) == 1
   assert again.get_string_custom_property('pushed_version') == version
   assert os.listdir(serving_dir) == [version]
 

@@ -81,7 +81,7 @@ def start(base_model: Optional[str], served_from: str, architecture: str,
     config: this run's model settings.
   """
   if not base_model or not tf.io.gfile.exists(
-      os.path.join(base_model, 'saved_model.pb')):
+      os.path.join(base_model, serving_model.SAVED_MODEL_FILE)):
     return cold('nothing is served yet')
   if config.backbone:
     return cold('--backbone starts from its pretrained weights')
