@@ -91,7 +91,8 @@ def main() -> int:
             'label_check_seconds': run.nodes.get('LabelCheck', (None,))[0],
             'splits': {}}
   rows = label_check_results.read_suspects(
-      harness.newest_artifact(out, 'LabelCheck', 'suspects'))
+      harness.newest_artifact(out, 'LabelCheck',
+                              label_check_results.OUTPUT_KEY))
   unchecked = unchecked_sources(out, args.checked_records)
   for split, sources in planted.items():
     # The train file's records are in the validation split too.

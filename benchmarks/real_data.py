@@ -22,7 +22,8 @@ QUICK_FLAGS = ('--epochs', '2', '--train-steps', '10', harness.ONE_PROCESS)
 
 def _suspects(output_dir: str) -> List[Dict[str, Any]]:
   return label_check_results.read_suspects(
-      harness.newest_artifact(output_dir, 'LabelCheck', 'suspects'))
+      harness.newest_artifact(output_dir, 'LabelCheck',
+                              label_check_results.OUTPUT_KEY))
 
 
 def _seconds(local_run: harness.LocalRun) -> Dict[str, float]:
@@ -38,7 +39,7 @@ def mnist_confirmed(ctx: harness.Context, flags) -> Dict[str, Any]:
   rows = [r for r in _suspects(output_dir) if r['split'] == 'eval']
   listed = {int(r['source'].rsplit(':', 1)[1]) for r in rows}
   mistakes = label_check_results.read_mistakes(harness.newest_artifact(
-      output_dir, 'LabelCheck', 'suspects'))
+      output_dir, 'LabelCheck', label_check_results.OUTPUT_KEY))
   return dict(confirmed=len(wrong), found=len(set(wrong) & listed),
               listed=len(rows), eval_records=10_000 if not ctx.quick else None,
               mistakes=len(mistakes),

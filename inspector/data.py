@@ -82,7 +82,7 @@ def _data_checks_property(md: queries.Metadata, examples: queries.Artifact,
   """The JSON property `name` of the newest DataChecks result on
   `examples` that has it; None if none has."""
   for execution in reversed(md.consumers(examples.id)):
-    checks = md.output(execution, 'data_checks')
+    checks = md.output(execution, data_check_results.OUTPUT_KEY)
     if checks is not None and name in checks.properties:
       return json.loads(checks.properties[name])
   return None

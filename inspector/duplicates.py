@@ -20,7 +20,6 @@ from records import csv_cells
 from records import data_check_results as results
 
 NODE = 'DataChecks'
-OUTPUT_KEY = 'data_checks'
 SHOWN_PAIRS = 20
 # Pairs drawn in the run report, those across splits first.
 REPORT_PAIRS = 6
@@ -53,7 +52,7 @@ def pair_rows(artifact: queries.Artifact, limit: Optional[int] = None
 def summary(md: queries.Metadata, run: queries.Run,
             limit: int = SHOWN_PAIRS) -> Dict[str, Any]:
   """The counts, the first `limit` pairs, the issue counts, as JSON."""
-  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  artifact = md.run_output(run, NODE, results.OUTPUT_KEY)
   return {
       'run': run.name,
       'data_checks': {'id': artifact.id, 'uri': artifact.uri},
@@ -84,7 +83,7 @@ def report_facts(md: queries.Metadata, run: queries.Run,
 def write_csv(md: queries.Metadata, run: queries.Run, path: str) -> int:
   """Every pair of the run's DataChecks into `path`; returns how many."""
   files.check_directory(path)
-  artifact = md.run_output(run, NODE, OUTPUT_KEY)
+  artifact = md.run_output(run, NODE, results.OUTPUT_KEY)
   count = 0
   with open(path, 'w', newline='', encoding='utf-8') as out:
     writer = csv_cells.DictWriter(out, results.PAIR_COLUMNS,

@@ -20,7 +20,6 @@ from records import csv_cells
 from records import label_check_results as results
 
 NODE = 'LabelCheck'
-OUTPUT_KEY = 'suspects'
 # The reviewer's CSV: where the image is, what it is said to be, what the
 # model says, and how sure.
 CSV_COLUMNS = ('split', 'rank', 'source', 'given', 'given_name', 'suggested',
@@ -38,7 +37,7 @@ class NoMistakesListed(InspectError):
 
 def suspects_artifact(md: queries.Metadata, run: queries.Run
                       ) -> queries.Artifact:
-  return md.run_output(run, NODE, OUTPUT_KEY)
+  return md.run_output(run, NODE, results.OUTPUT_KEY)
 
 
 def _json_property(artifact: queries.Artifact, key: str) -> Dict[str, Any]:

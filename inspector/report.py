@@ -59,7 +59,8 @@ def _copies_over_share(md: queries.Metadata, run: queries.Run
     return {}
   try:
     anomalies = md.run_output(run, 'ExampleValidator', 'anomalies')
-    data_checks = md.run_output(run, 'DataChecks', 'data_checks')
+    data_checks = md.run_output(run, 'DataChecks',
+                                data_checks_results.OUTPUT_KEY)
   except InspectError:
     return {}
   blessed = anomalies.properties.get('blessed') or {}

@@ -14,6 +14,7 @@ from components.validation_gate import ValidationGate
 from pipeline import stages
 from pipeline import warm_start_model
 from pipeline.knobs import DataConfig, EvaluationConfig, InfrastructureConfig, TrainingConfig, TuningConfig  # pylint: disable=g-multiple-import
+from records import data_check_results
 
 
 def create_pipeline(
@@ -51,7 +52,7 @@ def create_pipeline(
   # eval copied from train.
   validation_gate = ValidationGate(
       anomalies=example_validator.outputs['anomalies'],
-      data_checks=data_checks.outputs['data_checks'],
+      data_checks=data_checks.outputs[data_check_results.OUTPUT_KEY],
       eval_copies=data.eval_copies,
       max_eval_copy_share=data.max_eval_copy_share)
   transform = stages.transform(examples, schema)

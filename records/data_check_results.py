@@ -11,6 +11,8 @@ from typing import Dict, Iterator, List
 from records import csv_cells
 from records import splits
 
+# DataChecks' output: its artifact, which holds these files.
+OUTPUT_KEY = 'data_checks'
 COPIES_FILE = 'copies.csv'
 ISSUES_FILE = 'image_issues.csv'
 PAIR_COLUMNS = ('split_a', 'source_a', 'label_a', 'split_b', 'source_b',

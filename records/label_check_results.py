@@ -12,6 +12,8 @@ from typing import Any, Dict, List
 
 from records import csv_cells
 
+# LabelCheck's output: its artifact, which holds these files.
+OUTPUT_KEY = 'suspects'
 SUSPECTS_CSV_FILE = 'suspects.csv'
 SUSPECTS_FILE = 'suspects.json'
 # The eval records the model gets wrong, most confident first.

@@ -102,7 +102,7 @@ def run_data_checks(examples, output_uri, drop: bool = False):
   output.uri = os.path.join(str(output_uri), 'data_checks')
   without_copies = standard_artifacts.Examples()
   without_copies.uri = os.path.join(str(output_uri), 'examples')
-  outputs = {data_checks_executor.DATA_CHECKS_KEY: [output]}
+  outputs = {results.OUTPUT_KEY: [output]}
   if drop:
     outputs[data_checks_executor.WITHOUT_COPIES_KEY] = [without_copies]
   for artifact in (output, without_copies):

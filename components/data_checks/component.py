@@ -11,6 +11,7 @@ from tfx.types import component_spec
 from tfx.types import standard_artifacts
 
 from components.data_checks import executor
+from records import data_check_results as results
 
 
 class DataCheckResults(types.Artifact):
@@ -28,7 +29,7 @@ class DataChecksSpec(types.ComponentSpec):
           type=standard_artifacts.Examples),
   }
   OUTPUTS = {
-      executor.DATA_CHECKS_KEY: component_spec.ChannelParameter(
+      results.OUTPUT_KEY: component_spec.ChannelParameter(
           type=DataCheckResults),
   }
 

@@ -34,7 +34,6 @@ from records import splits
 EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
 WORK_FOLDER = '.signatures'
-DATA_CHECKS_KEY = 'data_checks'
 # The Examples' custom properties the held-out splits without copies keep.
 CARRIED_PROPERTIES = frozenset((
     *features.GEOMETRY_PROPERTIES, features.IMAGE_ENCODING_PROPERTY,
@@ -125,7 +124,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         not an image of it.
     """
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
-    output = artifact_utils.get_single_instance(output_dict[DATA_CHECKS_KEY])
+    output = artifact_utils.get_single_instance(output_dict[results.OUTPUT_KEY])
     geometry, encoding = _geometry(examples), image_encoding(examples)
     split_names = artifact_utils.decode_split_names(examples.split_names)
     entries = [(split, path) for split in split_names

@@ -14,6 +14,7 @@ from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
 from components.label_check import executor
+from records import label_check_results as results
 
 
 class LabelSuspects(types.Artifact):
@@ -51,7 +52,7 @@ class LabelCheckSpec(component_spec.ComponentSpec):
           type=standard_artifacts.TransformGraph),
   }
   OUTPUTS = {
-      executor.SUSPECTS_KEY: component_spec.ChannelParameter(
+      results.OUTPUT_KEY: component_spec.ChannelParameter(
           type=LabelSuspects),
   }
 

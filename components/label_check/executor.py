@@ -32,7 +32,6 @@ EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
 MODEL_RUN_KEY = 'model_run'
 TRANSFORM_GRAPH_KEY = 'transform_graph'
-SUSPECTS_KEY = 'suspects'
 TRAIN_SPLIT_KEY = 'train_split'
 FOLDS_KEY = 'folds'
 FOLD_EXAMPLES_KEY = 'fold_examples'
@@ -286,7 +285,7 @@ class Executor(base_executor.BaseExecutor):
          exec_properties: Dict[str, Any]) -> None:
     """Scores each split and writes its suspects and their counts."""
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
-    output = artifact_utils.get_single_instance(output_dict[SUSPECTS_KEY])
+    output = artifact_utils.get_single_instance(output_dict[results.OUTPUT_KEY])
     class_names = class_names_of(examples)
     model_dir = path_utils.serving_model_path(
         artifact_utils.get_single_uri(input_dict[MODEL_KEY]))
