@@ -215,7 +215,7 @@ def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
   from modules.training import config  # pylint: disable=g-import-not-at-top
-  from modules.training import fit  # pylint: disable=g-import-not-at-top
+  from modules.training import callbacks  # pylint: disable=g-import-not-at-top
   out = two_runs / 'out'
   [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
                           'Split-train'))
@@ -226,8 +226,9 @@ def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
       config.CROSS_FIT_RECORDS_KEY: records})
 
   def kept(warm, records=records):
-    return fit.epoch_scores(fn_args, records, tft.TFTransformOutput(graph),
-                            str(tmp_path), None, 2, 640, warm) is not None
+    return callbacks.epoch_scores(
+        fn_args, records, tft.TFTransformOutput(graph), str(tmp_path), None, 2,
+        640, warm) is not None
 
   assert kept(warm=False)
   assert not kept(warm=True)

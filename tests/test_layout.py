@@ -187,10 +187,13 @@ def _private_tfx_uses(path):
   # a TFX base class.
   own = {n.name for n in ast.walk(tree)
          if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-  own |= {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign)
-          for t in n.targets if isinstance(t, ast.Attribute)}
-  own |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
-          for t in n.targets if isinstance(t, ast.Name)}
+  targets = [t for n in ast.walk(tree) if isinstance(n, ast.Assign)
+             for t in n.targets]
+  targets += [n.target for n in ast.walk(tree) if isinstance(n, ast.AnnAssign)]
+  targets = [e for t in targets for e in
+             (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+  own |= {t.attr for t in targets if isinstance(t, ast.Attribute)}
+  own |= {t.id for t in targets if isinstance(t, ast.Name)}
   for node in ast.walk(tree):
     if (isinstance(node, ast.Attribute) and node.attr.startswith('_') and
         not node.attr.startswith('__')):
@@ -236,11 +239,14 @@ def test_the_private_name_check_sees_imports_and_attributes(tmp_path):
       'class Pusher(executor.Executor):\n'
       '  def _own(self):\n'
       '    self._kept = 1\n'
+      '    self._typed: int = 1\n'
+      '    self._a, self._b = 1, 2\n'
       '  def Do(self):\n'
       '    self._own(); self._kept; self._make_beam_pipeline()\n'
+      '    self._typed; self._a; self._b\n'
       '    self._MarkPushed(1)\n')
   assert sorted(line for line, _ in _private_tfx_uses(str(path))) == [
-      2, 5, 6, 14]
+      2, 5, 6, 17]
 
 
 # The one reader of TFRecord files: it knows their compression and order.

@@ -15,10 +15,14 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras as keras
+from tfx.components.trainer.fn_args_utils import FnArgs
 import tqdm
 
+from modules.training import devices
 from modules.training import input_pipeline
-from modules.training.config import VALIDATION_ACCURACY, Budget
+from modules.training.config import (CROSS_FIT_RECORDS_KEY,  # pylint: disable=g-multiple-import
+                                     EPOCH_PROBABILITIES_KEY,
+                                     VALIDATION_ACCURACY, Budget)
 from records import epoch_probabilities as stored
 from records import features
 from records import shards
@@ -480,3 +484,49 @@ class EpochProbabilities(keras.callbacks.Callback):
       logging.info('Trainer: probabilities of %d training records for '
                    'LabelCheck, averaged over %d epochs: %.1f s.',
                    len(self._labels), self._epochs, self._seconds)
+
+
+def epoch_scores(fn_args: FnArgs, records: int,
+                 tf_transform_output: tft.TFTransformOutput,
+                 model_run_dir: str, task: Optional[devices.Task],
+                 planned_epochs: int, examples_per_epoch: int, warm: bool
+                 ) -> Optional[EpochProbabilities]:
+  """The callback that keeps LabelCheck's training-run probabilities, or
+  None where none are asked for or on several workers (each would need the
+  others to predict).
+
+  They are kept where LabelCheck may cross-fit the split too: it falls
+  back on them where fold models would be too weak (docs/label-check.md).
+  Not on a warm start, though: its few epochs would spend a large share of
+  their time predicting, and its curve says nothing of fold models trained
+  from scratch.
+
+  Args:
+    fn_args: TFX's FnArgs: the training files, and custom_config's records
+      to check (EPOCH_PROBABILITIES_KEY) and to cross-fit
+      (CROSS_FIT_RECORDS_KEY).
+    records: the records of the training split.
+    tf_transform_output: the Transform graph that makes model inputs.
+    model_run_dir: where the probabilities are written.
+    task: this worker of a cluster, None for a single process.
+    planned_epochs: the epochs planned.
+    examples_per_epoch: the examples an epoch trains on.
+    warm: whether training starts from the served model's weights.
+  """
+  custom_config = fn_args.custom_config or {}
+  checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
+  if not checked:
+    return None
+  if warm and records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
+    logging.info('Trainer: no training-run probabilities for LabelCheck on '
+                 'a warm start: it cross-fits a training split of %d records '
+                 'itself.', records)
+    return None
+  if task:
+    logging.info('Trainer: no training-run probabilities for LabelCheck on '
+                 '%d workers; the training split is not checked.',
+                 task.workers)
+    return None
+  return EpochProbabilities(
+      input_pipeline.list_files(fn_args.train_files), records, checked,
+      tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)

@@ -10,17 +10,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
-import tensorflow_transform as tft
 import tf_keras as keras
-from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules.training import callbacks
-from modules.training import devices
 from modules.training import input_pipeline
 from modules.training import model as model_lib
-from modules.training.config import (CROSS_FIT_RECORDS_KEY,  # pylint: disable=g-multiple-import
-                                     EPOCH_PROBABILITIES_KEY, ModelConfig,
-                                     TrainingConfig)
+from modules.training.config import ModelConfig, TrainingConfig
 from modules.training.plan import Run
 
 
@@ -80,9 +75,9 @@ def make_callbacks(run: Run, examples_per_epoch: int,
   # Nothing to choose the epoch on without a validation split.
   stopper = (callbacks.early_stopping(config.budget, plan.epochs)
              if data.validation else None)
-  scored = epoch_scores(run.fn_args, data.train_plan.size.records,
-                        data.transform_output, outputs.model_run_dir,
-                        run.task, plan.epochs, examples_per_epoch, warm)
+  scored = callbacks.epoch_scores(
+      run.fn_args, data.train_plan.size.records, data.transform_output,
+      outputs.model_run_dir, run.task, plan.epochs, examples_per_epoch, warm)
   return [
       keras.callbacks.TensorBoard(log_dir=outputs.model_run_dir,
                                   update_freq='epoch'),
@@ -92,52 +87,6 @@ def make_callbacks(run: Run, examples_per_epoch: int,
       *([stopper] if stopper else []),
       *([scored] if scored else []),
   ]
-
-
-def epoch_scores(fn_args: FnArgs, records: int,
-                 tf_transform_output: tft.TFTransformOutput,
-                 model_run_dir: str, task: Optional[devices.Task],
-                 planned_epochs: int, examples_per_epoch: int, warm: bool
-                 ) -> Optional[callbacks.EpochProbabilities]:
-  """The callback that keeps LabelCheck's training-run probabilities, or
-  None where none are asked for or on several workers (each would need the
-  others to predict).
-
-  They are kept where LabelCheck may cross-fit the split too: it falls
-  back on them where fold models would be too weak (docs/label-check.md).
-  Not on a warm start, though: its few epochs would spend a large share of
-  their time predicting, and its curve says nothing of fold models trained
-  from scratch.
-
-  Args:
-    fn_args: TFX's FnArgs: the training files, and custom_config's records
-      to check (EPOCH_PROBABILITIES_KEY) and to cross-fit
-      (CROSS_FIT_RECORDS_KEY).
-    records: the records of the training split.
-    tf_transform_output: the Transform graph that makes model inputs.
-    model_run_dir: where the probabilities are written.
-    task: this worker of a cluster, None for a single process.
-    planned_epochs: the epochs planned.
-    examples_per_epoch: the examples an epoch trains on.
-    warm: whether training starts from the served model's weights.
-  """
-  custom_config = fn_args.custom_config or {}
-  checked = custom_config.get(EPOCH_PROBABILITIES_KEY) or 0
-  if not checked:
-    return None
-  if warm and records <= (custom_config.get(CROSS_FIT_RECORDS_KEY) or 0):
-    logging.info('Trainer: no training-run probabilities for LabelCheck on '
-                 'a warm start: it cross-fits a training split of %d records '
-                 'itself.', records)
-    return None
-  if task:
-    logging.info('Trainer: no training-run probabilities for LabelCheck on '
-                 '%d workers; the training split is not checked.',
-                 task.workers)
-    return None
-  return callbacks.EpochProbabilities(
-      input_pipeline.list_files(fn_args.train_files), records, checked,
-      tf_transform_output, model_run_dir, planned_epochs, examples_per_epoch)
 
 
 @dataclasses.dataclass
