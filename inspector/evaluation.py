@@ -79,7 +79,8 @@ def thresholds(md: queries.Metadata,
   """The thresholds of an Evaluator's eval_config: TFMA's metric name,
   lower bound, and whether it may not be worse than the baseline. The
   accuracy's lower bound and its rule are those the Evaluator recorded on
-  its blessing (components/blessing_rule.py), set from the data or not."""
+  its blessing (components/evaluator/blessing_rule.py), set from the data or
+  not."""
   config = json.loads(execution.properties.get('eval_config') or '{}')
   rule = _rule(md, execution)
   found = []
@@ -180,7 +181,7 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),
       'validation_ok': validation_ok, 'validation_failures': failures,
-      # components/blessing_rule.py's words.
+      # components/evaluator/blessing_rule.py's words.
       'blessing_rule': (
           f'accuracy >= {rule[model_blessing.ACCURACY_THRESHOLD_PROPERTY]:g}, '
           f'{rule[model_blessing.THRESHOLD_REASON_PROPERTY]}'

@@ -275,7 +275,7 @@ class EvaluationConfig:
 
   def fixed_accuracy_threshold(self, data: DataConfig) -> Optional[float]:
     """The fixed threshold for `data`; None: the Evaluator sets it from the
-    eval split's classes (components/blessing_rule.py)."""
+    eval split's classes (components/evaluator/blessing_rule.py)."""
     if self.accuracy_threshold is not None:
       return self.accuracy_threshold
     return None if data.images else IDX_ACCURACY_THRESHOLD

@@ -17,7 +17,7 @@ from tfx.proto import trainer_pb2
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from components import baseline_evaluator
+from components.evaluator import baseline_evaluator
 from components.image_example_gen.component import ImageExampleGen
 from components.image_example_gen.options import ImageExampleGenOptions
 from components.image_schema_gen import ImageSchemaGen
@@ -294,7 +294,7 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
       newest version under the serving directory, found without ML Metadata
       (open-source Kubeflow Pipelines runs no resolver), read once the
       model is trained, as late as it can be; the Evaluator then also runs
-      when nothing is served yet (components/baseline_evaluator.py).
+      when nothing is served yet (components/evaluator/baseline_evaluator.py).
     serving_model_dir: where the Pusher pushes.
     trainer_node: the Trainer, which a served baseline waits for.
 
@@ -318,7 +318,7 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
 def evaluator(examples, model, baseline_model, data: DataConfig,
               evaluation: EvaluationConfig) -> baseline_evaluator.Evaluator:
   """TFX's Evaluator, which may set the accuracy threshold from the eval
-  split's classes (components/baseline_evaluator.py).
+  split's classes (components/evaluator/baseline_evaluator.py).
 
   Args:
     examples: the Examples judged on (eval's copies of train dropped with

@@ -1,7 +1,7 @@
 """What the Evaluator records on its ModelBlessing: the metric the accuracy
 threshold applies to, the threshold, and why that one.
 
-The rule that sets them: components/blessing_rule.py.
+The rule that sets them: components/evaluator/blessing_rule.py.
 """
 
 # The metric's Keras class name (modules/accuracy.py computes it).

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, TextIO
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components import blessing_rule
+from components.evaluator import blessing_rule
 from components.image_example_gen import console_lines as example_gen_progress
 from modules.training import callbacks as training_progress
 from records import data_check_results as data_checks_results

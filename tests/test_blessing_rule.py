@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 import tensorflow as tf
 
-from components import blessing_rule
+from components.evaluator import blessing_rule
 from records import features
 
 

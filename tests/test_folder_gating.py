@@ -1,6 +1,6 @@
 """A folder of images without flags is gated by what its data says
-(components/blessing_rule.py): a run blesses and pushes a model well above
-always guessing the most common class, saying the rule. Its re-run with
+(components/evaluator/blessing_rule.py): a run blesses and pushes a model well
+above always guessing the most common class, saying the rule. Its re-run with
 --accuracy-threshold uses that one, and with the serving directory
 unreadable, fails in the Pusher instead of taking it for "nothing served".
 
@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from components import blessing_rule
+from components.evaluator import blessing_rule
 from tests import datasets
 from tests import local_run
 from tests import mlmd

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from components import baseline_evaluator
+from components.evaluator import baseline_evaluator
 from components.image_example_gen.options import ImageExampleGenOptions
 import local_runner
 from metadata import store as inspect_store
@@ -297,7 +297,8 @@ def test_a_class_names_file_that_cannot_be_read_is_named(tmp_path, capsys):
 def test_the_accuracy_threshold_is_fixed_or_from_the_data(tmp_path, argv,
                                                           threshold):
   # Image folders without a known dataset: from the eval split's classes
-  # (components/blessing_rule.py); IDX files and known datasets keep theirs.
+  # (components/evaluator/blessing_rule.py); IDX files and known datasets
+  # keep theirs.
   assert _accuracy_threshold(_dag(tmp_path, *argv)) == threshold
 
 

@@ -19,7 +19,7 @@ PROJECT_DIR = constants.PROJECT_DIR
 OUR_PATHS = {'components.image_example_gen.executor.Executor',
              'components.validation_gate.ValidationGate_Executor',
              'components.push_once.Executor',
-             'components.baseline_evaluator.Executor',
+             'components.evaluator.baseline_evaluator.Executor',
              constants.RUN_FN, constants.PREPROCESSING_FN}
 # Besides, per target: the open-source KFP target's entrypoint, baseline
 # and --keep-runs step.

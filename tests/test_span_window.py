@@ -14,7 +14,7 @@ from tfx import v1 as tfx
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from components import baseline_evaluator
+from components.evaluator import baseline_evaluator
 from components.image_example_gen import folder_layout
 from components.image_example_gen import console_lines
 from components.image_example_gen import span_window

@@ -20,7 +20,7 @@ from tfx.types import standard_component_specs
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
-from components import blessing_rule
+from components.evaluator import blessing_rule
 from components import served_model
 from components import tfx_workarounds
 from components.image_example_gen import span_window
@@ -184,7 +184,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
       example_splits: as TFX's Evaluator.
       accuracy_threshold_from_data: whether the executor sets the accuracy
         threshold from the evaluated splits' classes
-        (components/blessing_rule.py). The eval_config then has none.
+        (blessing_rule.py). The eval_config then has none.
     """
     super().__init__(spec=EvaluatorSpec(
         examples=examples, model=model, baseline_model=baseline_model,

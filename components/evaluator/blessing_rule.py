@@ -14,7 +14,7 @@ from records import model_blessing
 # Logged once by the Evaluator; the local runner shows it on the console.
 RULE_LINE = 'Blessing rule: %s'
 # The Evaluator's line on which spans' eval it judges, with a span window
-# (components/baseline_evaluator.py); shown on the console like RULE_LINE.
+# (baseline_evaluator.py); shown on the console like RULE_LINE.
 JUDGED_LINE = 'Evaluator: %s'
 FIXED_REASON = ('a fixed threshold (--accuracy-threshold, the --dataset\'s, '
                 'or IDX files\' default)')
