@@ -297,7 +297,8 @@ class Executor(pusher_executor.Executor):
         # As TFX's Pusher does: the artifact keeps a copy of what is served.
         io_utils.copy_dir(model_path, model_push.uri)
         tfx_workarounds.mark_pushed(model_push, serving_path, version)
-        model_push.set_int_custom_property(serving_model.ALREADY_SERVED_PROPERTY, 1)
+        model_push.set_int_custom_property(
+            serving_model.ALREADY_SERVED_PROPERTY, 1)
         return
       self._push_whole(destination, input_dict, output_dict, exec_properties)
       return

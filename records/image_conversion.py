@@ -38,6 +38,7 @@ def _to_mode(image: Image.Image, mode: str) -> Image.Image:
   if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
     image = image.convert('RGBA')  # Palette or colour-key transparency too.
   if image.mode in ('RGBA', 'RGBa'):
-    background = Image.new('RGBA', image.size, features.TRANSPARENT_BACKGROUND + (255,))
+    background = Image.new('RGBA', image.size,
+                           features.TRANSPARENT_BACKGROUND + (255,))
     image = Image.alpha_composite(background, image.convert('RGBA'))
   return image.convert(mode)

@@ -365,7 +365,7 @@ def test_a_split_is_counted_only_as_far_as_the_automatic_folds_need(
       [[100, 0.5], [200, 0.9], [300, 0.95]], np.float32))
   properties = {executor_lib.FOLD_EXAMPLES_KEY: 100}
   folds, why = executor_lib._training_folds(['gone.gz'], properties, run,
-                                           0.05)
+                                            0.05)
   assert folds == 0
   assert '100 examples' in why and '50.0% of validation' in why
   # Strong enough by a fold's budget, or no disagreement to judge by.
@@ -712,7 +712,7 @@ def check_again(out, tmp_path, checked_records, folds=0, fold_examples=2560,
       signature_name='serving_default', probabilities_key='probabilities',
       custom_config=custom_config)
   executor_lib.Executor().Do(inputs, {'suspects': [suspects]},
-                            component.exec_properties)
+                             component.exec_properties)
   properties = {key: json.loads(suspects.get_string_custom_property(key))
                 for key in ('methods', 'suspects', 'records_checked',
                             'records')}

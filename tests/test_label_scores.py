@@ -87,7 +87,7 @@ def test_the_list_stops_at_its_largest_share():
   assert found.estimate > 200
   assert len(found.indices) == 50  # 5% of 1,000.
   averaged = suspects.find_suspects(labels, probabilities,
-                                        averaged_over_run=True)
+                                    averaged_over_run=True)
   assert len(averaged.indices) == 50 and averaged.estimate == -1
   assert averaged.temperature == 1.0
 
@@ -100,7 +100,7 @@ def test_averaged_probabilities_list_every_record_another_class_leads():
   probabilities[np.arange(150), labels] = 0.4
   probabilities[[5, 60]] = [[0.3, 0.38, 0.32], [0.39, 0.28, 0.33]]
   found = suspects.find_suspects(labels, probabilities,
-                                     averaged_over_run=True)
+                                 averaged_over_run=True)
   assert found.indices.tolist() == [60, 5]
   assert found.suggested.tolist() == [0, 1]
 

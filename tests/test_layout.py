@@ -29,7 +29,7 @@ ALLOWED = {
     'inspector': {'records', 'modules', 'pipeline', 'metadata'},
     'predict': {'records', 'modules', 'pipeline'},
     'runs': {'records', 'components', 'modules', 'pipeline', 'metadata',
-                'inspector'},
+             'inspector'},
     'data': {'records', 'components'},
     'kubeflow': {'records', 'components', 'modules', 'pipeline', 'runs'},
     'local_runner': {'records', 'components', 'modules', 'pipeline',

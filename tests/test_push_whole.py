@@ -149,7 +149,8 @@ def test_a_push_leaves_a_running_push_alone_and_a_rerun_is_not_pushed_again(
   # The same model again: already served, and the killed push's copy goes.
   again = pushes.push(held_push.model, str(serving_dir),
                       str(tmp_path / 'again'))
-  assert again.get_int_custom_property(serving_model.ALREADY_SERVED_PROPERTY) == 1
+  assert again.get_int_custom_property(
+      serving_model.ALREADY_SERVED_PROPERTY) == 1
   assert again.get_string_custom_property('pushed_version') == version
   assert os.listdir(serving_dir) == [version]
 

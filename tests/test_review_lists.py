@@ -89,7 +89,8 @@ def test_the_suspects_lists_escape_the_class_and_file_names(tmp_path):
   label_check_results.write_suspects(str(tmp_path / 'suspects'), rows)
   review = tmp_path / 'review.csv'
   labels.write_csv(str(review), rows + [{**rows[0], 'score': -0.5}])
-  for path in (tmp_path / 'suspects' / label_check_results.SUSPECTS_CSV_FILE, review):
+  for path in (tmp_path / 'suspects' / label_check_results.SUSPECTS_CSV_FILE,
+               review):
     assert formula_cells(path) == [], path
     with open(path, newline='', encoding='utf-8') as f:
       read = list(csv_cells.dict_rows(f))

@@ -112,7 +112,8 @@ def test_png_files_agree_with_serve_images(grey):
   names = features.read_class_names(
       os.path.join(path, 'assets.extra', features.CLASS_NAMES_FILE))
   files = [_file(image, 'PNG') for image in images]
-  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE, image_bytes=files)
+  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE,
+                    image_bytes=files)
   by_pixels = _serve(model, serving_model.IMAGES_SIGNATURE, images=images)
   np.testing.assert_array_equal(by_files['classes'], by_pixels['classes'])
   np.testing.assert_allclose(by_files['probabilities'],
@@ -138,7 +139,8 @@ def test_other_modes_and_sizes_are_classified_as_converted_for_training(
     request, model_fixture, files):
   path, model, _ = request.getfixturevalue(model_fixture)
   geometry = GREY if model_fixture == 'grey' else RGB
-  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE, image_bytes=files)
+  by_files = _serve(model, serving_model.IMAGE_BYTES_SIGNATURE,
+                    image_bytes=files)
   converted = np.stack([_as_example_gen_converts(f, geometry) for f in files])
   by_pixels = _serve(model, serving_model.IMAGES_SIGNATURE, images=converted)
   # Pillow and TensorFlow resize a few levels apart on a few pixels: the

@@ -27,9 +27,9 @@ from records import decode
 from records import features
 from records import serving_model
 from records.serving_model import (CLASS_NAMES, CLASSES, EXTRA_DIR,  # pylint: disable=g-multiple-import
-                                IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
-                                PROBABILITIES, SERVING_SIGNATURE,
-                                TRAINING_PLAN_FILE)
+                                   IMAGE_BYTES_SIGNATURE, IMAGES_SIGNATURE,
+                                   PROBABILITIES, SERVING_SIGNATURE,
+                                   TRAINING_PLAN_FILE)
 
 
 def export_serving_model(model: keras.Model,
