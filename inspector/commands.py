@@ -16,7 +16,6 @@ startup.quiet_tensorflow()  # Before anything imports TensorFlow.
 
 # pylint: disable=g-import-not-at-top
 from inspector import artifacts as artifacts_lib
-from inspector import files
 from inspector import lineage as lineage_lib
 from inspector import render
 from inspector import report
@@ -58,7 +57,7 @@ def _split_view(summary: str, page: str):
     run = md.run(args.run)
     result = getattr(data, summary)(md, run, args.split)
     if args.html:
-      files.check_directory(args.html)
+      render.check_directory(args.html)
       with open(args.html, 'w', encoding='utf-8') as f:
         f.write(getattr(data, page)(md, run, args.split))
       result['html'] = {'path': args.html}
@@ -80,7 +79,7 @@ def _samples(md: queries.Metadata, args) -> Any:
                        'Examples')
   if args.per_class < 1:
     raise InspectError(f'--per-class must be at least 1, got {args.per_class}')
-  files.check_directory(args.png)
+  render.check_directory(args.png)
   canvas, grid, classes = images.sample_grid(examples, args.split,
                                              args.per_class)
   canvas.save(args.png, format='PNG')
@@ -99,7 +98,7 @@ def _confusion(md: queries.Metadata, args) -> Any:
   model = md.model(args.model)
   result = evaluation.confusion_matrix(md, model, args.split)
   if args.png:
-    files.check_directory(args.png)
+    render.check_directory(args.png)
     examples = result['examples']
     result['png'] = {'path': args.png, **charts.confusion(
         result['matrix'], result['class_names'],

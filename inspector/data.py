@@ -13,9 +13,9 @@ from typing import Any, Dict, List, Optional
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from inspector import files
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from records import data_check_results
 
 # tfx stats_artifact_utils' and the ExampleValidator executor's file names.
@@ -27,10 +27,10 @@ _FILES = {'ExampleStatistics': ('FeatureStats.pb',
 def load(artifact: queries.Artifact, split: str):
   name, proto = _FILES[artifact.type]
   path = os.path.join(artifact.uri, f'Split-{split}', name)
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'{path}: missing ({artifact.type} {artifact.id}, '
                        f'split {split})')
-  return proto.FromString(files.read_bytes(path))
+  return proto.FromString(artifact_files.read_bytes(path))
 
 
 def _splits(artifact: queries.Artifact, only: Optional[str]) -> List[str]:

@@ -5,17 +5,16 @@ its files (records/data_check_results.py). Used by `python -m
 inspector duplicates` and by the report's data section.
 """
 
-import json
 import os
 from typing import Any, Dict, Iterator, List, Optional
 
 from rich.console import Console
 from rich.text import Text
 
-from inspector import files
 from inspector import render
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from records import csv_cells
 from records import data_check_results as results
 
@@ -25,28 +24,12 @@ SHOWN_PAIRS = 20
 REPORT_PAIRS = 6
 
 
-def _json(artifact: queries.Artifact, name: str) -> Any:
-  value = artifact.properties.get(name)
-  return json.loads(value) if value else {}
-
-
-def _open(path: str):
-  if '://' in path:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    return tf.io.gfile.GFile(path)
-  return open(path, newline='', encoding='utf-8')
-
-
 def pair_rows(artifact: queries.Artifact, limit: Optional[int] = None
               ) -> Iterator[Dict[str, str]]:
   path = os.path.join(artifact.uri, results.COPIES_FILE)
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'DataChecks {artifact.id}: {path} is missing')
-  with _open(path) as f:
-    for number, row in enumerate(csv_cells.dict_rows(f)):
-      if limit is not None and number >= limit:
-        return
-      yield row
+  yield from results.read_pairs(artifact.uri, limit)
 
 
 def summary(md: queries.Metadata, run: queries.Run,
@@ -56,10 +39,10 @@ def summary(md: queries.Metadata, run: queries.Run,
   return {
       'run': run.name,
       'data_checks': {'id': artifact.id, 'uri': artifact.uri},
-      'images': _json(artifact, results.IMAGES_PROPERTY),
-      'copies': _json(artifact, results.COPIES_PROPERTY),
-      'held_out_copies': _json(artifact, results.HELD_OUT_PROPERTY),
-      'image_issues': _json(artifact, results.ISSUES_PROPERTY),
+      'images': artifact.json_property(results.IMAGES_PROPERTY),
+      'copies': artifact.json_property(results.COPIES_PROPERTY),
+      'held_out_copies': artifact.json_property(results.HELD_OUT_PROPERTY),
+      'image_issues': artifact.json_property(results.ISSUES_PROPERTY),
       'pairs': list(pair_rows(artifact, limit)),
       'pairs_file': os.path.join(artifact.uri, results.COPIES_FILE),
   }
@@ -82,7 +65,7 @@ def report_facts(md: queries.Metadata, run: queries.Run,
 
 def write_csv(md: queries.Metadata, run: queries.Run, path: str) -> int:
   """Every pair of the run's DataChecks into `path`; returns how many."""
-  files.check_directory(path)
+  render.check_directory(path)
   artifact = md.run_output(run, NODE, results.OUTPUT_KEY)
   count = 0
   with open(path, 'w', newline='', encoding='utf-8') as out:

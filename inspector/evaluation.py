@@ -14,6 +14,7 @@ import numpy as np
 
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from records import model_blessing
 
 _BASELINE = 'baseline'
@@ -266,15 +267,14 @@ def on_device(model: queries.Artifact) -> Dict[str, Any]:
   beside the SavedModel's, as the Trainer measured them."""
   from records import serving_model  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
-  from inspector import files  # pylint: disable=g-import-not-at-top
   model.check_on_disk()
   path = os.path.join(path_utils.serving_model_path(model.uri),
                       serving_model.TFLITE_DIR,
                       serving_model.TFLITE_RESULTS_FILE)
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'{path}: missing (a model exported without '
                        'TensorFlow Lite files)')
-  return json.loads(files.read_bytes(path))
+  return json.loads(artifact_files.read_bytes(path))
 
 
 def _number(value: float) -> Optional[float]:

@@ -12,10 +12,10 @@ from typing import Any, Dict, List, Optional, Sequence
 from rich.console import Console
 
 from inspector import artifacts as artifacts_lib
-from inspector import files
-from metadata import queries
 from inspector import render
+from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from records import csv_cells
 from records import features
 from records import serving_model
@@ -85,7 +85,7 @@ def _evaluation(md: queries.Metadata, run: queries.Run,
       inputs['baseline_model'].id if 'baseline_model' in inputs else None),
              blessed=(bool(blessing.properties.get('blessed'))
                       if blessing is not None else None))
-  if not files.exists(evaluated.uri):
+  if not artifact_files.exists(evaluated.uri):
     row['gone'].append(f'evaluation {evaluated.uri}')
     return
   result = evaluation.evaluation_metrics(md, evaluator, inputs['model'])
@@ -164,7 +164,7 @@ def _row(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   statistics = _output(md, run, 'StatisticsGen', 'statistics')
   row['statistics'] = statistics.id if statistics else None
   anomalies = _output(md, run, 'ExampleValidator', 'anomalies')
-  if anomalies is not None and files.exists(anomalies.uri):
+  if anomalies is not None and artifact_files.exists(anomalies.uri):
     row['validator_drift'] = _validator_drift(anomalies)
   model = _output(md, run, 'Trainer', 'model')
   if model is not None:
@@ -223,7 +223,7 @@ def _drifts(md: queries.Metadata, rows: List[Dict[str, Any]]) -> None:
   """Each row's label drift against the next older row with statistics."""
   for row in rows:
     uri = md.artifacts[row['statistics']].uri if row['statistics'] else None
-    if uri and not files.exists(uri):
+    if uri and not artifact_files.exists(uri):
       row['gone'].append(f'statistics {uri}')
       row['statistics'] = None
   for i, row in enumerate(rows):
@@ -332,7 +332,7 @@ def text(out: Console, result: Dict[str, Any]) -> None:
 
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
   """The rows into `path`, one per run, records as records_<split>."""
-  files.check_directory(path)
+  render.check_directory(path)
   splits = split_names(rows)
   columns = [c for c in CSV_COLUMNS if c != 'records']
   columns[columns.index('spans') + 1:columns.index('spans') + 1] = [

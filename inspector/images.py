@@ -13,9 +13,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from inspector import files
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from records import features
 from records import shards
 
@@ -31,8 +31,7 @@ def class_names(examples: queries.Artifact) -> List[str]:
         examples.properties[features.CLASS_NAMES_PROPERTY])
   examples.check_on_disk()
   path = os.path.join(examples.uri, features.CLASS_NAMES_FILE)
-  from inspector import files  # pylint: disable=g-import-not-at-top
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'Examples {examples.id}: no class names (neither the '
                        f'{features.CLASS_NAMES_PROPERTY} property nor {path})')
   return features.read_class_names(path)
@@ -149,7 +148,7 @@ def records_in(examples: queries.Artifact,
   paths = [os.path.join(examples.uri, f'Split-{split}', shard)
            for split, shard in keys]
   for path in paths:
-    if not files.exists(path):
+    if not artifact_files.exists(path):
       raise InspectError(f'Examples {examples.id}: {path} is missing')
   # Shard i's wanted indices, row i, padded with -1 (never a position).
   width = max(len(indices) for indices in wanted.values())

@@ -5,15 +5,13 @@ the model gets wrong), each record's image read back by its place in the
 Examples. Why and how: docs/label-check.md.
 """
 
-import json
 import math
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from inspector import files
+from inspector import render
 from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
@@ -40,13 +38,6 @@ def suspects_artifact(md: queries.Metadata, run: queries.Run
   return md.run_output(run, NODE, results.OUTPUT_KEY)
 
 
-def _json_property(artifact: queries.Artifact, key: str) -> Dict[str, Any]:
-  value = artifact.properties.get(key)
-  if isinstance(value, str):
-    return json.loads(value) if value else {}
-  return value or {}
-
-
 def suspects(md: queries.Metadata, run: queries.Run,
              split: Optional[str] = None) -> Dict[str, Any]:
   """The run's suspects, with the counts and the method that scored each
@@ -62,11 +53,11 @@ def suspects(md: queries.Metadata, run: queries.Run,
       or it has no split `split`.
   """
   artifact = suspects_artifact(md, run)
-  path = os.path.join(artifact.uri, results.SUSPECTS_FILE)
-  if not files.exists(path):
-    raise InspectError(f'LabelSuspects {artifact.id}: {path} is missing')
-  rows = json.loads(files.read_bytes(path))
-  methods = _json_property(artifact, results.METHODS_PROPERTY)
+  try:
+    rows = results.read_suspects(artifact.uri)
+  except FileNotFoundError as e:
+    raise InspectError(f'LabelSuspects {artifact.id}: {e}') from e
+  methods = artifact.json_property(results.METHODS_PROPERTY)
   if split is not None:
     if split not in methods:
       raise InspectError(f'LabelSuspects {artifact.id} has no split '
@@ -74,10 +65,10 @@ def suspects(md: queries.Metadata, run: queries.Run,
     rows = [r for r in rows if r['split'] == split]
   return {'suspects': {'id': artifact.id, 'uri': artifact.uri},
           'methods': methods,
-          'counts': _json_property(artifact, results.SUSPECTS_PROPERTY),
-          'checked': _json_property(artifact, results.CHECKED_PROPERTY),
-          'records': _json_property(artifact, results.RECORDS_PROPERTY),
-          'seconds': _json_property(artifact, results.SECONDS_PROPERTY),
+          'counts': artifact.json_property(results.SUSPECTS_PROPERTY),
+          'checked': artifact.json_property(results.CHECKED_PROPERTY),
+          'records': artifact.json_property(results.RECORDS_PROPERTY),
+          'seconds': artifact.json_property(results.SECONDS_PROPERTY),
           'rows': rows}
 
 
@@ -93,13 +84,13 @@ def mistakes(md: queries.Metadata, run: queries.Run,
       two classes.
   """
   artifact = suspects_artifact(md, run)
-  path = os.path.join(artifact.uri, results.MISTAKES_FILE)
-  if not files.exists(path):
+  try:
+    rows = results.read_mistakes(artifact.uri)
+  except FileNotFoundError as e:
     raise NoMistakesListed(
-        f'LabelSuspects {artifact.id}: {path} is missing (LabelCheck of '
-        'this run predates the list of the model\'s mistakes)')
-  rows = json.loads(files.read_bytes(path))
-  counts = _json_property(artifact, results.MISTAKES_PROPERTY)
+        f'LabelSuspects {artifact.id}: {e} (LabelCheck of this run predates '
+        'the list of the model\'s mistakes)') from e
+  counts = artifact.json_property(results.MISTAKES_PROPERTY)
   pairs = confusions(rows)
   result = {'suspects': {'id': artifact.id, 'uri': artifact.uri},
             'counts': counts, 'listed': len(rows),
@@ -156,7 +147,7 @@ def confusions(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def write_csv(path: str, rows: List[Dict[str, Any]],
               columns: Tuple[str, ...] = CSV_COLUMNS) -> None:
   """Writes `rows` to `path` as CSV, one column of each of `columns`."""
-  files.check_directory(path)
+  render.check_directory(path)
   with open(path, 'w', newline='', encoding='utf-8') as f:
     writer = csv_cells.DictWriter(f, fieldnames=columns,
                                   extrasaction='ignore', lineterminator='\n')
@@ -257,7 +248,6 @@ def draw_suspects(rows: List[Dict[str, Any]],
 
 def text(out, result: Dict[str, Any], top: int = 20) -> None:
   """The counts and methods per split, then each split's top suspects."""
-  from inspector import render  # pylint: disable=g-import-not-at-top
   out.print(f'LabelSuspects {result["suspects"]["id"]} '
             f'{result["suspects"]["uri"]}')
   for split, method in result['methods'].items():
@@ -286,7 +276,6 @@ def text(out, result: Dict[str, Any], top: int = 20) -> None:
 def mistakes_text(out, result: Dict[str, Any], top: int = 20) -> None:
   """The count per split, the pairs most frequent first, then the most
   confident mistakes (of --pair's, if given)."""
-  from inspector import render  # pylint: disable=g-import-not-at-top
   out.print(f'LabelSuspects {result["suspects"]["id"]} '
             f'{result["suspects"]["uri"]}')
   for split, count in result['counts'].items():

@@ -11,16 +11,16 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterable, Optional, Set
 
-from inspector import files
-from metadata import queries
 from inspector.artifacts import key_properties
+from metadata import queries
+from records import artifact_files
 
 # Input files named per split; the others are counted, and listed in full
 # only where asked: `inspector lineage --all-files`, the report's CSV.
 NAMED_FILES = 5
 
 # Called with (ExampleGen execution id, split, file) for each input file.
-OnFile = Callable[[int, str, files.FileInfo], None]
+OnFile = Callable[[int, str, artifact_files.FileInfo], None]
 
 
 def lineage(md: queries.Metadata, artifact: queries.Artifact, key=None,
@@ -82,7 +82,7 @@ _FINGERPRINT_PARTS = {'num_files': 'number of files',
                       'sum': 'modification times'}
 
 
-def _summarise(infos: Iterable[files.FileInfo],
+def _summarise(infos: Iterable[artifact_files.FileInfo],
                all_files: bool) -> Dict[str, Any]:
   """The fingerprint of the files there now, as tfx io_utils computes it
   (count, bytes, and xor and sum of the whole-second mtimes), the first
@@ -105,7 +105,7 @@ def _summarise(infos: Iterable[files.FileInfo],
           'all': listed if all_files else None}
 
 
-def _file(info: files.FileInfo) -> Dict[str, Any]:
+def _file(info: artifact_files.FileInfo) -> Dict[str, Any]:
   return {'path': info.path, 'bytes': info.size, 'mtime': info.mtime}
 
 
@@ -131,7 +131,7 @@ def input_data(execution: queries.Execution, all_files: bool = False,
   for split in splits:
     name = split.get('name')
     pattern = os.path.join(base, split.get('pattern', ''))
-    infos = (files.stat(p) for p in files.iglob(pattern))
+    infos = (artifact_files.stat(p) for p in artifact_files.iglob(pattern))
     if on_file:
       infos = _seen_by(on_file, execution.id, name, infos)
     summary = _summarise(infos, all_files)
@@ -152,7 +152,7 @@ def input_data(execution: queries.Execution, all_files: bool = False,
 
 
 def _seen_by(on_file: OnFile, execution: int, split: str,
-             infos: Iterable[files.FileInfo]):
+             infos: Iterable[artifact_files.FileInfo]):
   for info in infos:
     on_file(execution, split, info)
     yield info

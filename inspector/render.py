@@ -1,4 +1,5 @@
-"""Text output: rich tables and trees on stdout (--json is in cli.py).
+"""Output: rich tables and trees on stdout, and the check before a file is
+written.
 
 Each function takes the JSON-ready value a subcommand computed, so text and
 `--json` always show the same facts.
@@ -17,9 +18,17 @@ from rich.tree import Tree
 
 from inspector import lineage as lineage_lib
 from inspector.artifacts import summary_text
+from metadata.store import InspectError
 
 _STATE_STYLE = {'COMPLETE': 'green', 'CACHED': 'cyan', 'FAILED': 'bold red',
                 'RUNNING': 'yellow', 'CANCELED': 'magenta'}
+
+
+def check_directory(path: str) -> None:
+  """InspectError unless the directory `path` is to be written in exists."""
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise InspectError(f'{path}: directory {directory} does not exist')
 
 
 def console() -> Console:

@@ -9,7 +9,6 @@ import contextlib
 import datetime
 import functools
 import itertools
-import json
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional
@@ -66,8 +65,7 @@ def _copies_over_share(md: queries.Metadata, run: queries.Run
   blessed = anomalies.properties.get('blessed') or {}
   if not blessed or any(value != 1 for value in blessed.values()):
     return {}
-  held_out = json.loads(data_checks.properties.get(
-      data_checks_results.HELD_OUT_PROPERTY) or '{}')
+  held_out = data_checks.json_property(data_checks_results.HELD_OUT_PROPERTY)
   return {split: info for split, info in held_out.items()
           if info['share'] > share}
 
@@ -590,9 +588,8 @@ def write(md: queries.Metadata, run: queries.Run, path: str
           ) -> Dict[str, Any]:
   """Gathers the run's facts and writes the page to `path`, and every input
   file of its lineage to the CSV beside it (files_list_path), each whole."""
-  from inspector import files  # pylint: disable=g-import-not-at-top
   from inspector import report_page  # pylint: disable=g-import-not-at-top
-  files.check_directory(path)
+  render.check_directory(path)
   listing = files_list_path(path)
   with _replaced_whole(listing) as f:
     rows = csv_cells.writer(f)

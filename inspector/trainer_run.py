@@ -9,9 +9,9 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from inspector import files
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 
 
 def epoch_curves(model_run: queries.Artifact) -> Dict[str, Any]:
@@ -23,7 +23,7 @@ def epoch_curves(model_run: queries.Artifact) -> Dict[str, Any]:
   subsets: Dict[str, Dict[str, Dict[int, float]]] = {}
   for subset in ('train', 'validation'):
     directory = os.path.join(model_run.uri, subset)
-    if not files.exists(directory):
+    if not artifact_files.exists(directory):
       continue
     events = event_accumulator.EventAccumulator(
         directory, size_guidance={event_accumulator.TENSORS: 0}).Reload()
@@ -98,7 +98,7 @@ def splits(model: queries.Artifact) -> Dict[str, Any]:
 def device_plan(model_run: queries.Artifact) -> Dict[str, Any]:
   from modules.training import devices  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_run.uri, devices.PLAN_FILE)
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'{path}: missing (a Trainer from before the device '
                        'plan was recorded; its log says which it used)')
-  return json.loads(files.read_bytes(path))
+  return json.loads(artifact_files.read_bytes(path))

@@ -8,9 +8,9 @@ import json
 import os
 from typing import Any, Dict
 
-from inspector import files
 from metadata import queries
 from metadata.store import InspectError
+from records import artifact_files
 from modules.training import tuning
 
 TUNER = 'Tuner'
@@ -21,10 +21,10 @@ RESULTS_FILE = 'tuner_results.json'
 
 def _json(artifact: queries.Artifact, name: str) -> Any:
   path = os.path.join(artifact.uri, name)
-  if not files.exists(path):
+  if not artifact_files.exists(path):
     raise InspectError(f'{artifact.type} {artifact.id}: {path} is missing')
   try:
-    return json.loads(files.read_bytes(path))
+    return json.loads(artifact_files.read_bytes(path))
   except ValueError as e:
     raise InspectError(f'{path}: not JSON ({e})') from e
 

@@ -84,6 +84,13 @@ class Artifact:
     """The splits of an Examples artifact, in their recorded order."""
     return list(json.loads(self.properties.get('split_names', '[]')))
 
+  def json_property(self, name: str) -> Any:
+    """The custom property `name`, a JSON string, decoded; {} when absent."""
+    value = self.properties.get(name)
+    if isinstance(value, str):
+      return json.loads(value) if value else {}
+    return value or {}
+
   def check_on_disk(self) -> None:
     """Raises InspectError if --keep-runs deleted the artifact's files
     (runs/keep_runs_local.py); its record stays."""

@@ -8,6 +8,7 @@ import json
 import os
 from typing import Dict, Iterator, List
 
+from records import artifact_files
 from records import csv_cells
 from records import splits
 
@@ -40,8 +41,7 @@ def count_property(a: str, b: str) -> str:
 
 
 def _read_csv(path: str, limit=None) -> Iterator[Dict[str, str]]:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  with tf.io.gfile.GFile(path) as f:
+  with artifact_files.open_text(path) as f:
     for number, row in enumerate(csv_cells.dict_rows(f)):
       if limit is not None and number >= limit:
         return

@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any, Dict, List
 
+from records import artifact_files
 from records import csv_cells
 
 # LabelCheck's output: its artifact, which holds these files.
@@ -62,15 +63,12 @@ def write_mistakes(uri: str, rows: List[Dict[str, Any]]) -> None:
     json.dump(rows, f, indent=1)
 
 
-def _read_rows(uri: str, name: str, missing: str) -> List[Dict[str, Any]]:
-  """The rows of JSON file `name` under `uri`; `missing` says why it may not
-  be there."""
+def _read_rows(uri: str, name: str) -> List[Dict[str, Any]]:
+  """The rows of JSON file `name` under `uri`."""
   path = os.path.join(uri, name)
-  gfile = _gfile()
-  if not gfile.exists(path):
-    raise ValueError(f'{path}: no such file ({missing})')
-  with gfile.GFile(path) as f:
-    return json.load(f)
+  if not artifact_files.exists(path):
+    raise FileNotFoundError(f'{path} is missing')
+  return json.loads(artifact_files.read_bytes(path))
 
 
 def read_suspects(uri: str) -> List[Dict[str, Any]]:
@@ -79,17 +77,16 @@ def read_suspects(uri: str) -> List[Dict[str, Any]]:
   Rows written before LabelCheck named the record's place have no `record`.
 
   Raises:
-    ValueError: `uri` holds no suspects.json.
+    FileNotFoundError: `uri` holds no suspects.json.
   """
-  return _read_rows(uri, SUSPECTS_FILE, 'is this a LabelSuspects artifact?')
+  return _read_rows(uri, SUSPECTS_FILE)
 
 
 def read_mistakes(uri: str) -> List[Dict[str, Any]]:
   """Reads the rows write_mistakes wrote.
 
   Raises:
-    ValueError: `uri` holds no mistakes.json (LabelCheck wrote none before
-      it listed mistakes).
+    FileNotFoundError: `uri` holds no mistakes.json (LabelCheck wrote none
+      before it listed mistakes).
   """
-  return _read_rows(uri, MISTAKES_FILE, 'a LabelSuspects artifact of a run '
-                    'before LabelCheck listed the model\'s mistakes?')
+  return _read_rows(uri, MISTAKES_FILE)

@@ -1,7 +1,7 @@
 """Reading artifact files, on local disk or any TensorFlow filesystem.
 
-Local paths are read with the standard library, so that subcommands which
-only need a small proto stay free of TensorFlow's start-up time; other URIs
+Local paths are read with the standard library, so that a reader which only
+needs a small file stays free of TensorFlow's start-up time; other URIs
 (gs://, s3://, hdfs://) go through tf.io.gfile.
 """
 
@@ -9,8 +9,6 @@ import collections
 import glob as glob_lib
 import os
 from typing import Iterator, List
-
-from metadata.store import InspectError
 
 FileInfo = collections.namedtuple('FileInfo', 'path size mtime')
 
@@ -33,6 +31,14 @@ def read_bytes(path: str) -> bytes:
     return f.read()
 
 
+def open_text(path: str):
+  """`path` opened for reading as UTF-8 text, as the csv module wants it."""
+  gfile = _gfile(path)
+  if gfile:
+    return gfile.GFile(path)
+  return open(path, newline='', encoding='utf-8')
+
+
 def glob(pattern: str) -> List[str]:
   gfile = _gfile(pattern)
   return sorted(gfile.glob(pattern) if gfile else glob_lib.glob(pattern))
@@ -53,10 +59,3 @@ def stat(path: str) -> FileInfo:
     return FileInfo(path, info.length, info.mtime_nsec / 1e9)
   info = os.stat(path)
   return FileInfo(path, info.st_size, info.st_mtime)
-
-
-def check_directory(path: str) -> None:
-  """InspectError unless the directory `path` is to be written in exists."""
-  directory = os.path.dirname(os.path.abspath(path))
-  if not os.path.isdir(directory):
-    raise InspectError(f'{path}: directory {directory} does not exist')
