@@ -21,11 +21,13 @@ def _gfile(path: str):
 
 
 def exists(path: str) -> bool:
+  """Whether `path` exists."""
   gfile = _gfile(path)
   return gfile.exists(path) if gfile else os.path.exists(path)
 
 
 def read_bytes(path: str) -> bytes:
+  """The whole of the file `path`."""
   gfile = _gfile(path)
   with gfile.GFile(path, 'rb') if gfile else open(path, 'rb') as f:
     return f.read()
@@ -40,6 +42,7 @@ def open_text(path: str):
 
 
 def glob(pattern: str) -> List[str]:
+  """The paths matching `pattern`, sorted."""
   gfile = _gfile(pattern)
   return sorted(gfile.glob(pattern) if gfile else glob_lib.glob(pattern))
 
