@@ -1,5 +1,6 @@
-"""Lets every Beam worker process end without a traceback, and share its
-S3 client (s3_clients.py).
+"""Lets every Beam worker process end without a traceback, share its S3
+client (s3_clients.py) and check TFRecords with google-crc32c
+(tfrecord_crc.py).
 
 Each worker imports this at its start (--beam_plugins, see
 constants.BEAM_PIPELINE_ARGS). Why: docs/development.md.
@@ -11,6 +12,7 @@ import gc
 from apache_beam.utils import shared
 
 from pipeline import s3_clients
+from pipeline import tfrecord_crc
 
 
 def _release_shared_objects() -> None:
@@ -20,3 +22,4 @@ def _release_shared_objects() -> None:
 
 atexit.register(_release_shared_objects)
 s3_clients.share()
+tfrecord_crc.use_google_crc32c()

@@ -1,0 +1,94 @@
+"""Beam's TFRecord reads with crcmod (Beam's own choice here) and with
+google-crc32c (pipeline/tfrecord_crc.py), alternating.
+
+Converts the IDX files once, then times, in this process and Beam in memory
+as a run's StatisticsGen uses it: Beam reading every record of the Examples,
+and TFDV's statistics over them with StatisticsGen's options.
+"""
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import apache_beam as beam
+import crcmod.predefined
+import tensorflow_data_validation as tfdv
+
+from benchmarks import harness
+from components.image_example_gen.options import ImageExampleGenOptions
+from pipeline import scale
+from pipeline import tfrecord_crc
+from tests import artifacts
+
+CRCS = {'crcmod': lambda: tfrecord_crc.set_crc32c(
+            crcmod.predefined.mkPredefinedCrcFun('crc-32c')),
+        'google-crc32c': tfrecord_crc.use_google_crc32c}
+
+
+def _beam_args():
+  return beam.options.pipeline_options.PipelineOptions(
+      list(scale.ANALYSIS_IN_MEMORY_BEAM_ARGS))
+
+
+def _read(files):
+  with beam.Pipeline(options=_beam_args()) as p:
+    _ = (p | beam.Create(files) | beam.io.ReadAllFromTFRecord(
+        coder=beam.coders.BytesCoder()) | beam.combiners.Count.Globally())
+
+
+def _statistics(pattern, output):
+  tfdv.generate_statistics_from_tfrecord(
+      pattern, output, tfdv.StatsOptions(use_sketch_based_topk_uniques=True),
+      _beam_args())
+
+
+def main(argv=None) -> int:
+  """Converts once, then times each workload with each CRC, alternating."""
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--data-dir', required=True)
+  parser.add_argument('--work-dir', default=None)
+  parser.add_argument('--repeats', type=int, default=6)
+  args = parser.parse_args(argv)
+  work = args.work_dir or tempfile.mkdtemp(prefix='tfrecord-crc-bench-')
+  examples = artifacts.run_example_gen(
+      args.data_dir, os.path.join(work, 'examples'),
+      ImageExampleGenOptions(input_format='idx', num_shards=16))
+  files = sorted(glob.glob(os.path.join(examples.uri, 'Split-*', '*.gz')))
+  workloads = {'Beam reads every record': lambda: _read(files),
+               'TFDV statistics (StatisticsGen\'s options)': lambda: _statistics(
+                   os.path.join(examples.uri, 'Split-*', '*.gz'),
+                   os.path.join(work, 'stats.pb'))}
+  for run in workloads.values():  # Imports and first-time set-up: untimed.
+    run()
+  seconds = {(w, c): [] for w in workloads for c in CRCS}
+  for repeat in range(args.repeats):
+    for workload, run in workloads.items():
+      order = list(CRCS) if repeat % 2 == 0 else list(reversed(CRCS))
+      for crc in order:
+        CRCS[crc]()
+        start = time.monotonic()
+        run()
+        seconds[workload, crc].append(time.monotonic() - start)
+  print(harness.machine_line())
+  print(f'CPU flags: {harness.cpu_flags("none of note")}')
+  print(f'{len(files)} shards of {args.data_dir} (gzipped Examples), '
+        f'each workload once untimed, then {args.repeats} repeats '
+        'alternating; seconds, median (all):')
+  for workload in workloads:
+    cells = []
+    for crc in CRCS:
+      times = seconds[workload, crc]
+      cells.append(f'{crc} {statistics.median(times):.2f} '
+                   f'({", ".join(f"{t:.2f}" for t in times)})')
+    ratio = (statistics.median(seconds[workload, 'google-crc32c'])
+             / statistics.median(seconds[workload, 'crcmod']))
+    print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
