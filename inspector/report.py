@@ -20,9 +20,10 @@ from metadata.store import InspectError
 from records import csv_cells
 from records import data_check_results as data_checks_results
 from records import serving_model
+from records import splits
 
 SAMPLES_PER_CLASS = 8
-SAMPLES_SPLIT = 'train'
+SAMPLES_SPLIT = splits.TRAIN
 NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
 # The list of every input file, beside the page (the page names a few).
 FILES_LIST_SUFFIX = '-files.csv'
@@ -406,7 +407,7 @@ def mistakes_part(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                  for r in p['rows']]
   # One split: LabelCheck lists the mistakes of the split it evaluates.
   split, count = next(iter(found['counts'].items()),
-                      ('eval', found['listed']))
+                      (splits.EVAL, found['listed']))
   return {'status': 'ok', 'run': run.name, 'suspects': found['suspects'],
           'split': split, 'count': count, 'listed': found['listed'],
           'pairs': shown, 'more_pairs': len(pairs) - len(shown),

@@ -11,6 +11,7 @@ from components.image_example_gen import driver
 from components.image_example_gen import executor
 from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
+from records import splits
 
 
 def default_input_config(input_format: str,
@@ -33,8 +34,9 @@ def default_input_config(input_format: str,
     return folder_layout.input_config(layout, span_dir_pattern)
   prefix = folder_layout.span_prefix(span_dir_pattern)
   return example_gen_pb2.Input(splits=[
-      example_gen_pb2.Input.Split(name='train', pattern=prefix + 'train-*'),
-      example_gen_pb2.Input.Split(name='eval', pattern=prefix + 't10k-*')])
+      example_gen_pb2.Input.Split(name=splits.TRAIN,
+                                  pattern=prefix + 'train-*'),
+      example_gen_pb2.Input.Split(name=splits.EVAL, pattern=prefix + 't10k-*')])
 
 
 class ImageExampleGen(FileBasedExampleGen):

@@ -52,8 +52,8 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
     return example_gen_pb2.Output()
   split = example_gen_pb2.SplitConfig.Split
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-      splits=[split(name='train', hash_buckets=100 - eval_percent),
-              split(name='eval', hash_buckets=eval_percent)]))
+      splits=[split(name=splits.TRAIN, hash_buckets=100 - eval_percent),
+              split(name=splits.EVAL, hash_buckets=eval_percent)]))
 
 
 def _has_images(folder: str) -> bool:
@@ -126,7 +126,8 @@ def fit(input_base: str, configured: example_gen_pb2.Input,
   patterns = {split.name: split.pattern for split in configured.splits}
   if sorted(patterns) != sorted(SPLIT_NAMES):
     return configured, output
-  span_dir_pattern = patterns['train'][:-len('train/*/*')].strip('/') or None
+  train = patterns[splits.TRAIN]
+  span_dir_pattern = train[:-len(f'{splits.TRAIN}/*/*')].strip('/') or None
   try:
     if input_config(SPLITS, span_dir_pattern) != configured:
       return configured, output

@@ -55,7 +55,7 @@ def _check_layout(patterns: Dict[str, str]) -> None:
 
 def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
                    hash_split: bool) -> None:
-  train = 'train' if 'train' in files else next(iter(files))
+  train = splits.TRAIN if splits.TRAIN in files else next(iter(files))
   present = {split: collections.Counter(os.path.basename(os.path.dirname(p))
                                         for p in split_files)
              for split, split_files in files.items()}
@@ -167,7 +167,7 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   files = {name: image_folder.check_split(pattern, names)
            for name, pattern in patterns.items()}
   hash_split = bool(output_config.split_config.splits)
-  train_dir = _data_dir(patterns.get('train', ''))
+  train_dir = _data_dir(patterns.get(splits.TRAIN, ''))
   if hash_split:
     if len(files) != 1:
       raise ValueError('an output_config split_config needs exactly one '
@@ -176,12 +176,12 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
     train_dir = _data_dir(patterns[name])
     files = folder_layout.partition(split_files, train_dir,
                                     output_config.split_config)
-  carved = bool(validation_percent and 'train' in files and
+  carved = bool(validation_percent and splits.TRAIN in files and
                 splits.VALIDATION not in files)
   if carved:
     keys = {path: os.path.relpath(path, train_dir).replace(os.sep,
                                                            '/').encode()
-            for path in files['train']}
+            for path in files[splits.TRAIN]}
     files = validation_split.carve(files, keys, validation_percent)
     if not files[splits.VALIDATION]:
       raise InputDataError(

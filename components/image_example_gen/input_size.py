@@ -11,6 +11,7 @@ from tfx.proto import example_gen_pb2
 from components.image_example_gen import folder_layout
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
+from records import splits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,6 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
         size += os.path.getsize(path)
     records += split_records
     # The classes layout's one split is mostly train, once split.
-    if split.name in ('train', folder_layout.ALL_SPLIT):
+    if split.name in (splits.TRAIN, folder_layout.ALL_SPLIT):
       train += split_records
   return InputSize(records=records, bytes=size, train_records=train)

@@ -15,6 +15,7 @@ from tfx.utils import json_utils
 
 from components.label_check import executor
 from records import label_check_results as results
+from records import splits
 
 
 class LabelSuspects(types.Artifact):
@@ -97,7 +98,8 @@ class LabelCheck(base_component.BaseComponent):
                signature_name: str,
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
-               train_split: str = 'train', eval_split: str = 'eval'):
+               train_split: str = splits.TRAIN,
+               eval_split: str = splits.EVAL):
     if folds is not None and (folds < 0 or folds == 1):
       raise ValueError(f'LabelCheck: folds must be 0 (the training split '
                        f'scored from the Trainer\'s run) or at least 2, got '
