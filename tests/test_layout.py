@@ -284,3 +284,48 @@ def test_the_tfrecord_check_sees_code_not_words(tmp_path):
       'from apache_beam.io import ReadFromTFRecord\n'
       'b = ReadFromTFRecord\n')
   assert sorted(_tfrecord_reads(str(path))) == [4, 6]
+
+
+# The split names' one home; the dataset tools in data/ write input folders
+# by their conventional names, as a person would.
+_SPLITS_HOME = os.path.join('records', 'splits.py')
+_NOT_SPLITS = {
+    # Keras' TensorBoard log folders, not splits.
+    (os.path.join('inspector', 'trainer_run.py'), 'train'),
+    (os.path.join('inspector', 'trainer_run.py'), 'validation')}
+
+
+def _split_names_spelled(path):
+  """(line, name) of each string in `path` that is a split's name."""
+  from records import splits  # pylint: disable=g-import-not-at-top
+  names = {splits.TRAIN, splits.VALIDATION, splits.EVAL, splits.EARLIER_EVAL}
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Constant) and node.value in names:
+      yield node.lineno, node.value
+
+
+def test_split_names_are_spelled_in_records_splits_only():
+  found = []
+  for part in sorted(ALLOWED):
+    if part == 'data':
+      continue
+    for path in _python_files(part):
+      where = os.path.relpath(path, PROJECT_DIR)
+      found += [f'{where}:{line} {name!r}'
+                for line, name in _split_names_spelled(path)
+                if where != _SPLITS_HOME and (where, name) not in _NOT_SPLITS]
+  assert not found, ('take split names from records/splits.py:\n' +
+                     '\n'.join(found))
+
+
+def test_the_split_names_check_sees_strings_not_words(tmp_path):
+  path = tmp_path / 'example.py'
+  path.write_text('"""The train split."""\n'
+                  '# eval in a comment\n'
+                  "a = {'train': 1}\n"
+                  "b = 'eval'\n"
+                  "c = 'trained'\n")
+  assert sorted(_split_names_spelled(str(path))) == [(3, 'train'),
+                                                    (4, 'eval')]
