@@ -141,7 +141,7 @@ def _describe(artifact, splits_stats: Dict[str, int],
     from modules.training import tuning as space  # pylint: disable=g-import-not-at-top
     return 'best: ' + space.describe(trials.best_values(artifact))
   if artifact.type.endswith('LabelSuspects'):  # components/label_check/
-    return _suspects(props)
+    return _suspects(artifact)
   if artifact.type == 'ExampleAnomalies' and isinstance(props.get('blessed'),
                                                          dict):
     bad = [split for split, ok in props['blessed'].items() if not ok]
@@ -149,12 +149,10 @@ def _describe(artifact, splits_stats: Dict[str, int],
   return ''
 
 
-def _suspects(props) -> str:
+def _suspects(artifact) -> str:
   """LabelCheck's count per split (and the records checked, where a
   sample was), and how to list them."""
-  def read(key):
-    value = props.get(key)
-    return json.loads(value) if isinstance(value, str) else (value or {})
+  read = artifact.json_property
   counts, checked, records = (read(label_check_results.SUSPECTS_PROPERTY),
                               read(label_check_results.CHECKED_PROPERTY),
                               read(label_check_results.RECORDS_PROPERTY))
