@@ -7,7 +7,6 @@ from pipeline import constants
 from records import features
 from records import serving_model
 
-SAVED_MODEL_FILE = serving_model.SAVED_MODEL_FILE
 # Where a pipeline run pushes its models: OUT/<this>/<version>/.
 SERVING_MODEL_DIR = constants.SERVING_MODEL_DIR_NAME
 
@@ -23,7 +22,7 @@ class ModelNotFound(Exception):
 def _newest_version(directory: str) -> str:
   version = serving_model.newest(
       os.listdir(directory), lambda v: os.path.isfile(
-          os.path.join(directory, v, SAVED_MODEL_FILE)))
+          os.path.join(directory, v, serving_model.SAVED_MODEL_FILE)))
   return os.path.join(directory, version) if version else ''
 
 
@@ -42,7 +41,7 @@ def locate(path: str) -> str:
   """
   if not os.path.isdir(path):
     raise ModelNotFound(f'{path}: no such folder; expected {EXPECTED}')
-  if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+  if os.path.isfile(os.path.join(path, serving_model.SAVED_MODEL_FILE)):
     return path
   for directory in (path, os.path.join(path, SERVING_MODEL_DIR)):
     if os.path.isdir(directory):
