@@ -57,7 +57,6 @@ def _read_json(model_path: str, *names: str) -> Any:
 def measure(ctx: harness.Context) -> Dict[str, Any]:
   """Times the three paths on the same images and model."""
   from records import serving_model  # pylint: disable=g-import-not-at-top
-  from modules.training import export  # pylint: disable=g-import-not-at-top
   from predict import cli  # pylint: disable=g-import-not-at-top
   from predict import model_loading  # pylint: disable=g-import-not-at-top
   if not ctx.args.model:
@@ -103,8 +102,8 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
       agree=min(np.mean(np.array(by_files) == np.array(reference)),
                 np.mean(np.array(by_command) == np.array(reference))),
       plan=serving_model.read_training_plan(model_path),
-      tflite=_read_json(model_path, export.TFLITE_DIR,
-                        export.TFLITE_RESULTS_FILE))
+      tflite=_read_json(model_path, serving_model.TFLITE_DIR,
+                        serving_model.TFLITE_RESULTS_FILE))
 
 
 SECTION = harness.Section(

@@ -16,13 +16,12 @@ from records import image_conversion
 from records import serving_model
 
 IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
-_MAGIC = serving_model.IMAGE_FILE_MAGIC
 # Formats converted here, by their first bytes.
 _CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
                                     data[8:12] == b'WEBP'),
               'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*',
                                                     b'II+\x00', b'MM\x00+'))}
-_FORMATS = ', '.join((*_MAGIC.values(), *_CONVERTED))
+_FORMATS = ', '.join((*serving_model.IMAGE_FILE_MAGIC.values(), *_CONVERTED))
 # Modes converted to grey; others to RGB. The model makes grey of RGB by
 # Pillow's formula, so either way it sees the pixels Pillow would make (but
 # for a YCbCr TIFF file: within a level).
@@ -86,7 +85,7 @@ def check(data: bytes) -> Optional[str]:
   """
   if not data:
     return 'empty file (0 bytes)'
-  if not (any(data.startswith(magic) for magic in _MAGIC) or
+  if not (any(map(data.startswith, serving_model.IMAGE_FILE_MAGIC)) or
           any(test(data) for test in _CONVERTED.values())):
     return f'not an image file ({_FORMATS})'
   return None

@@ -173,8 +173,8 @@ def test_a_file_that_is_not_an_image_rejects_the_request(grey):
 @pytest.mark.parametrize('model_fixture', ['grey', 'rgb'])
 def test_tflite_files_answer_as_serve_images(request, model_fixture):
   path, model, (images, labels) = request.getfixturevalue(model_fixture)
-  directory = os.path.join(path, export.TFLITE_DIR)
-  with open(os.path.join(directory, export.TFLITE_RESULTS_FILE)) as f:
+  directory = os.path.join(path, serving_model.TFLITE_DIR)
+  with open(os.path.join(directory, serving_model.TFLITE_RESULTS_FILE)) as f:
     results = json.load(f)
   assert features.read_class_names(os.path.join(
       directory, features.CLASS_NAMES_FILE)) == features.read_class_names(
@@ -184,7 +184,7 @@ def test_tflite_files_answer_as_serve_images(request, model_fixture):
   assert results['eval_records'] == len(labels)
   assert results['saved_model_accuracy'] == pytest.approx(
       (by_model['classes'] == labels).mean())
-  for kind, name in export.TFLITE_FILES.items():
+  for kind, name in serving_model.TFLITE_FILES.items():
     entry = results['models'][kind]
     path_ = os.path.join(directory, name)
     assert entry['file'] == name
@@ -222,8 +222,8 @@ def test_tflite_batches_give_each_image_its_own_answer(grey):
   pixels = images.reshape(len(images), *images.shape[1:3], -1)
   count = 2 * export.TFLITE_BATCH + 3  # pylint: disable=protected-access
   pixels = np.resize(pixels, (count, *pixels.shape[1:]))
-  with open(os.path.join(path, export.TFLITE_DIR,
-                         export.TFLITE_FILES['float32']), 'rb') as f:
+  with open(os.path.join(path, serving_model.TFLITE_DIR,
+                         serving_model.TFLITE_FILES['float32']), 'rb') as f:
     probabilities = export.tflite_probabilities(f.read(), pixels)
   assert probabilities.shape == (count, 10)
   np.testing.assert_allclose(

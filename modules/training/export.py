@@ -233,9 +233,6 @@ def decode_files(files: tf.Tensor,
                    parallel_iterations=16)
 
 
-TFLITE_DIR = serving_model.TFLITE_DIR
-TFLITE_FILES = serving_model.TFLITE_FILES
-TFLITE_RESULTS_FILE = serving_model.TFLITE_RESULTS_FILE
 TFLITE_EVAL_RECORDS = 2000
 TFLITE_BATCH = 200
 
@@ -378,9 +375,9 @@ def export_tflite(model: keras.Model, geometry: features.ImageGeometry,
                   sample_record: bytes, class_names: List[str],
                   export_dir: str,
                   eval_files: Sequence[str]) -> Dict[str, Any]:
-  """Writes the TFLite files, the class names and TFLITE_RESULTS_FILE.
+  """Writes the TFLite files, the class names and their results (tflite.json).
 
-  They go into export_dir/TFLITE_DIR.
+  They go into export_dir/tflite/.
 
   Args:
     model: the trained model.
@@ -392,7 +389,7 @@ def export_tflite(model: keras.Model, geometry: features.ImageGeometry,
     eval_files: the eval split's file patterns, to measure accuracy on.
 
   Returns:
-    What TFLITE_RESULTS_FILE holds.
+    What tflite.json holds.
   """
   started = time.monotonic()
   mean, variance = transform.normalisation_constants(tf_transform_output,
@@ -403,7 +400,7 @@ def export_tflite(model: keras.Model, geometry: features.ImageGeometry,
   reference = concrete(tf.constant(pixels)).numpy().argmax(axis=1)
   seconds = {'the eval sample and its reference': time.monotonic() - started,
              'conversion': 0.0, 'accuracy check': 0.0}
-  directory = os.path.join(export_dir, TFLITE_DIR)
+  directory = os.path.join(export_dir, serving_model.TFLITE_DIR)
   tf.io.gfile.makedirs(directory)
   features.write_class_names(
       os.path.join(directory, features.CLASS_NAMES_FILE), class_names)
@@ -421,9 +418,9 @@ def export_tflite(model: keras.Model, geometry: features.ImageGeometry,
   with tempfile.TemporaryDirectory() as saved, _stderr_to_log():
     save_classifier(concrete, model, saved)
     contents = {kind: convert_to_tflite(saved, quantise=kind != 'float32')
-                for kind in TFLITE_FILES}
+                for kind in serving_model.TFLITE_FILES}
   seconds['conversion'] = time.monotonic() - started
-  for kind, name in TFLITE_FILES.items():
+  for kind, name in serving_model.TFLITE_FILES.items():
     content = contents[kind]
     with _stderr_to_log():
       started = time.monotonic()
@@ -437,10 +434,10 @@ def export_tflite(model: keras.Model, geometry: features.ImageGeometry,
         'accuracy': float((predicted == labels).mean()),
         'agreement_with_saved_model': float((predicted == reference).mean()),
     }
-  with tf.io.gfile.GFile(os.path.join(directory, TFLITE_RESULTS_FILE),
-                         'w') as f:
+  with tf.io.gfile.GFile(
+      os.path.join(directory, serving_model.TFLITE_RESULTS_FILE), 'w') as f:
     json.dump(results, f, indent=1, sort_keys=True)
   logging.info('TensorFlow Lite: %d files, checked on %d eval records: %s.',
-               len(TFLITE_FILES), len(labels),
+               len(serving_model.TFLITE_FILES), len(labels),
                ', '.join(f'{k} {s:.1f} s' for k, s in seconds.items()))
   return results
