@@ -33,14 +33,20 @@ BEAMS_OWN = getattr(core.get_signature, '__wrapped__', core.get_signature)
 
 
 class _Counted:
-  """Beam's own get_signature, counting the signatures it takes."""
+  """Beam's own get_signature, counting the signatures it takes and the
+  seconds it takes them in."""
 
   def __init__(self):
     self.count = 0
+    self.seconds = 0.0
 
   def __call__(self, func):
     self.count += 1
-    return BEAMS_OWN(func)
+    start = time.perf_counter()
+    try:
+      return BEAMS_OWN(func)
+    finally:
+      self.seconds += time.perf_counter() - start
 
 
 def _lookups(cached: bool):
@@ -97,21 +103,23 @@ def main(argv=None) -> int:
         start = time.monotonic()
         run()
         seconds[workload, way].append(time.monotonic() - start)
-        lookups[workload, way] = counted.count
+        lookups[workload, way] = counted
   core.get_signature = BEAMS_OWN
   print(harness.machine_line())
   print(f'CPU flags: {harness.cpu_flags("none of note")}')
   files = glob.glob(every_split)
   print(f'{len(files)} shards of {args.data_dir} (gzipped Examples), each '
         f'workload once untimed, then {args.repeats} repeats alternating; '
-        'seconds, median (all); signatures Beam took in one repeat:')
+        'seconds, median (all); the signatures Beam took in the last repeat, and '
+        'the seconds it took them in:')
   for workload in workloads:
     cells = []
     for way in ways:
       times = seconds[workload, way]
       cells.append(f'{way} {statistics.median(times):.2f} '
                    f'({", ".join(f"{t:.2f}" for t in times)}), '
-                   f'{lookups[workload, way]:,} signatures')
+                   f'{lookups[workload, way].count:,} signatures in '
+                   f'{lookups[workload, way].seconds:.2f} s')
     ratio = (statistics.median(seconds[workload, 'cached'])
              / statistics.median(seconds[workload, 'Beam\'s own']))
     print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
