@@ -22,6 +22,7 @@ import tensorflow_data_validation as tfdv
 from benchmarks import harness
 from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import beam_signatures
+from pipeline import constants
 from pipeline import scale
 from pipeline import tfrecord_crc
 from records import features
@@ -71,7 +72,9 @@ def main(argv=None) -> int:
       ImageExampleGenOptions(input_format='idx', num_shards=16))
   every_split = os.path.join(examples.uri, 'Split-*', '*.gz')
   train = os.path.join(examples.uri, f'Split-{splits.TRAIN}', '*.gz')
-  beam_args = list(scale.ANALYSIS_IN_MEMORY_BEAM_ARGS)
+  # As a local run's StatisticsGen and Transform get them at this size.
+  beam_args = (list(scale.ANALYSIS_IN_MEMORY_BEAM_ARGS)
+               + list(constants.LOCAL_BEAM_PIPELINE_ARGS))
 
   def statistics_of_every_split():
     tfdv.generate_statistics_from_tfrecord(
