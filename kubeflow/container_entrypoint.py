@@ -114,10 +114,10 @@ def _import_executor(argv: List[str]) -> None:
   TFX's entrypoint imports, and the module of the task's executor class."""
   with startup.without_gc():
     _register_s3()
-    from pipeline import beam_signatures  # pylint: disable=g-import-not-at-top
+    from pipeline import beam_caches  # pylint: disable=g-import-not-at-top
     from pipeline import tfrecord_crc  # pylint: disable=g-import-not-at-top
     tfrecord_crc.use_google_crc32c()
-    beam_signatures.cache_signatures()
+    beam_caches.install()
     importlib.import_module('tfx.components')
     if EXECUTOR_CLASS_FLAG in argv:
       importlib.import_module(

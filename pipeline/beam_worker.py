@@ -1,6 +1,7 @@
 """Lets every Beam worker process end without a traceback, share its S3
 client (s3_clients.py), check TFRecords with google-crc32c
-(tfrecord_crc.py) and take each signature once (beam_signatures.py).
+(tfrecord_crc.py) and remember what Beam would work out again at each step
+(beam_caches.py).
 
 Each worker imports this at its start (--beam_plugins, see
 constants.BEAM_PIPELINE_ARGS). Why: docs/development.md.
@@ -11,7 +12,7 @@ import gc
 
 from apache_beam.utils import shared
 
-from pipeline import beam_signatures
+from pipeline import beam_caches
 from pipeline import s3_clients
 from pipeline import tfrecord_crc
 
@@ -24,4 +25,4 @@ def _release_shared_objects() -> None:
 atexit.register(_release_shared_objects)
 s3_clients.share()
 tfrecord_crc.use_google_crc32c()
-beam_signatures.cache_signatures()
+beam_caches.install()

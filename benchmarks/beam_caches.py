@@ -1,10 +1,10 @@
-"""Beam pipelines with Beam's own signature lookups and with them cached
-(pipeline/beam_signatures.py), alternating.
+"""Beam pipelines with Beam's own signature lookups and option views, and
+with them cached (pipeline/beam_caches.py), alternating.
 
 Converts the IDX files once, then times, in this process and Beam in memory
 as a run's components use it: TFDV's statistics with StatisticsGen's options,
 and tf.Transform's analysis of the train split with the project's
-preprocessing_fn. Each cached repeat starts from an empty cache.
+preprocessing_fn. Each cached repeat starts from empty caches.
 """
 
 import argparse
@@ -15,13 +15,13 @@ import sys
 import tempfile
 import time
 
-import apache_beam as beam
+from apache_beam.options import pipeline_options
 from apache_beam.transforms import core
 import tensorflow_data_validation as tfdv
 
 from benchmarks import harness
 from components.image_example_gen.options import ImageExampleGenOptions
-from pipeline import beam_signatures
+from pipeline import beam_caches
 from pipeline import constants
 from pipeline import scale
 from pipeline import tfrecord_crc
@@ -30,32 +30,43 @@ from records import splits
 from tests import artifacts
 from tests import transform_analysis
 
-BEAMS_OWN = getattr(core.get_signature, '__wrapped__', core.get_signature)
+OPTIONS = pipeline_options.PipelineOptions
+BEAMS_GET_SIGNATURE = getattr(core.get_signature, '__wrapped__',
+                              core.get_signature)
+BEAMS_VIEW_AS = getattr(OPTIONS.view_as, '__wrapped__', OPTIONS.view_as)
 
 
-class _Counted:
-  """Beam's own get_signature, counting the signatures it takes and the
-  seconds it takes them in."""
+class _Tally:
+  """Calls of one of Beam's functions, and the seconds spent in them."""
 
   def __init__(self):
     self.count = 0
     self.seconds = 0.0
 
-  def __call__(self, func):
-    self.count += 1
-    start = time.perf_counter()
-    try:
-      return BEAMS_OWN(func)
-    finally:
-      self.seconds += time.perf_counter() - start
+  def counting(self, func):
+    def counted(*args):
+      self.count += 1
+      start = time.perf_counter()
+      try:
+        return func(*args)
+      finally:
+        self.seconds += time.perf_counter() - start
+    return counted
+
+  def __str__(self):
+    return f'{self.count:,} in {self.seconds:.2f} s'
 
 
-def _lookups(cached: bool):
-  """Sets this process's lookups; returns their counter."""
-  counted = _Counted()
-  core.get_signature = (beam_signatures.cached(counted) if cached
-                        else counted)
-  return counted
+def _set(cached: bool):
+  """Sets this process's Beam either way; returns the tallies of Beam's own
+  signature lookups and option views."""
+  signatures, views = _Tally(), _Tally()
+  get_signature = signatures.counting(BEAMS_GET_SIGNATURE)
+  view_as = views.counting(BEAMS_VIEW_AS)
+  core.get_signature = (beam_caches.cached(get_signature) if cached
+                        else get_signature)
+  OPTIONS.view_as = beam_caches.cached_views(view_as) if cached else view_as
+  return signatures, views
 
 
 def main(argv=None) -> int:
@@ -80,7 +91,7 @@ def main(argv=None) -> int:
     tfdv.generate_statistics_from_tfrecord(
         every_split, os.path.join(work, 'stats.pb'),
         tfdv.StatsOptions(use_sketch_based_topk_uniques=True),
-        beam.options.pipeline_options.PipelineOptions(beam_args))
+        OPTIONS(beam_args))
 
   def analysis_of_train():
     transform_analysis.analyze(train, features.MNIST_GEOMETRY,
@@ -94,7 +105,7 @@ def main(argv=None) -> int:
   }
   ways = ('Beam\'s own', 'cached')
   for run in workloads.values():  # Imports and first-time set-up: untimed.
-    _lookups(cached=False)
+    _set(cached=False)
     run()
   seconds = {(w, way): [] for w in workloads for way in ways}
   lookups = {}
@@ -102,27 +113,27 @@ def main(argv=None) -> int:
     for workload, run in workloads.items():
       order = ways if repeat % 2 == 0 else tuple(reversed(ways))
       for way in order:
-        counted = _lookups(cached=way == 'cached')
+        tallies = _set(cached=way == 'cached')
         start = time.monotonic()
         run()
         seconds[workload, way].append(time.monotonic() - start)
-        lookups[workload, way] = counted
-  core.get_signature = BEAMS_OWN
+        lookups[workload, way] = tallies
+  core.get_signature, OPTIONS.view_as = BEAMS_GET_SIGNATURE, BEAMS_VIEW_AS
   print(harness.machine_line())
   print(f'CPU flags: {harness.cpu_flags("none of note")}')
   files = glob.glob(every_split)
   print(f'{len(files)} shards of {args.data_dir} (gzipped Examples), each '
         f'workload once untimed, then {args.repeats} repeats alternating; '
-        'seconds, median (all); the signatures Beam took in the last repeat, and '
-        'the seconds it took them in:')
+        'seconds, median (all); the signatures Beam took and the option views it '
+        'parsed in the last repeat, and the seconds inside them:')
   for workload in workloads:
     cells = []
     for way in ways:
       times = seconds[workload, way]
       cells.append(f'{way} {statistics.median(times):.2f} '
                    f'({", ".join(f"{t:.2f}" for t in times)}), '
-                   f'{lookups[workload, way].count:,} signatures in '
-                   f'{lookups[workload, way].seconds:.2f} s')
+                   f'signatures {lookups[workload, way][0]}, '
+                   f'option views {lookups[workload, way][1]}')
     ratio = (statistics.median(seconds[workload, 'cached'])
              / statistics.median(seconds[workload, 'Beam\'s own']))
     print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
