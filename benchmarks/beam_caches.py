@@ -76,7 +76,7 @@ def main(argv=None) -> int:
   parser.add_argument('--work-dir', default=None)
   parser.add_argument('--repeats', type=int, default=6)
   args = parser.parse_args(argv)
-  work = args.work_dir or tempfile.mkdtemp(prefix='beam-signatures-bench-')
+  work = args.work_dir or tempfile.mkdtemp(prefix='beam-caches-bench-')
   tfrecord_crc.use_google_crc32c()  # As in a run.
   examples = artifacts.run_example_gen(
       args.data_dir, os.path.join(work, 'examples'),
@@ -103,21 +103,9 @@ def main(argv=None) -> int:
       'tf.Transform analysis (the project\'s preprocessing_fn), train': (
           analysis_of_train),
   }
-  ways = ('Beam\'s own', 'cached')
-  for run in workloads.values():  # Imports and first-time set-up: untimed.
-    _set(cached=False)
-    run()
-  seconds = {(w, way): [] for w in workloads for way in ways}
-  lookups = {}
-  for repeat in range(args.repeats):
-    for workload, run in workloads.items():
-      order = ways if repeat % 2 == 0 else tuple(reversed(ways))
-      for way in order:
-        tallies = _set(cached=way == 'cached')
-        start = time.monotonic()
-        run()
-        seconds[workload, way].append(time.monotonic() - start)
-        lookups[workload, way] = tallies
+  seconds, tallies = harness.alternating(
+      workloads, {'Beam\'s own': lambda: _set(cached=False),
+                  'cached': lambda: _set(cached=True)}, args.repeats)
   core.get_signature, OPTIONS.view_as = BEAMS_GET_SIGNATURE, BEAMS_VIEW_AS
   print(harness.machine_line())
   print(f'CPU flags: {harness.cpu_flags("none of note")}')
@@ -128,12 +116,10 @@ def main(argv=None) -> int:
         'parsed in the last repeat, and the seconds inside them:')
   for workload in workloads:
     cells = []
-    for way in ways:
-      times = seconds[workload, way]
-      cells.append(f'{way} {statistics.median(times):.2f} '
-                   f'({", ".join(f"{t:.2f}" for t in times)}), '
-                   f'signatures {lookups[workload, way][0]}, '
-                   f'option views {lookups[workload, way][1]}')
+    for way in ('Beam\'s own', 'cached'):
+      signatures, views = tallies[workload, way]
+      cells.append(f'{way} {harness.median_and_all(seconds[workload, way])}, '
+                   f'signatures {signatures}, option views {views}')
     ratio = (statistics.median(seconds[workload, 'cached'])
              / statistics.median(seconds[workload, 'Beam\'s own']))
     print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')

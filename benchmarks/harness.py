@@ -172,6 +172,48 @@ def timed(fn: Callable[[], object]) -> Tuple[float, object]:
   return time.perf_counter() - start, result
 
 
+def alternating(workloads: Dict[str, Callable[[], object]],
+                ways: Dict[str, Callable[[], object]], repeats: int
+                ) -> Tuple[Dict[Tuple[str, str], List[float]],
+                           Dict[Tuple[str, str], object]]:
+  """Times each workload each way in this process, alternating.
+
+  Each workload runs once untimed first (imports, first-time set-up), the
+  first way. Then, each repeat, each workload runs once each way, the ways'
+  order reversed every other repeat.
+
+  Args:
+    workloads: name -> the work to time.
+    ways: name -> what sets this process up that way, before each run.
+    repeats: timed runs of each workload each way.
+
+  Returns:
+    (seconds, set-ups): the seconds of each (workload, way), and what its
+    set-up returned in the last repeat.
+  """
+  first = next(iter(ways.values()))
+  for run in workloads.values():
+    first()
+    run()
+  seconds = {(w, way): [] for w in workloads for way in ways}
+  set_ups = {}
+  for repeat in range(repeats):
+    for workload, run in workloads.items():
+      order = list(ways) if repeat % 2 == 0 else list(reversed(ways))
+      for way in order:
+        set_ups[workload, way] = ways[way]()
+        start = time.monotonic()
+        run()
+        seconds[workload, way].append(time.monotonic() - start)
+  return seconds, set_ups
+
+
+def median_and_all(times: Sequence[float]) -> str:
+  """'median (each, ...)' of some seconds."""
+  return (f'{statistics.median(times):.2f} '
+          f'({", ".join(f"{t:.2f}" for t in times)})')
+
+
 def median(values: Sequence[float]) -> float:
   """The upper median: a value of the list."""
   return sorted(values)[len(values) // 2]

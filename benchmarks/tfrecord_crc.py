@@ -12,7 +12,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 import apache_beam as beam
 import crcmod.predefined
@@ -62,17 +61,7 @@ def main(argv=None) -> int:
                'TFDV statistics (StatisticsGen\'s options)': lambda: _statistics(
                    os.path.join(examples.uri, 'Split-*', '*.gz'),
                    os.path.join(work, 'stats.pb'))}
-  for run in workloads.values():  # Imports and first-time set-up: untimed.
-    run()
-  seconds = {(w, c): [] for w in workloads for c in CRCS}
-  for repeat in range(args.repeats):
-    for workload, run in workloads.items():
-      order = list(CRCS) if repeat % 2 == 0 else list(reversed(CRCS))
-      for crc in order:
-        CRCS[crc]()
-        start = time.monotonic()
-        run()
-        seconds[workload, crc].append(time.monotonic() - start)
+  seconds, _ = harness.alternating(workloads, CRCS, args.repeats)
   print(harness.machine_line())
   print(f'CPU flags: {harness.cpu_flags("none of note")}')
   print(f'{len(files)} shards of {args.data_dir} (gzipped Examples), '
@@ -81,9 +70,7 @@ def main(argv=None) -> int:
   for workload in workloads:
     cells = []
     for crc in CRCS:
-      times = seconds[workload, crc]
-      cells.append(f'{crc} {statistics.median(times):.2f} '
-                   f'({", ".join(f"{t:.2f}" for t in times)})')
+      cells.append(f'{crc} {harness.median_and_all(seconds[workload, crc])}')
     ratio = (statistics.median(seconds[workload, 'google-crc32c'])
              / statistics.median(seconds[workload, 'crcmod']))
     print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
