@@ -7,10 +7,8 @@ and tf.Transform's analysis of the train split with the project's
 preprocessing_fn. Each cached repeat starts from empty caches.
 """
 
-import argparse
 import glob
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -20,14 +18,12 @@ from apache_beam.transforms import core
 import tensorflow_data_validation as tfdv
 
 from benchmarks import harness
-from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import beam_caches
 from pipeline import constants
 from pipeline import scale
 from pipeline import tfrecord_crc
 from records import features
 from records import splits
-from tests import artifacts
 from tests import transform_analysis
 
 OPTIONS = pipeline_options.PipelineOptions
@@ -71,16 +67,9 @@ def _set(cached: bool):
 
 def main(argv=None) -> int:
   """Converts once, then times each workload both ways, alternating."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--data-dir', required=True)
-  parser.add_argument('--work-dir', default=None)
-  parser.add_argument('--repeats', type=int, default=6)
-  args = parser.parse_args(argv)
-  work = args.work_dir or tempfile.mkdtemp(prefix='beam-caches-bench-')
+  args, work, examples = harness.idx_examples(
+      __doc__.split('\n\n')[0], argv, 'beam-caches-bench-')
   tfrecord_crc.use_google_crc32c()  # As in a run.
-  examples = artifacts.run_example_gen(
-      args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16))
   every_split = os.path.join(examples.uri, 'Split-*', '*.gz')
   train = os.path.join(examples.uri, f'Split-{splits.TRAIN}', '*.gz')
   # As a local run's StatisticsGen and Transform get them at this size.
@@ -115,14 +104,10 @@ def main(argv=None) -> int:
         'seconds, median (all); the signatures Beam took and the option views it '
         'parsed in the last repeat, and the seconds inside them:')
   for workload in workloads:
-    cells = []
-    for way in ('Beam\'s own', 'cached'):
-      signatures, views = tallies[workload, way]
-      cells.append(f'{way} {harness.median_and_all(seconds[workload, way])}, '
-                   f'signatures {signatures}, option views {views}')
-    ratio = (statistics.median(seconds[workload, 'cached'])
-             / statistics.median(seconds[workload, 'Beam\'s own']))
-    print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
+    print(harness.alternating_line(
+        workload, seconds, 'Beam\'s own', 'cached',
+        lambda way, workload=workload: (
+            ', signatures {}, option views {}'.format(*tallies[workload, way]))))
   return 0
 
 

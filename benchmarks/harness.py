@@ -208,10 +208,46 @@ def alternating(workloads: Dict[str, Callable[[], object]],
   return seconds, set_ups
 
 
+def idx_examples(description: str, argv: Optional[Sequence[str]],
+                 prefix: str) -> Tuple[Any, str, Any]:
+  """Parses --data-dir, --work-dir and --repeats, and converts the IDX files
+  of --data-dir once, as gzipped Examples in 16 shards a split.
+
+  Returns:
+    (the parsed arguments, the work directory, the Examples artifact).
+  """
+  import argparse  # pylint: disable=g-import-not-at-top
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
+  from tests import artifacts  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument('--data-dir', required=True)
+  parser.add_argument('--work-dir', default=None)
+  parser.add_argument('--repeats', type=int, default=6)
+  args = parser.parse_args(argv)
+  work = args.work_dir or tempfile.mkdtemp(prefix=prefix)
+  examples = artifacts.run_example_gen(
+      args.data_dir, os.path.join(work, 'examples'),
+      ImageExampleGenOptions(input_format='idx', num_shards=16))
+  return args, work, examples
+
+
 def median_and_all(times: Sequence[float]) -> str:
   """'median (each, ...)' of some seconds."""
   return (f'{statistics.median(times):.2f} '
           f'({", ".join(f"{t:.2f}" for t in times)})')
+
+
+def alternating_line(workload: str, seconds: Dict[Tuple[str, str], List[float]],
+                     before: str, after: str,
+                     more: Callable[[str], str] = lambda way: '') -> str:
+  """A workload's line of `alternating`'s seconds: each way's median and
+  runs, then `more` of the way, and the ratio of after's median to before's."""
+  cells = [f'{way} {median_and_all(seconds[workload, way])}{more(way)}'
+           for way in (before, after)]
+  ratio = (statistics.median(seconds[workload, after])
+           / statistics.median(seconds[workload, before]))
+  return f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}'
 
 
 def median(values: Sequence[float]) -> float:

@@ -6,22 +6,17 @@ as a run's StatisticsGen uses it: Beam reading every record of the Examples,
 and TFDV's statistics over them with StatisticsGen's options.
 """
 
-import argparse
 import glob
 import os
-import statistics
 import sys
-import tempfile
 
 import apache_beam as beam
 import crcmod.predefined
 import tensorflow_data_validation as tfdv
 
 from benchmarks import harness
-from components.image_example_gen.options import ImageExampleGenOptions
 from pipeline import scale
 from pipeline import tfrecord_crc
-from tests import artifacts
 
 CRCS = {'crcmod': lambda: tfrecord_crc.set_crc32c(
             crcmod.predefined.mkPredefinedCrcFun('crc-32c')),
@@ -47,15 +42,8 @@ def _statistics(pattern, output):
 
 def main(argv=None) -> int:
   """Converts once, then times each workload with each CRC, alternating."""
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--data-dir', required=True)
-  parser.add_argument('--work-dir', default=None)
-  parser.add_argument('--repeats', type=int, default=6)
-  args = parser.parse_args(argv)
-  work = args.work_dir or tempfile.mkdtemp(prefix='tfrecord-crc-bench-')
-  examples = artifacts.run_example_gen(
-      args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16))
+  args, work, examples = harness.idx_examples(
+      __doc__.split('\n\n')[0], argv, 'tfrecord-crc-bench-')
   files = sorted(glob.glob(os.path.join(examples.uri, 'Split-*', '*.gz')))
   workloads = {'Beam reads every record': lambda: _read(files),
                'TFDV statistics (StatisticsGen\'s options)': lambda: _statistics(
@@ -68,12 +56,8 @@ def main(argv=None) -> int:
         f'each workload once untimed, then {args.repeats} repeats '
         'alternating; seconds, median (all):')
   for workload in workloads:
-    cells = []
-    for crc in CRCS:
-      cells.append(f'{crc} {harness.median_and_all(seconds[workload, crc])}')
-    ratio = (statistics.median(seconds[workload, 'google-crc32c'])
-             / statistics.median(seconds[workload, 'crcmod']))
-    print(f'{workload}: {"; ".join(cells)}; ratio {ratio:.2f}')
+    print(harness.alternating_line(workload, seconds, 'crcmod',
+                                   'google-crc32c'))
   return 0
 
 
