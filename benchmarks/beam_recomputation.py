@@ -68,7 +68,7 @@ def _set(cached: bool):
 def main(argv=None) -> int:
   """Converts once, then times each workload both ways, alternating."""
   args, work, examples = harness.idx_examples(
-      __doc__.split('\n\n')[0], argv, 'beam-caches-bench-')
+      __doc__.split('\n\n')[0], argv, 'beam-recomputation-bench-')
   tfrecord_crc.use_google_crc32c()  # As in a run.
   every_split = os.path.join(examples.uri, 'Split-*', '*.gz')
   train = os.path.join(examples.uri, f'Split-{splits.TRAIN}', '*.gz')
