@@ -279,11 +279,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1
   with startup.without_gc():
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
-    from pipeline import beam_caches
-    from pipeline import tfrecord_crc
     from runs import run_summary
-  tfrecord_crc.use_google_crc32c()  # Beam runs in this process too.
-  beam_caches.install()
+    startup.speed_up_beam()  # Beam runs in this process too.
   log_path = _setup_logging(output_dir, args.verbose)
   dag = build_pipeline(args)
   connection_config = dag.metadata_connection_config

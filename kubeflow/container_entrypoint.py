@@ -114,10 +114,7 @@ def _import_executor(argv: List[str]) -> None:
   TFX's entrypoint imports, and the module of the task's executor class."""
   with startup.without_gc():
     _register_s3()
-    from pipeline import beam_caches  # pylint: disable=g-import-not-at-top
-    from pipeline import tfrecord_crc  # pylint: disable=g-import-not-at-top
-    tfrecord_crc.use_google_crc32c()
-    beam_caches.install()
+    startup.speed_up_beam()
     importlib.import_module('tfx.components')
     if EXECUTOR_CLASS_FLAG in argv:
       importlib.import_module(

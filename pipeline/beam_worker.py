@@ -12,9 +12,8 @@ import gc
 
 from apache_beam.utils import shared
 
-from pipeline import beam_caches
 from pipeline import s3_clients
-from pipeline import tfrecord_crc
+from pipeline import startup
 
 
 def _release_shared_objects() -> None:
@@ -24,5 +23,4 @@ def _release_shared_objects() -> None:
 
 atexit.register(_release_shared_objects)
 s3_clients.share()
-tfrecord_crc.use_google_crc32c()
-beam_caches.install()
+startup.speed_up_beam()

@@ -12,6 +12,17 @@ import sys
 from typing import Iterator, NoReturn
 
 
+def speed_up_beam() -> None:
+  """Sets up this process's Beam as every run's: TFRecord CRCs by
+  google-crc32c (tfrecord_crc.py), and what Beam would work out again at each
+  step remembered (beam_caches.py). Called where Beam runs: the local
+  runner's process, a Kubeflow task's, each Beam worker's."""
+  from pipeline import beam_caches
+  from pipeline import tfrecord_crc
+  tfrecord_crc.use_google_crc32c()
+  beam_caches.install()
+
+
 def quiet_tensorflow() -> None:
   """Keeps TensorFlow's C++ info and warning lines off the console, unless
   TF_CPP_MIN_LOG_LEVEL already says otherwise. Call before TensorFlow loads.

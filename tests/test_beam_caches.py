@@ -1,12 +1,9 @@
 """Beam remembers signatures and option views (pipeline/beam_caches.py):
-the same arguments and settings as Beam finds itself, stateful DoFns and
-pipelines still run, and every Beam worker set up so."""
+the same arguments and settings as Beam finds itself, and stateful DoFns and
+pipelines still run. Which processes set it up: tests/test_startup.py."""
 
 import functools
-import os
 import pickle
-import subprocess
-import sys
 
 import apache_beam as beam
 from apache_beam.options import pipeline_options
@@ -16,9 +13,6 @@ from apache_beam.transforms import userstate
 import pytest
 
 from pipeline import beam_caches
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 class _Counting(beam.DoFn):
   """A stateful DoFn: Beam finds its state and timer in its defaults."""
@@ -171,14 +165,3 @@ def test_cache_option_views_is_idempotent(beams_own):
   cached = OPTIONS.view_as
   beam_caches.install()
   assert OPTIONS.view_as is cached
-
-
-def test_every_beam_worker_is_set_up_so():
-  # A worker imports pipeline/beam_worker.py at its start (--beam_plugins).
-  check = ('from apache_beam.options import pipeline_options\n'
-           'from apache_beam.transforms import core\n'
-           'import pipeline.beam_worker\n'
-           'assert hasattr(core.get_signature, "__wrapped__")\n'
-           'assert hasattr(pipeline_options.PipelineOptions.view_as, '
-           '"__wrapped__")\n')
-  subprocess.run([sys.executable, '-c', check], cwd=ROOT, check=True)

@@ -1,6 +1,7 @@
 """pipeline/startup.py: a block run without the garbage collector, what it
 leaves behind frozen, the collector as it was before; an exit that leaves
-what exists uncollected; TensorFlow's C++ log level set unless given."""
+what exists uncollected; TensorFlow's C++ log level set unless given; Beam
+set up as every run's in each process where it runs."""
 
 import gc
 import os
@@ -8,6 +9,7 @@ import subprocess
 import sys
 
 from pipeline import startup
+from tests import datasets
 from tests.local_run import PROJECT_DIR
 
 
@@ -108,3 +110,48 @@ def test_the_names_taken_from_tfxs_modules_are_its_public_ones():
   assert (kubeflow_v2_dag_runner.KubeflowV2DagRunner is
           tfx.orchestration.experimental.KubeflowV2DagRunner)
   assert LocalDagRunner is tfx.orchestration.LocalDagRunner
+
+
+# Beam as every run sets it up (startup.speed_up_beam), checked in the
+# process after the entry's own start.
+_BEAM_SET_UP = (
+    'from apache_beam.io import tfrecordio\n'
+    'from apache_beam.options import pipeline_options\n'
+    'from apache_beam.transforms import core\n'
+    'import google_crc32c\n'
+    'assert tfrecordio._default_crc32c_fn.fn is google_crc32c.value\n'
+    'assert hasattr(core.get_signature, "__wrapped__")\n'
+    'assert hasattr(pipeline_options.PipelineOptions.view_as, "__wrapped__")\n'
+    'print("set up")\n')
+
+
+def _run(program: str) -> None:
+  result = subprocess.run([sys.executable, '-c', program + _BEAM_SET_UP],
+                          cwd=PROJECT_DIR, capture_output=True, text=True,
+                          check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.endswith('set up\n')
+
+
+def test_the_local_runners_process_sets_beam_up(tmp_path):
+  datasets.write_idx_dataset(str(tmp_path / 'data'))
+  # Set up before the DAG runs: an unknown --to-node stops it right there.
+  _run('import local_runner\n'
+       'try:\n'
+       f'  local_runner.main(["--data-dir", {str(tmp_path / "data")!r},\n'
+       f'                     "--output-dir", {str(tmp_path / "out")!r},\n'
+       '                     "--to-node", "NoSuchComponent"])\n'
+       'except SystemExit as e:\n'
+       '  assert "NoSuchComponent" in str(e), e\n'
+       'else:\n'
+       '  raise AssertionError("the DAG ran")\n')
+
+
+def test_a_kubeflow_tasks_process_sets_beam_up():
+  _run('from kubeflow import container_entrypoint\n'
+       'container_entrypoint._import_executor([])\n')
+
+
+def test_every_beam_worker_sets_beam_up():
+  # A worker imports pipeline/beam_worker.py at its start (--beam_plugins).
+  _run('import pipeline.beam_worker\n')
