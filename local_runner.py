@@ -11,6 +11,8 @@ pushed models in OUT/serving_model, the full log in OUT/logs, and the run's
 report (one HTML page) in OUT/report.html.
 """
 
+# First: OpenBLAS reads its kernels when numpy loads (see there).
+from pipeline import openblas_kernels  # pylint: disable=unused-import,g-bad-import-order
 import argparse
 import dataclasses
 import datetime

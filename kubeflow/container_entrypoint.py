@@ -5,6 +5,8 @@ needs: input artifact types restored from the task's input spec, s3:// through
 tensorflow-io, the executor's exit status kept. Why: docs/kubeflow.md.
 """
 
+# First: OpenBLAS reads its kernels when numpy loads (see there).
+from pipeline import openblas_kernels  # pylint: disable=unused-import,g-bad-import-order
 import importlib
 import os
 import runpy

@@ -3,6 +3,9 @@ per session), and the hook that keeps such fixtures built once when `make
 test` runs the tests on 2 xdist workers (tests/xdist_groups.py)."""
 
 # pylint: disable=unused-import
+# First: OpenBLAS reads its kernels when numpy loads (see there), as in
+# a run.
+from pipeline import openblas_kernels  # pylint: disable=g-bad-import-order
 from tests.tiny_models import grey_model
 from tests.tiny_runs import (first_report, stopped_run, tuned_run, two_runs,
                               warm_run)
