@@ -23,7 +23,6 @@ from records import data_check_results as results
 from tests import artifacts
 from tests import test_data_checks
 
-FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
 # Photos people took, as Debian ships them: apt-get install mate-backgrounds
 # ukui-wallpapers lomiri-wallpapers.
 WALLPAPER_DIR = '/usr/share/backgrounds'
@@ -217,13 +216,13 @@ def wallpapers(ctx: harness.Context) -> Any:
 
 def fashion(ctx: harness.Context) -> Any:
   """Fashion-MNIST as shipped: the pairs DataChecks lists, by kind."""
-  if not os.path.isdir(FASHION_MNIST_DIR):
-    return (f'{FASHION_MNIST_DIR} is missing '
+  if not os.path.isdir(harness.FASHION_MNIST_DIR):
+    return (f'{harness.FASHION_MNIST_DIR} is missing '
             '(apt-get install dataset-fashion-mnist)')
-  data = FASHION_MNIST_DIR
+  data = harness.FASHION_MNIST_DIR
   if ctx.quick:
     data = ctx.path('copies-fashion-subset')
-    harness.write_subset(FASHION_MNIST_DIR, data, 0.05)
+    harness.write_subset(harness.FASHION_MNIST_DIR, data, 0.05)
   rows, seconds = _check(data, ctx.path('copies-fashion-work'),
                          ImageExampleGenOptions(input_format='idx',
                                                 num_shards=16))

@@ -49,6 +49,8 @@ WHOLE_RUN = 'whole run'
 CPU_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 # IDX file prefix of each split (ExampleGen's default input config).
 SPLIT_PREFIXES = {'train': 'train', 'eval': 't10k'}
+# Where Debian's dataset-fashion-mnist puts Fashion-MNIST's IDX files.
+FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
 # runs/run_summary.py's progress lines, and the Trainer's epoch lines.
 _STARTED = re.compile(r'^▶ (\S+) \.\.\.$')
 _FINISHED = re.compile(r'^✔ (\S+): ([\d.]+)s( \(cached\))?$')

@@ -13,7 +13,6 @@ from data import mnist_label_errors
 from data import planted
 from records import label_check_results
 
-FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
 # Per folder: train and eval images, then wrong labels in train and eval.
 FULL = (3000, 1000, 150, 30)
 QUICK = (300, 100, 15, 3)
@@ -82,7 +81,7 @@ def measure(ctx: harness.Context) -> Dict[str, Any]:
   print('  real data: MNIST, default flags', flush=True)
   measured = {'mnist': mnist_confirmed(ctx, flags), 'flags': flags}
   for name, source in (('mnist-folder', ctx.data_dir),
-                       ('fashion-folder', FASHION_MNIST_DIR)):
+                       ('fashion-folder', harness.FASHION_MNIST_DIR)):
     if not os.path.isdir(source):
       measured[name] = f'{source} is missing (apt-get install dataset-fashion-mnist)'
       continue
