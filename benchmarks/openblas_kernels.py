@@ -65,7 +65,7 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
   from tests import artifacts  # pylint: disable=g-import-not-at-top
-  chosen = openblas_kernels.kernels_for(openblas_kernels.cpu_flags())
+  chosen = openblas_kernels.chosen()
   own = _own_kernels()
   print(harness.machine_line())
   print(f'CPU flags: {harness.cpu_flags("none of note")}')

@@ -1,6 +1,6 @@
-"""pipeline/openblas_kernels.py: the kernels chosen by the CPU's flags, a
-choice the user made kept, and numpy's and scipy's OpenBLAS running the
-chosen kernels in the processes a run starts from."""
+"""pipeline/openblas_kernels.py: the kernels chosen by the CPU's flags and
+vendor, a choice the user made kept, and numpy's and scipy's OpenBLAS
+running the chosen kernels in the processes a run starts from."""
 
 import json
 import os
@@ -16,25 +16,30 @@ AVX512 = {'avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'}
 AVX2 = {'sse3', 'avx', 'avx2', 'fma'}
 
 
-@pytest.mark.parametrize('flags, kernels', [
-    (AVX2 | AVX512 | {'avx512_bf16', 'amx_bf16'}, 'Cooperlake'),
-    (AVX2 | AVX512, 'SkylakeX'),
-    (AVX2 | {'avx512f'}, 'Haswell'),  # AVX-512 in part: not SkylakeX's.
-    (AVX2, 'Haswell'),
-    ({'sse3', 'avx'}, None),
+@pytest.mark.parametrize('flags, vendor, kernels', [
+    (AVX2 | AVX512 | {'avx512_bf16', 'amx_bf16'}, 'GenuineIntel',
+     'Cooperlake'),
+    (AVX2 | AVX512 | {'avx512_bf16'}, 'AuthenticAMD', 'Cooperlake'),
+    (AVX2 | AVX512, 'GenuineIntel', 'SkylakeX'),
+    # AVX-512 in part: not SkylakeX's.
+    (AVX2 | {'avx512f'}, 'GenuineIntel', 'Haswell'),
+    (AVX2, 'GenuineIntel', 'Haswell'),
+    (AVX2, 'AuthenticAMD', 'Zen'),
+    ({'sse3', 'avx'}, 'GenuineIntel', None),
 ])
-def test_kernels_follow_the_cpus_flags(flags, kernels):
-  assert openblas_kernels.kernels_for(frozenset(flags)) == kernels
+def test_kernels_follow_the_cpus_flags_and_vendor(flags, vendor, kernels):
+  assert openblas_kernels.kernels_for(frozenset(flags), vendor) == kernels
 
 
-def test_flags_are_read_from_the_first_cpu(tmp_path):
+def test_vendor_and_flags_are_read_from_the_first_cpu(tmp_path):
   cpuinfo = tmp_path / 'cpuinfo'
-  cpuinfo.write_text('processor\t: 0\nmodel name\t: Some CPU\n'
+  cpuinfo.write_text('processor\t: 0\nvendor_id\t: AuthenticAMD\n'
                      'flags\t\t: fpu sse3 avx avx2 fma\n\n'
-                     'processor\t: 1\nflags\t\t: fpu\n')
-  assert openblas_kernels.cpu_flags(str(cpuinfo)) == {
-      'fpu', 'sse3', 'avx', 'avx2', 'fma'}
-  assert openblas_kernels.cpu_flags(str(tmp_path / 'missing')) == set()
+                     'processor\t: 1\nvendor_id\t: Other\nflags\t\t: fpu\n')
+  assert openblas_kernels.cpu_info(str(cpuinfo)) == (
+      'AuthenticAMD', {'fpu', 'sse3', 'avx', 'avx2', 'fma'})
+  assert openblas_kernels.chosen(str(cpuinfo)) == 'Zen'
+  assert openblas_kernels.cpu_info(str(tmp_path / 'missing')) == ('', set())
 
 
 def test_the_choice_is_set_unless_the_user_made_one(tmp_path):
@@ -77,7 +82,7 @@ def _kernels_in_a_process(entry_module: str) -> dict:
 def test_numpy_and_scipy_run_the_chosen_kernels(entry_module):
   # Fails if OpenBLAS stops taking the names, or if an entry file loads
   # numpy before choosing.
-  kernels = openblas_kernels.kernels_for(openblas_kernels.cpu_flags())
+  kernels = openblas_kernels.chosen()
   if kernels is None:
     pytest.skip('no AVX2 on this CPU: OpenBLAS detects its kernels itself')
   found = _kernels_in_a_process(entry_module)
