@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from components.image_example_gen.options import ImageExampleGenOptions
+from benchmarks import harness
 from inspector import duplicates
 from metadata import queries
 from records import data_check_results as results
@@ -44,10 +44,8 @@ def main(argv=None) -> int:
       'does (local_runner.py --validation-percent) (default: none).')
   args = parser.parse_args(argv)
   work = args.work_dir or tempfile.mkdtemp(prefix='data-checks-bench-')
-  examples = artifacts.run_example_gen(
-      args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16,
-                             validation_percent=args.validation_percent))
+  examples = harness.convert_idx(args.data_dir, work,
+                                 args.validation_percent)
   artifacts.IN_MEMORY[:] = shlex.split(args.beam_args)
   start_wall, start_cpu = time.monotonic(), _cpu_seconds()
   output = test_data_checks.run_data_checks(

@@ -220,18 +220,27 @@ def idx_examples(description: str, argv: Optional[Sequence[str]],
   """
   import argparse  # pylint: disable=g-import-not-at-top
   import tempfile  # pylint: disable=g-import-not-at-top
-  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
-  from tests import artifacts  # pylint: disable=g-import-not-at-top
   parser = argparse.ArgumentParser(description=description)
   parser.add_argument('--data-dir', required=True)
   parser.add_argument('--work-dir', default=None)
   parser.add_argument('--repeats', type=int, default=6)
   args = parser.parse_args(argv)
   work = args.work_dir or tempfile.mkdtemp(prefix=prefix)
-  examples = artifacts.run_example_gen(
-      args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16))
-  return args, work, examples
+  return args, work, convert_idx(args.data_dir, work)
+
+
+def convert_idx(data_dir: str, work: str,
+                validation_percent: Optional[int] = None):
+  """Runs ImageExampleGen on the IDX files of `data_dir` into WORK/examples,
+  gzipped in 16 shards a split, `validation_percent` of train carved into
+  validation as a run carves it (ImageExampleGenOptions' own default:
+  None); returns the Examples artifact."""
+  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
+  from tests import artifacts  # pylint: disable=g-import-not-at-top
+  return artifacts.run_example_gen(
+      data_dir, os.path.join(work, 'examples'),
+      ImageExampleGenOptions(input_format='idx', num_shards=16,
+                             validation_percent=validation_percent))
 
 
 def median_and_all(times: Sequence[float]) -> str:

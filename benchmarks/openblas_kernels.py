@@ -63,8 +63,6 @@ def main(argv=None) -> int:
   parser.add_argument('--repeats', type=int, default=4)
   parser.add_argument('--validation-percent', type=int, default=10)
   args = parser.parse_args(argv)
-  from components.image_example_gen.options import ImageExampleGenOptions  # pylint: disable=g-import-not-at-top
-  from tests import artifacts  # pylint: disable=g-import-not-at-top
   chosen = openblas_kernels.chosen()
   own = _own_kernels()
   print(harness.machine_line())
@@ -73,10 +71,8 @@ def main(argv=None) -> int:
     print(f'OpenBLAS picks {own} itself here: nothing to compare.')
     return 0
   work = args.work_dir or tempfile.mkdtemp(prefix='openblas-kernels-bench-')
-  examples = artifacts.run_example_gen(
-      args.data_dir, os.path.join(work, 'examples'),
-      ImageExampleGenOptions(input_format='idx', num_shards=16,
-                             validation_percent=args.validation_percent))
+  examples = harness.convert_idx(args.data_dir, work,
+                                 args.validation_percent)
   examples_json = os.path.join(work, 'examples.json')
   from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
   with open(examples_json, 'w', encoding='utf-8') as f:
