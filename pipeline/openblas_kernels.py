@@ -13,8 +13,6 @@ CORETYPE = 'OPENBLAS_CORETYPE'
 CPUINFO = '/proc/cpuinfo'
 _AVX512 = frozenset({'avx512f', 'avx512cd', 'avx512bw', 'avx512dq',
                      'avx512vl'})
-
-
 # The vendors whose AVX2 cores OpenBLAS gives its Zen kernels.
 _AMD = ('AuthenticAMD', 'HygonGenuine')
 

@@ -61,7 +61,7 @@ def _kernels_in_a_process(entry_module: str) -> dict:
   """{library file: the kernels OpenBLAS runs} in a fresh process that
   imports `entry_module`, then numpy and scipy's BLAS, as a run would."""
   program = (
-      'import json, sys\n'
+      'import json, os\n'
       f'import {entry_module}\n'
       'import numpy, scipy.linalg\n'
       'from threadpoolctl import threadpool_info\n'
@@ -71,7 +71,7 @@ def _kernels_in_a_process(entry_module: str) -> dict:
   environ = {k: v for k, v in os.environ.items()
              if k != openblas_kernels.CORETYPE}
   result = subprocess.run(
-      [sys.executable, '-c', 'import os\n' + program], cwd=PROJECT_DIR,
+      [sys.executable, '-c', program], cwd=PROJECT_DIR,
       env=environ, capture_output=True, text=True, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.splitlines()[-1])
