@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     for way in (list(ways) if repeat % 2 == 0 else list(reversed(ways))):
       output = os.path.join(work, f'checks-{repeat}-{ways[way]}')
       result = json.loads(subprocess.run(
-          [sys.executable, '-m', 'benchmarks.openblas_kernels', _CHILD_FLAG,
+          [sys.executable, '-m', 'benchmarks.blas_kernel_choice', _CHILD_FLAG,
            examples_json, output],
           env={**os.environ, openblas_kernels.CORETYPE: ways[way]},
           cwd=harness.PROJECT_DIR, check=True, capture_output=True,
