@@ -86,7 +86,7 @@ def download(directory: str,
 
   Raises:
     DownloadError: a file present has another checksum, or no mirror gave
-      a file with its checksum.
+      a file with its checksum (the message says where a copy would go).
   """
   checksums = SHA256 if checksums is None else checksums
   mirrors = list(mirrors)
@@ -122,6 +122,10 @@ def download(directory: str,
         if os.path.exists(partial):
           os.remove(partial)
     else:
-      raise DownloadError(f'could not download {name}:\n  ' +
-                          '\n  '.join(errors))
+      raise DownloadError(
+          f'could not download {name}:\n  ' + '\n  '.join(errors) +
+          f'\nWithout a network, copy the missing files into {directory}, '
+          'where each is checked against its SHA-256:\n  ' + '\n  '.join(
+              f'{missing} {checksums[missing]}'
+              for missing in missing_files(directory, checksums)))
   return paths
