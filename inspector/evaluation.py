@@ -177,7 +177,10 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
                      'execution': execution.id, 'run': execution.run,
                      'state': execution.state},
-      'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri}
+      'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri,
+                    # The Evaluator then evaluated the model alone
+                    # (components/evaluator/baseline_evaluator.py).
+                    'is_this_model': baselines[0].uri == model.uri}
                    if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),

@@ -93,8 +93,9 @@ def _evaluation(md: queries.Metadata, run: queries.Run,
   overall = {m['metric']: m for s in result['slices']
              if s['slice'] == 'Overall' for m in s['metrics']}
   accuracy = overall.get(evaluation.ACCURACY_METRIC_NAME, {})
-  row.update(accuracy=accuracy.get('value'),
-             served_accuracy=accuracy.get('baseline'))
+  itself = bool(result['baseline'] and result['baseline']['is_this_model'])
+  row.update(accuracy=accuracy.get('value'), served_accuracy=accuracy.get(
+      'value' if itself else 'baseline'))  # Itself: evaluated once.
 
 
 def _label_shares(statistics: queries.Artifact) -> Dict[int, float]:

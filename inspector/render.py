@@ -228,8 +228,13 @@ def metrics(out: Console, result: Dict[str, Any]) -> None:
       f'{evaluation["state"].lower()}'
       + (f'; the newest of {result["evaluations_of_this_model"]} evaluations'
          if result['evaluations_of_this_model'] > 1 else '') + ')'))
-  out.print(f'baseline: model {baseline["id"]}  {baseline["uri"]}' if baseline
-            else 'baseline: none (no model was blessed before)')
+  if baseline and baseline.get('is_this_model'):
+    out.print('baseline: this model itself, blessed before (evaluated alone, '
+              'against the threshold)')
+    baseline = None  # No baseline's metrics to show.
+  else:
+    out.print(f'baseline: model {baseline["id"]}  {baseline["uri"]}'
+              if baseline else 'baseline: none (no model was blessed before)')
   if result.get('blessing_rule'):  # Recorded by the Evaluator.
     out.print(f'blessing rule: {result["blessing_rule"]}')
   for data in result['slices']:

@@ -301,8 +301,10 @@ def _verdict(md: queries.Metadata, evaluator: queries.Execution,
   result = evaluation.evaluation_metrics(md, evaluator, model)
   metrics = {row['metric']: row for s in result['slices']
              if s['slice'] == 'Overall' for row in s['metrics']}
+  itself = bool(result['baseline'] and result['baseline']['is_this_model'])
   checks = [{**t, **{k: metrics.get(t['metric'], {}).get(k)
-                     for k in ('value', 'baseline', 'diff')}}
+                     for k in ('value', 'baseline', 'diff')},
+             'baseline_is_this_model': itself}
             for t in evaluation.thresholds(md, evaluator)]
   return {
       'blessed': result['blessed'], 'validation_ok': result['validation_ok'],
@@ -517,10 +519,14 @@ def check_text(check: Dict[str, Any]) -> str:
     conditions.append(f'at least the threshold {check["lower_bound"]:g}' + (
         f', {check["reason"]}' if check.get('reason') else ''))
   if check.get('no_worse_than_baseline'):
-    conditions.append(
-        f'no worse than the baseline\'s {check["baseline"]:.4f}'
-        if check.get('baseline') is not None
-        else 'no baseline to compare with (no model was blessed before)')
+    if check.get('baseline') is not None:
+      conditions.append(
+          f'no worse than the baseline\'s {check["baseline"]:.4f}')
+    elif check.get('baseline_is_this_model'):
+      conditions.append('the baseline is this model itself, blessed before')
+    else:
+      conditions.append(
+          'no baseline to compare with (no model was blessed before)')
   return f'{check["metric"]} {check["value"]:.4f}' + (
       ': ' + ', and '.join(conditions) if conditions else '')
 

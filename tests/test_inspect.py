@@ -313,10 +313,14 @@ def test_metrics_of_the_newest_evaluated_model(two_runs):
   values = {m['metric']: m for m in overall['metrics']}
   assert values['example_count']['value'] == EVAL_RECORDS
   assert 0.3 <= values['sparse_categorical_accuracy']['value'] <= 1
-  # The newest evaluation is the re-run's, whose Evaluator compared the
-  # model with the last blessed one: the same model, so no difference.
+  # The newest evaluation is the re-run's, whose baseline, the last
+  # blessed model, is this model itself: evaluated alone, no diff.
   assert result['baseline']['id'] == model['id']
-  assert values['sparse_categorical_accuracy']['diff'] == pytest.approx(0)
+  assert result['baseline']['is_this_model'] is True
+  assert set(values['sparse_categorical_accuracy']) == {'metric', 'value'}
+  text = inspect(out, 'metrics').stdout
+  assert 'baseline: this model itself, blessed before' in text
+  assert 'diff' not in text
   # The model's PushedModel names the same model.
   pushed = inspect_json(out, 'artifacts', '--type', 'PushedModel')[-1]
   assert inspect_json(out, 'metrics', str(pushed['id']))['model'] == \

@@ -25,6 +25,7 @@ from ml_metadata.proto import metadata_store_pb2
 import pytest
 import tensorflow_model_analysis as tfma
 
+from components.evaluator import baseline_evaluator
 from tests import local_run
 from tests import mlmd
 from tests import tiny_runs
@@ -137,6 +138,16 @@ def test_2_a_rerun_does_not_push_the_same_model_again(two_runs):
   destination = str(two_runs / 'out' / 'serving_model' / version)
   assert f'already served from {destination}; not pushed again' in rerun_stdout
   assert mlmd.execution_states(store)['Trainer'] == ['COMPLETE', 'CACHED']
+  # The baseline (the last blessed model) is the cached model itself: the
+  # Evaluator scored it once, not once as each, and blessed it again.
+  assert f'Evaluator: {baseline_evaluator.SELF_BASELINE}' in rerun_stdout
+  evaluation = _runs_newest(store, 'ModelEvaluation')
+  keys = [item.key for record in tfma.load_metrics(evaluation.uri)
+          for item in record.metric_keys_and_values]
+  assert keys and not any(k.is_diff or k.model_name == 'baseline'
+                          for k in keys)
+  assert _runs_newest(store, 'ModelBlessing').custom_properties[
+      'blessed'].int_value == 1
 
 
 def test_3_a_model_worse_than_the_served_one_is_not_pushed(worse_model):

@@ -250,8 +250,12 @@ def test_every_run_writes_its_report_and_names_it(two_runs, tmp_path):
   assert f'reused from run {runs[1]["run"]}' in page
   assert 'trained by run ' + runs[1]['run'] in page
   assert _curve(page, 'Loss')[1] == list(range(1, EPOCHS + 1))
-  # Its Evaluator compared the model with itself (the last blessed one),
-  # and the Pusher found it already served.
+  # Its baseline, the last blessed model, was the model itself: evaluated
+  # alone, as the page says; the Pusher found it already served.
+  assert ('Baseline: this model itself, blessed before: evaluated alone, '
+          'against the threshold.') in page
+  assert ': at least the threshold 0.3, a fixed threshold' in page
+  assert 'and the baseline is this model itself, blessed before' in page
   assert 'outcome-served' in page and 'not pushed again' in page
   # From the second run on, the history: both runs' accuracy, oldest left,
   # the first one's push marked, and the table `inspector history` prints.

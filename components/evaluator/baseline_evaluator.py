@@ -30,6 +30,9 @@ from records import splits
 
 # 1: set the accuracy threshold from the eval split's classes.
 ACCURACY_FROM_DATA_KEY = 'accuracy_threshold_from_data'
+# Said on the console when the baseline is the candidate itself.
+SELF_BASELINE = ('the baseline is this model itself, blessed before: '
+                 'evaluated alone, against the threshold')
 _SPECS = standard_component_specs
 
 
@@ -117,10 +120,17 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
       features.decode_class_names(names) if names else None)
 
 
+def is_candidate(baseline: types.Artifact, candidate: types.Artifact) -> bool:
+  """Whether the baseline is the candidate model itself (a run whose Trainer
+  came from the cache, after its model was blessed)."""
+  return baseline.uri == candidate.uri
+
+
 class Executor(evaluator_executor.Executor):
   """TFX's Evaluator executor, which applies and records the blessing rule.
 
-  It also leaves out a baseline that holds no model.
+  It also leaves out a baseline that holds no model, or that is the
+  candidate itself (SELF_BASELINE).
   """
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
@@ -129,8 +139,14 @@ class Executor(evaluator_executor.Executor):
     """Evaluates as TFX's Evaluator, with the rule's threshold set."""
     key = _SPECS.BASELINE_MODEL_KEY
     baselines = input_dict.get(key) or []
+    [candidate] = input_dict[_SPECS.MODEL_KEY]
     if baselines and not all(served_model.holds_model(b) for b in baselines):
       logging.info('No model is served yet: evaluating without a baseline.')
+      input_dict = {**input_dict, key: []}
+    elif baselines and all(is_candidate(b, candidate) for b in baselines):
+      # Scoring the same model twice would double the Evaluator's time for
+      # a comparison that cannot fail.
+      logging.info(blessing_rule.JUDGED_LINE, SELF_BASELINE)
       input_dict = {**input_dict, key: []}
     exec_properties = present_splits(input_dict, exec_properties)
     judged = judged_line(input_dict, exec_properties)
