@@ -47,8 +47,9 @@ def test_history_of_a_run_and_its_cached_rerun(two_runs, tmp_path):
     # The training's wall time, also where the re-run reused the model.
     assert row['trainer_seconds'] == oldest['trainer_seconds'] > 0
     assert row['start'] == 'cold'  # Without --warm-start.
-  # The first run pushed its model; the re-run's Evaluator compared the same
-  # model with itself, the one in service, and found it already served.
+  # The first run pushed its model; in the re-run the model in service is
+  # the same model, evaluated once: the served accuracy is its own, and
+  # the Pusher found it already served.
   metrics = inspect_json(out, 'metrics', str(model.id))
   [accuracy] = [m['value'] for s in metrics['slices'] if s['slice'] ==
                 'Overall' for m in s['metrics']
