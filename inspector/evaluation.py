@@ -172,16 +172,16 @@ def evaluation_metrics(md: queries.Metadata, execution: queries.Execution,
                                      key=lambda r: r['metric'])})
   validation_ok, failures = _validation(evaluation.uri)
   rule = _rule(md, execution)
+  # The baseline was the model itself, evaluated alone.
+  itself = bool(blessing is not None and blessing.properties.get(
+      model_blessing.BASELINE_IS_CANDIDATE_PROPERTY))
   return {
       'model': {'id': model.id, 'uri': model.uri},
       'evaluation': {'id': evaluation.id, 'uri': evaluation.uri,
                      'execution': execution.id, 'run': execution.run,
                      'state': execution.state},
       'baseline': ({'id': baselines[0].id, 'uri': baselines[0].uri,
-                    # The Evaluator then evaluated the model alone
-                    # (components/evaluator/baseline_evaluator.py).
-                    'is_this_model': baselines[0].uri == model.uri}
-                   if baselines else None),
+                    'is_this_model': itself} if baselines else None),
       'blessed': (bool(blessing.properties.get('blessed'))
                   if blessing is not None else None),
       'validation_ok': validation_ok, 'validation_failures': failures,

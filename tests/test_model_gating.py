@@ -24,6 +24,8 @@ from typing import List, Set, Tuple
 from ml_metadata.proto import metadata_store_pb2
 import pytest
 import tensorflow_model_analysis as tfma
+from tfx.types import standard_artifacts
+from tfx.utils import path_utils
 
 from components.evaluator import baseline_evaluator
 from tests import local_run
@@ -148,6 +150,30 @@ def test_2_a_rerun_does_not_push_the_same_model_again(two_runs):
                           for k in keys)
   assert _runs_newest(store, 'ModelBlessing').custom_properties[
       'blessed'].int_value == 1
+
+
+def test_a_baseline_is_the_candidate_as_the_same_artifact_or_its_files(
+    tmp_path):
+  def model(name, files):
+    artifact = standard_artifacts.Model()
+    artifact.uri = str(tmp_path / name)
+    root = path_utils.serving_model_path(artifact.uri)
+    for path, data in files.items():
+      os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+      with open(os.path.join(root, path), 'wb') as f:
+        f.write(data)
+    return artifact
+
+  trained = {'saved_model.pb': b'graph',
+             'variables/variables.data-00000-of-00001': b'w' * 100}
+  candidate = model('candidate', trained)
+  assert baseline_evaluator.is_candidate(candidate, candidate)
+  # ServedModel's copy of the version the Pusher pushed from it.
+  assert baseline_evaluator.is_candidate(model('served', trained), candidate)
+  # Another training of the same network: the same files and sizes.
+  retrained = {**trained, 'variables/variables.data-00000-of-00001': b'v' * 100}
+  assert not baseline_evaluator.is_candidate(model('retrained', retrained),
+                                             candidate)
 
 
 def test_3_a_model_worse_than_the_served_one_is_not_pushed(worse_model):

@@ -18,9 +18,11 @@ from tfx.types import component_spec
 from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs
 from tfx.utils import io_utils
+from tfx.utils import path_utils
 from tfx.utils import proto_utils
 
 from components.evaluator import blessing_rule
+from components import push_once
 from components import served_model
 from components import tfx_workarounds
 from components.image_example_gen import span_window
@@ -121,9 +123,13 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
 
 
 def is_candidate(baseline: types.Artifact, candidate: types.Artifact) -> bool:
-  """Whether the baseline is the candidate model itself (a run whose Trainer
-  came from the cache, after its model was blessed)."""
-  return baseline.uri == candidate.uri
+  """Whether the baseline is the candidate model itself: the same artifact
+  (TFX's resolver, in a run whose Trainer came from the cache after its
+  model was blessed), or the same files (ServedModel's copy of a version
+  pushed from it, as the push-once Pusher compares them)."""
+  return baseline.uri == candidate.uri or push_once.same_files(
+      path_utils.serving_model_path(baseline.uri),
+      path_utils.serving_model_path(candidate.uri))
 
 
 class Executor(evaluator_executor.Executor):
@@ -140,6 +146,7 @@ class Executor(evaluator_executor.Executor):
     key = _SPECS.BASELINE_MODEL_KEY
     baselines = input_dict.get(key) or []
     [candidate] = input_dict[_SPECS.MODEL_KEY]
+    itself = False
     if baselines and not all(served_model.holds_model(b) for b in baselines):
       logging.info('No model is served yet: evaluating without a baseline.')
       input_dict = {**input_dict, key: []}
@@ -147,7 +154,7 @@ class Executor(evaluator_executor.Executor):
       # Scoring the same model twice would double the Evaluator's time for
       # a comparison that cannot fail.
       logging.info(blessing_rule.JUDGED_LINE, SELF_BASELINE)
-      input_dict = {**input_dict, key: []}
+      input_dict, itself = {**input_dict, key: []}, True
     exec_properties = present_splits(input_dict, exec_properties)
     judged = judged_line(input_dict, exec_properties)
     if judged:
@@ -162,8 +169,11 @@ class Executor(evaluator_executor.Executor):
       super().Do(input_dict, output_dict, {
           **exec_properties,
           _SPECS.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
-    rule.record(artifact_utils.get_single_instance(
-        output_dict[_SPECS.BLESSING_KEY]))
+    blessing = artifact_utils.get_single_instance(
+        output_dict[_SPECS.BLESSING_KEY])
+    rule.record(blessing)
+    blessing.set_int_custom_property(
+        model_blessing.BASELINE_IS_CANDIDATE_PROPERTY, int(itself))
 
 
 class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
