@@ -1,7 +1,7 @@
 """The images to predict, read in batches.
 
-Paths stream from files, folders and globs; WebP and TIFF files are converted
-as ImageExampleGen converts them. Why and how: docs/serving.md.
+Paths stream from files, folders and globs; WebP, TIFF and HEIF files are
+converted as ImageExampleGen converts them. Why and how: docs/serving.md.
 """
 
 import dataclasses
@@ -16,11 +16,16 @@ from records import image_conversion
 from records import serving_model
 
 IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
+# HEIF files' major brands (ISO/IEC 23008-12): HEVC images and sequences.
+_HEIF_BRANDS = (b'heic', b'heix', b'heim', b'heis', b'hevc', b'hevx', b'mif1',
+                b'msf1')
 # Formats converted here, by their first bytes.
 _CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
                                     data[8:12] == b'WEBP'),
               'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*',
-                                                    b'II+\x00', b'MM\x00+'))}
+                                                    b'II+\x00', b'MM\x00+')),
+              'HEIF': lambda data: (data[4:8] == b'ftyp' and
+                                    data[8:12] in _HEIF_BRANDS)}
 _FORMATS = ', '.join((*serving_model.IMAGE_FILE_MAGIC.values(), *_CONVERTED))
 # Modes converted to grey; others to RGB. The model makes grey of RGB by
 # Pillow's formula, so either way it sees the pixels Pillow would make (but
@@ -94,8 +99,8 @@ def check(data: bytes) -> Optional[str]:
 def converted(data: bytes) -> bytes:
   """Returns `data` as a file the model decodes.
 
-  That is `data` itself, or for a WebP or TIFF file, a PNG file converted as
-  ImageExampleGen converts images.
+  That is `data` itself, or for a WebP, TIFF or HEIF file, a PNG file
+  converted as ImageExampleGen converts images.
 
   Args:
     data: the bytes of an image file that check() accepts.

@@ -1,18 +1,23 @@
 """Image files as ImageExampleGen converts them for training, with Pillow.
 
-ImageExampleGen and the predict command both convert with `convert`.
+ImageExampleGen and the predict command both convert with `convert`; this
+module lets Pillow open HEIC/HEIF photos too (pi-heif's decoder).
 Why and how: docs/input-data.md#image-folders---input-format-images.
 """
 
 import numpy as np
+import pi_heif
 from PIL import Image, ImageOps
 
 from records import features
 
 # The formats of image folders, by name: those Pillow decodes (GIF: its
-# first frame; TIFF: its first page).
+# first frame; TIFF: its first page; HEIC/HEIF, an iPhone's photos: with
+# pi-heif, which applies their rotation and resets their EXIF orientation).
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
-                    '.tiff')
+                    '.tiff', '.heic', '.heif')
+
+pi_heif.register_heif_opener()
 
 
 def convert(image: Image.Image, mode: str) -> Image.Image:

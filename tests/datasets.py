@@ -1,10 +1,14 @@
 """Tiny datasets the tests write themselves, in the real on-disk formats."""
 
 import os
+import shutil
+import subprocess
+import tempfile
 from typing import Dict, Sequence
 
 import numpy as np
 from PIL import Image
+import pytest
 
 from components.image_example_gen import idx
 from records import features
@@ -70,3 +74,18 @@ def write_image_folder(directory: str,
         pixels = (rng.integers(0, 30, size=shape) + 60 * c).astype(np.uint8)
         ext = 'png' if i % 2 == 0 else 'jpg'
         Image.fromarray(pixels, mode).save(os.path.join(class_dir, f'{i}.{ext}'))
+
+
+def heic_file(pixels: np.ndarray) -> bytes:
+  """A lossless HEIC file of uint8 [H, W, 3] pixels, as libheif's heif-enc
+  writes it (Debian's libheif-examples, which .ci/run installs)."""
+  if not shutil.which('heif-enc'):  # The test is skipped, saying why.
+    pytest.skip('heif-enc is missing: apt-get install libheif-examples')
+  with tempfile.TemporaryDirectory() as tmp:
+    source, heic = os.path.join(tmp, 'in.png'), os.path.join(tmp, 'out.heic')
+    Image.fromarray(pixels).save(source)
+    subprocess.run(['heif-enc', '-L', '-p', 'chroma=444',
+                    '--matrix_coefficients=0', '-o', heic, source],
+                   check=True, capture_output=True)
+    with open(heic, 'rb') as f:
+      return f.read()

@@ -10,6 +10,7 @@ from components.image_example_gen import image_folder
 from components.image_example_gen.errors import InputDataError
 from records import features
 from records import image_conversion
+from tests import datasets
 
 
 def _encode(pixels, fmt='PNG', mode=None):
@@ -64,6 +65,19 @@ def test_non_image_file():
   with pytest.raises(InputDataError, match=r'^d/c/notes.txt: not an image file'):
     image_folder.decode_image('d/c/notes.txt', b'hello',
                               features.MNIST_GEOMETRY)
+
+
+def test_an_iphone_photo_in_heic_is_read_as_its_pixels():
+  rng = np.random.default_rng(0)
+  pixels = rng.integers(0, 256, (20, 24, 3), dtype=np.uint8)
+  data = datasets.heic_file(pixels)
+  assert data[4:12] == b'ftypheic'
+  geometry = features.ImageGeometry(20, 24, 3)
+  decoded = image_folder.decode_image('d/c/IMG_0001.HEIC', data, geometry)
+  # Lossless, but for libheif's rounding of its colour conversion.
+  difference = np.frombuffer(decoded, np.uint8).reshape(20, 24, 3).astype(
+      int) - pixels
+  assert np.abs(difference).max() <= 1
 
 
 def test_class_names_are_the_sorted_union_over_splits(tmp_path):

@@ -21,6 +21,7 @@ from predict import inputs
 from records import csv_cells as records_csv
 from records import features
 from records import serving_model
+from tests import datasets
 from tests import local_run
 from tests import tiny_models
 
@@ -119,7 +120,7 @@ def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
   assert set(errors) == {empty, text, cut, missing, cut_webp}
   assert 'empty' in errors[empty]
   assert errors[text] == ('not an image file (PNG, JPEG, GIF, BMP, WebP, '
-                          'TIFF)')
+                          'TIFF, HEIF)')
   assert 'cannot decode' in errors[cut]
   assert 'cannot decode' in errors[cut_webp]
   assert 'no such file' in errors[missing]
@@ -308,3 +309,20 @@ def test_a_sideways_photo_gets_the_class_of_its_upright_twin(
   wrong = [n.decode() for n in plain[serving_model.CLASS_NAMES].numpy()] != (
       np.array([names[i] for i in raw]))
   assert wrong.mean() > 0.5
+
+
+def test_an_iphone_photo_in_heic_gets_the_class_of_its_png_twin(
+    sides, tmp_path, capsys):
+  out, images, names = sides
+  paths = [_write(tmp_path / 'photos' / f'IMG_{i}.HEIC', datasets.heic_file(
+      np.repeat(images[i][..., None], 3, axis=-1))) for i in range(4)]
+  for path in paths:
+    with open(path, 'rb') as f:
+      assert inputs.check(f.read()) is None
+  code, stdout, _ = _run(capsys, out, tmp_path / 'photos', '--format',
+                         'jsonl')
+  assert code == 0
+  rows = {os.path.basename(r['path']): r
+          for r in map(json.loads, stdout.splitlines())}
+  assert {name: (row['error'], row['class']) for name, row in rows.items()} == {
+      f'IMG_{i}.HEIC': (None, names[i]) for i in range(4)}

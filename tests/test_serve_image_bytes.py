@@ -19,6 +19,7 @@ from modules.training import image_orientation
 from predict import inputs as predict_inputs
 from records import features
 from records import serving_model
+from tests import datasets
 from tests import tiny_models
 
 GREY = features.MNIST_GEOMETRY
@@ -44,6 +45,8 @@ def _file(pixels, format_, **options):
     array = np.asarray(pixels)
     image = Image.fromarray(array[..., 0] if array.ndim == 3 and
                             array.shape[2] == 1 else array)
+  if format_ == 'HEIF':  # Pillow reads HEIF (pi-heif), libheif writes it.
+    return datasets.heic_file(np.asarray(image.convert('RGB')))
   buffer = io.BytesIO()
   image.save(buffer, format_, **options)
   return buffer.getvalue()
@@ -456,11 +459,12 @@ def _xmp_text(xmp):
   return info
 
 
-def test_webp_and_tiff_files_are_refused_with_what_to_do():
-  files = [_file(_PORTRAIT, 'WEBP'), _file(_PORTRAIT, 'TIFF')]
+def test_webp_tiff_and_heif_files_are_refused_with_what_to_do():
+  files = [_file(_PORTRAIT, 'WEBP'), _file(_PORTRAIT, 'TIFF'),
+           _file(_PORTRAIT, 'HEIF')]
   for file in files:
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match='convert WebP and TIFF files to PNG'):
+                       match='convert WebP, TIFF and HEIF files to PNG'):
       _decode([file], RGB)
 
 
@@ -484,6 +488,8 @@ _FOLDER_FILES = [
      'TIFF', {}),
     ('cmyk.tiff', Image.fromarray(_PORTRAIT).convert('CMYK'), 'TIFF', {}),
     ('rgba.tiff', Image.fromarray(_TRANSPARENT, 'RGBA'), 'TIFF', {}),
+    ('photo.heic', _PORTRAIT, 'HEIF', {}),
+    ('grey.heif', _smooth(40, 25, 1), 'HEIF', {}),
 ]
 
 
