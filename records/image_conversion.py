@@ -13,7 +13,8 @@ from records import features
 
 # The formats of image folders, by name: those Pillow decodes (GIF: its
 # first frame; TIFF: its first page; HEIC/HEIF, an iPhone's photos: with
-# pi-heif, which applies their rotation and resets their EXIF orientation).
+# pi-heif, which applies their HEIF rotation and resets their EXIF
+# orientation, as the HEIF format says).
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
                     '.tiff', '.heic', '.heif')
 
