@@ -33,8 +33,8 @@ def make_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog='image-pipeline-predict',
       description='Predict the classes of image files with a served model.',
-      epilog='PNG, JPEG, GIF, BMP, WebP, TIFF and HEIF (HEIC) files of any '
-      'size and mode '
+      epilog='PNG, JPEG, GIF, BMP, WebP, TIFF, HEIF (HEIC) and AVIF files of '
+      'any size and mode '
       'are converted as the pipeline converted its training images, turned '
       'upright by their EXIF orientation.')
   parser.add_argument(

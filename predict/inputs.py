@@ -1,7 +1,7 @@
 """The images to predict, read in batches.
 
-Paths stream from files, folders and globs; WebP, TIFF and HEIF files are
-converted as ImageExampleGen converts them. Why and how: docs/serving.md.
+Paths stream from files, folders and globs; WebP, TIFF, HEIF and AVIF files
+are converted as ImageExampleGen converts them. Why and how: docs/serving.md.
 """
 
 import dataclasses
@@ -19,13 +19,17 @@ IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # HEIF files' major brands (ISO/IEC 23008-12): HEVC images and sequences.
 _HEIF_BRANDS = (b'heic', b'heix', b'heim', b'heis', b'hevc', b'hevx', b'mif1',
                 b'msf1')
+# AVIF files' major brands (AV1 Image File Format): images and sequences.
+_AVIF_BRANDS = (b'avif', b'avis')
 # Formats converted here, by their first bytes.
 _CONVERTED = {'WebP': lambda data: (data.startswith(b'RIFF') and
                                     data[8:12] == b'WEBP'),
               'TIFF': lambda data: data.startswith((b'II*\x00', b'MM\x00*',
                                                     b'II+\x00', b'MM\x00+')),
               'HEIF': lambda data: (data[4:8] == b'ftyp' and
-                                    data[8:12] in _HEIF_BRANDS)}
+                                    data[8:12] in _HEIF_BRANDS),
+              'AVIF': lambda data: (data[4:8] == b'ftyp' and
+                                    data[8:12] in _AVIF_BRANDS)}
 _FORMATS = ', '.join((*serving_model.IMAGE_FILE_MAGIC.values(), *_CONVERTED))
 # Modes converted to grey; others to RGB. The model makes grey of RGB by
 # Pillow's formula, so either way it sees the pixels Pillow would make (but
@@ -99,7 +103,7 @@ def check(data: bytes) -> Optional[str]:
 def converted(data: bytes) -> bytes:
   """Returns `data` as a file the model decodes.
 
-  That is `data` itself, or for a WebP, TIFF or HEIF file, a PNG file
+  That is `data` itself, or for a WebP, TIFF, HEIF or AVIF file, a PNG file
   converted as ImageExampleGen converts images.
 
   Args:

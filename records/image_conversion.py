@@ -1,7 +1,8 @@
 """Image files as ImageExampleGen converts them for training, with Pillow.
 
 ImageExampleGen and the predict command both convert with `convert`; this
-module lets Pillow open HEIC/HEIF photos too (pi-heif's decoder).
+module lets Pillow open HEIC/HEIF photos too (pi-heif's decoder); Pillow
+reads AVIF itself.
 Why and how: docs/input-data.md#image-folders---input-format-images.
 """
 
@@ -14,9 +15,10 @@ from records import features
 # The formats of image folders, by name: those Pillow decodes (GIF: its
 # first frame; TIFF: its first page; HEIC/HEIF, an iPhone's photos: with
 # pi-heif, which applies their HEIF rotation and resets their EXIF
-# orientation, as the HEIF format says).
+# orientation, as the HEIF format says; AVIF, as browsers and phones save
+# it: Pillow's own decoder, which gives its rotation as an EXIF orientation).
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
-                    '.tiff', '.heic', '.heif')
+                    '.tiff', '.heic', '.heif', '.avif')
 
 pi_heif.register_heif_opener()
 

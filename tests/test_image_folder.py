@@ -3,7 +3,7 @@
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import ExifTags, Image
 import pytest
 
 from components.image_example_gen import image_folder
@@ -78,6 +78,28 @@ def test_an_iphone_photo_in_heic_is_read_as_its_pixels():
   difference = np.frombuffer(decoded, np.uint8).reshape(20, 24, 3).astype(
       int) - pixels
   assert np.abs(difference).max() <= 1
+
+
+def test_an_avif_photo_is_read_upright_as_its_pixels():
+  # Smooth, as photos are: AV1 codes noise coarsely, even at quality 100.
+  y, x = np.mgrid[0:20, 0:24]
+  pixels = np.stack([x * 10, y * 12, (x + y) * 5], -1).astype(np.uint8)
+  turned = np.asarray(Image.fromarray(pixels).transpose(
+      Image.Transpose.ROTATE_270))
+  for orientation, expected in ((1, pixels), (6, turned)):
+    exif = Image.Exif()
+    exif[ExifTags.Base.Orientation] = orientation
+    buffer = io.BytesIO()
+    # Pillow writes the rotation as the AVIF box phones write (irot).
+    Image.fromarray(pixels).save(buffer, 'AVIF', quality=100,
+                                 subsampling='4:4:4', exif=exif)
+    data = buffer.getvalue()
+    assert data[4:12] == b'ftypavif'
+    assert (b'irot' in data) == (orientation == 6)
+    geometry = features.ImageGeometry(*expected.shape)
+    decoded = np.frombuffer(image_folder.decode_image(
+        'd/c/photo.AVIF', data, geometry), np.uint8).reshape(expected.shape)
+    assert np.abs(decoded.astype(int) - expected).max() <= 3, orientation
 
 
 def test_class_names_are_the_sorted_union_over_splits(tmp_path):

@@ -120,7 +120,7 @@ def test_unreadable_files_are_rows_with_errors_and_the_run_goes_on(
   assert set(errors) == {empty, text, cut, missing, cut_webp}
   assert 'empty' in errors[empty]
   assert errors[text] == ('not an image file (PNG, JPEG, GIF, BMP, WebP, '
-                          'TIFF, HEIF)')
+                          'TIFF, HEIF, AVIF)')
   assert 'cannot decode' in errors[cut]
   assert 'cannot decode' in errors[cut_webp]
   assert 'no such file' in errors[missing]

@@ -459,12 +459,12 @@ def _xmp_text(xmp):
   return info
 
 
-def test_webp_tiff_and_heif_files_are_refused_with_what_to_do():
+def test_webp_tiff_heif_and_avif_files_are_refused_with_what_to_do():
   files = [_file(_PORTRAIT, 'WEBP'), _file(_PORTRAIT, 'TIFF'),
-           _file(_PORTRAIT, 'HEIF')]
+           _file(_PORTRAIT, 'HEIF'), _file(_PORTRAIT, 'AVIF')]
   for file in files:
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match='convert WebP, TIFF and HEIF files to PNG'):
+                       match='convert WebP, TIFF, HEIF and AVIF files to PNG'):
       _decode([file], RGB)
 
 
@@ -490,6 +490,9 @@ _FOLDER_FILES = [
     ('rgba.tiff', Image.fromarray(_TRANSPARENT, 'RGBA'), 'TIFF', {}),
     ('photo.heic', _PORTRAIT, 'HEIF', {}),
     ('grey.heif', _smooth(40, 25, 1), 'HEIF', {}),
+    # Pillow writes the rotation as AVIF's own (irot), as phones do.
+    ('photo.avif', _PORTRAIT, 'AVIF', _ROTATED),
+    ('grey.avif', _smooth(40, 25, 1), 'AVIF', {}),
 ]
 
 

@@ -139,8 +139,8 @@ _BACKGROUND = float(features.TRANSPARENT_BACKGROUND[0])
 def check_formats(files: tf.Tensor) -> tf.Operation:
   """Returns an op that fails unless every file is a PNG, JPEG, GIF or BMP file.
 
-  Its message names the first offending position in the batch. WebP, TIFF
-  and HEIF files, which image folders may hold, are refused too, since
+  Its message names the first offending position in the batch. WebP, TIFF,
+  HEIF and AVIF files, which image folders may hold, are refused too, since
   TensorFlow does not decode them. The predict command converts them.
   """
   known = tf.zeros_like(files, tf.bool)
@@ -151,8 +151,8 @@ def check_formats(files: tf.Tensor) -> tf.Operation:
   return tf.debugging.Assert(
       tf.reduce_all(known),
       ['image_bytes: the file at batch position', first_bad,
-       f'is not a {", ".join(IMAGE_FORMATS)} file (convert WebP, TIFF and '
-       'HEIF files to PNG first, as image-pipeline-predict does)'])
+       f'is not a {", ".join(IMAGE_FORMATS)} file (convert WebP, TIFF, HEIF '
+       'and AVIF files to PNG first, as image-pipeline-predict does)'])
 
 
 def _to_rgb(image: tf.Tensor) -> tf.Tensor:
