@@ -10,6 +10,7 @@ recorded figures.
 """
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -197,6 +198,23 @@ def test_encodings_section_reports_every_encoding_and_keras(tmp_path):
     assert re.fullmatch(_NUMBER, row[1]) and re.fullmatch(_NUMBER, row[3])
     _assert_ratio(row[2], _median(row[1]), _median(rows[0][1]), row[0])
   assert '30 training images (3 per class)' in report
+
+
+def test_photo_formats_decodes_the_same_photo_saved_as_each_format(capsys):
+  from benchmarks import photo_formats  # pylint: disable=g-import-not-at-top
+  assert photo_formats.main(['--width', '64', '--height', '48',
+                             '--repeats', '1']) == 0
+  out = capsys.readouterr().out
+  rows = [line.split(' | ') for line in out.splitlines()
+          if line.startswith('| ') and '---' not in line][1:]
+  heic = shutil.which('heif-enc') is not None  # .ci/run installs it.
+  assert [row[0].strip('| ') for row in rows] == [
+      'JPEG (quality 90)', 'PNG', 'WebP (quality 80)', 'AVIF (quality 60)',
+      *([photo_formats.HEIC] if heic else [])]
+  assert ('HEIC not measured' in out) != heic
+  for row in rows:
+    assert re.fullmatch(r'\d+ ms', row[2]), row
+  assert rows[0][3].strip('| ') == '1.0x'
 
 
 def test_a_section_replaces_its_own_block_and_keeps_the_rest(tmp_path):
