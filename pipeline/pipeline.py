@@ -67,8 +67,6 @@ def create_pipeline(
   trainer = stages.trainer(examples, transform_graph, schema, tuner,
                            warm_start_node, data, training, evaluation,
                            infrastructure)
-  label_check = stages.label_check(examples, trainer, transform_graph,
-                                   training, evaluation)
 
   # What the new model must not be worse than.
   baseline = stages.baseline(evaluation.baseline, serving_model_dir, trainer)
@@ -78,6 +76,10 @@ def create_pipeline(
       trainer.outputs['model'], baseline.outputs['model'], data, evaluation)
   pusher = stages.pusher(trainer.outputs['model'],
                          evaluator.outputs['blessing'], serving_model_dir)
+  # Eval's probabilities are the Evaluator's where it judged the same eval.
+  label_check = stages.label_check(
+      examples, trainer, transform_graph, training, evaluation,
+      evaluator if data.eval_copies != 'drop' else None)
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   stages.with_beam_args(infrastructure.analysis_beam_pipeline_args,
                         statistics_gen, data_checks, transform, evaluator)

@@ -253,8 +253,8 @@ def trainer(examples, transform_graph, schema, tuner, warm_start_node,
 
 
 def label_check(examples, trainer_node, transform_graph,
-                training: TrainingConfig,
-                evaluation: EvaluationConfig) -> Optional[LabelCheck]:
+                training: TrainingConfig, evaluation: EvaluationConfig,
+                evaluator_node=None) -> Optional[LabelCheck]:
   """The records whose label a model that never trained on them doubts.
 
   Args:
@@ -263,6 +263,8 @@ def label_check(examples, trainer_node, transform_graph,
     transform_graph: Transform's graph.
     training: the Trainer's settings, which the cross-fit models train with.
     evaluation: LabelCheck's settings (--label-check-*, --no-label-check).
+    evaluator_node: the Evaluator of the same `examples`, whose
+      probabilities of eval are read; None: LabelCheck scores eval itself.
 
   Returns:
     LabelCheck (components/label_check/), or None with --no-label-check.
@@ -278,7 +280,9 @@ def label_check(examples, trainer_node, transform_graph,
       fold_examples=evaluation.label_check_train_examples,
       checked_records=evaluation.label_check_records,
       signature_name=SERVING_SIGNATURE, probabilities_key=PROBABILITIES,
-      custom_config={'training': training.to_dict()})
+      custom_config={'training': training.to_dict()},
+      evaluation=(evaluator_node.outputs['evaluation'] if evaluator_node
+                  else None))
 
 
 def baseline(choice: str, serving_model_dir: str, trainer_node):

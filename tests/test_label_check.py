@@ -31,6 +31,7 @@ from modules.training.config import TrainingConfig
 from pipeline import knobs
 from pipeline import pipeline
 from records import epoch_probabilities as recorded_probabilities
+from records import eval_predictions
 from records import features
 from records import label_check_results
 from records import shards
@@ -111,6 +112,51 @@ def test_suspects_name_their_records_source_and_place(tmp_path):
   with open(tmp_path / 'suspects' / label_check_results.SUSPECTS_CSV_FILE) as f:
     assert [r['record'] for r in csv.DictReader(f)] == [
         r['record'] for r in rows]
+
+
+def test_the_evaluators_rows_are_matched_to_the_split_by_source(tmp_path):
+  # The Evaluator writes its rows in no set order; LabelCheck puts them in
+  # the split's, or scores the split itself where they are not its records.
+  split_uri = write_named_shards(tmp_path, (5, 9, 7))
+  files = shards.split_files(str(split_uri))
+  sources = np.array([f'img-{n}-{i}'.encode() for n, size in
+                      enumerate((5, 9, 7)) for i in range(size)], np.bytes_)
+  probabilities = np.tile([[0.9, 0.1]], (len(sources), 1)).astype(np.float32)
+  probabilities[[4, 12]] = [[0.2, 0.8], [0.4, 0.6]]
+  order = np.random.default_rng(0).permutation(len(sources))
+  path = eval_predictions.path_in(str(tmp_path / 'evaluation'))
+  os.makedirs(os.path.dirname(path))
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.TFRecordWriter(path, 'GZIP') as writer:
+    for rows in np.array_split(order, 3):  # A record a batch.
+      writer.write(eval_predictions.to_record(
+          sources[rows], np.zeros(len(rows)), probabilities[rows]))
+  given = eval_predictions.read(str(tmp_path / 'evaluation'))
+  scored, why = scoring_lib.evaluators_probabilities(files, given)
+  assert why == ''
+  np.testing.assert_array_equal(scored.positions, np.arange(21))
+  np.testing.assert_array_equal(scored.probabilities, probabilities)
+  assert scored.named == {4: ('img-0-4', 'data_tfrecord-00000-of-00003.gz:4'),
+                          12: ('img-1-7', 'data_tfrecord-00001-of-00003.gz:7')}
+  assert eval_predictions.read(str(tmp_path / 'none')) is None
+
+  def mismatch(rows, labels=None, names=None):
+    return scoring_lib.evaluators_probabilities(files, eval_predictions.Predictions(
+        sources[rows] if names is None else names,
+        np.zeros(len(rows), np.int64) if labels is None else labels,
+        probabilities[rows]))
+  everything = np.arange(len(sources))
+  assert mismatch(everything[1:]) == (
+      None, 'a record of the split is not among its rows')
+  extra = np.r_[sources, np.array([b'img-9-9'])]
+  assert mismatch(np.r_[everything, 0], names=extra) == (
+      None, 'it has 22 rows for 21 records')
+  assert mismatch(np.r_[everything, 0]) == (
+      None, 'two of its rows name the same source')
+  assert mismatch(everything, labels=np.r_[1, np.zeros(20, np.int64)]) == (
+      None, 'a record\'s label is not the one its row gives')
+  assert mismatch(everything, names=np.full(21, b'')) == (
+      None, 'its rows name no source')
 
 
 def test_scoring_names_the_records_the_model_puts_in_another_class(
@@ -205,6 +251,40 @@ def test_the_trainer_scores_validation_as_the_served_model_does(planted_run):
     row = np.flatnonzero(served.positions == position)[0]
     assert top_two[row, 1] - top_two[row, 0] < 0.04, position
   assert len(set(held_out.named) ^ set(served.named)) <= 1
+
+
+def test_eval_is_scored_by_the_evaluators_run_of_the_served_model(
+    planted_run):
+  # The Evaluator writes its model's probabilities of eval as TFMA scores
+  # them; LabelCheck reads those instead of scoring eval again: they must
+  # be the served model's, and its mistakes the evaluation's.
+  out, _ = planted_run
+  [evaluation] = (out / 'pipeline' / 'Evaluator' / 'evaluation').iterdir()
+  given = eval_predictions.read(str(evaluation))
+  [split] = glob.glob(str(out / 'pipeline/ImageExampleGen/examples/*/'
+                          'Split-eval'))
+  [model] = glob.glob(str(out / 'pipeline/Trainer/model/*/Format-Serving'))
+  files = shards.split_files(split)
+  served = scoring_lib.model_probabilities(
+      scoring_lib.load_signature(model, 'serving_default'), files,
+      'probabilities')
+  evaluators, why = scoring_lib.evaluators_probabilities(files, given)
+  assert why == '' and len(given.labels) == EVAL
+  np.testing.assert_array_equal(evaluators.positions, served.positions)
+  np.testing.assert_array_equal(evaluators.labels, served.labels)
+  np.testing.assert_allclose(evaluators.probabilities, served.probabilities,
+                             atol=1e-5)
+  assert evaluators.named == served.named
+  # The mistakes listed are the confusion matrix's, pair by pair.
+  [uri] = (out / 'pipeline' / 'LabelCheck' / 'suspects').iterdir()
+  pairs = collections.Counter(
+      (r['given'], r['predicted'])
+      for r in label_check_results.read_mistakes(str(uri)))
+  matrix = np.array(tiny_runs.inspect_json(out, 'confusion')['matrix'])
+  assert pairs and pairs == {
+      (given, predicted): matrix[given, predicted]
+      for given, predicted in zip(*np.nonzero(matrix))
+      if given != predicted}
 
 
 def test_a_warm_start_keeps_no_run_of_a_split_labelcheck_cross_fits(
@@ -414,7 +494,7 @@ def planted_run(tmp_path_factory):
 def test_planted_wrong_labels_are_among_the_suspects(planted_run):
   out, planted = planted_run
   result = tiny_runs.inspect_json(out, 'labels')
-  assert result['methods']['eval'] == 'out_of_sample'
+  assert result['methods']['eval'] == 'out_of_sample (by the Evaluator)'
   assert result['methods']['validation'] == (
       'out_of_sample (in the Trainer, by its kept weights)')
   # By default a training split this small is cross-fitted, whole where

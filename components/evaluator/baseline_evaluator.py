@@ -4,6 +4,7 @@ With nothing served yet only the accuracy threshold is checked, and that
 threshold may come from the data. Why and how: docs/serving.md.
 """
 
+import contextlib
 import json
 from typing import Any, Dict, List, Optional
 
@@ -22,6 +23,7 @@ from tfx.utils import path_utils
 from tfx.utils import proto_utils
 
 from components.evaluator import blessing_rule
+from components.evaluator import eval_predictions
 from components import push_once
 from components import served_model
 from components import tfx_workarounds
@@ -165,7 +167,13 @@ class Executor(evaluator_executor.Executor):
     rule = rule_of(input_dict, exec_properties, eval_config)
     blessing_rule.set_threshold(eval_config, rule.threshold)
     logging.info(blessing_rule.RULE_LINE, rule.text)
-    with tfx_workarounds.byte_size_batching():
+    # The eval split's probabilities, for LabelCheck; with earlier spans'
+    # eval too, the rows could not tell the splits apart.
+    evaluated = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
+    writing = (eval_predictions.written_to(artifact_utils.get_single_uri(
+        output_dict[_SPECS.EVALUATION_KEY])) if evaluated == [splits.EVAL]
+               else contextlib.nullcontext())
+    with tfx_workarounds.byte_size_batching(), writing:
       super().Do(input_dict, output_dict, {
           **exec_properties,
           _SPECS.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
@@ -216,6 +224,8 @@ class Evaluator(base_beam_component.BaseBeamComponent):
         examples=examples, model=model, baseline_model=baseline_model,
         eval_config=eval_config,
         example_splits=json.dumps(example_splits),
+        # Its custom_extractors write the eval split's probabilities.
+        module_path=eval_predictions.__name__,
         **{ACCURACY_FROM_DATA_KEY: int(accuracy_threshold_from_data)},
         evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
         blessing=types.Channel(type=standard_artifacts.ModelBlessing)))

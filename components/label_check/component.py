@@ -49,6 +49,8 @@ class LabelCheckSpec(component_spec.ComponentSpec):
           type=standard_artifacts.Model),
       executor.MODEL_RUN_KEY: component_spec.ChannelParameter(
           type=standard_artifacts.ModelRun, optional=True),
+      executor.EVALUATION_KEY: component_spec.ChannelParameter(
+          type=standard_artifacts.ModelEvaluation, optional=True),
       executor.TRANSFORM_GRAPH_KEY: component_spec.ChannelParameter(
           type=standard_artifacts.TransformGraph),
   }
@@ -82,6 +84,9 @@ class LabelCheck(base_component.BaseComponent):
     signature_name, probabilities_key: the model's signature that takes
       serialized Examples, and its output of class probabilities.
     custom_config: handed to `cross_fit_fn` (the Trainer's settings).
+    evaluation: the Evaluator's ModelEvaluation of `model`; the eval
+      split's probabilities written there are read instead of scoring it
+      again.
     train_split: the split the Trainer trained on.
     eval_split: the split always checked whole: its labels judge the model
       that is pushed.
@@ -98,6 +103,7 @@ class LabelCheck(base_component.BaseComponent):
                signature_name: str,
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
+               evaluation: Optional[types.BaseChannel] = None,
                train_split: str = splits.TRAIN,
                eval_split: str = splits.EVAL):
     if folds is not None and (folds < 0 or folds == 1):
@@ -106,7 +112,7 @@ class LabelCheck(base_component.BaseComponent):
                        f'{folds}')
     super().__init__(spec=LabelCheckSpec(
         examples=examples, model=model, model_run=model_run,
-        transform_graph=transform_graph,
+        evaluation=evaluation, transform_graph=transform_graph,
         cross_fit_fn=cross_fit_fn, folds=folds, fold_examples=fold_examples,
         checked_records=checked_records,
         signature_name=signature_name, probabilities_key=probabilities_key,

@@ -24,6 +24,7 @@ from tfx.utils import path_utils
 from components.label_check import scoring
 from components.label_check import suspects
 from records import epoch_probabilities
+from records import eval_predictions
 from records import features
 from records import label_check_results as results
 from records import shards
@@ -31,6 +32,7 @@ from records import shards
 EXAMPLES_KEY = 'examples'
 MODEL_KEY = 'model'
 MODEL_RUN_KEY = 'model_run'
+EVALUATION_KEY = 'evaluation'
 TRANSFORM_GRAPH_KEY = 'transform_graph'
 TRAIN_SPLIT_KEY = 'train_split'
 FOLDS_KEY = 'folds'
@@ -165,6 +167,11 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
   files = split_files(examples, split)
   checked_records = int(exec_properties[CHECKED_RECORDS_KEY])
   if split == exec_properties[EVAL_SPLIT_KEY]:
+    scores = _evaluators_scores(input_dict, files)
+    if scores is not None:
+      return _Scores(*scores[:3], records=len(scores.labels),
+                     method=_method(OUT_OF_SAMPLE, 0, 0, 'by the Evaluator'),
+                     named=scores.named)
     scores = scoring.model_probabilities(serve(), files,
                                          exec_properties[PROBABILITIES_KEY])
     return _Scores(*scores[:3], records=len(scores.labels),
@@ -227,6 +234,23 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
                      f'averaged over {run.epochs} epochs{why}'),
       averaged_over_run=True, seconds_in_trainer=run.seconds,
       named=run.named)
+
+
+def _evaluators_scores(input_dict: Dict[str, List[types.Artifact]],
+                       files: List[str]) -> Optional[scoring.Scored]:
+  """The eval split's probabilities as the Evaluator's run of the same
+  model wrote them, or None where it wrote none that match the split."""
+  if not input_dict.get(EVALUATION_KEY):
+    return None
+  given = eval_predictions.read(artifact_utils.get_single_uri(
+      input_dict[EVALUATION_KEY]))
+  if given is None:
+    return None
+  scores, why = scoring.evaluators_probabilities(files, given)
+  if scores is None:
+    logging.info('LabelCheck: the Evaluator\'s probabilities of eval are '
+                 'not used (%s): the model scores it again.', why)
+  return scores
 
 
 def _trainers_scores(input_dict: Dict[str, List[types.Artifact]],

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.label_check import suspects
+from records import eval_predictions
 from records import features
 from records import shards
 
@@ -153,6 +154,60 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
                   np.zeros((0, 0), np.float32), {})
   return Scored(np.concatenate(positions), np.concatenate(labels),
                 np.concatenate(probabilities), named)
+
+
+def evaluators_probabilities(files: List[str],
+                             given: eval_predictions.Predictions
+                             ) -> Tuple[Optional[Scored], str]:
+  """The Evaluator's rows of the split's records, in the split's order.
+
+  Rows are matched to records by their source feature; the split is read
+  for its sources and labels only.
+
+  Args:
+    files: the split's record files, in order.
+    given: the rows the Evaluator wrote (records/eval_predictions.py).
+
+  Returns:
+    (the scores, '') or, where the rows are not the split's records one to
+    one with the same labels, (None, why).
+  """
+  ordered = np.argsort(given.sources, kind='stable')
+  sources = given.sources[ordered]
+  if not len(sources) or sources[0] == b'':
+    return None, 'its rows name no source'
+  if (sources[1:] == sources[:-1]).any():
+    return None, 'two of its rows name the same source'
+  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+          features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
+  positions, labels, probabilities, named = [], [], [], {}
+  start = 0
+  for shard, index, parsed in shards.placed_batches(files, BATCH_SIZE).map(
+      tf.autograph.experimental.do_not_convert(
+          lambda shard, index, batch: (shard, index, tf.io.parse_example(
+              batch, spec)))).prefetch(1).as_numpy_iterator():
+    batch_sources = parsed[features.SOURCE_KEY]
+    rows = np.minimum(np.searchsorted(sources, batch_sources.astype(np.bytes_)),
+                      len(sources) - 1)
+    if (sources[rows] != batch_sources.astype(np.bytes_)).any():
+      return None, 'a record of the split is not among its rows'
+    rows = ordered[rows]
+    if (given.labels[rows] != parsed[features.LABEL_KEY]).any():
+      return None, 'a record\'s label is not the one its row gives'
+    batch_positions = start + np.arange(len(rows))
+    batch_probabilities = given.probabilities[rows]
+    positions.append(batch_positions)
+    labels.append(parsed[features.LABEL_KEY])
+    probabilities.append(batch_probabilities)
+    named.update(shards.names_of(
+        files, np.flatnonzero(np.argmax(batch_probabilities, axis=1) !=
+                              parsed[features.LABEL_KEY]),
+        batch_positions, shard, index, batch_sources))
+    start += len(rows)
+  if start != len(sources):
+    return None, f'it has {len(sources):,} rows for {start:,} records'
+  return Scored(np.concatenate(positions), np.concatenate(labels),
+                np.concatenate(probabilities), named), ''
 
 
 def _names(split_uri: str, positions: np.ndarray,
