@@ -56,7 +56,8 @@ def test_runs_newest_first_with_the_cached_components_marked(two_runs):
     assert run['started'] <= run['ended'] and run['seconds'] >= 0
   states = {c['node']: c for c in oldest['components']}
   assert all(states[n]['state'] == 'COMPLETE' and not states[n]['cached']
-             for n in DATA_AND_TRAINING + ['Evaluator', 'Pusher'])
+             for n in [*DATA_AND_TRAINING, 'Evaluator', 'LabelCheck',
+                       'Pusher'])
   # Its duration is its execution's, as ML Metadata recorded it.
   [trainer] = mlmd.open_store(str(out)).get_executions_by_id(
       [states['Trainer']['execution_id']])

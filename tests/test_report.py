@@ -111,7 +111,7 @@ def test_the_report_of_a_run_that_trained_and_pushed(two_runs, first_report,
   # The DAG: every component ran, none from the cache.
   nodes = _nodes(page)
   assert set(nodes) == set(DATA_AND_TRAINING) | {
-      'latest_blessed_model_resolver', 'Evaluator', 'Pusher'}
+      'latest_blessed_model_resolver', 'Evaluator', 'LabelCheck', 'Pusher'}
   assert all(state == 'COMPLETE' and not cached
              for state, cached in nodes.values())
   trainer = next(n for n in facts['dag']['nodes'] if n['node'] == 'Trainer')
