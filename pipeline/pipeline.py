@@ -70,16 +70,19 @@ def create_pipeline(
 
   # What the new model must not be worse than.
   baseline = stages.baseline(evaluation.baseline, serving_model_dir, trainer)
+  # LabelCheck reads eval's probabilities from the Evaluator where it
+  # judges the same eval.
+  shared_eval = evaluation.label_check and data.eval_copies != 'drop'
   evaluator = stages.evaluator(
       data_checks.outputs['examples_without_copies']
       if data.eval_copies == 'drop' else examples,  # Eval without its copies.
-      trainer.outputs['model'], baseline.outputs['model'], data, evaluation)
+      trainer.outputs['model'], baseline.outputs['model'], data, evaluation,
+      write_eval_predictions=shared_eval)
   pusher = stages.pusher(trainer.outputs['model'],
                          evaluator.outputs['blessing'], serving_model_dir)
-  # Eval's probabilities are the Evaluator's where it judged the same eval.
-  label_check = stages.label_check(
-      examples, trainer, transform_graph, training, evaluation,
-      evaluator if data.eval_copies != 'drop' else None)
+  label_check = stages.label_check(examples, trainer, transform_graph,
+                                   training, evaluation,
+                                   evaluator if shared_eval else None)
   # As ExampleGen's: Beam in one process for a small input (pipeline/scale.py).
   stages.with_beam_args(infrastructure.analysis_beam_pipeline_args,
                         statistics_gen, data_checks, transform, evaluator)

@@ -320,7 +320,9 @@ def baseline(choice: str, serving_model_dir: str, trainer_node):
 
 
 def evaluator(examples, model, baseline_model, data: DataConfig,
-              evaluation: EvaluationConfig) -> baseline_evaluator.Evaluator:
+              evaluation: EvaluationConfig,
+              write_eval_predictions: bool = False
+              ) -> baseline_evaluator.Evaluator:
   """TFX's Evaluator, which may set the accuracy threshold from the eval
   split's classes (components/evaluator/baseline_evaluator.py).
 
@@ -331,6 +333,8 @@ def evaluator(examples, model, baseline_model, data: DataConfig,
     baseline_model: the model it must be no worse than (baseline()'s).
     data: the input, whose format decides whether the threshold is fixed.
     evaluation: the threshold, and the spans judged on (--judge-window).
+    write_eval_predictions: write the model's probabilities of eval, for
+      LabelCheck.
   """
   accuracy_threshold = evaluation.fixed_accuracy_threshold(data)
   return baseline_evaluator.Evaluator(
@@ -339,7 +343,8 @@ def evaluator(examples, model, baseline_model, data: DataConfig,
       model=model,
       baseline_model=baseline_model,
       eval_config=eval_config(accuracy_threshold),
-      accuracy_threshold_from_data=accuracy_threshold is None)
+      accuracy_threshold_from_data=accuracy_threshold is None,
+      write_eval_predictions=write_eval_predictions)
 
 
 def eval_config(accuracy_threshold: Optional[float]) -> tfma.EvalConfig:

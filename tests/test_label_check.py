@@ -477,6 +477,25 @@ def test_the_check_is_on_by_default_and_a_flag_turns_it_off():
   assert 'LabelCheck' not in ids(knobs.EvaluationConfig(label_check=False))
 
 
+def test_the_evaluator_writes_eval_for_labelcheck_where_both_judge_it():
+  # LabelCheck reads the Evaluator's probabilities of eval where the
+  # Evaluator judges the same eval; else the Evaluator writes none.
+  def nodes(**configs):
+    return {c.id: c for c in pipeline.create_pipeline(
+        'p', 'root', 'data', 'serving', **configs).components}
+  shared = nodes()
+  assert shared['LabelCheck'].inputs['evaluation'] is (
+      shared['Evaluator'].outputs['evaluation'])
+  assert shared['Evaluator'].exec_properties['module_path'] == (
+      'components.evaluator.eval_predictions')
+  for configs in ({'evaluation': knobs.EvaluationConfig(label_check=False)},
+                  {'data': knobs.DataConfig(eval_copies='drop')}):
+    apart = nodes(**configs)
+    assert apart['Evaluator'].exec_properties['module_path'] is None
+    if 'LabelCheck' in apart:
+      assert 'evaluation' not in apart['LabelCheck'].inputs
+
+
 @pytest.fixture(scope='module')
 def planted_run(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('labels')

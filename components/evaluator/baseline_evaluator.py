@@ -207,7 +207,8 @@ class Evaluator(base_beam_component.BaseBeamComponent):
                eval_config: tfma.EvalConfig,
                baseline_model: Optional[types.BaseChannel] = None,
                example_splits: Optional[List[str]] = None,
-               accuracy_threshold_from_data: bool = False):
+               accuracy_threshold_from_data: bool = False,
+               write_eval_predictions: bool = False):
     """Takes TFX's Evaluator's arguments, and one more.
 
     Args:
@@ -219,13 +220,16 @@ class Evaluator(base_beam_component.BaseBeamComponent):
       accuracy_threshold_from_data: whether the executor sets the accuracy
         threshold from the evaluated splits' classes
         (blessing_rule.py). The eval_config then has none.
+      write_eval_predictions: whether it writes the model's probabilities
+        of the eval split beside the evaluation (eval_predictions.py), for
+        LabelCheck.
     """
     super().__init__(spec=EvaluatorSpec(
         examples=examples, model=model, baseline_model=baseline_model,
         eval_config=eval_config,
         example_splits=json.dumps(example_splits),
-        # Its custom_extractors write the eval split's probabilities.
-        module_path=eval_predictions.__name__,
+        module_path=(eval_predictions.__name__ if write_eval_predictions
+                     else None),
         **{ACCURACY_FROM_DATA_KEY: int(accuracy_threshold_from_data)},
         evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
         blessing=types.Channel(type=standard_artifacts.ModelBlessing)))
