@@ -1,7 +1,7 @@
 """The eval split's class probabilities, as the Evaluator's model gave them.
 
 The Evaluator writes them beside its evaluation, a batch a record
-(components/evaluator/eval_predictions.py); LabelCheck reads them instead of
+(components/evaluator/extractors.py); LabelCheck reads them instead of
 scoring the split again. Why: docs/label-check.md#what-it-costs.
 """
 

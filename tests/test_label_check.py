@@ -487,7 +487,7 @@ def test_the_evaluator_writes_eval_for_labelcheck_where_both_judge_it():
   assert shared['LabelCheck'].inputs['evaluation'] is (
       shared['Evaluator'].outputs['evaluation'])
   assert shared['Evaluator'].exec_properties['module_path'] == (
-      'components.evaluator.eval_predictions')
+      'components.evaluator.extractors')
   for configs in ({'evaluation': knobs.EvaluationConfig(label_check=False)},
                   {'data': knobs.DataConfig(eval_copies='drop')}):
     apart = nodes(**configs)

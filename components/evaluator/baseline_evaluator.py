@@ -23,7 +23,7 @@ from tfx.utils import path_utils
 from tfx.utils import proto_utils
 
 from components.evaluator import blessing_rule
-from components.evaluator import eval_predictions
+from components.evaluator import extractors
 from components import push_once
 from components import served_model
 from components import tfx_workarounds
@@ -170,7 +170,7 @@ class Executor(evaluator_executor.Executor):
     # The eval split's probabilities, for LabelCheck; with earlier spans'
     # eval too, the rows could not tell the splits apart.
     evaluated = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
-    writing = (eval_predictions.written_to(artifact_utils.get_single_uri(
+    writing = (extractors.written_to(artifact_utils.get_single_uri(
         output_dict[_SPECS.EVALUATION_KEY])) if evaluated == [splits.EVAL]
                else contextlib.nullcontext())
     with tfx_workarounds.byte_size_batching(), writing:
@@ -221,14 +221,14 @@ class Evaluator(base_beam_component.BaseBeamComponent):
         threshold from the evaluated splits' classes
         (blessing_rule.py). The eval_config then has none.
       write_eval_predictions: whether it writes the model's probabilities
-        of the eval split beside the evaluation (eval_predictions.py), for
+        of the eval split beside the evaluation (extractors.py), for
         LabelCheck.
     """
     super().__init__(spec=EvaluatorSpec(
         examples=examples, model=model, baseline_model=baseline_model,
         eval_config=eval_config,
         example_splits=json.dumps(example_splits),
-        module_path=(eval_predictions.__name__ if write_eval_predictions
+        module_path=(extractors.__name__ if write_eval_predictions
                      else None),
         **{ACCURACY_FROM_DATA_KEY: int(accuracy_threshold_from_data)},
         evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),

@@ -1,7 +1,8 @@
-"""The Evaluator writes the candidate model's probabilities of the eval split.
+"""The Evaluator's TFMA extractors: TFMA's own, and one that writes eval's
+probabilities.
 
-TFX's Evaluator takes TFMA extractors from its module's `custom_extractors`;
-this one is TFMA's defaults plus one that writes each batch's probabilities
+TFX's Evaluator takes them from its module's `custom_extractors`: TFMA's
+defaults plus one that writes the candidate's probabilities of each batch
 as it passes (records/eval_predictions.py), so that LabelCheck does not score
 the split again. Why: docs/label-check.md#what-it-costs.
 """
