@@ -16,6 +16,7 @@ these tests' xdist worker (tests/xdist_groups.py).
 """
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -68,6 +69,7 @@ class Outcome:
   failures: Set[Tuple[str, bool]]
   pushed: int  # The newest PushedModel's `pushed`.
   trainer_states: List[str]
+  eval_scored: str  # How the newest LabelCheck scored eval.
 
 
 def _run_and_look(workspace, *args) -> Outcome:
@@ -84,7 +86,10 @@ def _run_and_look(workspace, *args) -> Outcome:
       failures=_failures(store),
       pushed=_runs_newest(store, 'PushedModel').custom_properties[
           'pushed'].int_value,
-      trainer_states=mlmd.execution_states(store)['Trainer'])
+      trainer_states=mlmd.execution_states(store)['Trainer'],
+      eval_scored=json.loads(_runs_newest(
+          store, 'components.LabelSuspects').custom_properties[
+              'methods'].string_value)['eval'])
 
 
 @pytest.fixture(scope='module')
@@ -185,6 +190,9 @@ def test_3_a_model_worse_than_the_served_one_is_not_pushed(worse_model):
   assert outcome.baselines
   assert outcome.failures == {('sparse_categorical_accuracy', True)}
   assert 'against the last blessed model (worse)' in outcome.result.stdout
+  # Beside the baseline, the Evaluator still wrote its candidate's
+  # probabilities of eval, which LabelCheck read.
+  assert outcome.eval_scored == 'out_of_sample (by the Evaluator)'
   assert outcome.pushed == 0
   assert outcome.served_after == [version]
 
