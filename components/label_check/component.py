@@ -66,7 +66,8 @@ class LabelCheck(base_component.BaseComponent):
   Args:
     examples: the Examples the Trainer read.
     model: the Trainer's Model (its serving signature scores every split
-      but the training one, and validation where `model_run` holds it).
+      but the training one, validation where `model_run` holds it, and
+      eval where `evaluation` holds it).
     model_run: the Trainer's ModelRun. With folds 0 it holds the training
       split's probabilities averaged over the Trainer's epochs, and
       validation's by the kept weights, where it kept them.

@@ -1,8 +1,9 @@
 """LabelCheck's executor: per split, the probabilities that judge its records.
 
 Held-out splits are scored by the Trainer's model (validation in the
-Trainer where it kept them), the training split by cross-fitting or from
-the Trainer's run. Why and how: docs/label-check.md.
+Trainer where it kept them, eval in the Evaluator's pass where it wrote
+them), the training split by cross-fitting or from the Trainer's run. Why
+and how: docs/label-check.md.
 """
 
 import dataclasses
