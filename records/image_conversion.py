@@ -15,8 +15,9 @@ from records import features
 # The formats of image folders, by name: those Pillow decodes (GIF: its
 # first frame; TIFF: its first page; HEIC/HEIF, an iPhone's photos: with
 # pi-heif, which applies their HEIF rotation and resets their EXIF
-# orientation, as the HEIF format says; AVIF, as browsers and phones save
-# it: Pillow's own decoder, which gives its rotation as an EXIF orientation).
+# orientation, as the HEIF format says; AVIF, as web pages and some phones
+# save it: Pillow's own decoder, which gives its rotation as an EXIF
+# orientation).
 IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
                     '.tiff', '.heic', '.heif', '.avif')
 

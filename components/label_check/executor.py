@@ -171,7 +171,8 @@ def _score_split(split: str, input_dict: Dict[str, List[types.Artifact]],
     scores = _evaluators_scores(input_dict, files)
     if scores is not None:
       return _Scores(*scores[:3], records=len(scores.labels),
-                     method=_method(OUT_OF_SAMPLE, 0, 0, 'by the Evaluator'),
+                     method=_method(OUT_OF_SAMPLE, len(scores.labels),
+                                    len(scores.labels), 'by the Evaluator'),
                      named=scores.named)
     scores = scoring.model_probabilities(serve(), files,
                                          exec_properties[PROBABILITIES_KEY])

@@ -21,6 +21,11 @@ MISTAKES_LISTED = 10_000
 
 # Records per call of the model.
 BATCH_SIZE = shards.SAMPLE_BATCH
+# What a split is read for besides its images: each record's label and
+# source (records written before records named their source read as '').
+_LABEL_AND_SOURCE = {
+    features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+    features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
 
 
 def read_records(files: List[str], checked_buckets: int = shards.BUCKETS,
@@ -125,12 +130,10 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
     checked_buckets: the sample's buckets (records/shards.py); all of them
       by default, every record.
   """
-  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
-          features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
 
   @tf.autograph.experimental.do_not_convert
   def score(batch_positions, shard, index, batch):
-    parsed = tf.io.parse_example(batch, spec)
+    parsed = tf.io.parse_example(batch, _LABEL_AND_SOURCE)
     return (batch_positions, shard, index, parsed[features.LABEL_KEY],
             parsed[features.SOURCE_KEY],
             tf.cast(serve(batch)[probabilities_key], tf.float32))
@@ -178,18 +181,16 @@ def evaluators_probabilities(files: List[str],
     return None, 'its rows name no source'
   if (sources[1:] == sources[:-1]).any():
     return None, 'two of its rows name the same source'
-  spec = {features.LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
-          features.SOURCE_KEY: tf.io.FixedLenFeature([], tf.string, b'')}
   positions, labels, probabilities, named = [], [], [], {}
   start = 0
   for shard, index, parsed in shards.placed_batches(files, BATCH_SIZE).map(
       tf.autograph.experimental.do_not_convert(
           lambda shard, index, batch: (shard, index, tf.io.parse_example(
-              batch, spec)))).prefetch(1).as_numpy_iterator():
+              batch, _LABEL_AND_SOURCE)))).prefetch(1).as_numpy_iterator():
     batch_sources = parsed[features.SOURCE_KEY]
-    rows = np.minimum(np.searchsorted(sources, batch_sources.astype(np.bytes_)),
-                      len(sources) - 1)
-    if (sources[rows] != batch_sources.astype(np.bytes_)).any():
+    wanted = batch_sources.astype(np.bytes_)
+    rows = np.minimum(np.searchsorted(sources, wanted), len(sources) - 1)
+    if (sources[rows] != wanted).any():
       return None, 'a record of the split is not among its rows'
     rows = ordered[rows]
     if (given.labels[rows] != parsed[features.LABEL_KEY]).any():
