@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+import apache_beam as beam
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
@@ -452,3 +453,27 @@ def test_a_group_of_shards_gives_each_its_signatures_and_names_a_bad_one(
   with pytest.raises(ValueError, match=re.escape(paths[1]) +
                      ': cannot read its records as images'):
     shard_signatures.write_shards(group, str(work), geometry, 'raw')
+
+
+@pytest.mark.parametrize('args, workers', [
+    ([], 1),
+    (['--direct_running_mode=in_memory', '--direct_num_workers=1'], 1),
+    (['--direct_running_mode=multi_processing', '--direct_num_workers=3'], 3),
+    (['--direct_running_mode=multi_processing', '--direct_num_workers=0'],
+     os.cpu_count()),
+    (list(constants.BEAM_PIPELINE_ARGS), os.cpu_count()),
+    (['--runner=PortableRunner', '--job_endpoint=localhost:1'],
+     os.cpu_count()),
+])
+def test_small_shards_are_grouped_for_the_workers_beam_runs(
+    args, workers, tmp_path):
+  # One group per worker Beam runs the signatures on: in memory, one group,
+  # so one reader and one trace; a runner it cannot count, one per core.
+  options = beam.Pipeline(argv=args).options
+  assert data_checks_executor.beam_workers(options) == workers
+  paths = []
+  for number in range(8):
+    paths.append(str(tmp_path / f'shard-{number}.gz'))
+    with open(paths[-1], 'wb') as f:
+      f.write(bytes(1000))
+  assert len(shard_signatures.groups(paths, workers)) == min(8, workers)

@@ -11,6 +11,9 @@ import tempfile
 from typing import Any, Dict, List, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import (DirectOptions,  # pylint: disable=g-multiple-import
+                                                  PipelineOptions,
+                                                  StandardOptions)
 import numpy as np
 import tensorflow as tf
 import threadpoolctl
@@ -40,6 +43,8 @@ CARRIED_PROPERTIES = frozenset((
     features.CLASS_NAMES_PROPERTY, features.GEOMETRY_CHOICE_PROPERTY,
     'payload_format', 'file_format', 'span', 'version', 'tfx_version',
     'spans'))
+# The runner names that mean Beam's DirectRunner (None: the default).
+_DIRECT_RUNNERS = (None, 'DirectRunner', 'SwitchingDirectRunner')
 # Pairs the console names (those across splits first).
 SHOWN_PAIRS = 3
 
@@ -188,7 +193,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline
            | 'Shards' >> beam.Create(shard_signatures.groups(
-               [path for _, path in entries], at_least=os.cpu_count() or 1))
+               [path for _, path in entries],
+               at_least=beam_workers(pipeline.options)))
            | 'Spread' >> beam.Reshuffle()
            | 'Signatures' >> beam.Map(shard_signatures.write_shards,
                                       work_dir, geometry, encoding))
@@ -228,6 +234,22 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     _record(output, pairs, split, split_names, flags, held_out,
             small['label'])
     return held_out
+
+
+def beam_workers(options: PipelineOptions) -> int:
+  """The workers a pipeline of `options` runs on: one for the DirectRunner
+  in memory, its workers otherwise; a core each for other runners.
+
+  Each group of shards costs a tf.data trace and a reader: no more groups
+  than workers to run them.
+  """
+  cores = os.cpu_count() or 1
+  if options.view_as(StandardOptions).runner not in _DIRECT_RUNNERS:
+    return cores
+  direct = options.view_as(DirectOptions)
+  if direct.direct_running_mode == 'in_memory':
+    return 1
+  return direct.direct_num_workers or cores
 
 
 def _join_small(shards: Shards, work_dir: str) -> Dict[str, np.ndarray]:
