@@ -255,6 +255,27 @@ def test_os_files_are_left_out_and_listed(tmp_path):
     assert json.load(f) == listed
 
 
+def test_a_zip_made_on_a_mac_gives_no_macosx_class(tmp_path):
+  # macOS puts a __MACOSX/ folder of AppleDouble files in the zips it makes:
+  # unpacked beside the split folders, or beside the class folders.
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data))
+  for path in (data / '__MACOSX' / 'train' / 'cat' / '._0.png',
+               data / 'train' / '__MACOSX' / 'dog' / '._1.png'):
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'\x00\x05\x16\x07 not an image')
+  examples = run_executor(data, tmp_path / 'out', ImageExampleGenOptions(
+      input_format='images', num_shards=2))
+  assert features.decode_class_names(examples.get_string_custom_property(
+      features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
+  assert len(examples_io.read_split(examples.uri, 'train')) == 12
+  assert len(examples_io.read_split(examples.uri, 'eval')) == 6
+  listed = json.loads(examples.get_string_custom_property(
+      features.OS_FILES_LIST_PROPERTY))
+  assert [s['path'] for s in listed] == [
+      str(data / 'train' / '__MACOSX' / 'dog')]
+
+
 def test_image_folder_without_os_files_says_none(tmp_path):
   datasets.write_image_folder(str(tmp_path / 'in'), per_class={'train': 1,
                                                                'eval': 1})

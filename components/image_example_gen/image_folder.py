@@ -27,8 +27,9 @@ from records import image_conversion
 
 IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # Files Windows writes into folders of pictures (thumbnail caches, folder
-# settings), compared case-insensitively. Hidden dot-files need no list.
-OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini')
+# settings), and the folder of AppleDouble files that macOS puts in the zips
+# it makes, compared case-insensitively. Hidden dot-files need no list.
+OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini', '__macosx')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
 # Pillow resizes in two steps: a whole-factor reduction while the image
 # stays this many times the target, then bilinear. A JPEG is decoded already
