@@ -90,8 +90,8 @@ def summary_text(properties: Dict[str, Any]) -> str:
     parts.append(f'{len(names)} classes: {shown}')
   if features.OS_FILES_PROPERTY in properties:
     parts.append(_left_out(
-        f'{properties[features.OS_FILES_PROPERTY]:,} hidden or OS files left '
-        f'out (not images, all in {features.OS_FILES_FILE})',
+        f'{properties[features.OS_FILES_PROPERTY]:,} hidden, OS or sidecar '
+        f'files left out (not images, all in {features.OS_FILES_FILE})',
         [f['path'] for f in properties[features.OS_FILES_LIST_PROPERTY]]))
   if features.SKIPPED_IMAGES_PROPERTY in properties:
     parts.append(_left_out(

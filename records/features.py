@@ -62,8 +62,8 @@ SKIPPED_IMAGES_PROPERTY = 'skipped_images'
 SKIPPED_IMAGES_LIST_PROPERTY = 'skipped_images_list'
 SKIPPED_IMAGES_FILE = 'skipped_images.json'
 
-# Hidden and OS metadata files found among an image folder's images
-# (.DS_Store, Thumbs.db, ._name AppleDouble files...) and left out: their
+# Hidden, OS and sidecar metadata files found among an image folder's images
+# (.DS_Store, Thumbs.db, ._name AppleDouble files, .xmp...) and left out: their
 # number, a JSON list of the first ones ({split, path}) and, when there are
 # any, the full list in a JSON file next to the splits.
 OS_FILES_PROPERTY = 'os_files_left_out'

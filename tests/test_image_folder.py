@@ -239,7 +239,9 @@ def test_palette_and_16_bit_grey_are_converted():
     ('train/cat/desktop.ini', True), ('train/cat/.hidden.png', True),
     ('train/.ipynb_checkpoints/0.png', True), ('train/cat/0.png', False),
     ('train/cat/notes.txt', False), ('train/cat/Thumbs.db.png', False),
-    ('train/__MACOSX/cat', True), ('__MACOSX/train', True)])
+    ('train/__MACOSX/cat', True), ('__MACOSX/train', True),
+    ('train/cat/0.jpg.json', True), ('train/cat/0.XMP', True),
+    ('train/cat/IMG_0001.AAE', True), ('train/cat/0.json.png', False)])
 def test_os_files_are_recognised(path, is_os_file):
   assert image_folder.is_os_file(path) == is_os_file
 

@@ -75,8 +75,8 @@ def test_image_folder_as_people_have_them(tmp_path):
                '--image-size', '16x16', '--channels', '3',
                '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
   assert result.returncode == 0
-  assert ('left out 3 hidden or OS metadata files (not images), listed in '
-          'os_files_left_out.json') in result.stdout
+  assert ('left out 3 hidden, OS or sidecar metadata files (not images), '
+          'listed in os_files_left_out.json') in result.stdout
   assert f'  {data}/train/cat/.DS_Store' in result.stdout
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
                                    'Examples')
@@ -99,7 +99,7 @@ def test_image_folder_as_people_have_them(tmp_path):
                                         'eval/fish/Thumbs.db')}
   text = tiny_runs.inspect(tmp_path / 'out', 'artifacts', '--type',
                            'Examples').stdout
-  assert '3 hidden or OS files left out' in text
+  assert '3 hidden, OS or sidecar files left out' in text
   assert 'Thumbs.db' in text
 
 

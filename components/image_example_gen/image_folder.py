@@ -30,6 +30,9 @@ IMAGE_EXTENSIONS = image_conversion.IMAGE_EXTENSIONS
 # settings), and the folder of AppleDouble files that macOS puts in the zips
 # it makes, compared case-insensitively. Hidden dot-files need no list.
 OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini', '__macosx')
+# Metadata that photo apps write beside each image: Google Takeout's JSON,
+# Lightroom's and darktable's XMP, the edits of an iPhone photo (AAE).
+SIDECAR_EXTENSIONS = ('.json', '.xmp', '.aae')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
 # Pillow resizes in two steps: a whole-factor reduction while the image
 # stays this many times the target, then bilinear. A JPEG is decoded already
@@ -55,11 +58,13 @@ _MAX_LISTED = 100
 
 def _is_os_name(path: str) -> bool:
   name = os.path.basename(path.rstrip('/'))
-  return name.startswith('.') or name.lower() in OS_FILE_NAMES
+  return (name.startswith('.') or name.lower() in OS_FILE_NAMES or
+          name.lower().endswith(SIDECAR_EXTENSIONS))
 
 
 def is_os_file(path: str) -> bool:
-  """Whether `path` is a hidden or OS metadata file, or in a hidden folder."""
+  """Whether `path` is a hidden, OS or sidecar metadata file, or in a hidden
+  or OS folder."""
   return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
@@ -402,7 +407,7 @@ def record_os_files(examples: standard_artifacts.Examples,
   examples.set_string_custom_property(features.OS_FILES_LIST_PROPERTY,
                                       json.dumps(left_out[:_MAX_LISTED]))
   if left_out:
-    logging.info('Left out %d hidden or OS metadata files, e.g. %s',
+    logging.info('Left out %d hidden, OS or sidecar metadata files, e.g. %s',
                  len(left_out), left_out[0]['path'])
     with tf.io.gfile.GFile(
         os.path.join(examples.uri, features.OS_FILES_FILE), 'w') as f:
