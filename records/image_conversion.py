@@ -39,11 +39,20 @@ def convert(image: Image.Image, mode: str) -> Image.Image:
 
 
 def _to_mode(image: Image.Image, mode: str) -> Image.Image:
-  """`image` in PIL mode 'L' or 'RGB', whatever mode it was decoded in."""
+  """`image` in PIL mode 'L' or 'RGB', whatever mode it was decoded in.
+
+  Raises:
+    ValueError: floating-point pixels, whose range the file does not say.
+  """
+  if image.mode == 'F':
+    # Pillow would clip them at 0 and 255: images of 0..1 would turn black.
+    raise ValueError('32-bit floating-point pixels, whose range the file '
+                     'does not say: save it with 8- or 16-bit pixels')
   if image.mode in ('I;16', 'I;16B', 'I;16L', 'I'):
-    # Pillow's own conversion clips 16-bit values at 255: scale instead.
-    image = Image.fromarray(
-        (np.asarray(image, dtype=np.uint32) >> 8).astype(np.uint8), 'L')
+    # Pillow's own conversion clips 16-bit values at 255: scale instead (a
+    # 32-bit image as 16-bit values, as scientific cameras save them).
+    image = Image.fromarray((np.clip(np.asarray(image, dtype=np.int64), 0,
+                                     65535) >> 8).astype(np.uint8), 'L')
   if 'transparency' in image.info or image.mode in ('PA', 'LA', 'La'):
     image = image.convert('RGBA')  # Palette or colour-key transparency too.
   if image.mode in ('RGBA', 'RGBa'):

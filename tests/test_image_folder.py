@@ -233,6 +233,20 @@ def test_palette_and_16_bit_grey_are_converted():
   assert set(np.frombuffer(raw, np.uint8)) == {40000 >> 8}
 
 
+def test_32_bit_images_keep_their_high_bits_or_are_refused():
+  # A 32-bit integer TIFF of 16-bit values (a scientific camera's): its 8
+  # high bits of 16, clipped; a float TIFF says no range: refused, named.
+  deep = np.array([[-5, 0], [40000, 70000]], np.int32)
+  raw = image_folder.decode_image('d/c/deep.tif', _encode(deep, 'TIFF'),
+                                  features.ImageGeometry(2, 2, 1))
+  assert np.frombuffer(raw, np.uint8).tolist() == [0, 0, 40000 >> 8, 255]
+  unit = np.full((2, 2), 0.5, np.float32)
+  with pytest.raises(InputDataError, match=r'd/c/unit\.tif: .*floating-point '
+                     'pixels'):
+    image_folder.decode_image('d/c/unit.tif', _encode(unit, 'TIFF'),
+                              features.ImageGeometry(2, 2, 1))
+
+
 @pytest.mark.parametrize('path, is_os_file', [
     ('train/cat/.DS_Store', True), ('train/cat/._0.png', True),
     ('train/cat/Thumbs.db', True), ('train/cat/thumbs.db', True),
