@@ -4,6 +4,7 @@ import argparse
 import glob
 import json
 import os
+import unicodedata
 
 import numpy as np
 import pytest
@@ -278,6 +279,28 @@ def test_a_zip_made_on_a_mac_gives_no_macosx_class(tmp_path):
       features.OS_FILES_LIST_PROPERTY))
   assert [s['path'] for s in listed] == [
       str(data / 'train' / '__MACOSX' / 'dog')]
+
+
+def test_an_accented_class_is_one_class_in_either_unicode_form(tmp_path):
+  # macOS may write 'café' decomposed (NFD), Linux composed (NFC): a train/
+  # unzipped from a Mac and an eval/ made on Linux name one class.
+  composed = unicodedata.normalize('NFC', 'café')
+  decomposed = unicodedata.normalize('NFD', 'café')
+  data = tmp_path / 'in'
+  datasets.write_image_folder(str(data), classes=(decomposed, 'thé'),
+                              per_class={'train': 4})
+  datasets.write_image_folder(str(data), classes=(composed, 'thé'),
+                              per_class={'eval': 2})
+  for given in (None, [decomposed, 'thé']):
+    examples = run_executor(data, tmp_path / f'out-{given is None}',
+                            ImageExampleGenOptions(input_format='images',
+                                                   num_shards=1,
+                                                   class_names=given))
+    assert features.decode_class_names(examples.get_string_custom_property(
+        features.CLASS_NAMES_PROPERTY)) == [composed, 'thé']
+    for split, count in (('train', 4), ('eval', 2)):
+      labels = [r['label'] for r in examples_io.read_split(examples.uri, split)]
+      assert sorted(labels) == [0] * count + [1] * count
 
 
 def test_image_folder_without_os_files_says_none(tmp_path):

@@ -3,6 +3,7 @@
 import collections
 import dataclasses
 import os
+import unicodedata
 from typing import Dict, List, Optional, Sequence
 
 from tfx.proto import example_gen_pb2
@@ -56,8 +57,8 @@ def _check_layout(patterns: Dict[str, str]) -> None:
 def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
                    hash_split: bool) -> None:
   train = splits.TRAIN if splits.TRAIN in files else next(iter(files))
-  present = {split: collections.Counter(os.path.basename(os.path.dirname(p))
-                                        for p in split_files)
+  present = {split: collections.Counter(
+      image_folder.class_name(os.path.dirname(p)) for p in split_files)
              for split, split_files in files.items()}
   train_dir = (_data_dir(next(iter(patterns.values()))) if hash_split
                else _data_dir(patterns[train]))
@@ -154,8 +155,9 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
         _data_dir(patterns[splits.VALIDATION]),
         'a validation folder, but --validation-percent 0 asks for no '
         'validation split: remove the folder or the flag')
-  names = list(class_names or
-               image_folder.discover_class_names(patterns.values()))
+  # Given names in the form class folders are read in (image_folder.class_name).
+  names = [unicodedata.normalize('NFC', name) for name in class_names or
+           image_folder.discover_class_names(patterns.values())]
   if len(names) < 2:
     raise InputDataError(
         input_base,

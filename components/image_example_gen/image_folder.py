@@ -9,6 +9,7 @@ import json
 import os
 import re
 import struct
+import unicodedata
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import warnings
 
@@ -68,6 +69,13 @@ def is_os_file(path: str) -> bool:
   return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
+def class_name(folder: str) -> str:
+  """The class a class folder names: its name in Unicode NFC, so that the
+  forms macOS and Linux may write an accented name in (NFD, NFC) name one
+  class."""
+  return unicodedata.normalize('NFC', os.path.basename(folder.rstrip('/')))
+
+
 def class_dirs(split_pattern: str) -> List[str]:
   """The class folders of one split (<split>/*/*), hidden folders apart."""
   parent_pattern = os.path.dirname(split_pattern)
@@ -87,7 +95,7 @@ def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
   """Sorted union of the class folder names over all splits."""
   names = set()
   for pattern in split_patterns:
-    names.update(os.path.basename(d.rstrip('/')) for d in class_dirs(pattern))
+    names.update(class_name(d) for d in class_dirs(pattern))
   return sorted(names)
 
 
@@ -116,7 +124,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
         split_dir, 'no class folders found (expected '
         f'{split_dir}/<class_name>/<image>{"|".join(IMAGE_EXTENSIONS)})')
   for d in dirs:
-    name = os.path.basename(d.rstrip('/'))
+    name = class_name(d)
     if name not in class_names:
       raise InputDataError(
           d, f'class folder {name!r} is not one of the configured class '
@@ -135,7 +143,7 @@ def check_split(split_pattern: str, class_names: Sequence[str]) -> List[str]:
 
 def label_of(path: str, class_names: Sequence[str]) -> int:
   """The label of an image: the index of its class folder's name."""
-  return class_names.index(os.path.basename(os.path.dirname(path)))
+  return class_names.index(class_name(os.path.dirname(path)))
 
 
 def check_file(path: str, size: int) -> None:
