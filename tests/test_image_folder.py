@@ -1,6 +1,7 @@
 """Decoding single images to the configured geometry, and bad image files."""
 
 import io
+import re
 
 import numpy as np
 from PIL import ExifTags, Image
@@ -245,6 +246,23 @@ def test_32_bit_images_keep_their_high_bits_or_are_refused():
                      'pixels'):
     image_folder.decode_image('d/c/unit.tif', _encode(unit, 'TIFF'),
                               features.ImageGeometry(2, 2, 1))
+
+
+def test_a_folder_inside_a_class_folder_is_named_as_one(tmp_path):
+  # Refused as a folder, not as a file that is not an image; one named like
+  # an image, when reading it fails.
+  def message(nested):
+    return f'^{re.escape(str(nested))}: a folder inside a class folder'
+  for name in ('2019', 'old.jpg'):
+    nested = tmp_path / 'train' / 'cat' / name
+    nested.mkdir(parents=True)
+    assert re.match(message(nested), str(image_folder.unreadable(
+        str(nested), IsADirectoryError(str(nested)))))
+  year = tmp_path / 'train' / 'cat' / '2019'
+  with pytest.raises(InputDataError, match=message(year)):
+    image_folder.check_file(str(year), 4096)
+  assert str(image_folder.unreadable('d/c/gone.png', OSError('no such file'))
+             ) == 'd/c/gone.png: cannot read file: no such file'
 
 
 @pytest.mark.parametrize('path, is_os_file', [

@@ -143,6 +143,7 @@ def test_anomalies_stop_the_run_and_say_why(stopped_run):
      'class range 0..2 (first: label 3 of record 3)'),
     ('images', 'corrupt', 'train/dog/2.png: cannot decode image'),
     ('images', 'not_image', 'train/cat/notes.txt: not an image file'),
+    ('images', 'nested', 'train/cat/2019: a folder inside a class folder'),
     ('images', 'unreadable', "train/fish: cannot read class folder 'fish'"),
 ])
 def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
@@ -164,6 +165,10 @@ def test_bad_input_fails_cleanly(tmp_path, layout, damage, message):
     path.write_bytes(path.read_bytes()[:50])
   elif damage == 'not_image':
     (data / 'train' / 'cat' / 'notes.txt').write_text('shot on a Tuesday')
+  elif damage == 'nested':  # A photo library's folder of a year.
+    (data / 'train' / 'cat' / '2019').mkdir()
+    (data / 'train' / 'cat' / '0.png').rename(
+        data / 'train' / 'cat' / '2019' / '0.png')
   elif damage == 'unreadable':
     (data / 'train' / 'fish').chmod(0)
 

@@ -49,7 +49,7 @@ def _header(path: str, max_pixels: Optional[int]) -> Tuple[Tuple[int, int],
     with tf.io.gfile.GFile(path, 'rb') as f:
       data = f.read()
   except tf.errors.OpError as e:
-    raise InputDataError(path, f'cannot read file: {e}') from e
+    raise image_folder.unreadable(path, e) from e
   with image_folder.open_image(path, data, max_pixels) as image:
     width, height = image.size
     try:

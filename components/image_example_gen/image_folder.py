@@ -146,13 +146,25 @@ def label_of(path: str, class_names: Sequence[str]) -> int:
   return class_names.index(class_name(os.path.dirname(path)))
 
 
+def unreadable(path: str, error: Exception) -> InputDataError:
+  """The error of a file that could not be read, naming a folder as such."""
+  if tf.io.gfile.isdir(path):
+    return InputDataError(
+        path, 'a folder inside a class folder: images are read from the class '
+        'folder itself, not from folders within it; move its images up into '
+        'the class folder, or remove it')
+  return InputDataError(path, f'cannot read file: {error}')
+
+
 def check_file(path: str, size: int) -> None:
   """Refuses a file of `size` bytes that cannot be an image by name or size.
 
   Raises:
-    InputDataError: no IMAGE_EXTENSIONS ending, or 0 bytes.
+    InputDataError: a folder, no IMAGE_EXTENSIONS ending, or 0 bytes.
   """
   if not path.lower().endswith(IMAGE_EXTENSIONS):
+    if tf.io.gfile.isdir(path):
+      raise unreadable(path, IsADirectoryError(path))
     raise InputDataError(
         path, f'not an image file (expected one of {", ".join(IMAGE_EXTENSIONS)}, '
         'in any case)')
@@ -305,7 +317,7 @@ class Decoder:
       with tf.io.gfile.GFile(path, 'rb') as f:
         data = f.read()
     except (IOError, tf.errors.OpError) as e:
-      raise InputDataError(path, f'cannot read file: {e}') from e
+      raise unreadable(path, e) from e
     return features.make_example(
         decode_image(path, data, self._geometry, self._max_pixels),
         self._geometry, label_of(path, self._class_names), self._encoding,
