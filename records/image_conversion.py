@@ -17,9 +17,9 @@ from records import features
 # pi-heif, which applies their HEIF rotation and resets their EXIF
 # orientation, as the HEIF format says; AVIF, as web pages and some phones
 # save it: Pillow's own decoder, which gives its rotation as an EXIF
-# orientation).
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif',
-                    '.tiff', '.heic', '.heif', '.avif')
+# orientation; JFIF: a JPEG as browsers on Windows save it).
+IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.jfif', '.bmp', '.gif', '.webp',
+                    '.tif', '.tiff', '.heic', '.heif', '.avif')
 
 pi_heif.register_heif_opener()
 

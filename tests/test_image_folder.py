@@ -248,6 +248,14 @@ def test_32_bit_images_keep_their_high_bits_or_are_refused():
                               features.ImageGeometry(2, 2, 1))
 
 
+def test_a_jfif_file_is_read_as_the_jpeg_it_is():
+  # Browsers on Windows save JPEGs as .jfif.
+  jpeg = _encode(np.full((8, 8, 3), (200, 40, 10), np.uint8), 'JPEG')
+  geometry = features.ImageGeometry(8, 8, 3)
+  assert image_folder.decode_image('d/c/saved.JFIF', jpeg, geometry) == (
+      image_folder.decode_image('d/c/saved.jpg', jpeg, geometry))
+
+
 def test_a_folder_inside_a_class_folder_is_named_as_one(tmp_path):
   # Refused as a folder, not as a file that is not an image; one named like
   # an image, when reading it fails.

@@ -493,6 +493,8 @@ _FOLDER_FILES = [
     # Pillow writes the rotation as AVIF's own (irot), as phones do.
     ('photo.avif', _PORTRAIT, 'AVIF', _ROTATED),
     ('grey.avif', _smooth(40, 25, 1), 'AVIF', {}),
+    # A JPEG as a browser on Windows saves it.
+    ('saved.jfif', _PORTRAIT, 'JPEG', _ROTATED),
 ]
 
 
