@@ -62,10 +62,11 @@ SKIPPED_IMAGES_PROPERTY = 'skipped_images'
 SKIPPED_IMAGES_LIST_PROPERTY = 'skipped_images_list'
 SKIPPED_IMAGES_FILE = 'skipped_images.json'
 
-# Hidden, OS and sidecar metadata files found among an image folder's images
-# (.DS_Store, Thumbs.db, ._name AppleDouble files, .xmp...) and left out: their
-# number, a JSON list of the first ones ({split, path}) and, when there are
-# any, the full list in a JSON file next to the splits.
+# Hidden, OS and sidecar files found among an image folder's images
+# (.DS_Store, Thumbs.db, ._name AppleDouble files, .xmp, a Live Photo's
+# .mov...) and left out: their number, a JSON list of the first ones
+# ({split, path}) and, when there are any, the full list in a JSON file next
+# to the splits.
 OS_FILES_PROPERTY = 'os_files_left_out'
 OS_FILES_LIST_PROPERTY = 'os_files_left_out_list'
 OS_FILES_FILE = 'os_files_left_out.json'

@@ -172,7 +172,7 @@ def _suspects(artifact) -> str:
 
 def _left_out(props, shown: int = 5) -> List[str]:
   """What ExampleGen left out of the records: the images it could not read
-  (--skip-bad-images), the hidden, OS and sidecar metadata files of image
+  (--skip-bad-images), the hidden, OS and sidecar files of image
   folders."""
   lines = []
   for count_key, list_key, head, line in (
@@ -181,8 +181,7 @@ def _left_out(props, shown: int = 5) -> List[str]:
        f'{features.SKIPPED_IMAGES_FILE}',
        lambda f: f'{f["path"]}: {f["reason"]}'),
       (features.OS_FILES_PROPERTY, features.OS_FILES_LIST_PROPERTY,
-       'left out {} hidden, OS or sidecar metadata files (not images), '
-       'listed in '
+       'left out {} hidden, OS or sidecar files (not images), listed in '
        f'{features.OS_FILES_FILE}', lambda f: f['path'])):
     count = props.get(count_key, 0)
     # A run with --skip-bad-images says so even when nothing was skipped.

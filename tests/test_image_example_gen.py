@@ -241,7 +241,9 @@ def test_os_files_are_left_out_and_listed(tmp_path):
             # Sidecars: Google Takeout, Lightroom, an iPhone's edits.
             data / 'train' / 'cat' / '0.png.json',
             data / 'train' / 'dog' / '1.xmp',
-            data / 'eval' / 'fish' / 'IMG_0001.AAE']
+            data / 'eval' / 'fish' / 'IMG_0001.AAE',
+            # A Live Photo's video beside its image (train/cat/0.png).
+            data / 'train' / 'cat' / '0.MOV']
   for path in litter:
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(b'\x00\x05\x16\x07 not an image')
@@ -251,7 +253,7 @@ def test_os_files_are_left_out_and_listed(tmp_path):
   assert len(examples_io.read_split(examples.uri, 'eval')) == 6
   assert features.decode_class_names(examples.get_string_custom_property(
       features.CLASS_NAMES_PROPERTY)) == ['cat', 'dog', 'fish']
-  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 8
+  assert examples.get_int_custom_property(features.OS_FILES_PROPERTY) == 9
   listed = json.loads(examples.get_string_custom_property(
       features.OS_FILES_LIST_PROPERTY))
   assert sorted((s['split'], s['path']) for s in listed) == sorted(

@@ -248,6 +248,16 @@ def test_32_bit_images_keep_their_high_bits_or_are_refused():
                               features.ImageGeometry(2, 2, 1))
 
 
+def test_a_video_is_left_out_only_beside_an_image_of_its_name():
+  # A Live Photo's .MOV or a motion photo's .mp4 goes with its image; a
+  # video alone stays, to stop the run as a file that is not an image.
+  files, left_out = image_folder.sort_out([
+      'c/IMG_1.HEIC', 'c/IMG_1.MOV', 'c/PXL_2.jpg', 'c/pxl_2.mp4',
+      'c/clip.mp4', 'd/IMG_1.MOV', 'c/.DS_Store'])
+  assert files == ['c/IMG_1.HEIC', 'c/PXL_2.jpg', 'c/clip.mp4', 'd/IMG_1.MOV']
+  assert left_out == ['c/IMG_1.MOV', 'c/pxl_2.mp4', 'c/.DS_Store']
+
+
 def test_a_jfif_file_is_read_as_the_jpeg_it_is():
   # Browsers on Windows save JPEGs as .jfif.
   jpeg = _encode(np.full((8, 8, 3), (200, 40, 10), np.uint8), 'JPEG')

@@ -75,8 +75,8 @@ def test_image_folder_as_people_have_them(tmp_path):
                '--image-size', '16x16', '--channels', '3',
                '--output-dir', str(tmp_path / 'out'), ONE_PROCESS, *TO_GATE)
   assert result.returncode == 0
-  assert ('left out 3 hidden, OS or sidecar metadata files (not images), '
-          'listed in os_files_left_out.json') in result.stdout
+  assert ('left out 3 hidden, OS or sidecar files (not images), listed in '
+          'os_files_left_out.json') in result.stdout
   assert f'  {data}/train/cat/.DS_Store' in result.stdout
   [examples] = mlmd.live_artifacts(mlmd.open_store(str(tmp_path / 'out')),
                                    'Examples')

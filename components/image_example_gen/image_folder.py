@@ -34,6 +34,10 @@ OS_FILE_NAMES = ('thumbs.db', 'ehthumbs.db', 'desktop.ini', '__macosx')
 # Metadata that photo apps write beside each image: Google Takeout's JSON,
 # Lightroom's and darktable's XMP, the edits of an iPhone photo (AAE).
 SIDECAR_EXTENSIONS = ('.json', '.xmp', '.aae')
+# The video half of a Live Photo (an iPhone's .mov) or of a motion photo
+# (Google Takeout's .mp4): left out where an image of the same name is
+# beside it, a sidecar too.
+COMPANION_VIDEO_EXTENSIONS = ('.mov', '.mp4')
 _PIL_MODES = {1: 'L', 3: 'RGB'}
 # Pillow resizes in two steps: a whole-factor reduction while the image
 # stays this many times the target, then bilinear. A JPEG is decoded already
@@ -65,7 +69,7 @@ def _is_os_name(path: str) -> bool:
 
 def is_os_file(path: str) -> bool:
   """Whether `path` is a hidden, OS or sidecar metadata file, or in a hidden
-  or OS folder."""
+  or OS folder (sort_out leaves out companion videos too)."""
   return _is_os_name(path) or _is_os_name(os.path.dirname(path.rstrip('/')))
 
 
@@ -84,11 +88,22 @@ def class_dirs(split_pattern: str) -> List[str]:
 
 
 def list_split(split_pattern: str) -> Tuple[List[str], List[str]]:
-  """(image candidates, OS files) of a split's class folders, each sorted."""
-  files, os_files = [], []
-  for path in sorted(tf.io.gfile.glob(split_pattern)):
-    (os_files if is_os_file(path) else files).append(path)
-  return files, os_files
+  """(image candidates, files left out) of a split's class folders, each
+  sorted."""
+  return sort_out(sorted(tf.io.gfile.glob(split_pattern)))
+
+
+def sort_out(paths: Sequence[str]) -> Tuple[List[str], List[str]]:
+  """(image candidates, files left out) of `paths`: hidden, OS and sidecar
+  files, and videos beside an image of their name (companion videos)."""
+  stems = {os.path.splitext(path)[0].lower() for path in paths
+           if path.lower().endswith(IMAGE_EXTENSIONS)}
+  files, left_out = [], []
+  for path in paths:
+    companion = (path.lower().endswith(COMPANION_VIDEO_EXTENSIONS) and
+                 os.path.splitext(path)[0].lower() in stems)
+    (left_out if companion or is_os_file(path) else files).append(path)
+  return files, left_out
 
 
 def discover_class_names(split_patterns: Iterable[str]) -> List[str]:
@@ -419,7 +434,8 @@ def record_skipped(examples: standard_artifacts.Examples,
 
 def record_os_files(examples: standard_artifacts.Examples,
                     split_patterns: Iterable[Tuple[str, str]]) -> None:
-  """Lists the OS files of each (split name, pattern) on `examples`."""
+  """Lists the files left out of each (split name, pattern) on `examples`:
+  list_split's hidden, OS and sidecar files."""
   left_out = [{'split': name, 'path': path}
               for name, pattern in sorted(split_patterns)
               for path in list_split(pattern)[1]]
@@ -427,7 +443,7 @@ def record_os_files(examples: standard_artifacts.Examples,
   examples.set_string_custom_property(features.OS_FILES_LIST_PROPERTY,
                                       json.dumps(left_out[:_MAX_LISTED]))
   if left_out:
-    logging.info('Left out %d hidden, OS or sidecar metadata files, e.g. %s',
+    logging.info('Left out %d hidden, OS or sidecar files, e.g. %s',
                  len(left_out), left_out[0]['path'])
     with tf.io.gfile.GFile(
         os.path.join(examples.uri, features.OS_FILES_FILE), 'w') as f:

@@ -41,15 +41,18 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
     split_records = 0
     # {SPAN}, {SPAN:4}, {VERSION}, {YYYY}...: any span, version or date.
     pattern = re.sub(r'\{[A-Z]+(:\d+)?\}', '*', split.pattern)
-    for path in sorted(glob.glob(os.path.join(input_base, pattern))):
-      if not os.path.isfile(path):
-        continue
+    paths = [path for path in sorted(glob.glob(os.path.join(input_base,
+                                                            pattern)))
+             if os.path.isfile(path)]
+    if input_format != 'idx':
+      paths = image_folder.sort_out(paths)[0]
+    for path in paths:
       if input_format == 'idx':
         header = idx.read_header(path)
         if len(header.shape) > 1:  # Images, not labels.
           split_records += header.count
           size += header.data_size
-      elif not image_folder.is_os_file(path):
+      else:
         split_records += 1
         size += os.path.getsize(path)
     records += split_records
