@@ -39,6 +39,21 @@ def records(files: Any, compression: str = GZIP,
                                  num_parallel_reads=parallel_reads)
 
 
+def without_autotuning(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """Returns `dataset` with tf.data's autotuning off, for a reader read to
+  its end whose parallelism is set.
+
+  Deleting an autotuned dataset's iterator can wait for tf.data's autotuning
+  thread, up to about a second (TensorFlow 2.16; BENCHMARKS.md, "MNIST time
+  to accuracy", its notes); a reader made once a pass pays it once a pass.
+  A map's AUTOTUNE parallelism then stays at tf.data's default, a thread per
+  core.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return dataset.with_options(options)
+
+
 def interleaved_batches(files: Sequence[str], batch_size: int,
                         cycle_length: Optional[int] = None,
                         compression: str = GZIP) -> tf.data.Dataset:

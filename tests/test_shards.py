@@ -44,3 +44,20 @@ def test_labels_are_counted_over_every_file(tmp_path):
            _write(tmp_path / '1.gz', [_example(1)])]
   assert shards.label_counts(files, features.LABEL_KEY).tolist() == [1, 1, 0, 2]
   assert shards.label_counts([], features.LABEL_KEY).tolist() == []
+
+
+def test_a_reader_without_autotuning_reads_the_same_records(tmp_path):
+  # tf.data's option that its autotuning thread hangs on (records/shards.py
+  # says why): if TensorFlow renames it, this fails.
+  files = [_write(tmp_path / f'{n}.gz', [b'%d-%d' % (n, i) for i in range(5)])
+           for n in range(2)]
+  tuned = shards.numbered_batches(files, 2).map(
+      lambda index, batch: (index, tf.strings.length(batch)),
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+  untuned = shards.without_autotuning(tuned)
+  assert tuned.options().autotune.enabled is not False
+  assert untuned.options().autotune.enabled is False
+  assert [(i, list(n)) for i, n in untuned.as_numpy_iterator()] == [
+      (i, list(n)) for i, n in tuned.as_numpy_iterator()] == [
+          (0, [3, 3]), (0, [3, 3]), (0, [3]), (1, [3, 3]), (1, [3, 3]),
+          (1, [3])]

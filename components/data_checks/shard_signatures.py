@@ -137,8 +137,9 @@ def _batches(paths: List[str], geometry: features.ImageGeometry,
     return (index, decode.decode_images(parsed, geometry, encoding),
             parsed[features.LABEL_KEY], parsed[features.SOURCE_KEY])
 
-  for index, images, labels, sources in shards.numbered_batches(
-      paths, BATCH_SIZE).map(parse).prefetch(_PREFETCH):
+  for index, images, labels, sources in shards.without_autotuning(
+      shards.numbered_batches(paths, BATCH_SIZE).map(parse).prefetch(
+          _PREFETCH)):
     yield (int(index), images.numpy(), labels.numpy(),
            sources.numpy().astype(np.bytes_))
 
