@@ -307,11 +307,13 @@ def checked_blocks(files: List[str], records: int, checked_records: int,
 
   sample = shards.sampled_batches(
       files, shards.sample_buckets(records, checked_records))
-  return ((sample.cache() if cache else sample)
-          .map(tf.autograph.experimental.do_not_convert(
-              lambda positions, shard, index, block: (
-                  positions, shard, index, *parse(block))),
-               num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+  blocks = ((sample.cache() if cache else sample)
+            .map(tf.autograph.experimental.do_not_convert(
+                lambda positions, shard, index, block: (
+                    positions, shard, index, *parse(block))),
+                 num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+  # Read to its end once a pass: see shards.without_autotuning.
+  return shards.without_autotuning(blocks)
 
 
 def scoring_stride(planned_epochs: int) -> int:
