@@ -118,6 +118,39 @@ class Scored(NamedTuple):
   named: Dict[int, Tuple[str, str]]
 
 
+class _Collected:
+  """A split's scored batches as they pass, and the names of the records
+  whose most probable class is not their label: the split is not read
+  again for them."""
+
+  def __init__(self, files: List[str]):
+    self._files = files
+    self._parts: List[Tuple[np.ndarray, ...]] = []
+    self.named: Dict[int, Tuple[str, str]] = {}
+    self.count = 0
+
+  def add(self, positions: np.ndarray, shard: np.ndarray, index: np.ndarray,
+          sources: np.ndarray, labels: np.ndarray,
+          probabilities: np.ndarray) -> None:
+    """Keeps a batch: its records' positions, places, sources, labels and
+    probabilities."""
+    self._parts.append((positions, labels, probabilities))
+    self.named.update(shards.names_of(
+        self._files, np.flatnonzero(np.argmax(probabilities, axis=1) !=
+                                    labels),
+        positions, shard, index, sources))
+    self.count += len(labels)
+
+  def scored(self) -> Scored:
+    """The batches kept, as one Scored."""
+    if not self._parts:
+      return Scored(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    np.zeros((0, 0), np.float32), {})
+    positions, labels, probabilities = (np.concatenate(part)
+                                        for part in zip(*self._parts))
+    return Scored(positions, labels, probabilities, self.named)
+
+
 def model_probabilities(serve: Callable[..., Any], files: List[str],
                         probabilities_key: str,
                         checked_buckets: int = shards.BUCKETS) -> Scored:
@@ -139,24 +172,14 @@ def model_probabilities(serve: Callable[..., Any], files: List[str],
             tf.cast(serve(batch)[probabilities_key], tf.float32))
 
   # The model runs in the input pipeline, so the next batch is read while
-  # it scores this one. The names of the records it puts in another class
-  # are kept as they pass: the split is not read again for them.
-  positions, labels, probabilities, named = [], [], [], {}
+  # it scores this one.
+  collected = _Collected(files)
   for (batch_positions, shard, index, batch_labels, sources,
        batch_probabilities) in read_records(files, checked_buckets).map(
            score).prefetch(1).as_numpy_iterator():
-    positions.append(batch_positions)
-    labels.append(batch_labels)
-    probabilities.append(batch_probabilities)
-    named.update(shards.names_of(
-        files, np.flatnonzero(
-            np.argmax(batch_probabilities, axis=1) != batch_labels),
-        batch_positions, shard, index, sources))
-  if not labels:
-    return Scored(np.zeros(0, np.int64), np.zeros(0, np.int64),
-                  np.zeros((0, 0), np.float32), {})
-  return Scored(np.concatenate(positions), np.concatenate(labels),
-                np.concatenate(probabilities), named)
+    collected.add(batch_positions, shard, index, sources, batch_labels,
+                  batch_probabilities)
+  return collected.scored()
 
 
 def evaluators_probabilities(files: List[str],
@@ -181,12 +204,13 @@ def evaluators_probabilities(files: List[str],
     return None, 'its rows name no source'
   if (sources[1:] == sources[:-1]).any():
     return None, 'two of its rows name the same source'
-  positions, labels, probabilities, named = [], [], [], {}
-  start = 0
-  for shard, index, parsed in shards.placed_batches(files, BATCH_SIZE).map(
+  collected = _Collected(files)
+  for batch_positions, shard, index, parsed in read_records(files).map(
       tf.autograph.experimental.do_not_convert(
-          lambda shard, index, batch: (shard, index, tf.io.parse_example(
-              batch, _LABEL_AND_SOURCE)))).prefetch(1).as_numpy_iterator():
+          lambda positions, shard, index, batch: (
+              positions, shard, index,
+              tf.io.parse_example(batch, _LABEL_AND_SOURCE)))
+  ).prefetch(1).as_numpy_iterator():
     batch_sources = parsed[features.SOURCE_KEY]
     wanted = batch_sources.astype(np.bytes_)
     rows = np.minimum(np.searchsorted(sources, wanted), len(sources) - 1)
@@ -195,20 +219,12 @@ def evaluators_probabilities(files: List[str],
     rows = ordered[rows]
     if (given.labels[rows] != parsed[features.LABEL_KEY]).any():
       return None, 'a record\'s label is not the one its row gives'
-    batch_positions = start + np.arange(len(rows))
-    batch_probabilities = given.probabilities[rows]
-    positions.append(batch_positions)
-    labels.append(parsed[features.LABEL_KEY])
-    probabilities.append(batch_probabilities)
-    named.update(shards.names_of(
-        files, np.flatnonzero(np.argmax(batch_probabilities, axis=1) !=
-                              parsed[features.LABEL_KEY]),
-        batch_positions, shard, index, batch_sources))
-    start += len(rows)
-  if start != len(sources):
-    return None, f'it has {len(sources):,} rows for {start:,} records'
-  return Scored(np.concatenate(positions), np.concatenate(labels),
-                np.concatenate(probabilities), named), ''
+    collected.add(batch_positions, shard, index, batch_sources,
+                  parsed[features.LABEL_KEY], given.probabilities[rows])
+  if collected.count != len(sources):
+    return None, (f'it has {len(sources):,} rows for {collected.count:,} '
+                  'records')
+  return collected.scored(), ''
 
 
 def _names(split_uri: str, positions: np.ndarray,
