@@ -3,7 +3,6 @@
 import collections
 import dataclasses
 import os
-import unicodedata
 from typing import Dict, List, Optional, Sequence
 
 from tfx.proto import example_gen_pb2
@@ -155,8 +154,7 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
         _data_dir(patterns[splits.VALIDATION]),
         'a validation folder, but --validation-percent 0 asks for no '
         'validation split: remove the folder or the flag')
-  # Given names in the form class folders are read in (image_folder.class_name).
-  names = [unicodedata.normalize('NFC', name) for name in class_names or
+  names = [image_folder.class_name(name) for name in class_names or
            image_folder.discover_class_names(patterns.values())]
   if len(names) < 2:
     raise InputDataError(

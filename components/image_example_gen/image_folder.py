@@ -74,9 +74,9 @@ def is_os_file(path: str) -> bool:
 
 
 def class_name(folder: str) -> str:
-  """The class a class folder names: its name in Unicode NFC, so that the
-  forms macOS and Linux may write an accented name in (NFD, NFC) name one
-  class."""
+  """The class a class folder (or a class name given) names: its name in
+  Unicode NFC, so that the forms macOS and Linux may write an accented name
+  in (NFD, NFC) name one class."""
   return unicodedata.normalize('NFC', os.path.basename(folder.rstrip('/')))
 
 

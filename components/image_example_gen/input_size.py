@@ -44,17 +44,15 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
     paths = [path for path in sorted(glob.glob(os.path.join(input_base,
                                                             pattern)))
              if os.path.isfile(path)]
-    if input_format != 'idx':
-      paths = image_folder.sort_out(paths)[0]
-    for path in paths:
-      if input_format == 'idx':
-        header = idx.read_header(path)
+    if input_format == 'idx':
+      for header in map(idx.read_header, paths):
         if len(header.shape) > 1:  # Images, not labels.
           split_records += header.count
           size += header.data_size
-      else:
-        split_records += 1
-        size += os.path.getsize(path)
+    else:  # The images ExampleGen reads: not what it leaves out.
+      images = image_folder.sort_out(paths)[0]
+      split_records += len(images)
+      size += sum(map(os.path.getsize, images))
     records += split_records
     # The classes layout's one split is mostly train, once split.
     if split.name in (splits.TRAIN, folder_layout.ALL_SPLIT):
