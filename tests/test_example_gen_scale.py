@@ -91,6 +91,9 @@ def test_execution_mode_and_statistics_sampling_follow_the_input_size(
   datasets.write_idx_dataset(str(tmp_path / 'idx'), {'train': 30, 't10k': 10})
   datasets.write_image_folder(str(tmp_path / 'images'),
                               per_class={'train': 2, 'eval': 1})
+  # A sidecar and a Live Photo's video: left out, so neither counted.
+  for litter in ('0.png.json', '0.MOV'):
+    (tmp_path / 'images' / 'train' / 'cat' / litter).write_bytes(bytes(5000))
   idx_size = scale.measure(str(tmp_path / 'idx'), 'idx')
   # The pixels the headers declare, not the gzipped bytes on disk.
   assert (idx_size.records, idx_size.train_records, idx_size.bytes) == (
@@ -99,7 +102,8 @@ def test_execution_mode_and_statistics_sampling_follow_the_input_size(
   assert (folder_size.records, folder_size.train_records) == (9, 6)
   assert folder_size.bytes == sum(
       os.path.getsize(os.path.join(root, name))
-      for root, _, names in os.walk(tmp_path / 'images') for name in names)
+      for root, _, names in os.walk(tmp_path / 'images') for name in names
+      if name.endswith(('.png', '.jpg')))
 
   for size in (idx_size, folder_size):
     assert scale.example_gen_beam_args(size) == list(
