@@ -23,7 +23,6 @@ from pipeline import constants
 from pipeline import scale
 from pipeline import tfrecord_crc
 from records import features
-from records import splits
 from tests import transform_analysis
 
 OPTIONS = pipeline_options.PipelineOptions
@@ -71,7 +70,7 @@ def main(argv=None) -> int:
       __doc__.split('\n\n')[0], argv, 'beam-recomputation-bench-')
   tfrecord_crc.use_google_crc32c()  # As in a run.
   every_split = os.path.join(examples.uri, 'Split-*', '*.gz')
-  train = os.path.join(examples.uri, f'Split-{splits.TRAIN}', '*.gz')
+  train = os.path.join(examples.uri, f'Split-{features.TRAIN_SPLIT}', '*.gz')
   # As a local run's StatisticsGen and Transform get them at this size.
   beam_args = (list(scale.ANALYSIS_IN_MEMORY_BEAM_ARGS)
                + list(constants.LOCAL_BEAM_PIPELINE_ARGS))

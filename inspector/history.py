@@ -19,13 +19,12 @@ from records import artifact_files
 from records import csv_cells
 from records import features
 from records import serving_model
-from records import splits
 
 # What the window of spans records: the spans an Examples artifact holds, a
 # JSON list beside the single `span`.
 SPANS_PROPERTY = 'spans'
 # The split whose label distribution the drift compares.
-DRIFT_SPLIT = splits.TRAIN
+DRIFT_SPLIT = features.TRAIN_SPLIT
 CSV_COLUMNS = ('run', 'started', 'state', 'outcome', 'spans', 'records',
                'accuracy', 'served_accuracy', 'model', 'served_model',
                'blessed', 'pushed', 'already_served', 'start',

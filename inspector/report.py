@@ -19,11 +19,11 @@ from metadata import queries
 from metadata.store import InspectError
 from records import csv_cells
 from records import data_check_results as data_checks_results
+from records import features
 from records import serving_model
-from records import splits
 
 SAMPLES_PER_CLASS = 8
-SAMPLES_SPLIT = splits.TRAIN
+SAMPLES_SPLIT = features.TRAIN_SPLIT
 NOT_RUN = 'NOT RUN'  # The state of a component of the DAG the run never got to.
 # The list of every input file, beside the page (the page names a few).
 FILES_LIST_SUFFIX = '-files.csv'
@@ -409,7 +409,7 @@ def mistakes_part(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
                  for r in p['rows']]
   # One split: LabelCheck lists the mistakes of the split it evaluates.
   split, count = next(iter(found['counts'].items()),
-                      (splits.EVAL, found['listed']))
+                      (features.EVAL_SPLIT, found['listed']))
   return {'status': 'ok', 'run': run.name, 'suspects': found['suspects'],
           'split': split, 'count': count, 'listed': found['listed'],
           'pairs': shown, 'more_pairs': len(pairs) - len(shown),

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from metadata import queries
 from metadata.store import InspectError
 from records import artifact_files
-from records import splits as split_names
+from records import features
 
 
 def epoch_curves(model_run: queries.Artifact) -> Dict[str, Any]:
@@ -67,8 +67,8 @@ def settings(trainer: queries.Execution) -> Dict[str, Any]:
           'train_steps': train_args.get('num_steps'),
           'eval_steps': eval_args.get('num_steps'),
           # TFX's defaults where the args name none.
-          'train_splits': train_args.get('splits') or [split_names.TRAIN],
-          'eval_splits': eval_args.get('splits') or [split_names.EVAL]}
+          'train_splits': train_args.get('splits') or [features.TRAIN_SPLIT],
+          'eval_splits': eval_args.get('splits') or [features.EVAL_SPLIT]}
 
 
 def splits(model: queries.Artifact) -> Dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any, Dict
 from metadata import queries
 from metadata.store import InspectError
 from records import artifact_files
-from records import splits
+from records import features
 from modules.training import tuning
 
 TUNER = 'Tuner'
@@ -67,7 +67,7 @@ def trials(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
       'seconds': producer.seconds, 'tuned_in_run': producer.run,
       'objective': tuning.OBJECTIVE,
       # TFX's default where the args name none.
-      'scored_on': (eval_args.get('splits') or [splits.EVAL])[0],
+      'scored_on': (eval_args.get('splits') or [features.EVAL_SPLIT])[0],
       'best_hyperparameters': {'id': best.id, 'uri': best.uri,
                                'values': winner},
       'tuner_results': {'id': results.id, 'uri': results.uri},

@@ -27,7 +27,7 @@ from modules.training.config import VALIDATION_SPLIT_KEY, TrainingConfig
 from modules.training.input_pipeline import (TrainerData, read_data,  # pylint: disable=g-multiple-import
                                              split_files_for)
 from modules.training.plan import Run
-from records import splits
+from records import features
 
 
 def run_fn(fn_args: FnArgs) -> None:
@@ -84,7 +84,7 @@ def run_fn(fn_args: FnArgs) -> None:
                                            start.warm))
   clock.lap('model and input')
   trained = fit_lib.train_model(run, fit, backbone)
-  if fit.scored and data.validation not in (None, splits.EVAL):
+  if fit.scored and data.validation not in (None, features.EVAL_SPLIT):
     # The eval split is scored by the served model, which the Evaluator
     # judges (its mistakes are the confusion matrix's).
     fit.scored.write_held_out(
@@ -108,7 +108,8 @@ def run_fn(fn_args: FnArgs) -> None:
     export.export_tflite(model, data.geometry, data.transform_output,
                          data.sample_record, data.class_names,
                          run.outputs.serving_model_dir,
-                         split_files_for(fn_args.train_files, splits.EVAL))
+                         split_files_for(fn_args.train_files,
+                                         features.EVAL_SPLIT))
     clock.lap('TensorFlow Lite')
   run.outputs.remove_temporary()
   clock.log()

@@ -39,7 +39,6 @@ from pipeline.knobs import (LAST_BLESSED, SERVED, DataConfig,  # pylint: disable
 from records import features
 from records import model_blessing
 from records.serving_model import PROBABILITIES, SERVING_SIGNATURE
-from records import splits
 
 
 def example_gen(data_root, data: DataConfig,
@@ -121,12 +120,13 @@ def transform(examples, schema) -> ImageTransform:
 
 def validation_split(validation_percent: int) -> Optional[str]:
   """The validation split's name, None without one."""
-  return splits.VALIDATION if validation_percent else None
+  return features.VALIDATION_SPLIT if validation_percent else None
 
 
 def train_args(num_steps: Optional[int]) -> trainer_pb2.TrainArgs:
   """Returns TrainArgs of the training split, for `num_steps` steps."""
-  return trainer_pb2.TrainArgs(splits=[splits.TRAIN], num_steps=num_steps)
+  return trainer_pb2.TrainArgs(splits=[features.TRAIN_SPLIT],
+                               num_steps=num_steps)
 
 
 def eval_args(validation_percent: int,
@@ -143,7 +143,7 @@ def eval_args(validation_percent: int,
     num_steps: evaluation steps; None: the whole split.
   """
   return trainer_pb2.EvalArgs(
-      splits=[validation_split(validation_percent) or splits.EVAL],
+      splits=[validation_split(validation_percent) or features.EVAL_SPLIT],
       num_steps=num_steps)
 
 

@@ -10,7 +10,7 @@ from typing import Dict, Iterator, List
 
 from records import artifact_files
 from records import csv_cells
-from records import splits
+from records import features
 
 # DataChecks' output: its artifact, which holds these files.
 OUTPUT_KEY = 'data_checks'
@@ -97,4 +97,5 @@ def json_property(artifact, name: str):
 def held_out_lines(held_out: Dict[str, Dict[str, float]]) -> List[str]:
   """One line per split of the `held_out_copies` property, for a person."""
   return [f'{split}: {int(info["images"]):,} images ({info["share"]:.2%}) '
-          f'with a copy in {splits.TRAIN}' for split, info in held_out.items()]
+          f'with a copy in {features.TRAIN_SPLIT}'
+          for split, info in held_out.items()]

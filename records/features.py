@@ -1,4 +1,4 @@
-"""The one place that defines the Examples format and image geometry.
+"""The one place that defines the Examples format: features, splits, geometry.
 
 Everyone imports the feature keys from here, so none is spelled twice.
 The format: docs/input-data.md#the-examples-format.
@@ -24,6 +24,15 @@ PIXEL_RANGE_KEYS = (PIXEL_MIN_KEY, PIXEL_MAX_KEY)
 DATA_CHECK_KEYS = (*PIXEL_RANGE_KEYS, SOURCE_KEY)
 FEATURE_KEYS = (IMAGE_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, LABEL_KEY,
                 *PIXEL_RANGE_KEYS, SOURCE_KEY)
+
+# The splits of the Examples ImageExampleGen writes.
+TRAIN_SPLIT = 'train'
+# Carved out of train (--validation-percent), or a folder of its own.
+VALIDATION_SPLIT = 'validation'
+EVAL_SPLIT = 'eval'
+# Of a window of spans, the older spans' eval: the newest span's alone is
+# judged by default (docs/schedule.md).
+EARLIER_EVAL_SPLIT = 'earlier_eval'
 
 # Class names travel with the data twice: as a custom property of the Examples
 # artifact (visible in ML Metadata) and as a vocabulary file next to the

@@ -288,7 +288,7 @@ def test_the_tfrecord_check_sees_code_not_words(tmp_path):
 
 # The split names' one home; the dataset tools in data/ write input folders
 # by their conventional names, as a person would.
-_SPLITS_HOME = os.path.join('records', 'splits.py')
+_SPLITS_HOME = os.path.join('records', 'features.py')
 _NOT_SPLITS = {
     # Keras' TensorBoard log folders, not splits.
     (os.path.join('inspector', 'trainer_run.py'), 'train'),
@@ -297,8 +297,9 @@ _NOT_SPLITS = {
 
 def _split_names_spelled(path):
   """(line, name) of each string in `path` that is a split's name."""
-  from records import splits  # pylint: disable=g-import-not-at-top
-  names = {splits.TRAIN, splits.VALIDATION, splits.EVAL, splits.EARLIER_EVAL}
+  from records import features  # pylint: disable=g-import-not-at-top
+  names = {features.TRAIN_SPLIT, features.VALIDATION_SPLIT, features.EVAL_SPLIT,
+           features.EARLIER_EVAL_SPLIT}
   with open(path) as f:
     tree = ast.parse(f.read(), path)
   for node in ast.walk(tree):
@@ -306,7 +307,7 @@ def _split_names_spelled(path):
       yield node.lineno, node.value
 
 
-def test_split_names_are_spelled_in_records_splits_only():
+def test_split_names_are_spelled_in_records_features_only():
   found = []
   for part in sorted(ALLOWED):
     if part == 'data':
@@ -316,7 +317,7 @@ def test_split_names_are_spelled_in_records_splits_only():
       found += [f'{where}:{line} {name!r}'
                 for line, name in _split_names_spelled(path)
                 if where != _SPLITS_HOME and (where, name) not in _NOT_SPLITS]
-  assert not found, ('take split names from records/splits.py:\n' +
+  assert not found, ('take split names from records/features.py:\n' +
                      '\n'.join(found))
 
 

@@ -29,7 +29,7 @@ from tests.absl_lines import absl_lines
 from tests import datasets
 from tests import examples_io
 from tests import mlmd
-from records import splits
+from records import features
 
 PATTERN = 'span-{SPAN}'
 
@@ -56,7 +56,7 @@ def test_idx_window_reads_the_newest_spans_eval_apart(tmp_path):
                   validation_percent=10)
 
   assert json.loads(examples.split_names) == [
-      'train', 'validation', 'eval', splits.EARLIER_EVAL]
+      'train', 'validation', 'eval', features.EARLIER_EVAL_SPLIT]
   assert examples.get_int_custom_property('span') == 4
   assert json.loads(examples.get_string_custom_property('spans')) == [2, 4]
   counts = {split: len(examples_io.read_split(examples.uri, split))

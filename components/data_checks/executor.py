@@ -32,7 +32,6 @@ from records import csv_cells
 from records import data_check_results as results
 from records import features
 from records import shards
-from records import splits
 
 EXAMPLES_KEY = 'examples'
 WITHOUT_COPIES_KEY = 'examples_without_copies'
@@ -334,9 +333,9 @@ def held_out_copies(pairs: matching.Pairs, split: np.ndarray,
     split: each image's split, a number into `split_names`.
     split_names: the splits' names.
   """
-  if splits.TRAIN not in split_names:
+  if features.TRAIN_SPLIT not in split_names:
     return {}
-  train = split_names.index(splits.TRAIN)
+  train = split_names.index(features.TRAIN_SPLIT)
   first_split, second_split = split[pairs.first], split[pairs.second]
   return {name: np.unique(np.concatenate([
       pairs.second[(first_split == train) & (second_split == number)],

@@ -30,7 +30,6 @@ from components import tfx_workarounds
 from components.image_example_gen import span_window
 from records import features
 from records import model_blessing
-from records import splits
 
 # 1: set the accuracy threshold from the eval split's classes.
 ACCURACY_FROM_DATA_KEY = 'accuracy_threshold_from_data'
@@ -46,8 +45,8 @@ def judged_splits(whole_window: bool) -> List[str]:
   They are the newest span's eval, and with `whole_window` the earlier
   spans' eval of a span window too.
   """
-  return [splits.EVAL, *(
-      [splits.EARLIER_EVAL] if whole_window else [])]
+  return [features.EVAL_SPLIT, *(
+      [features.EARLIER_EVAL_SPLIT] if whole_window else [])]
 
 
 def present_splits(input_dict: Dict[str, List[types.Artifact]],
@@ -59,7 +58,7 @@ def present_splits(input_dict: Dict[str, List[types.Artifact]],
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   present = artifact_utils.decode_split_names(examples.split_names)
   evaluated = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
-                         'null') or [splits.EVAL]
+                         'null') or [features.EVAL_SPLIT]
   kept = [split for split in evaluated if split in present] or evaluated
   return {**exec_properties, _SPECS.EXAMPLE_SPLITS_KEY: json.dumps(kept)}
 
@@ -81,7 +80,7 @@ def judged_line(input_dict: Dict[str, List[types.Artifact]],
               for uri in artifact_utils.get_split_uris([examples], split)]
   records = int(blessing_rule.count_labels(patterns,
                                            features.LABEL_KEY).sum())
-  if splits.EARLIER_EVAL in evaluated:
+  if features.EARLIER_EVAL_SPLIT in evaluated:
     return (f'judges on the eval splits of spans '
             f'{", ".join(map(str, spans))} ({records:,} records), the '
             'whole window (--judge-window)')
@@ -115,7 +114,7 @@ def rule_of(input_dict: Dict[str, List[types.Artifact]],
     return blessing_rule.fixed(threshold)
   [examples] = input_dict[_SPECS.EXAMPLES_KEY]
   evaluated = json.loads(exec_properties.get(_SPECS.EXAMPLE_SPLITS_KEY) or
-                         'null') or [splits.EVAL]
+                         'null') or [features.EVAL_SPLIT]
   patterns = [io_utils.all_files_pattern(uri) for split in evaluated
               for uri in artifact_utils.get_split_uris([examples], split)]
   names = examples.get_string_custom_property(features.CLASS_NAMES_PROPERTY)
@@ -171,7 +170,8 @@ class Executor(evaluator_executor.Executor):
     # eval too, the rows could not tell the splits apart.
     evaluated = json.loads(exec_properties[_SPECS.EXAMPLE_SPLITS_KEY])
     writing = (extractors.written_to(artifact_utils.get_single_uri(
-        output_dict[_SPECS.EVALUATION_KEY])) if evaluated == [splits.EVAL]
+        output_dict[_SPECS.EVALUATION_KEY]))
+               if evaluated == [features.EVAL_SPLIT]
                else contextlib.nullcontext())
     with tfx_workarounds.byte_size_batching(), writing:
       super().Do(input_dict, output_dict, {

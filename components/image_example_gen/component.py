@@ -11,7 +11,7 @@ from components.image_example_gen import driver
 from components.image_example_gen import executor
 from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
-from records import splits
+from records import features
 
 
 def default_input_config(input_format: str,
@@ -34,9 +34,10 @@ def default_input_config(input_format: str,
     return folder_layout.input_config(layout, span_dir_pattern)
   prefix = folder_layout.span_prefix(span_dir_pattern)
   return example_gen_pb2.Input(splits=[
-      example_gen_pb2.Input.Split(name=splits.TRAIN,
+      example_gen_pb2.Input.Split(name=features.TRAIN_SPLIT,
                                   pattern=prefix + 'train-*'),
-      example_gen_pb2.Input.Split(name=splits.EVAL, pattern=prefix + 't10k-*')])
+      example_gen_pb2.Input.Split(name=features.EVAL_SPLIT,
+                                  pattern=prefix + 't10k-*')])
 
 
 class ImageExampleGen(FileBasedExampleGen):

@@ -35,7 +35,6 @@ from components.image_example_gen import tfrecord_sink
 from components.image_example_gen.options import ImageExampleGenOptions
 from records import features
 from records import shards
-from records import splits
 
 @dataclasses.dataclass(frozen=True)
 class _Part:
@@ -115,20 +114,20 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
                                        options.png_min_pixels)
   names = [split.name for split in input_config.splits]
   carve_idx = bool(options.validation_percent and not hash_split and
-                   splits.TRAIN in names and
-                   splits.VALIDATION not in names)
+                   features.TRAIN_SPLIT in names and
+                   features.VALIDATION_SPLIT not in names)
   split_names = example_gen_utils.generate_output_split_names(
       input_config, output_config)
   if carve_idx:
-    split_names.insert(split_names.index(splits.TRAIN) + 1,
-                       splits.VALIDATION)
-  if len(window) > 1 and splits.EVAL in split_names:
-    split_names.append(splits.EARLIER_EVAL)
+    split_names.insert(split_names.index(features.TRAIN_SPLIT) + 1,
+                       features.VALIDATION_SPLIT)
+  if len(window) > 1 and features.EVAL_SPLIT in split_names:
+    split_names.append(features.EARLIER_EVAL_SPLIT)
   _log_start(geometry, encoding, class_names)
   outputs = [output for _, _, output, _ in inputs]
   parts = []
   for i, (span, split, output, pattern) in enumerate(inputs):
-    carve = carve_idx and split.name == splits.TRAIN
+    carve = carve_idx and split.name == features.TRAIN_SPLIT
     idx.log_split(files[pattern], class_names)
     name = f'{span.folder}/{split.name}' if span.folder else split.name
     parts.append(_Part(
@@ -136,7 +135,7 @@ def _plan_idx(options: ImageExampleGenOptions, input_base: str,
         source=idx.Reader(files[pattern], encoding, input_base,
                           options.validation_percent if carve else 0),
         work=idx.shard_ranges(files[pattern][0].count, options.num_shards),
-        outputs=[output] + ([splits.VALIDATION] if carve else []),
+        outputs=[output] + ([features.VALIDATION_SPLIT] if carve else []),
         first_shard=outputs[:i].count(output) * options.num_shards,
         total_shards=outputs.count(output) * options.num_shards))
   return dict(class_names=class_names, geometry=geometry, encoding=encoding,
@@ -222,12 +221,13 @@ def _plan(exec_properties: Dict[str, Any], examples_uri: str) -> _Plan:
 
 def _check_validation_written(examples_channel: List[Any], plan: _Plan) -> None:
   """Refuses a carved IDX validation split that came out empty."""
-  uri = artifact_utils.get_split_uri(examples_channel, splits.VALIDATION)
+  uri = artifact_utils.get_split_uri(examples_channel,
+                                     features.VALIDATION_SPLIT)
   files = sorted(tf.io.gfile.glob(os.path.join(uri, '*.gz')))
   if not files or not list(shards.records(files).take(1)):
     train_pattern = next(split.pattern
                          for split in plan.window[-1].input_config.splits
-                         if split.name == splits.TRAIN)
+                         if split.name == features.TRAIN_SPLIT)
     raise errors.InputDataError(
         os.path.join(plan.input_base, train_pattern),
         f'--validation-percent {plan.options.validation_percent} put none of '

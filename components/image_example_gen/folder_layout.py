@@ -15,13 +15,13 @@ from tfx.proto import example_gen_pb2
 
 from components.image_example_gen import image_folder
 from components.image_example_gen.span_pattern import check_span_dir_pattern
-from records import splits
+from records import features
 
 SPLITS = 'splits'
 SPLITS_WITH_VALIDATION = 'splits_with_validation'
 CLASSES = 'classes'
-SPLIT_NAMES = (splits.TRAIN, splits.EVAL)  # Each a folder, and validation
-# optionally beside them.
+# Each a folder, and validation optionally beside them.
+SPLIT_NAMES = (features.TRAIN_SPLIT, features.EVAL_SPLIT)
 ALL_SPLIT = 'all'  # The one input split of the classes layout.
 
 
@@ -37,8 +37,9 @@ def input_config(layout: str, span_dir_pattern: Optional[str] = None
   """The input splits of `layout`, in each span's folder if there are spans."""
   prefix = span_prefix(span_dir_pattern)
   names = {SPLITS: SPLIT_NAMES,
-           SPLITS_WITH_VALIDATION: (splits.TRAIN, splits.VALIDATION,
-                                    splits.EVAL)}.get(layout)
+           SPLITS_WITH_VALIDATION: (features.TRAIN_SPLIT,
+                                    features.VALIDATION_SPLIT,
+                                    features.EVAL_SPLIT)}.get(layout)
   patterns = ({name: f'{prefix}{name}/*/*' for name in names}
               if names else {ALL_SPLIT: f'{prefix}*/*'})
   return example_gen_pb2.Input(splits=[
@@ -52,8 +53,8 @@ def output_config(layout: str, eval_percent: int) -> example_gen_pb2.Output:
     return example_gen_pb2.Output()
   split = example_gen_pb2.SplitConfig.Split
   return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-      splits=[split(name=splits.TRAIN, hash_buckets=100 - eval_percent),
-              split(name=splits.EVAL, hash_buckets=eval_percent)]))
+      splits=[split(name=features.TRAIN_SPLIT, hash_buckets=100 - eval_percent),
+              split(name=features.EVAL_SPLIT, hash_buckets=eval_percent)]))
 
 
 def _has_images(folder: str) -> bool:
@@ -72,7 +73,8 @@ def layout_of(data_dir: str) -> Optional[str]:
   if any(tf.io.gfile.isdir(os.path.join(data_dir, name))
          for name in SPLIT_NAMES):
     return (SPLITS_WITH_VALIDATION
-            if tf.io.gfile.isdir(os.path.join(data_dir, splits.VALIDATION))
+            if tf.io.gfile.isdir(
+                os.path.join(data_dir, features.VALIDATION_SPLIT))
             else SPLITS)
   folders = [d for d in tf.io.gfile.glob(os.path.join(data_dir, '*'))
              if tf.io.gfile.isdir(d) and not image_folder.is_os_file(d)]
@@ -126,8 +128,9 @@ def fit(input_base: str, configured: example_gen_pb2.Input,
   patterns = {split.name: split.pattern for split in configured.splits}
   if sorted(patterns) != sorted(SPLIT_NAMES):
     return configured, output
-  train = patterns[splits.TRAIN]
-  span_dir_pattern = train[:-len(f'{splits.TRAIN}/*/*')].strip('/') or None
+  train = patterns[features.TRAIN_SPLIT]
+  span_dir_pattern = (train[:-len(f'{features.TRAIN_SPLIT}/*/*')].strip('/')
+                      or None)
   try:
     if input_config(SPLITS, span_dir_pattern) != configured:
       return configured, output

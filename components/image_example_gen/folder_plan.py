@@ -12,7 +12,7 @@ from components.image_example_gen import image_folder
 from components.image_example_gen import span_window
 from components.image_example_gen import validation_split
 from components.image_example_gen.errors import InputDataError
-from records import splits
+from records import features
 
 _NAMES_SHOWN = 10
 
@@ -47,7 +47,7 @@ def _check_layout(patterns: Dict[str, str]) -> None:
     return
   split_dirs = {_data_dir(p) for p in patterns.values()}
   parents = {os.path.dirname(d) for d in split_dirs}
-  for data_dir in (parents if set(patterns) - {splits.VALIDATION} ==
+  for data_dir in (parents if set(patterns) - {features.VALIDATION_SPLIT} ==
                    set(folder_layout.SPLIT_NAMES) else split_dirs):
     if folder_layout.layout_of(data_dir) is None:
       raise InputDataError(data_dir, folder_layout.layouts_expected(data_dir))
@@ -55,7 +55,8 @@ def _check_layout(patterns: Dict[str, str]) -> None:
 
 def _check_classes(files: Dict[str, List[str]], patterns: Dict[str, str],
                    hash_split: bool) -> None:
-  train = splits.TRAIN if splits.TRAIN in files else next(iter(files))
+  train = (features.TRAIN_SPLIT if features.TRAIN_SPLIT in files
+           else next(iter(files)))
   present = {split: collections.Counter(
       image_folder.class_name(os.path.dirname(p)) for p in split_files)
              for split, split_files in files.items()}
@@ -149,9 +150,9 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   patterns = {split.name: os.path.join(input_base, split.pattern)
               for split in input_config.splits}
   _check_layout(patterns)
-  if splits.VALIDATION in patterns and validation_percent == 0:
+  if features.VALIDATION_SPLIT in patterns and validation_percent == 0:
     raise InputDataError(
-        _data_dir(patterns[splits.VALIDATION]),
+        _data_dir(patterns[features.VALIDATION_SPLIT]),
         'a validation folder, but --validation-percent 0 asks for no '
         'validation split: remove the folder or the flag')
   names = [image_folder.class_name(name) for name in class_names or
@@ -167,7 +168,7 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
   files = {name: image_folder.check_split(pattern, names)
            for name, pattern in patterns.items()}
   hash_split = bool(output_config.split_config.splits)
-  train_dir = _data_dir(patterns.get(splits.TRAIN, ''))
+  train_dir = _data_dir(patterns.get(features.TRAIN_SPLIT, ''))
   if hash_split:
     if len(files) != 1:
       raise ValueError('an output_config split_config needs exactly one '
@@ -176,14 +177,14 @@ def plan(input_base: str, input_config: example_gen_pb2.Input,
     train_dir = _data_dir(patterns[name])
     files = folder_layout.partition(split_files, train_dir,
                                     output_config.split_config)
-  carved = bool(validation_percent and splits.TRAIN in files and
-                splits.VALIDATION not in files)
+  carved = bool(validation_percent and features.TRAIN_SPLIT in files and
+                features.VALIDATION_SPLIT not in files)
   if carved:
     keys = {path: os.path.relpath(path, train_dir).replace(os.sep,
                                                            '/').encode()
-            for path in files[splits.TRAIN]}
+            for path in files[features.TRAIN_SPLIT]}
     files = validation_split.carve(files, keys, validation_percent)
-    if not files[splits.VALIDATION]:
+    if not files[features.VALIDATION_SPLIT]:
       raise InputDataError(
           train_dir, f'--validation-percent {validation_percent} put none of '
           f'its {len(keys)} training images into the validation split: '
@@ -243,8 +244,8 @@ def plan_window(input_base: str, window: List[span_window.Span],
           f'{last.class_names}; give them all with --class-names')
   # The newest span's splits in their order, then any other.
   order = [*last.files, *(split for split in files if split not in last.files
-                          and split != splits.EARLIER_EVAL),
-           splits.EARLIER_EVAL]
+                          and split != features.EARLIER_EVAL_SPLIT),
+           features.EARLIER_EVAL_SPLIT]
   return FolderPlan(
       files={split: files[split] for split in order if split in files},
       class_names=last.class_names, hash_split=last.hash_split,

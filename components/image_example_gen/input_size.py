@@ -11,7 +11,7 @@ from tfx.proto import example_gen_pb2
 from components.image_example_gen import folder_layout
 from components.image_example_gen import idx
 from components.image_example_gen import image_folder
-from records import splits
+from records import features
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,6 @@ def measure(input_base: str, input_config: example_gen_pb2.Input,
       size += sum(map(os.path.getsize, images))
     records += split_records
     # The classes layout's one split is mostly train, once split.
-    if split.name in (splits.TRAIN, folder_layout.ALL_SPLIT):
+    if split.name in (features.TRAIN_SPLIT, folder_layout.ALL_SPLIT):
       train += split_records
   return InputSize(records=records, bytes=size, train_records=train)

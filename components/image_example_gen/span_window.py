@@ -17,7 +17,7 @@ from tfx.utils import proto_utils
 
 from components.image_example_gen import folder_layout
 from components.image_example_gen.options import ImageExampleGenOptions
-from records import splits
+from records import features
 
 SPANS_PROPERTY = 'spans'
 
@@ -31,8 +31,8 @@ class Span:
 
   def output_split(self, split: str, newest: bool) -> str:
     """The split of the Examples that this span's `split` goes to."""
-    return (splits.EARLIER_EVAL if split == splits.EVAL and not newest
-            else split)
+    return (features.EARLIER_EVAL_SPLIT
+            if split == features.EVAL_SPLIT and not newest else split)
 
 
 def span_folder(input_config: example_gen_pb2.Input) -> Optional[str]:

@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from records import splits
+from records import features
 
 _SALT = b'validation/'
 
@@ -35,7 +35,8 @@ def carve(files: Dict[str, List[str]], keys: Dict[str, bytes],
     percent: the share of train, from 0 to 100, to take out.
   """
   train, validation = [], []
-  for path in files[splits.TRAIN]:
+  for path in files[features.TRAIN_SPLIT]:
     (validation if chosen(keys[path], percent) else train).append(path)
-  return {splits.TRAIN: train, splits.VALIDATION: validation,
-          **{name: f for name, f in files.items() if name != splits.TRAIN}}
+  return {features.TRAIN_SPLIT: train, features.VALIDATION_SPLIT: validation,
+          **{name: f for name, f in files.items()
+             if name != features.TRAIN_SPLIT}}

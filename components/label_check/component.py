@@ -14,8 +14,8 @@ from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
 from components.label_check import executor
+from records import features
 from records import label_check_results as results
-from records import splits
 
 
 class LabelSuspects(types.Artifact):
@@ -105,8 +105,8 @@ class LabelCheck(base_component.BaseComponent):
                probabilities_key: str,
                custom_config: Optional[Dict[str, Any]] = None,
                evaluation: Optional[types.BaseChannel] = None,
-               train_split: str = splits.TRAIN,
-               eval_split: str = splits.EVAL):
+               train_split: str = features.TRAIN_SPLIT,
+               eval_split: str = features.EVAL_SPLIT):
     if folds is not None and (folds < 0 or folds == 1):
       raise ValueError(f'LabelCheck: folds must be 0 (the training split '
                        f'scored from the Trainer\'s run) or at least 2, got '

@@ -18,7 +18,6 @@ from modules.training.config import (VALIDATION_SPLIT_KEY, InputConfig,  # pylin
                                      TrainingConfig)
 from records import features
 from records import shards
-from records import splits
 
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -191,11 +190,11 @@ def plan_inputs(train: SplitSize, evaluation: SplitSize,
   Returns:
     (the training split's plan, the evaluation split's plan).
   """
-  train_plan = plan_split(splits.TRAIN, train, config, True,
+  train_plan = plan_split(features.TRAIN_SPLIT, train, config, True,
                           config.memory_budget)
   held = (train.memory_bytes if train_plan.cache else
           train_plan.shuffle_buffer * train.bytes_per_record)
-  eval_plan = plan_split(splits.EVAL, evaluation, config, False,
+  eval_plan = plan_split(features.EVAL_SPLIT, evaluation, config, False,
                          max(0, int(config.memory_budget - held)))
   return train_plan, eval_plan
 
@@ -206,7 +205,7 @@ def plan_training(file_patterns: Union[str, Sequence[str]],
 
   The benchmarks use it, since they read the training split alone.
   """
-  return plan_split(splits.TRAIN, measure(file_patterns), config, True,
+  return plan_split(features.TRAIN_SPLIT, measure(file_patterns), config, True,
                     config.memory_budget)
 
 
@@ -456,7 +455,7 @@ def plan_run_inputs(fn_args: FnArgs, config: TrainingConfig,
   """
   train = measure(fn_args.train_files)
   if split is None:
-    return plan_split(splits.TRAIN, train, config.input, True,
+    return plan_split(features.TRAIN_SPLIT, train, config.input, True,
                       config.input.memory_budget), None
   train_plan, validation_plan = plan_inputs(
       train, measure(fn_args.eval_files), config.input)
@@ -484,7 +483,7 @@ def check_files_per_worker(fn_args: FnArgs, workers: int,
   Raises:
     ValueError: a split has fewer files than `workers`.
   """
-  for split, patterns in ((splits.TRAIN, fn_args.train_files),
+  for split, patterns in ((features.TRAIN_SPLIT, fn_args.train_files),
                           *([(validation, fn_args.eval_files)]
                             if validation else [])):
     files = list_files(patterns)
