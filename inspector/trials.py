@@ -10,9 +10,9 @@ from typing import Any, Dict
 
 from metadata import queries
 from metadata.store import InspectError
+from modules.training import config as config_lib
 from records import artifact_files
 from records import features
-from modules.training import tuning
 
 TUNER = 'Tuner'
 # TFX's Tuner executor's file names (tfx/components/tuner/executor.py).
@@ -65,7 +65,7 @@ def trials(md: queries.Metadata, run: queries.Run) -> Dict[str, Any]:
   return {
       'status': 'ok', 'cached': execution.cached,
       'seconds': producer.seconds, 'tuned_in_run': producer.run,
-      'objective': tuning.OBJECTIVE,
+      'objective': config_lib.TUNING_OBJECTIVE,
       # TFX's default where the args name none.
       'scored_on': (eval_args.get('splits') or [features.EVAL_SPLIT])[0],
       'best_hyperparameters': {'id': best.id, 'uri': best.uri,

@@ -15,13 +15,13 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 
 from modules import transform
 from modules.training import callbacks
+from modules.training import config as config_lib
 from modules.training import devices
 from modules.training import export
 from modules.training import fit as fit_lib
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
-from modules.training import tuning
 from modules.training import warm_start
 from modules.training.config import VALIDATION_SPLIT_KEY, TrainingConfig
 from modules.training.input_pipeline import (TrainerData, read_data,  # pylint: disable=g-multiple-import
@@ -142,8 +142,8 @@ class PhaseClock:
 def training_config(fn_args: FnArgs) -> TrainingConfig:
   """The run's settings: custom_config's, with --tune's winner if any."""
   config = TrainingConfig.from_dict(fn_args.custom_config['training'])
-  tuned = tuning.tuned_values(fn_args.hyperparameters)
-  return tuning.apply(config, tuned) if tuned else config
+  tuned = config_lib.tuned_values(fn_args.hyperparameters)
+  return config_lib.with_tuned(config, tuned) if tuned else config
 
 
 def start_from(fn_args: FnArgs, config: TrainingConfig,
@@ -257,7 +257,7 @@ def training_record(run: Run, model: keras.Model,
   return {**plan.to_dict(), 'parameters': model.count_params(),
           'geometry': str(data.geometry),
           'start': 'warm' if plan.warm else 'cold',
-          'tuned': tuning.tuned_values(run.fn_args.hyperparameters),
+          'tuned': config_lib.tuned_values(run.fn_args.hyperparameters),
           'batch_size': device_plan.global_batch_size,
           'workers': device_plan.workers,
           VALIDATION_SPLIT_KEY: data.validation,

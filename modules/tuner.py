@@ -21,7 +21,7 @@ from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import plan as training_plan
 from modules.training import callbacks
-from modules.training import tuning
+from modules.training import config as config_lib
 from modules.training.config import TrainingConfig, TuningConfig
 from modules.training.input_pipeline import TrainerData, read_data, validation_split  # pylint: disable=g-multiple-import
 
@@ -68,13 +68,13 @@ class TrialTuner(base_tuner.BaseTuner):
       evaluation: the validation dataset.
 
     Returns:
-      {tuning.OBJECTIVE: the trial's validation accuracy}.
+      {config_lib.TUNING_OBJECTIVE: the trial's validation accuracy}.
 
     Raises:
       keras_tuner.errors.FatalError: the trial could not train.
     """
     values = trial.hyperparameters.values
-    config = tuning.apply(self._config, values)
+    config = config_lib.with_tuned(self._config, values)
     started = time.monotonic()
     try:
       keras.backend.clear_session()
@@ -94,16 +94,18 @@ class TrialTuner(base_tuner.BaseTuner):
       # keras_tuner would record the trial as invalid and go on: a trial
       # that cannot train is a broken setup, not a bad point of the space.
       raise keras_tuner.errors.FatalError(
-          f'tuner trial {_number(trial)} ({tuning.describe(values)}): '
+          f'tuner trial {_number(trial)} '
+          f'({config_lib.describe_tuned(values)}): '
           f'{type(e).__name__}: {e}') from e
     finally:
       keras.mixed_precision.set_global_policy('float32')
     seconds = time.monotonic() - started
     logging.info(callbacks.TRIAL_LINE, _number(trial), self._trials,
-                 f'{tuning.describe(values)}: {tuning.OBJECTIVE} '
-                 f'{accuracy:.4f} on {self._data.validation} after '
+                 f'{config_lib.describe_tuned(values)}: '
+                 f'{config_lib.TUNING_OBJECTIVE} {accuracy:.4f} on '
+                 f'{self._data.validation} after '
                  f'{self._fn_args.train_steps} steps in {seconds:.1f}s')
-    return {tuning.OBJECTIVE: float(accuracy)}
+    return {config_lib.TUNING_OBJECTIVE: float(accuracy)}
 
   # TFX's executor calls these; keras_tuner prints them on stdout, which in
   # a local run is the console: the log gets them instead.
@@ -116,8 +118,8 @@ class TrialTuner(base_tuner.BaseTuner):
     """Logs the best trials, where keras_tuner would print them."""
     for trial in self.oracle.get_best_trials(num_trials):
       logging.info('Tuner trial %d: %s: %s %s', _number(trial),
-                   tuning.describe(trial.hyperparameters.values),
-                   tuning.OBJECTIVE, trial.score)
+                   config_lib.describe_tuned(trial.hyperparameters.values),
+                   config_lib.TUNING_OBJECTIVE, trial.score)
 
 
 def oracle(tuning_config: TuningConfig, hyperparameters):
@@ -126,9 +128,10 @@ def oracle(tuning_config: TuningConfig, hyperparameters):
   Args:
     tuning_config: the Tuner's settings: the search, its trials and seed.
     hyperparameters: the search space, keras_tuner HyperParameters
-      (tuning.hyperparameters).
+      (config_lib.search_space).
   """
-  kwargs = dict(objective=keras_tuner.Objective(tuning.OBJECTIVE, 'max'),
+  kwargs = dict(objective=keras_tuner.Objective(config_lib.TUNING_OBJECTIVE,
+                                                 'max'),
                 max_trials=tuning_config.trials, seed=tuning_config.seed,
                 hyperparameters=hyperparameters, allow_new_entries=False)
   if tuning_config.search == 'bayesian':
@@ -160,7 +163,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
   config = dataclasses.replace(config, model=model_config)
   plan = training_plan.plan(config.budget, config.model, data.geometry,
                             data.train_plan.size.records, why=network_why)
-  search = oracle(tuning_config, tuning.hyperparameters(plan.architecture))
+  search = oracle(tuning_config, config_lib.search_space(plan.architecture))
   search.verbose = 0  # Its display prints on stdout; run_trial logs.
   tuner = TrialTuner(search, config, fn_args, plan, data,
                      directory=fn_args.working_dir,

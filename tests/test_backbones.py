@@ -251,7 +251,7 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   # the best point names it.
   from tfx.components.trainer.fn_args_utils import FnArgs  # pylint: disable=g-import-not-at-top
   from modules import tuner as tuner_lib  # pylint: disable=g-import-not-at-top
-  from modules.training import tuning  # pylint: disable=g-import-not-at-top
+  from modules.training import config as config_lib  # pylint: disable=g-import-not-at-top
   from modules.training.config import TuningConfig  # pylint: disable=g-import-not-at-top
   shapes.write(str(tmp_path / 'data'), per_class=8, size=SIZE,
                eval_per_class=4, shapes=CLASSES)
@@ -273,10 +273,10 @@ def test_the_tuner_tunes_the_network_the_trainer_trains(
   with absl_lines(callbacks.TRIAL_LINE) as trials:
     result.tuner.search(**result.fit_kwargs)
   [best] = result.tuner.get_best_hyperparameters()
-  assert best.values[tuning.NETWORK] == NAME
+  assert best.values[config_lib.TUNED_NETWORK] == NAME
   assert len(trials) == 1 and NAME in trials[0]
   # The Trainer applies it to its settings and still starts from the
   # backbone.
-  tuned, _, _ = model_lib.auto(tuning.apply(config, best.values).model,
+  tuned, _, _ = model_lib.auto(config_lib.with_tuned(config, best.values).model,
                                features.ImageGeometry(SIZE, SIZE, 3))
   assert tuned.backbone == NAME

@@ -12,8 +12,8 @@ import tf_keras
 
 import local_runner
 from modules import tuner as tuner_module
+from modules.training import config as config_lib
 from modules.training import model as model_lib
-from modules.training import tuning
 from modules.training.config import (ARCHITECTURES, BACKBONES, MNIST_CNN,  # pylint: disable=g-multiple-import
                                      SMALL_BN_CNN, SMALL_GAP_CNN,
                                      TrainingConfig, TuningConfig)
@@ -71,7 +71,7 @@ def test_tune_adds_the_tuner_before_the_trainer_and_nothing_else(tmp_path):
 
 
 def test_every_network_has_a_space():
-  assert set(tuning.SPACES) == {*ARCHITECTURES, *BACKBONES}
+  assert set(config_lib.TUNING_SPACES) == {*ARCHITECTURES, *BACKBONES}
 
 
 @pytest.mark.parametrize('network', [SMALL_BN_CNN, MNIST_CNN, SMALL_GAP_CNN,
@@ -79,13 +79,14 @@ def test_every_network_has_a_space():
 def test_a_point_of_the_space_sets_the_network_rate_widths_and_dropout(
     network):
   config = TrainingConfig()
-  values = {tuning.NETWORK: network, tuning.LEARNING_RATE: 0.0042,
-            tuning.WIDTH: 0.5, tuning.DROPOUT: 0.15}
+  values = {config_lib.TUNED_NETWORK: network,
+            config_lib.TUNED_LEARNING_RATE: 0.0042,
+            config_lib.TUNED_WIDTH: 0.5, config_lib.TUNED_DROPOUT: 0.15}
   if network in BACKBONES:
     config = dataclasses.replace(config, model=dataclasses.replace(
         config.model, backbone=network))
-  tuned = tuning.apply(config, values)
-  space = tuning.SPACES[network]
+  tuned = config_lib.with_tuned(config, values)
+  space = config_lib.TUNING_SPACES[network]
   assert tuned.learning_rate == 0.0042
   assert model_lib.choose(tuned.model, features.MNIST_GEOMETRY)[0] == network
   if space.dropout:
@@ -107,7 +108,8 @@ def test_a_point_of_the_space_sets_the_network_rate_widths_and_dropout(
 
 def test_an_unknown_network_names_the_table():
   with pytest.raises(ValueError, match='no search space for the network'):
-    tuning.apply(TrainingConfig(), {tuning.NETWORK: 'resnet'})
+    config_lib.with_tuned(TrainingConfig(),
+                          {config_lib.TUNED_NETWORK: 'resnet'})
 
 
 class _ScoreTuner(base_tuner.BaseTuner):
@@ -118,12 +120,12 @@ class _ScoreTuner(base_tuner.BaseTuner):
     if fail:
       raise keras_tuner.errors.FatalError('broken')
     values = trial.hyperparameters.values
-    return {tuning.OBJECTIVE: values[tuning.DROPOUT]}
+    return {config_lib.TUNING_OBJECTIVE: values[config_lib.TUNED_DROPOUT]}
 
 
 def _oracle(trials, search='random'):
   return tuner_module.oracle(TuningConfig(trials=trials, search=search),
-                             tuning.hyperparameters(MNIST_CNN))
+                             config_lib.search_space(MNIST_CNN))
 
 
 @pytest.mark.parametrize('search', ['random', 'bayesian'])
@@ -144,11 +146,11 @@ def test_keras_tuner_holds_what_modules_tuner_relies_on(tmp_path, search):
   trials = tuner.oracle.get_best_trials(3)
   assert len(trials) == 3
   assert [t.score for t in trials] == sorted(
-      (t.hyperparameters.values[tuning.DROPOUT] for t in trials),
+      (t.hyperparameters.values[config_lib.TUNED_DROPOUT] for t in trials),
       reverse=True)
   best = tuner.get_best_hyperparameters()[0].get_config()
   assert best['values'] == trials[0].hyperparameters.values
-  assert best['values'][tuning.NETWORK] == MNIST_CNN
+  assert best['values'][config_lib.TUNED_NETWORK] == MNIST_CNN
   # A FatalError stops the search (any other error only fails the trial).
   with pytest.raises(keras_tuner.errors.FatalError, match='broken'):
     _ScoreTuner(_oracle(1), directory=str(tmp_path / 'fail'),

@@ -5,8 +5,8 @@ import glob
 import json
 import re
 
+from modules.training import config as config_lib
 from modules.training import model as model_lib
-from modules.training import tuning
 from modules.training.config import TrainingConfig
 from records import features
 from tests import tiny_runs
@@ -40,11 +40,11 @@ def test_the_trainer_trains_the_winner(tuned_run):
     winner = json.load(f)['values']
   plan = _training_plan(out)
   assert plan['tuned'] == winner
-  assert plan['learning_rate'] == winner[tuning.LEARNING_RATE]
+  assert plan['learning_rate'] == winner[config_lib.TUNED_LEARNING_RATE]
   # The network the Trainer built is the winner's width.
-  config = tuning.apply(TrainingConfig(), winner)
+  config = config_lib.with_tuned(TrainingConfig(), winner)
   assert plan['parameters'] == model_lib.build(
-      winner[tuning.NETWORK], features.MNIST_GEOMETRY, 10,
+      winner[config_lib.TUNED_NETWORK], features.MNIST_GEOMETRY, 10,
       config.model).count_params()
 
 

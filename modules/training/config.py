@@ -1,5 +1,5 @@
-"""The Trainer's settings, each a knob (modules/knob.py), and the networks'
-names.
+"""The Trainer's settings, each a knob (modules/knob.py), the networks'
+names, and what `--tune` searches.
 
 Free of TensorFlow, so that `--help` stays fast; passed to run_fn as a dict
 in its custom_config (`to_dict`, `from_dict`). See docs/training.md.
@@ -7,7 +7,7 @@ in its custom_config (`to_dict`, `from_dict`). See docs/training.md.
 
 import argparse
 import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from modules.knob import knob
 
@@ -260,7 +260,7 @@ class InputConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TuningConfig:
-  """TFX's Tuner before the Trainer (tuning.py holds the space)."""
+  """TFX's Tuner before the Trainer (the space: TUNING_SPACES)."""
   trials: int = knob(
       0, 'Tune the learning rate, width and dropout first: TFX\'s Tuner '
       'trains this many trials of --tune-trial-steps steps each, and the '
@@ -349,3 +349,122 @@ class TrainingConfig:
     d['model'] = ModelConfig.from_dict(d['model'])
     d['input'] = InputConfig(**d['input'])
     return cls(**d)
+
+
+# What `--tune` searches. `with_tuned` maps a point of the search to the
+# TrainingConfig that both the Tuner's trials and the Trainer train with.
+# The space: docs/training.md, "Tuning".
+
+# What a trial's score is: the Trainer's validation metric, higher better.
+TUNING_OBJECTIVE = VALIDATION_ACCURACY
+# The hyperparameters, by their keras_tuner names.
+TUNED_LEARNING_RATE = 'learning_rate'
+TUNED_WIDTH = 'width'
+TUNED_DROPOUT = 'dropout'
+TUNED_NETWORK = 'network'
+
+LEARNING_RATE_RANGE = (1e-4, 1e-2)
+TUNED_WIDTHS = (0.5, 1.0, 1.5)
+DROPOUT_RANGE = (0.1, 0.6)
+DROPOUT_STEP = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSpace:
+  """Which ModelConfig fields a network's `width` and `dropout` set."""
+  dropout: Optional[str] = None
+  widths: Tuple[str, ...] = ()
+
+
+TUNING_SPACES = {
+    SMALL_BN_CNN: NetworkSpace(widths=('bn_conv_filters',)),
+    MNIST_CNN: NetworkSpace(dropout='dropout',
+                            widths=('conv_filters', 'dense_units')),
+    SMALL_GAP_CNN: NetworkSpace(dropout='gap_dropout',
+                                widths=('gap_conv_filters',)),
+    # A pretrained backbone: its head's dropout (its widths are its own).
+    **{backbone: NetworkSpace(dropout='head_dropout')
+       for backbone in BACKBONES},
+}
+
+
+def network_space(network: str) -> NetworkSpace:
+  """Returns the NetworkSpace of `network`.
+
+  Raises:
+    ValueError: TUNING_SPACES has no entry for it.
+  """
+  try:
+    return TUNING_SPACES[network]
+  except KeyError:
+    raise ValueError(f'--tune: no search space for the network {network!r} '
+                     '(modules/training/config.py TUNING_SPACES has '
+                     f'{sorted(TUNING_SPACES)})') from None
+
+
+def search_space(network: str):
+  """Returns the search space for `network`, as keras_tuner HyperParameters."""
+  import keras_tuner  # pylint: disable=g-import-not-at-top
+  space = network_space(network)
+  hp = keras_tuner.HyperParameters()
+  hp.Fixed(TUNED_NETWORK, network)
+  hp.Float(TUNED_LEARNING_RATE, *LEARNING_RATE_RANGE, sampling='log')
+  if space.widths:
+    hp.Choice(TUNED_WIDTH, list(TUNED_WIDTHS))
+  if space.dropout:
+    hp.Float(TUNED_DROPOUT, *DROPOUT_RANGE, step=DROPOUT_STEP)
+  return hp
+
+
+def _scaled(value, width: float):
+  if isinstance(value, (tuple, list)):
+    return tuple(_scaled(v, width) for v in value)
+  return max(1, round(value * width))
+
+
+def with_tuned(config: TrainingConfig,
+               values: Mapping[str, Any]) -> TrainingConfig:
+  """Returns `config` with the values of a point of the space.
+
+  The point sets the network, the learning rate, the widths (scaled by its
+  width) and the dropout.
+
+  Args:
+    config: the run's training settings.
+    values: {hyperparameter name: value} of the point, as a keras_tuner
+      trial holds them; the network must be in TUNING_SPACES.
+  """
+  network = values[TUNED_NETWORK]
+  space = network_space(network)
+  # A backbone is chosen by --backbone, which stays as it is.
+  model = {} if network in BACKBONES else {'architecture': network}
+  if space.dropout:
+    model[space.dropout] = float(values[TUNED_DROPOUT])
+  for field in space.widths:
+    model[field] = _scaled(getattr(config.model, field),
+                           float(values[TUNED_WIDTH]))
+  return dataclasses.replace(
+      config, learning_rate=float(values[TUNED_LEARNING_RATE]),
+      model=dataclasses.replace(config.model, **model))
+
+
+def tuned_values(hyperparameters_config: Optional[Dict[str, Any]]
+                 ) -> Optional[Dict[str, Any]]:
+  """Returns the values of the Trainer's fn_args.hyperparameters, or None.
+
+  That is a keras_tuner HyperParameters config, as TFX's Tuner writes the
+  best one.
+  """
+  if not hyperparameters_config:
+    return None
+  return dict(hyperparameters_config['values'])
+
+
+def describe_tuned(values: Mapping[str, Any]) -> str:
+  """Describes a point of the space in one line.
+
+  For example 'network mnist-cnn, learning_rate 0.00123, width 1, dropout
+  0.35'.
+  """
+  return ', '.join(f'{name} {value:.3g}' if isinstance(value, float)
+                   else f'{name} {value}' for name, value in values.items())
