@@ -15,8 +15,8 @@ from PIL import Image, PngImagePlugin
 
 from components.image_example_gen import image_folder
 from modules.training import export
-from modules.training import image_orientation
 from predict import inputs as predict_inputs
+from records import decode
 from records import features
 from records import serving_model
 from tests import datasets
@@ -100,7 +100,7 @@ _FILES = [
 @pytest.mark.parametrize('name,data', [pytest.param(*case, id=case[0])
                                        for case in _FILES])
 def test_files_become_the_pixels_example_gen_trains_on(geometry, name, data):
-  served = export.decode_files(tf.constant([data]), geometry).numpy()[0]
+  served = decode.decode_files(tf.constant([data]), geometry).numpy()[0]
   converted = _as_example_gen_converts(data, geometry)
   assert served.shape == converted.shape == geometry.shape
   difference = np.abs(served.astype(int) - converted.astype(int))
@@ -250,7 +250,7 @@ def _exif(orientation, endian='<'):
 
 
 def _decode(files, geometry):
-  return export.decode_files(tf.constant(files), geometry).numpy()
+  return decode.decode_files(tf.constant(files), geometry).numpy()
 
 
 def _assert_close(served, converted, name):
@@ -394,10 +394,10 @@ def _pillow_orientation(data):
 def test_damaged_exif_is_read_as_pillow_reads_it():
   """Seeded random damage to EXIF data, read by the graph and by Pillow."""
   readers = {
-      format_: tf.function(lambda data, read=read: image_orientation
-                           .orientation_of(read(data)))
-      for format_, read in (('JPEG', image_orientation.jpeg_metadata),
-                            ('PNG', image_orientation.png_metadata))}
+      format_: tf.function(
+          lambda data, read=read: decode.orientation_of(read(data)))
+      for format_, read in (('JPEG', decode.jpeg_metadata),
+                            ('PNG', decode.png_metadata))}
   rng = np.random.default_rng(35)
   pixels = np.zeros((4, 3, 3), np.uint8)
   sources = [_exif(6)[6:], _exif(8, '>')[6:], _MALFORMED[
