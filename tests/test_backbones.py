@@ -14,7 +14,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from data import shapes
-from modules.training import fit as fit_lib
+from modules import trainer
 from modules.training import input_pipeline
 from modules.training import model as model_lib
 from modules.training import callbacks
@@ -144,11 +144,11 @@ def test_the_head_trains_first_then_only_the_top_of_the_backbone(
                               model.get_layer('logits').get_weights()[0])
     after_phase.append((learning_rate, _weights(backbone.layers)))
 
-  fit_lib.train_phases(backbone, 2, config, 1e-2, fit)
+  trainer.train_phases(backbone, 2, config, 1e-2, fit)
   [(head_lr, head_only), (tune_lr, tuned)] = after_phase
   assert tune_lr == pytest.approx(head_lr * config.fine_tune_learning_rate_factor)
   assert not any(_changed(initial, head_only))  # Phase 1: frozen.
-  first = fit_lib.first_trained_layer(backbone, config)
+  first = trainer.first_trained_layer(backbone, config)
   assert 0 < first < len(backbone.layers)
   changed = _changed(head_only, tuned)
   assert not any(changed[:first]) and any(changed[first:])

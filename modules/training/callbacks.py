@@ -105,7 +105,7 @@ class EpochProgress(keras.callbacks.Callback):
       batch_size: examples per step (over all replicas), for examples/s.
       bar_stream: where the bar goes, if it is a terminal (default: stderr).
       epochs: the run's epochs, when this fit trains only the first of them
-        (a phase of modules/training/fit.py); default: the fit's.
+        (a phase of modules/trainer.py's train_phases); default: the fit's.
     """
     super().__init__()
     self._batch_size = batch_size

@@ -164,7 +164,7 @@ class ModelConfig:
       'enough blocks that its last features see most of a 96x96 image '
       '(BENCHMARKS.md, "Colour images").')
   gap_dropout: float = knob(0.3, 'small-gap-cnn: dropout before the logits.')
-  # A pretrained backbone (modules/training/model.py, fit.py).
+  # A pretrained backbone (modules/training/model.py, modules/trainer.py).
   backbone: Optional[str] = knob(
       None, 'Transfer learning: a Keras Applications network (ImageNet '
       'weights unless --weights says otherwise) with a new head, trained in '
