@@ -300,3 +300,14 @@ def names_of(files: List[str], picked: np.ndarray, positions: np.ndarray,
   return {int(positions[i]): (sources[i].decode(),
                               place(files[shard_numbers[i]], indices[i]))
           for i in picked.tolist()}
+
+
+def names_of_mistakes(files: List[str], probabilities: np.ndarray,
+                      labels: np.ndarray, positions: np.ndarray,
+                      shard_numbers: np.ndarray, indices: np.ndarray,
+                      sources: np.ndarray) -> Dict[int, Tuple[str, str]]:
+  """`names_of` the records of a block whose most probable class is not
+  their label (LabelCheck's suspects are among them)."""
+  return names_of(files,
+                  np.flatnonzero(np.argmax(probabilities, axis=1) != labels),
+                  positions, shard_numbers, indices, sources)

@@ -1,5 +1,6 @@
 """records/shards.py: the one reader of TFRecord files."""
 
+import numpy as np
 import tensorflow as tf
 
 from records import features
@@ -61,3 +62,16 @@ def test_a_reader_without_autotuning_reads_the_same_records(tmp_path):
       (i, list(n)) for i, n in tuned.as_numpy_iterator()] == [
           (0, [3, 3]), (0, [3, 3]), (0, [3]), (1, [3, 3]), (1, [3, 3]),
           (1, [3])]
+
+
+def test_mistakes_are_the_records_whose_top_class_is_not_their_label():
+  files = ['gs://bucket/Split-train/data-00000-of-00002.gz',
+           'gs://bucket/Split-train/data-00001-of-00002.gz']
+  probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], np.float32)
+  named = shards.names_of_mistakes(
+      files, probabilities, labels=np.array([0, 0, 1]),
+      positions=np.array([10, 11, 12]), shard_numbers=np.array([0, 1, 1]),
+      indices=np.array([4, 0, 1]), sources=np.array([b'a.png', b'b.png',
+                                                      b'c.png']))
+  assert named == {11: ('b.png', 'data-00001-of-00002.gz:0'),
+                   12: ('c.png', 'data-00001-of-00002.gz:1')}

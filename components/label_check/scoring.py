@@ -135,10 +135,8 @@ class _Collected:
     """Keeps a batch: its records' positions, places, sources, labels and
     probabilities."""
     self._parts.append((positions, labels, probabilities))
-    self.named.update(shards.names_of(
-        self._files, np.flatnonzero(np.argmax(probabilities, axis=1) !=
-                                    labels),
-        positions, shard, index, sources))
+    self.named.update(shards.names_of_mistakes(
+        self._files, probabilities, labels, positions, shard, index, sources))
     self.count += len(labels)
 
   def scored(self) -> Scored:

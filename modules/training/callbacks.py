@@ -325,16 +325,6 @@ def scoring_stride(planned_epochs: int) -> int:
   return max(MIN_STRIDE, math.ceil(planned_epochs / MAX_SCORED_EPOCHS))
 
 
-def _doubted(files: List[str], probabilities: np.ndarray,
-             labels: np.ndarray, positions: np.ndarray,
-             places: Tuple[np.ndarray, ...]) -> Dict[int, Tuple[str, str]]:
-  """shards.names_of the records whose most probable class is not their
-  label: LabelCheck's suspects are among them."""
-  return shards.names_of(
-      files, np.flatnonzero(np.argmax(probabilities, axis=1) != labels),
-      positions, *places)
-
-
 class EpochProbabilities(keras.callbacks.Callback):
   """Averages the probabilities of the records checked over a few epochs.
 
@@ -466,7 +456,8 @@ class EpochProbabilities(keras.callbacks.Callback):
     stored.write(self._output_dir, stored.EpochProbabilities(
         positions=positions, labels=labels, probabilities=probabilities,
         epochs=1, records=records, seconds=round(seconds, 2),
-        named=_doubted(files, probabilities, labels, positions, places),
+        named=shards.names_of_mistakes(files, probabilities, labels,
+                                       positions, *places),
         split=split, checked_buckets=buckets), stored.HELD_OUT_FILE)
     logging.info('Trainer: probabilities of %d %s records for LabelCheck, '
                  'by the kept weights: %.1f s.', len(labels), split, seconds)
@@ -480,8 +471,9 @@ class EpochProbabilities(keras.callbacks.Callback):
           positions=self._positions, labels=self._labels,
           probabilities=probabilities, epochs=self._epochs,
           records=self._records, seconds=round(self._seconds, 2),
-          named=_doubted(self._files, probabilities, self._labels,
-                         self._positions, self._places),
+          named=shards.names_of_mistakes(self._files, probabilities,
+                                         self._labels, self._positions,
+                                         *self._places),
           validation_curve=np.array(self._curve, np.float32).reshape(-1, 2)))
       logging.info('Trainer: probabilities of %d training records for '
                    'LabelCheck, averaged over %d epochs: %.1f s.',
