@@ -17,7 +17,6 @@ from tfx.utils import proto_utils
 from components.evaluator import baseline_evaluator
 from components.image_example_gen import folder_layout
 from components.image_example_gen import console_lines
-from components.image_example_gen import span_window
 from components.image_example_gen import driver
 from components.image_example_gen.component import default_input_config
 from components.image_example_gen.component import ImageExampleGen
